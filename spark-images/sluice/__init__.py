@@ -1,0 +1,3 @@
+"""Sluice: MySQL/MariaDB change-data-capture on Apache Spark."""
+
+__version__ = "0.1.0"

@@ -1,0 +1,1 @@
+"""Reading the binlog: row changes, the binlog split and the emit rule."""

@@ -1,0 +1,1 @@
+"""The pipeline definition: Flink CDC 3 pipeline-YAML, parsed and validated."""

@@ -1,0 +1,307 @@
+"""Reads a pipeline YAML (Flink CDC 3 keys) into typed, validated settings.
+
+Everything a run needs is checked here, before Spark starts, so a wrong definition costs
+the user seconds, not a half-written target.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from sluice.errors import DefinitionError
+from sluice.pipeline.options import Option, parse_duration, port_number, positive, resolve
+from sluice.pipeline.options import duration as duration_check
+from sluice.pipeline.table_selector import TableSelector, parse_patterns
+
+STARTUP_MODES = (
+    "initial",
+    "snapshot",
+    "latest-offset",
+    "earliest-offset",
+    "specific-offset",
+    "timestamp",
+)
+SCHEMA_CHANGE_BEHAVIORS = ("evolve", "try_evolve", "lenient", "ignore", "exception", "manual")
+SINK_TYPES = ("values", "jdbc")
+
+SOURCE_OPTIONS = [
+    Option("type", str, choices=("mysql",)),
+    Option("hostname", str),
+    Option("port", int, 3306, check=port_number),
+    Option("username", str),
+    Option("password", str, ""),
+    Option("tables", str),
+    Option("tables.exclude", str, ""),
+    Option("server-id", str, "5400-5499"),
+    Option("server-time-zone", str, "UTC"),
+    Option("scan.startup.mode", str, "initial", choices=STARTUP_MODES),
+    Option("scan.startup.specific-offset.file", str, ""),
+    Option("scan.startup.specific-offset.pos", int, 4, check=positive),
+    Option("scan.startup.specific-offset.gtid-set", str, ""),
+    Option("scan.startup.timestamp-millis", int, 0),
+    Option("scan.incremental.snapshot.chunk.size", int, 8096, check=positive),
+    Option("scan.incremental.snapshot.chunk.key-column", str, ""),
+    Option("scan.snapshot.fetch.size", int, 1024, check=positive),
+    Option("heartbeat.interval", str, "30s", check=duration_check),
+    Option("connect.timeout", str, "30s", check=duration_check),
+    Option("connect.max-retries", int, 3, check=lambda v: None if v >= 0 else "must be >= 0"),
+]
+
+SINK_OPTIONS = {
+    "values": [Option("type", str), Option("name", str, "values")],
+    "jdbc": [
+        Option("type", str),
+        Option("name", str, "jdbc"),
+        Option("url", str),
+        Option("username", str),
+        Option("password", str, ""),
+        Option("sink.batch-size", int, 5000, check=positive),
+    ],
+}
+
+PIPELINE_OPTIONS = [
+    Option("name", str, "sluice-pipeline"),
+    Option("parallelism", int, 1, check=positive),
+    Option("schema.change.behavior", str, "lenient", choices=SCHEMA_CHANGE_BEHAVIORS),
+]
+
+_UNSUPPORTED_SECTIONS = ("route", "transform")
+
+
+@dataclass(frozen=True)
+class ServerIdRange:
+    start: int
+    end: int
+
+    def __len__(self) -> int:
+        return self.end - self.start + 1
+
+    def pick(self, index: int) -> int:
+        """The server id for the index-th concurrent binlog connection."""
+        if index >= len(self):
+            raise DefinitionError(
+                f"source.server-id: range {self.start}-{self.end} has {len(self)} ids but "
+                f"{index + 1} concurrent readers need one each; widen the range"
+            )
+        return self.start + index
+
+
+@dataclass(frozen=True)
+class StartupOptions:
+    mode: str
+    specific_file: str = ""
+    specific_pos: int = 4
+    specific_gtid_set: str = ""
+    timestamp_millis: int = 0
+
+    @property
+    def takes_snapshot(self) -> bool:
+        return self.mode in ("initial", "snapshot")
+
+    @property
+    def streams(self) -> bool:
+        return self.mode != "snapshot"
+
+
+@dataclass(frozen=True)
+class SourceConfig:
+    hostname: str
+    port: int
+    username: str
+    password: str = field(repr=False)
+    tables: TableSelector
+    server_ids: ServerIdRange
+    server_time_zone: str
+    startup: StartupOptions
+    chunk_size: int
+    chunk_key_columns: tuple[tuple[TableSelector, str], ...]
+    fetch_size: int
+    heartbeat_seconds: float
+    connect_timeout_seconds: float
+    connect_max_retries: int
+
+    def chunk_key_column_for(self, database: str, table: str) -> str | None:
+        for selector, column in self.chunk_key_columns:
+            if selector.selects(database, table):
+                return column
+        return None
+
+
+@dataclass(frozen=True)
+class SinkConfig:
+    type: str
+    name: str
+    options: Mapping[str, Any] = field(repr=False)
+
+
+@dataclass(frozen=True)
+class PipelineDefinition:
+    name: str
+    parallelism: int
+    schema_change_behavior: str
+    source: SourceConfig
+    sink: SinkConfig
+
+
+def load_definition(path: str | Path, env: Mapping[str, str] | None = None) -> PipelineDefinition:
+    path = Path(path)
+    try:
+        text = path.read_text()
+    except OSError as exc:
+        raise DefinitionError(f"{path}: cannot read the pipeline definition: {exc.strerror}") from exc
+    return parse_definition(text, env=env, origin=str(path))
+
+
+def parse_definition(
+    text: str, env: Mapping[str, str] | None = None, origin: str = "pipeline definition"
+) -> PipelineDefinition:
+    try:
+        document = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise DefinitionError(f"{origin}: not valid YAML: {exc}") from exc
+    if not isinstance(document, Mapping):
+        raise DefinitionError(f"{origin}: expected a mapping with source, sink and pipeline")
+    return build_definition(document, env=os.environ if env is None else env)
+
+
+def build_definition(document: Mapping[str, Any], env: Mapping[str, str]) -> PipelineDefinition:
+    """Builds the definition from an already-parsed mapping (a YAML file or a CR's spec)."""
+    document = _substitute(document, env, "")
+    for key in document:
+        if key in _UNSUPPORTED_SECTIONS:
+            raise DefinitionError(f"{key}: not supported yet by Sluice; remove the section")
+        if key not in ("source", "sink", "pipeline"):
+            raise DefinitionError(f"{key}: unknown section; expected source, sink and pipeline")
+    for section in ("source", "sink"):
+        if section not in document:
+            raise DefinitionError(f"{section}: required section is missing")
+
+    pipeline = resolve("pipeline", document.get("pipeline"), PIPELINE_OPTIONS)
+    source = _source(resolve("source", document["source"], SOURCE_OPTIONS))
+    if len(source.server_ids) < pipeline["parallelism"]:
+        raise DefinitionError(
+            f"source.server-id: the range has {len(source.server_ids)} ids but "
+            f"pipeline.parallelism is {pipeline['parallelism']}; each parallel reader needs one"
+        )
+    return PipelineDefinition(
+        name=pipeline["name"],
+        parallelism=pipeline["parallelism"],
+        schema_change_behavior=pipeline["schema.change.behavior"],
+        source=source,
+        sink=_sink(document["sink"]),
+    )
+
+
+def _source(values: dict[str, Any]) -> SourceConfig:
+    include = parse_patterns("source.tables", values["tables"])
+    exclude = (
+        parse_patterns("source.tables.exclude", values["tables.exclude"])
+        if values["tables.exclude"].strip()
+        else ()
+    )
+    startup = StartupOptions(
+        mode=values["scan.startup.mode"],
+        specific_file=values["scan.startup.specific-offset.file"],
+        specific_pos=values["scan.startup.specific-offset.pos"],
+        specific_gtid_set=values["scan.startup.specific-offset.gtid-set"],
+        timestamp_millis=values["scan.startup.timestamp-millis"],
+    )
+    if startup.mode == "specific-offset" and not (
+        startup.specific_file or startup.specific_gtid_set
+    ):
+        raise DefinitionError(
+            "source.scan.startup.specific-offset.file: scan.startup.mode specific-offset needs "
+            "scan.startup.specific-offset.file (and .pos) or scan.startup.specific-offset.gtid-set"
+        )
+    if startup.mode == "timestamp" and startup.timestamp_millis <= 0:
+        raise DefinitionError(
+            "source.scan.startup.timestamp-millis: scan.startup.mode timestamp needs a positive "
+            "epoch-milliseconds value"
+        )
+    return SourceConfig(
+        hostname=values["hostname"],
+        port=values["port"],
+        username=values["username"],
+        password=values["password"],
+        tables=TableSelector(include, exclude),
+        server_ids=_server_ids(values["server-id"]),
+        server_time_zone=values["server-time-zone"],
+        startup=startup,
+        chunk_size=values["scan.incremental.snapshot.chunk.size"],
+        chunk_key_columns=_chunk_key_columns(values["scan.incremental.snapshot.chunk.key-column"]),
+        fetch_size=values["scan.snapshot.fetch.size"],
+        heartbeat_seconds=parse_duration(values["heartbeat.interval"]),
+        connect_timeout_seconds=parse_duration(values["connect.timeout"]),
+        connect_max_retries=values["connect.max-retries"],
+    )
+
+
+def _server_ids(text: str) -> ServerIdRange:
+    match = re.fullmatch(r"\s*(\d+)\s*(?:-\s*(\d+)\s*)?", text)
+    if not match:
+        raise DefinitionError(
+            f"source.server-id: '{text}' must be an id such as 5400 or a range such as 5400-5404"
+        )
+    start = int(match.group(1))
+    end = int(match.group(2) or start)
+    if start < 1 or end > 4294967295 or end < start:
+        raise DefinitionError(
+            f"source.server-id: '{text}' must be ids between 1 and 4294967295, low to high"
+        )
+    return ServerIdRange(start, end)
+
+
+def _chunk_key_columns(text: str) -> tuple[tuple[TableSelector, str], ...]:
+    """Parses 'db.table:column;db2.t2:column2' (Flink CDC's form)."""
+    key = "source.scan.incremental.snapshot.chunk.key-column"
+    pairs = []
+    for item in (part.strip() for part in text.split(";")):
+        if not item:
+            continue
+        tables, sep, column = item.rpartition(":")
+        if not sep or not tables.strip() or not column.strip():
+            raise DefinitionError(f"{key}: '{item}' must be 'database.table:column'")
+        pairs.append((TableSelector(parse_patterns(key, tables)), column.strip()))
+    return tuple(pairs)
+
+
+def _sink(raw: Any) -> SinkConfig:
+    if not isinstance(raw, Mapping) or "type" not in raw:
+        raise DefinitionError(f"sink.type: required; one of {', '.join(SINK_TYPES)}")
+    sink_type = str(raw["type"])
+    if sink_type not in SINK_OPTIONS:
+        raise DefinitionError(f"sink.type: '{sink_type}' is not one of {', '.join(SINK_TYPES)}")
+    values = resolve("sink", raw, SINK_OPTIONS[sink_type])
+    if sink_type == "jdbc":
+        from sluice.sink.jdbc_url import parse_jdbc_url
+
+        parse_jdbc_url(values["url"])
+    return SinkConfig(type=sink_type, name=values["name"], options=values)
+
+
+_ENV_REFERENCE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+
+
+def _substitute(value: Any, env: Mapping[str, str], where: str) -> Any:
+    """Replaces ${NAME} with the environment variable NAME; a missing one is an error."""
+    if isinstance(value, Mapping):
+        return {k: _substitute(v, env, f"{where}.{k}" if where else str(k)) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_substitute(v, env, f"{where}[{i}]") for i, v in enumerate(value)]
+    if isinstance(value, str):
+
+        def lookup(match: re.Match[str]) -> str:
+            name = match.group(1)
+            if name not in env:
+                raise DefinitionError(f"{where}: environment variable {name} is not set")
+            return env[name]
+
+        return _ENV_REFERENCE.sub(lookup, value)
+    return value

@@ -1,0 +1,123 @@
+"""Declared options, like Flink's ConfigOptions: every accepted key, its type and its check.
+
+Declaring them in one table is what lets an unknown key, a wrong type or an impossible
+value be refused before anything runs, with the key named in the message.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from sluice.errors import DefinitionError
+
+_REQUIRED = object()
+
+
+@dataclass(frozen=True)
+class Option:
+    key: str
+    kind: type
+    default: Any = _REQUIRED
+    choices: tuple[str, ...] | None = None
+    check: Callable[[Any], str | None] | None = None
+    description: str = ""
+
+    @property
+    def required(self) -> bool:
+        return self.default is _REQUIRED
+
+
+def positive(value: int) -> str | None:
+    return None if value > 0 else "must be greater than 0"
+
+
+def port_number(value: int) -> str | None:
+    return None if 0 < value < 65536 else "must be a TCP port between 1 and 65535"
+
+
+_DURATION = re.compile(r"^(\d+(?:\.\d+)?)\s*(ms|s|min|m|h)?$")
+_DURATION_UNITS = {"ms": 0.001, "s": 1.0, "min": 60.0, "m": 60.0, "h": 3600.0, None: 1.0}
+
+
+def parse_duration(text: str) -> float:
+    """Seconds from a Flink-style duration such as '30s', '500ms' or '1min'."""
+    match = _DURATION.match(str(text).strip())
+    if not match:
+        raise ValueError(f"'{text}' is not a duration such as 30s, 500ms or 1min")
+    return float(match.group(1)) * _DURATION_UNITS[match.group(2)]
+
+
+def duration(value: str) -> str | None:
+    try:
+        parse_duration(value)
+    except ValueError as exc:
+        return str(exc)
+    return None
+
+
+def resolve(section: str, raw: Mapping[str, Any] | None, options: list[Option]) -> dict[str, Any]:
+    """Checks one section (source, sink, pipeline) against its options; returns key -> value."""
+    if raw is None:
+        raw = {}
+    if not isinstance(raw, Mapping):
+        raise DefinitionError(f"{section}: expected a mapping of options, got {type(raw).__name__}")
+    known = {option.key: option for option in options}
+    for key in raw:
+        if key not in known:
+            hint = _closest(str(key), known)
+            raise DefinitionError(
+                f"{section}.{key}: unknown option"
+                + (f" (did you mean '{hint}'?)" if hint else "")
+                + f"; known options: {', '.join(sorted(known))}"
+            )
+    values: dict[str, Any] = {}
+    for option in options:
+        where = f"{section}.{option.key}"
+        if option.key not in raw or raw[option.key] is None:
+            if option.required:
+                raise DefinitionError(f"{where}: required option is missing")
+            values[option.key] = option.default
+            continue
+        value = _coerce(where, raw[option.key], option.kind)
+        if option.choices is not None and value not in option.choices:
+            raise DefinitionError(
+                f"{where}: '{value}' is not one of {', '.join(option.choices)}"
+            )
+        if option.check is not None:
+            problem = option.check(value)
+            if problem:
+                raise DefinitionError(f"{where}: {problem} (got {value!r})")
+        values[option.key] = value
+    return values
+
+
+def _coerce(where: str, value: Any, kind: type) -> Any:
+    if kind is bool:
+        if isinstance(value, bool):
+            return value
+        if isinstance(value, str) and value.lower() in ("true", "false"):
+            return value.lower() == "true"
+        raise DefinitionError(f"{where}: expected true or false, got {value!r}")
+    if kind is int:
+        if isinstance(value, bool):
+            raise DefinitionError(f"{where}: expected an integer, got {value!r}")
+        if isinstance(value, int):
+            return value
+        if isinstance(value, str) and re.fullmatch(r"[+-]?\d+", value.strip()):
+            return int(value)
+        raise DefinitionError(f"{where}: expected an integer, got {value!r}")
+    if kind is str:
+        if isinstance(value, (str, int, float)) and not isinstance(value, bool):
+            return str(value)
+        raise DefinitionError(f"{where}: expected a string, got {type(value).__name__}")
+    raise AssertionError(f"unsupported option kind {kind}")
+
+
+def _closest(key: str, known: Mapping[str, Option]) -> str | None:
+    import difflib
+
+    matches = difflib.get_close_matches(key, list(known), n=1, cutoff=0.7)
+    return matches[0] if matches else None

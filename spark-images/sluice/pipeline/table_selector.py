@@ -1,0 +1,61 @@
+"""Flink CDC's table lists: comma-separated `db.table` regexes where `\\.` means any character.
+
+A bare `.` separates the database pattern from the table pattern, so `app\\.*.orders`
+is not ambiguous: the escaped dot is regex "any character", the bare one the separator.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from sluice.errors import DefinitionError
+
+
+@dataclass(frozen=True)
+class TablePattern:
+    text: str
+    database: re.Pattern[str]
+    table: re.Pattern[str]
+
+    def matches(self, database: str, table: str) -> bool:
+        return bool(self.database.fullmatch(database) and self.table.fullmatch(table))
+
+
+@dataclass(frozen=True)
+class TableSelector:
+    include: tuple[TablePattern, ...]
+    exclude: tuple[TablePattern, ...] = ()
+
+    def selects(self, database: str, table: str) -> bool:
+        return any(p.matches(database, table) for p in self.include) and not any(
+            p.matches(database, table) for p in self.exclude
+        )
+
+    def database_patterns(self) -> tuple[re.Pattern[str], ...]:
+        return tuple(p.database for p in self.include)
+
+
+def parse_patterns(key: str, text: str) -> tuple[TablePattern, ...]:
+    patterns = []
+    for item in (part.strip() for part in text.split(",")):
+        if not item:
+            continue
+        patterns.append(_parse_one(key, item))
+    if not patterns:
+        raise DefinitionError(f"{key}: no table pattern given")
+    return tuple(patterns)
+
+
+def _parse_one(key: str, item: str) -> TablePattern:
+    # Split on the first dot that is not escaped by a backslash.
+    parts = re.split(r"(?<!\\)\.", item, maxsplit=1)
+    if len(parts) != 2 or not parts[0] or not parts[1]:
+        raise DefinitionError(
+            f"{key}: '{item}' must be 'database.table' (regexes; write \\. for 'any character')"
+        )
+    db_text, table_text = (p.replace("\\.", ".") for p in parts)
+    try:
+        return TablePattern(item, re.compile(db_text), re.compile(table_text))
+    except re.error as exc:
+        raise DefinitionError(f"{key}: '{item}' is not a valid regex: {exc}") from exc

@@ -1,0 +1,1 @@
+"""Running a pipeline: Spark session, snapshot phase, progress."""

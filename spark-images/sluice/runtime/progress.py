@@ -1,0 +1,48 @@
+"""Progress for long work: splits done/total, rows, rows/s (and later lag).
+
+On a terminal it redraws one line; elsewhere (CI logs, kubectl logs) it prints a line at
+most every few seconds, so logs stay readable.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from typing import TextIO
+
+
+class SnapshotProgress:
+    def __init__(self, total_splits: int, done_splits: int, done_rows: int, out: TextIO | None = None) -> None:
+        self.total = total_splits
+        self.done = done_splits
+        self.rows = 0
+        self.rows_before = done_rows
+        self.out = out or sys.stderr
+        self.started = time.monotonic()
+        self._tty = self.out.isatty()
+        self._last_print = 0.0
+
+    def split_finished(self, rows: int) -> None:
+        self.done += 1
+        self.rows += rows
+        self.show()
+
+    def rate(self) -> float:
+        elapsed = time.monotonic() - self.started
+        return self.rows / elapsed if elapsed > 0 else 0.0
+
+    def line(self) -> str:
+        return (
+            f"snapshot: {self.done}/{self.total} splits, {self.rows_before + self.rows:,} rows, "
+            f"{self.rate():,.0f} rows/s"
+        )
+
+    def show(self, final: bool = False) -> None:
+        now = time.monotonic()
+        if self._tty:
+            self.out.write("\r" + self.line() + ("\n" if final else ""))
+            self.out.flush()
+        elif final or now - self._last_print >= 2.0:
+            self.out.write(self.line() + "\n")
+            self.out.flush()
+            self._last_print = now

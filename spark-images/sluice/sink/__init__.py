@@ -1,0 +1,1 @@
+"""Sinks: where changelog rows go (values, jdbc, parquet)."""

@@ -1,0 +1,19 @@
+"""Builds the sink a definition names."""
+
+from __future__ import annotations
+
+from sluice.pipeline.definition import PipelineDefinition
+from sluice.sink.base import Sink
+
+
+def create_sink(definition: PipelineDefinition) -> Sink:
+    sink = definition.sink
+    if sink.type == "values":
+        from sluice.sink.values import ValuesSink
+
+        return ValuesSink()
+    if sink.type == "jdbc":
+        from sluice.sink.jdbc import JdbcSink
+
+        return JdbcSink(sink.options, definition.name)
+    raise AssertionError(f"sink.type {sink.type} passed validation but has no sink")

@@ -1,0 +1,227 @@
+"""The SQL each JDBC target speaks: PostgreSQL and MySQL/MariaDB.
+
+A dialect knows how to connect, create a table from a source schema, upsert and delete
+rows in bulk, and keep the offsets table. Everything runs inside the caller's transaction.
+"""
+
+from __future__ import annotations
+
+import json
+from abc import ABC, abstractmethod
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+import psycopg
+import pymysql
+
+from sluice.sink.jdbc_url import JdbcUrl
+from sluice.sink.type_mapping import mysql_type, postgres_type
+from sluice.source.offset import BinlogOffset
+from sluice.source.row_decoding import Row
+from sluice.source.schema import TableSchema
+
+META_SCHEMA = "sluice_meta"
+OFFSETS_TABLE = "offsets"
+
+
+class JdbcDialect(ABC):
+    @abstractmethod
+    def connect(self, url: JdbcUrl, username: str, password: str) -> Any: ...
+
+    @abstractmethod
+    def quote(self, name: str) -> str: ...
+
+    @abstractmethod
+    def create_table_statements(self, schema: TableSchema) -> list[str]: ...
+
+    @abstractmethod
+    def offsets_table_statements(self) -> list[str]: ...
+
+    @abstractmethod
+    def upsert(self, conn: Any, schema: TableSchema, rows: Sequence[Row]) -> None: ...
+
+    @abstractmethod
+    def delete(self, conn: Any, schema: TableSchema, keys: Sequence[tuple[Any, ...]]) -> None:
+        """Deletes rows by their row key (primary key values, in key order)."""
+
+    @abstractmethod
+    def save_offsets(self, conn: Any, pipeline: str, offsets: Mapping[str, BinlogOffset]) -> None: ...
+
+    def target_table(self, schema: TableSchema) -> str:
+        return f"{self.quote(schema.database)}.{self.quote(schema.table)}"
+
+    def offsets_table(self) -> str:
+        return f"{self.quote(META_SCHEMA)}.{self.quote(OFFSETS_TABLE)}"
+
+    def load_offsets(self, conn: Any, pipeline: str) -> dict[str, BinlogOffset]:
+        cur = conn.cursor()
+        cur.execute(
+            f"SELECT split_id, position FROM {self.offsets_table()} WHERE pipeline = %s", (pipeline,)
+        )
+        result = {split_id: BinlogOffset.from_json(json.loads(pos)) for split_id, pos in cur.fetchall()}
+        cur.close()
+        return result
+
+    def delete_offsets(self, conn: Any, pipeline: str, split_ids: Iterable[str]) -> None:
+        ids = list(split_ids)
+        if ids:
+            cur = conn.cursor()
+            cur.executemany(
+                f"DELETE FROM {self.offsets_table()} WHERE pipeline = %s AND split_id = %s",
+                [(pipeline, i) for i in ids],
+            )
+            cur.close()
+
+
+class PostgresDialect(JdbcDialect):
+    def connect(self, url: JdbcUrl, username: str, password: str) -> psycopg.Connection:
+        conn = psycopg.connect(
+            host=url.host, port=url.port, dbname=url.database, user=username, password=password,
+            application_name="sluice",
+        )
+        conn.execute("SET TIME ZONE 'UTC'")
+        conn.commit()
+        return conn
+
+    def quote(self, name: str) -> str:
+        return '"' + name.replace('"', '""') + '"'
+
+    def create_table_statements(self, schema: TableSchema) -> list[str]:
+        columns = [
+            f"{self.quote(c.name)} {postgres_type(c)}{'' if c.nullable else ' NOT NULL'}"
+            for c in schema.columns
+        ]
+        if schema.primary_key:
+            columns.append(f"PRIMARY KEY ({', '.join(map(self.quote, schema.primary_key))})")
+        return [
+            f"CREATE SCHEMA IF NOT EXISTS {self.quote(schema.database)}",
+            f"CREATE TABLE IF NOT EXISTS {self.target_table(schema)} ({', '.join(columns)})",
+        ]
+
+    def offsets_table_statements(self) -> list[str]:
+        return [
+            f"CREATE SCHEMA IF NOT EXISTS {self.quote(META_SCHEMA)}",
+            f"CREATE TABLE IF NOT EXISTS {self.offsets_table()} (pipeline varchar(253) NOT NULL, "
+            "split_id varchar(512) NOT NULL, position text NOT NULL, "
+            "updated_at timestamptz NOT NULL DEFAULT now(), PRIMARY KEY (pipeline, split_id))",
+        ]
+
+    def _staging(self, conn: psycopg.Connection, schema: TableSchema, columns: Sequence[str]) -> str:
+        """A temporary table shaped like the target's given columns, emptied at commit."""
+        name = self.quote(f"stage_{schema.database}_{schema.table}_{len(columns)}")
+        conn.execute(
+            f"CREATE TEMP TABLE IF NOT EXISTS {name} ON COMMIT DELETE ROWS AS "
+            f"SELECT {', '.join(map(self.quote, columns))} FROM {self.target_table(schema)} WITH NO DATA"
+        )
+        return name
+
+    def _copy(self, conn: psycopg.Connection, table: str, columns: Sequence[str], rows: Iterable[Sequence[Any]]) -> None:
+        with conn.cursor() as cur, cur.copy(
+            f"COPY {table} ({', '.join(map(self.quote, columns))}) FROM STDIN"
+        ) as copy:
+            for row in rows:
+                copy.write_row(row)
+
+    def upsert(self, conn: psycopg.Connection, schema: TableSchema, rows: Sequence[Row]) -> None:
+        if not rows:
+            return
+        names = schema.column_names
+        stage = self._staging(conn, schema, names)
+        self._copy(conn, stage, names, rows)
+        quoted = ", ".join(map(self.quote, names))
+        key = schema.row_key
+        updates = [n for n in names if n not in key]
+        action = (
+            "DO UPDATE SET " + ", ".join(f"{self.quote(n)} = EXCLUDED.{self.quote(n)}" for n in updates)
+            if updates
+            else "DO NOTHING"
+        )
+        conflict = f" ON CONFLICT ({', '.join(map(self.quote, key))}) {action}" if schema.primary_key else ""
+        conn.execute(f"INSERT INTO {self.target_table(schema)} ({quoted}) SELECT {quoted} FROM {stage}{conflict}")
+        conn.execute(f"TRUNCATE {stage}")
+
+    def delete(self, conn: psycopg.Connection, schema: TableSchema, keys: Sequence[tuple[Any, ...]]) -> None:
+        if not keys:
+            return
+        key = schema.row_key
+        stage = self._staging(conn, schema, key)
+        self._copy(conn, stage, key, keys)
+        match = " AND ".join(f"t.{self.quote(k)} = s.{self.quote(k)}" for k in key)
+        conn.execute(f"DELETE FROM {self.target_table(schema)} t USING {stage} s WHERE {match}")
+        conn.execute(f"TRUNCATE {stage}")
+
+    def save_offsets(self, conn: psycopg.Connection, pipeline: str, offsets: Mapping[str, BinlogOffset]) -> None:
+        with conn.cursor() as cur:
+            cur.executemany(
+                f"INSERT INTO {self.offsets_table()} (pipeline, split_id, position) VALUES (%s, %s, %s) "
+                "ON CONFLICT (pipeline, split_id) DO UPDATE SET position = EXCLUDED.position, updated_at = now()",
+                [(pipeline, split_id, json.dumps(o.to_json())) for split_id, o in offsets.items()],
+            )
+
+
+class MySqlDialect(JdbcDialect):
+    def connect(self, url: JdbcUrl, username: str, password: str) -> pymysql.connections.Connection:
+        conn = pymysql.connect(
+            host=url.host, port=url.port, user=username, password=password, charset="utf8mb4",
+            autocommit=False, init_command="SET time_zone = '+00:00'",
+        )
+        return conn
+
+    def quote(self, name: str) -> str:
+        return "`" + name.replace("`", "``") + "`"
+
+    def target_table(self, schema: TableSchema) -> str:
+        return f"{self.quote(schema.database)}.{self.quote(schema.table)}"
+
+    def create_table_statements(self, schema: TableSchema) -> list[str]:
+        columns = [
+            f"{self.quote(c.name)} {mysql_type(c)}{'' if c.nullable else ' NOT NULL'}"
+            for c in schema.columns
+        ]
+        if schema.primary_key:
+            columns.append(f"PRIMARY KEY ({', '.join(map(self.quote, schema.primary_key))})")
+        return [
+            f"CREATE DATABASE IF NOT EXISTS {self.quote(schema.database)}",
+            f"CREATE TABLE IF NOT EXISTS {self.target_table(schema)} ({', '.join(columns)})",
+        ]
+
+    def offsets_table_statements(self) -> list[str]:
+        return [
+            f"CREATE DATABASE IF NOT EXISTS {self.quote(META_SCHEMA)}",
+            f"CREATE TABLE IF NOT EXISTS {self.offsets_table()} (pipeline varchar(253) NOT NULL, "
+            "split_id varchar(512) NOT NULL, position text NOT NULL, "
+            "updated_at timestamp NOT NULL DEFAULT CURRENT_TIMESTAMP, PRIMARY KEY (pipeline, split_id))",
+        ]
+
+    def upsert(self, conn: pymysql.connections.Connection, schema: TableSchema, rows: Sequence[Row]) -> None:
+        if not rows:
+            return
+        names = schema.column_names
+        placeholders = ", ".join(["%s"] * len(names))
+        key = schema.row_key
+        updates = [n for n in names if n not in key] or list(key)
+        sql = (
+            f"INSERT INTO {self.target_table(schema)} ({', '.join(map(self.quote, names))}) "
+            f"VALUES ({placeholders}) ON DUPLICATE KEY UPDATE "
+            + ", ".join(f"{self.quote(n)} = VALUES({self.quote(n)})" for n in updates)
+        )
+        with conn.cursor() as cur:
+            cur.executemany(sql, rows)
+
+    def delete(self, conn: pymysql.connections.Connection, schema: TableSchema, keys: Sequence[tuple[Any, ...]]) -> None:
+        if not keys:
+            return
+        match = " AND ".join(f"{self.quote(k)} = %s" for k in schema.row_key)
+        with conn.cursor() as cur:
+            cur.executemany(f"DELETE FROM {self.target_table(schema)} WHERE {match}", keys)
+
+    def save_offsets(self, conn: pymysql.connections.Connection, pipeline: str, offsets: Mapping[str, BinlogOffset]) -> None:
+        with conn.cursor() as cur:
+            cur.executemany(
+                f"INSERT INTO {self.offsets_table()} (pipeline, split_id, position) VALUES (%s, %s, %s) "
+                "ON DUPLICATE KEY UPDATE position = VALUES(position), updated_at = CURRENT_TIMESTAMP",
+                [(pipeline, split_id, json.dumps(o.to_json())) for split_id, o in offsets.items()],
+            )
+
+
+DIALECTS: dict[str, JdbcDialect] = {"postgresql": PostgresDialect(), "mysql": MySqlDialect()}

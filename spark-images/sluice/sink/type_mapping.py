@@ -1,0 +1,60 @@
+"""Maps source column types to target column types."""
+
+from __future__ import annotations
+
+from sluice.source.schema import Column
+
+_POSTGRES_FIXED = {
+    "float": "real",
+    "double": "double precision",
+    "bit": "bigint",
+    "date": "date",
+    "time": "interval",
+    "year": "smallint",
+    "json": "jsonb",
+    "enum": "text",
+    "set": "text",
+    "tinytext": "text",
+    "text": "text",
+    "mediumtext": "text",
+    "longtext": "text",
+    "binary": "bytea",
+    "varbinary": "bytea",
+    "tinyblob": "bytea",
+    "blob": "bytea",
+    "mediumblob": "bytea",
+    "longblob": "bytea",
+}
+
+
+def postgres_type(column: Column) -> str:
+    t = column.data_type
+    if t in _POSTGRES_FIXED:
+        return _POSTGRES_FIXED[t]
+    if t in ("tinyint", "smallint"):
+        return "integer" if column.unsigned and t == "smallint" else "smallint"
+    if t == "mediumint":
+        return "integer"
+    if t == "int":
+        return "bigint" if column.unsigned else "integer"
+    if t == "bigint":
+        return "numeric(20)" if column.unsigned else "bigint"
+    if t == "decimal":
+        return f"numeric({column.numeric_precision},{column.numeric_scale})"
+    if t in ("datetime", "timestamp"):
+        precision = _fractional_digits(column)
+        base = "timestamptz" if t == "timestamp" else "timestamp"
+        return f"{base}({precision})" if precision else base
+    if t in ("char", "varchar"):
+        return f"varchar({column.char_length})" if column.char_length else "text"
+    return "text"
+
+
+def mysql_type(column: Column) -> str:
+    """Same dialect: the source's own column type."""
+    return column.column_type
+
+
+def _fractional_digits(column: Column) -> int:
+    inside = column.column_type.partition("(")[2].partition(")")[0]
+    return int(inside) if inside.isdigit() else 0

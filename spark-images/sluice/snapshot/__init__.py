@@ -1,0 +1,1 @@
+"""The lock-free parallel snapshot (DBLog watermarks, as in Flink CDC 2.x)."""

@@ -1,0 +1,62 @@
+"""Places chunk-key values into chunks in the source server's own order.
+
+Chunk boundaries come from the server's ORDER BY. For numbers, dates and binary strings
+Python orders values the same way; for strings under a collation ('a' = 'A', accents
+ignored) it does not, so the server is asked instead, in one query per batch of keys.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Sequence
+from typing import Any, Protocol
+
+import pymysql
+
+from sluice.source.schema import Column
+
+_BATCH = 200
+
+
+class KeyOrder(Protocol):
+    def chunk_indexes(self, keys: Sequence[Any], boundaries: Sequence[Any]) -> list[int]:
+        """For each key, the index of the chunk holding it, given the inner boundaries."""
+
+
+class PythonKeyOrder:
+    def chunk_indexes(self, keys: Sequence[Any], boundaries: Sequence[Any]) -> list[int]:
+        # NULL sorts first in MySQL and belongs to the first chunk.
+        return [0 if k is None else bisect.bisect_right(boundaries, k) for k in keys]
+
+
+class ServerKeyOrder:
+    """Counts, on the server, how many boundaries are <= each key under the column's collation."""
+
+    def __init__(self, conn: pymysql.connections.Connection, column: Column) -> None:
+        self._conn = conn
+        charset = (column.collation or "utf8mb4_general_ci").split("_", 1)[0]
+        self._value = f"CONVERT(%s USING {charset}) COLLATE {column.collation}"
+
+    def chunk_indexes(self, keys: Sequence[Any], boundaries: Sequence[Any]) -> list[int]:
+        if not boundaries:
+            return [0] * len(keys)
+        result: list[int] = []
+        for offset in range(0, len(keys), _BATCH):
+            batch = keys[offset : offset + _BATCH]
+            count = " + ".join(f"({self._value} >= {self._value})" for _ in boundaries)
+            sql = " UNION ALL ".join(f"SELECT {i}, {count}" for i in range(len(batch)))
+            params: list[Any] = []
+            for key in batch:
+                for boundary in boundaries:
+                    params.extend((key, boundary))
+            with self._conn.cursor() as cur:
+                cur.execute(sql, params)
+                counts = dict(cur.fetchall())
+            result.extend(
+                0 if key is None else int(counts[i]) for i, key in enumerate(batch)
+            )
+        return result
+
+
+def key_order_for(column: Column, conn: pymysql.connections.Connection) -> KeyOrder:
+    return PythonKeyOrder() if column.orders_like_python else ServerKeyOrder(conn, column)

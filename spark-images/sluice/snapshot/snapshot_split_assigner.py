@@ -1,0 +1,76 @@
+"""The snapshot enumerator's state: the split plan and which splits are finished.
+
+The plan is made once and saved before any split is read, so a rerun reads the same
+chunks even if the table changed meanwhile; finished splits keep their high watermarks,
+which the binlog split's emit rule needs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from sluice.snapshot.snapshot_split import SnapshotSplit
+from sluice.source.offset import BinlogOffset
+from sluice.source.schema import TableSchema
+
+
+@dataclass(frozen=True)
+class FinishedSplit:
+    high_watermark: BinlogOffset
+    rows: int = 0
+
+
+@dataclass
+class SnapshotAssignerState:
+    tables: dict[str, TableSchema]
+    splits: list[SnapshotSplit]
+    finished: dict[str, FinishedSplit] = field(default_factory=dict)
+
+    @property
+    def remaining(self) -> list[SnapshotSplit]:
+        return [s for s in self.splits if s.split_id not in self.finished]
+
+    @property
+    def is_finished(self) -> bool:
+        return len(self.finished) >= len(self.splits)
+
+    @property
+    def rows_done(self) -> int:
+        return sum(f.rows for f in self.finished.values())
+
+    def record(self, split_id: str, high_watermark: BinlogOffset, rows: int) -> None:
+        self.finished[split_id] = FinishedSplit(high_watermark, rows)
+
+    def adopt_committed(self, committed: Mapping[str, BinlogOffset]) -> list[str]:
+        """Takes the target's committed splits as finished (the target is the truth)."""
+        known = {s.split_id for s in self.splits}
+        adopted = [i for i in committed if i in known and i not in self.finished]
+        for split_id in adopted:
+            self.finished[split_id] = FinishedSplit(committed[split_id])
+        return adopted
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "tables": {t: s.to_json() for t, s in self.tables.items()},
+            "splits": [s.to_json() for s in self.splits],
+            "finished": {
+                i: {"hw": f.high_watermark.to_json(), "rows": f.rows} for i, f in self.finished.items()
+            },
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> SnapshotAssignerState:
+        return cls(
+            tables={t: TableSchema.from_json(s) for t, s in data["tables"].items()},
+            splits=[SnapshotSplit.from_json(s) for s in data["splits"]],
+            finished={
+                i: FinishedSplit(BinlogOffset.from_json(f["hw"]), int(f.get("rows", 0)))
+                for i, f in data.get("finished", {}).items()
+            },
+        )
+
+    @classmethod
+    def plan(cls, schemas: Iterable[TableSchema], splits: Iterable[SnapshotSplit]) -> SnapshotAssignerState:
+        return cls(tables={s.table_id: s for s in schemas}, splits=list(splits))

@@ -1,0 +1,140 @@
+"""Reads one snapshot split with DBLog watermarks and writes it (a Spark task's work).
+
+low watermark → SELECT the chunk → high watermark → if the binlog moved, read the window
+[low, high) for this table, keep the changes whose key is in the chunk, and fold them into
+the chunk rows. The result is the chunk exactly as of the high watermark, read without a
+lock; the emit rule later skips every change of this chunk before that watermark.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from sluice.binlog.event_reader import read_window
+from sluice.binlog.row_change import RowChange, RowKind
+from sluice.sink.base import SinkWriter
+from sluice.snapshot.key_order import KeyOrder, key_order_for
+from sluice.snapshot.snapshot_split import SnapshotSplit
+from sluice.source.connection import SourceEndpoint, connect, current_offset, is_mariadb
+from sluice.source.offset import BinlogOffset
+from sluice.source.row_decoding import Row, RowDecoder
+from sluice.source.schema import TableSchema
+from sluice.source.sql import qualified, quote
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class SplitTask:
+    """Everything an executor needs to read one split; shipped by Spark to the task."""
+
+    split: SnapshotSplit
+    schema: TableSchema
+    endpoint: SourceEndpoint
+    server_id: int
+    fetch_size: int
+
+
+@dataclass(frozen=True)
+class SplitResult:
+    split_id: str
+    high_watermark: BinlogOffset
+    rows: int
+    backfilled: int  # binlog changes folded into the chunk
+    seconds: float
+
+
+def chunk_query(schema: TableSchema, split: SnapshotSplit) -> tuple[str, list[Any]]:
+    key = quote(schema.chunk_key)
+    columns = ", ".join(quote(c) for c in schema.column_names)
+    conditions: list[str] = []
+    params: list[Any] = []
+    if split.start is not None:
+        conditions.append(f"{key} >= %s")
+        params.append(split.start)
+    if split.end is not None:
+        # NULL chunk keys (allowed without a primary key) sort first: the first chunk has them.
+        conditions.append(f"({key} < %s{f' OR {key} IS NULL' if split.start is None else ''})")
+        params.append(split.end)
+    where = f" WHERE {' AND '.join(conditions)}" if conditions else ""
+    return f"SELECT {columns} FROM {qualified(schema.database, schema.table)}{where}", params
+
+
+def read_split(task: SplitTask) -> tuple[list[Row], BinlogOffset, int]:
+    """Returns the chunk's rows as of the high watermark, the watermark, and the fold count."""
+    schema, split = task.schema, task.split
+    decoder = RowDecoder(schema)
+    conn = connect(task.endpoint)
+    try:
+        mariadb = is_mariadb(conn)
+        low = current_offset(conn)
+        sql, params = chunk_query(schema, split)
+        rows: list[Row] = []
+        with conn.cursor(_unbuffered_cursor()) as cur:
+            cur.execute(sql, params)
+            while batch := cur.fetchmany(task.fetch_size):
+                rows.extend(map(decoder.from_select, batch))
+        high = current_offset(conn)
+        if (high.file, high.pos) == (low.file, low.pos):
+            return rows, high, 0
+        changes = read_window(task.endpoint, task.server_id, low, high, {schema.table_id: schema}, mariadb)
+        in_chunk = _changes_in_chunk(list(changes), split, decoder, key_order_for(schema.column(schema.chunk_key), conn))
+        if not in_chunk:
+            return rows, high, 0
+        return fold(rows, in_chunk, decoder), high, len(in_chunk)
+    finally:
+        conn.close()
+
+
+def _unbuffered_cursor() -> type:
+    import pymysql.cursors
+
+    return pymysql.cursors.SSCursor
+
+
+def _changes_in_chunk(
+    changes: list[RowChange], split: SnapshotSplit, decoder: RowDecoder, order: KeyOrder
+) -> list[tuple[RowChange, bool, bool]]:
+    """Changes touching the chunk, each with whether its before and after images are inside."""
+    if not changes:
+        return []
+    boundaries = [b for b in (split.start, split.end) if b is not None]
+    keys: list[Any] = []
+    for change in changes:
+        keys.append(decoder.chunk_key(change.before) if change.before is not None else None)
+        keys.append(decoder.chunk_key(change.after) if change.after is not None else None)
+    target = 0 if split.start is None else 1
+    indexes = order.chunk_indexes(keys, boundaries)
+    result = []
+    for i, change in enumerate(changes):
+        before_in = change.before is not None and indexes[2 * i] == target
+        after_in = change.after is not None and indexes[2 * i + 1] == target
+        if before_in or after_in:
+            result.append((change, before_in, after_in))
+    return result
+
+
+def fold(rows: list[Row], changes: list[tuple[RowChange, bool, bool]], decoder: RowDecoder) -> list[Row]:
+    """Applies the window's changes to the chunk rows: the chunk as of the high watermark.
+
+    An insert or update puts the after-image (the SELECT may already have seen it, so this
+    is an upsert); a delete removes the row; an update that moves a row's key out of the
+    chunk removes it here, and the chunk it moved into picks it up.
+    """
+    by_key = {decoder.row_key(row): row for row in rows}
+    for change, before_in, after_in in changes:
+        if change.kind is not RowKind.INSERT and before_in:
+            by_key.pop(decoder.row_key(change.before), None)  # type: ignore[arg-type]
+        if change.kind is not RowKind.DELETE and after_in:
+            by_key[decoder.row_key(change.after)] = change.after  # type: ignore[arg-type,index]
+    return list(by_key.values())
+
+
+def run_split(task: SplitTask, writer: SinkWriter) -> SplitResult:
+    started = time.monotonic()
+    rows, high, backfilled = read_split(task)
+    writer.write_snapshot_split(task.schema, task.split, rows, high)
+    return SplitResult(task.split.split_id, high, len(rows), backfilled, time.monotonic() - started)

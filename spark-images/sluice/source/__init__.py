@@ -1,0 +1,1 @@
+"""The MySQL/MariaDB source: connections, offsets and table schemas."""

@@ -1,0 +1,68 @@
+"""Binlog offsets: a value type with a total order, never raw tuples compared ad hoc."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+_FILE_SEQUENCE = re.compile(r"\.(\d+)$")
+
+
+@dataclass(frozen=True, order=False)
+class BinlogOffset:
+    """A position in the source's binlog: file, byte position, and row index within an event.
+
+    `row` orders the rows of one rows event, so a batch can end in the middle of an event
+    and resume after the last row it committed. `gtid` is carried along for display and
+    for GTID-based resumption; ordering uses file and position, which every server has.
+    """
+
+    file: str
+    pos: int
+    row: int = 0
+    gtid: str = ""
+
+    @property
+    def sequence(self) -> int:
+        match = _FILE_SEQUENCE.search(self.file)
+        return int(match.group(1)) if match else 0
+
+    def _key(self) -> tuple[int, str, int, int]:
+        return (self.sequence, self.file, self.pos, self.row)
+
+    def is_before(self, other: BinlogOffset) -> bool:
+        return self._key() < other._key()
+
+    def is_after(self, other: BinlogOffset) -> bool:
+        return self._key() > other._key()
+
+    def __lt__(self, other: BinlogOffset) -> bool:
+        return self.is_before(other)
+
+    def __le__(self, other: BinlogOffset) -> bool:
+        return not self.is_after(other)
+
+    def __gt__(self, other: BinlogOffset) -> bool:
+        return self.is_after(other)
+
+    def __ge__(self, other: BinlogOffset) -> bool:
+        return not self.is_before(other)
+
+    def __str__(self) -> str:
+        text = f"{self.file}:{self.pos}"
+        if self.row:
+            text += f"#{self.row}"
+        return text
+
+    def to_json(self) -> dict[str, Any]:
+        data: dict[str, Any] = {"file": self.file, "pos": self.pos}
+        if self.row:
+            data["row"] = self.row
+        if self.gtid:
+            data["gtid"] = self.gtid
+        return data
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> BinlogOffset:
+        return cls(data["file"], int(data["pos"]), int(data.get("row", 0)), data.get("gtid", ""))

@@ -1,0 +1,1 @@
+"""Real MariaDB and PostgreSQL servers for tests, the demo and the benchmarks."""

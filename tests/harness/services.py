@@ -1,0 +1,193 @@
+"""Starts MariaDB (binlog on, row format, FULL metadata) and PostgreSQL as real processes.
+
+Each server gets a private data directory and a free loopback port; nothing touches the
+machine's own database services. CI runs as root: mariadbd then needs --user=root, and
+PostgreSQL refuses root outright, so it runs as `nobody` in a directory that user owns.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import socket
+import subprocess
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import psycopg
+import pymysql
+
+PG_BIN = Path("/usr/lib/postgresql/15/bin")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@dataclass
+class MariaDB:
+    port: int
+    datadir: Path
+    process: subprocess.Popen
+    user: str = "root"
+    password: str = "sluice-test"
+    host: str = "127.0.0.1"
+
+    def connect(self, database: str | None = None, **kwargs) -> pymysql.connections.Connection:
+        return pymysql.connect(
+            host=self.host, port=self.port, user=self.user, password=self.password,
+            database=database, autocommit=True, charset="utf8mb4", **kwargs,
+        )
+
+    def execute(self, *statements: str, database: str | None = None) -> None:
+        conn = self.connect(database)
+        try:
+            with conn.cursor() as cur:
+                for statement in statements:
+                    cur.execute(statement)
+        finally:
+            conn.close()
+
+    def stop(self) -> None:
+        _stop(self.process)
+
+
+@dataclass
+class PostgreSQL:
+    port: int
+    datadir: Path
+    user: str = "sluice"
+    password: str = "sluice-test"
+    host: str = "127.0.0.1"
+    database: str = "target"
+
+    @property
+    def url(self) -> str:
+        return f"postgresql://{self.host}:{self.port}/{self.database}"
+
+    def connect(self, database: str | None = None) -> psycopg.Connection:
+        return psycopg.connect(
+            host=self.host, port=self.port, user=self.user, password=self.password,
+            dbname=database or self.database, autocommit=True,
+        )
+
+    def stop(self) -> None:
+        _as_postgres_user([str(PG_BIN / "pg_ctl"), "-D", str(self.datadir), "-m", "fast", "stop"])
+
+
+def start_mariadb(base: Path, server_id: int = 1) -> MariaDB:
+    datadir = base / "mariadb"
+    if datadir.exists():
+        shutil.rmtree(datadir)
+    datadir.mkdir(parents=True)
+    install = shutil.which("mariadb-install-db") or shutil.which("mysql_install_db")
+    if not install:
+        raise RuntimeError("mariadb-install-db not found: install the mariadb-server package")
+    subprocess.run(
+        [install, "--no-defaults", f"--datadir={datadir}", "--user=root",
+         "--auth-root-authentication-method=normal", "--skip-test-db"],
+        check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+    )
+    port = free_port()
+    mariadbd = shutil.which("mariadbd") or "/usr/sbin/mariadbd"
+    log = open(datadir / "server.log", "wb")  # noqa: SIM115 - closed with the process
+    process = subprocess.Popen(
+        [mariadbd, "--no-defaults", f"--datadir={datadir}", "--user=root",
+         f"--port={port}", "--bind-address=127.0.0.1", f"--socket={datadir}/mysqld.sock",
+         f"--pid-file={datadir}/mysqld.pid", f"--server-id={server_id}",
+         "--log-bin=mysql-bin", "--binlog-format=ROW", "--binlog-row-image=FULL",
+         "--binlog-row-metadata=FULL", "--innodb-buffer-pool-size=512M",
+         "--innodb-flush-log-at-trx-commit=2", "--sync-binlog=0", "--max-connections=500",
+         "--skip-name-resolve", "--character-set-server=utf8mb4",
+         "--max-recursive-iterations=100000000"],
+        stdout=log, stderr=subprocess.STDOUT,
+    )
+    server = MariaDB(port, datadir, process)
+    _wait(lambda: _root_setup(server, datadir), f"MariaDB on port {port}", datadir / "server.log")
+    return server
+
+
+def _root_setup(server: MariaDB, datadir: Path) -> None:
+    if server.process.poll() is not None:
+        raise RuntimeError((datadir / "server.log").read_text()[-2000:])
+    conn = pymysql.connect(unix_socket=str(datadir / "mysqld.sock"), user="root")
+    with conn.cursor() as cur:
+        cur.execute(f"ALTER USER 'root'@'localhost' IDENTIFIED BY '{server.password}'")
+        cur.execute("CREATE USER IF NOT EXISTS 'root'@'127.0.0.1'")
+        cur.execute(f"ALTER USER 'root'@'127.0.0.1' IDENTIFIED BY '{server.password}'")
+        cur.execute("GRANT ALL ON *.* TO 'root'@'127.0.0.1' WITH GRANT OPTION")
+    conn.close()
+
+
+def start_postgresql(base: Path) -> PostgreSQL:
+    datadir = base / "postgresql"
+    if datadir.exists():
+        shutil.rmtree(datadir)
+    datadir.mkdir(parents=True)
+    server = PostgreSQL(free_port(), datadir)
+    pwfile = base / "pg-password"
+    pwfile.write_text(server.password + "\n")
+    for path in (base, datadir, pwfile):
+        shutil.chown(path, "nobody")
+    os.chmod(base, 0o755)
+    _as_postgres_user([str(PG_BIN / "initdb"), "-D", str(datadir), "-U", server.user,
+                       f"--pwfile={pwfile}", "--auth=scram-sha-256", "-E", "UTF8",
+                       "--locale=C.UTF-8"])
+    _as_postgres_user([str(PG_BIN / "pg_ctl"), "-D", str(datadir), "-l", str(datadir / "server.log"),
+                       "-w", "-o", f"-p {server.port} -h 127.0.0.1 -k {datadir} "
+                       "-c fsync=off -c synchronous_commit=off -c full_page_writes=off "
+                       "-c max_connections=200", "start"])
+
+    def create_database() -> None:
+        with server.connect("postgres") as conn:
+            conn.execute(f"CREATE DATABASE {server.database}")
+
+    _wait(create_database, f"PostgreSQL on port {server.port}", datadir / "server.log")
+    return server
+
+
+def _as_postgres_user(command: list[str]) -> None:
+    if os.geteuid() == 0:
+        command = ["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups", *command]
+    subprocess.run(command, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+
+
+def _wait(probe, what: str, log: Path, timeout: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            probe()
+            return
+        except Exception as exc:  # noqa: BLE001 - any failure means "not up yet"
+            if time.monotonic() > deadline:
+                tail = log.read_text()[-2000:] if log.exists() else ""
+                raise RuntimeError(f"{what} did not start: {exc}\n{tail}") from exc
+            time.sleep(0.2)
+
+
+def _stop(process: subprocess.Popen) -> None:
+    if process.poll() is None:
+        process.terminate()
+        try:
+            process.wait(30)
+        except subprocess.TimeoutExpired:
+            process.kill()
+
+
+@contextlib.contextmanager
+def running_services(base: Path) -> Iterator[tuple[MariaDB, PostgreSQL]]:
+    base.mkdir(parents=True, exist_ok=True)
+    mariadb = start_mariadb(base)
+    try:
+        postgresql = start_postgresql(base)
+        try:
+            yield mariadb, postgresql
+        finally:
+            postgresql.stop()
+    finally:
+        mariadb.stop()
