@@ -20,7 +20,9 @@ def build_parser() -> argparse.ArgumentParser:
     run = commands.add_parser("run", help="run a pipeline definition with local Spark")
     run.add_argument("pipeline", type=Path, help="pipeline YAML (Flink CDC 3 keys)")
     run.add_argument(
-        "--state-dir", type=Path, default=None,
+        "--state-dir",
+        type=Path,
+        default=None,
         help="where progress is kept between runs (default: .sluice/<pipeline name>)",
     )
     run.add_argument("-v", "--verbose", action="store_true", help="log more")

@@ -40,8 +40,14 @@ class MariaDB:
 
     def connect(self, database: str | None = None, **kwargs) -> pymysql.connections.Connection:
         return pymysql.connect(
-            host=self.host, port=self.port, user=self.user, password=self.password,
-            database=database, autocommit=True, charset="utf8mb4", **kwargs,
+            host=self.host,
+            port=self.port,
+            user=self.user,
+            password=self.password,
+            database=database,
+            autocommit=True,
+            charset="utf8mb4",
+            **kwargs,
         )
 
     def execute(self, *statements: str, database: str | None = None) -> None:
@@ -72,8 +78,12 @@ class PostgreSQL:
 
     def connect(self, database: str | None = None) -> psycopg.Connection:
         return psycopg.connect(
-            host=self.host, port=self.port, user=self.user, password=self.password,
-            dbname=database or self.database, autocommit=True,
+            host=self.host,
+            port=self.port,
+            user=self.user,
+            password=self.password,
+            dbname=database or self.database,
+            autocommit=True,
         )
 
     def stop(self) -> None:
@@ -89,23 +99,46 @@ def start_mariadb(base: Path, server_id: int = 1) -> MariaDB:
     if not install:
         raise RuntimeError("mariadb-install-db not found: install the mariadb-server package")
     subprocess.run(
-        [install, "--no-defaults", f"--datadir={datadir}", "--user=root",
-         "--auth-root-authentication-method=normal", "--skip-test-db"],
-        check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+        [
+            install,
+            "--no-defaults",
+            f"--datadir={datadir}",
+            "--user=root",
+            "--auth-root-authentication-method=normal",
+            "--skip-test-db",
+        ],
+        check=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
     )
     port = free_port()
     mariadbd = shutil.which("mariadbd") or "/usr/sbin/mariadbd"
     log = open(datadir / "server.log", "wb")  # noqa: SIM115 - closed with the process
     process = subprocess.Popen(
-        [mariadbd, "--no-defaults", f"--datadir={datadir}", "--user=root",
-         f"--port={port}", "--bind-address=127.0.0.1", f"--socket={datadir}/mysqld.sock",
-         f"--pid-file={datadir}/mysqld.pid", f"--server-id={server_id}",
-         "--log-bin=mysql-bin", "--binlog-format=ROW", "--binlog-row-image=FULL",
-         "--binlog-row-metadata=FULL", "--innodb-buffer-pool-size=512M",
-         "--innodb-flush-log-at-trx-commit=2", "--sync-binlog=0", "--max-connections=500",
-         "--skip-name-resolve", "--character-set-server=utf8mb4",
-         "--max-recursive-iterations=100000000"],
-        stdout=log, stderr=subprocess.STDOUT,
+        [
+            mariadbd,
+            "--no-defaults",
+            f"--datadir={datadir}",
+            "--user=root",
+            f"--port={port}",
+            "--bind-address=127.0.0.1",
+            f"--socket={datadir}/mysqld.sock",
+            f"--pid-file={datadir}/mysqld.pid",
+            f"--server-id={server_id}",
+            "--log-bin=mysql-bin",
+            "--binlog-format=ROW",
+            "--binlog-row-image=FULL",
+            "--binlog-row-metadata=FULL",
+            "--innodb-buffer-pool-size=512M",
+            "--innodb-flush-log-at-trx-commit=2",
+            "--sync-binlog=0",
+            "--max-connections=500",
+            "--skip-name-resolve",
+            "--character-set-server=utf8mb4",
+            "--max-recursive-iterations=100000000",
+        ],
+        stdout=log,
+        stderr=subprocess.STDOUT,
     )
     server = MariaDB(port, datadir, process)
     _wait(lambda: _root_setup(server, datadir), f"MariaDB on port {port}", datadir / "server.log")
@@ -135,13 +168,35 @@ def start_postgresql(base: Path) -> PostgreSQL:
     for path in (base, datadir, pwfile):
         shutil.chown(path, "nobody")
     os.chmod(base, 0o755)
-    _as_postgres_user([str(PG_BIN / "initdb"), "-D", str(datadir), "-U", server.user,
-                       f"--pwfile={pwfile}", "--auth=scram-sha-256", "-E", "UTF8",
-                       "--locale=C.UTF-8"])
-    _as_postgres_user([str(PG_BIN / "pg_ctl"), "-D", str(datadir), "-l", str(datadir / "server.log"),
-                       "-w", "-o", f"-p {server.port} -h 127.0.0.1 -k {datadir} "
-                       "-c fsync=off -c synchronous_commit=off -c full_page_writes=off "
-                       "-c max_connections=200", "start"])
+    _as_postgres_user(
+        [
+            str(PG_BIN / "initdb"),
+            "-D",
+            str(datadir),
+            "-U",
+            server.user,
+            f"--pwfile={pwfile}",
+            "--auth=scram-sha-256",
+            "-E",
+            "UTF8",
+            "--locale=C.UTF-8",
+        ]
+    )
+    _as_postgres_user(
+        [
+            str(PG_BIN / "pg_ctl"),
+            "-D",
+            str(datadir),
+            "-l",
+            str(datadir / "server.log"),
+            "-w",
+            "-o",
+            f"-p {server.port} -h 127.0.0.1 -k {datadir} "
+            "-c fsync=off -c synchronous_commit=off -c full_page_writes=off "
+            "-c max_connections=200",
+            "start",
+        ]
+    )
 
     def create_database() -> None:
         with server.connect("postgres") as conn:
@@ -154,7 +209,9 @@ def start_postgresql(base: Path) -> PostgreSQL:
 def _as_postgres_user(command: list[str]) -> None:
     if os.geteuid() == 0:
         command = ["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups", *command]
-    subprocess.run(command, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    result = subprocess.run(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    if result.returncode:
+        raise RuntimeError(f"{' '.join(command)} failed: {result.stderr.strip()}")
 
 
 def _wait(probe, what: str, log: Path, timeout: float = 60.0) -> None:

@@ -45,15 +45,16 @@ def open_stream(
         only_events=[*ROW_EVENTS, RotateEvent, *extra_events],
         only_schemas=sorted({s.database for s in schemas.values()}),
         only_tables=sorted({s.table for s in schemas.values()}),
-        is_mariadb=mariadb,
+        # python-mysql-replication 1.0.17 ignores log_file/log_pos in its MariaDB dump
+        # command (it starts from the oldest binlog); MariaDB also serves the classic
+        # file/position dump, so that is what a file/position start sends.
+        is_mariadb=False,
         slave_heartbeat=heartbeat_seconds,
         enable_logging=False,
     )
 
 
-def row_changes(
-    stream: BinLogStreamReader, event: object, decoders: Mapping[str, RowDecoder]
-) -> Iterator[RowChange]:
+def row_changes(stream: BinLogStreamReader, event: object, decoders: Mapping[str, RowDecoder]) -> Iterator[RowChange]:
     """The row changes of one rows event, if it belongs to a captured table."""
     table_id = f"{event.schema}.{event.table}"  # type: ignore[attr-defined]
     decoder = decoders.get(table_id)
@@ -102,4 +103,3 @@ def read_window(
                 yield from row_changes(stream, event, decoders)
     finally:
         stream.close()
-

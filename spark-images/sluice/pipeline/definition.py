@@ -190,21 +190,38 @@ def build_definition(document: Mapping[str, Any], env: Mapping[str, str]) -> Pip
             f"source.server-id: the range has {len(source.server_ids)} ids but "
             f"pipeline.parallelism is {pipeline['parallelism']}; each parallel reader needs one"
         )
+    sink = _sink(document["sink"])
+    _refuse_writing_into_the_source(source, sink)
     return PipelineDefinition(
         name=pipeline["name"],
         parallelism=pipeline["parallelism"],
         schema_change_behavior=pipeline["schema.change.behavior"],
         source=source,
-        sink=_sink(document["sink"]),
+        sink=sink,
     )
+
+
+def _refuse_writing_into_the_source(source: SourceConfig, sink: SinkConfig) -> None:
+    """A MySQL target writes into databases named like the source's: on the source server
+    itself that would overwrite the very tables being captured."""
+    if sink.type != "jdbc":
+        return
+    from sluice.sink.jdbc_url import parse_jdbc_url
+
+    url = parse_jdbc_url(sink.options["url"])
+    local = {"localhost", "127.0.0.1", "::1"}
+    same_host = url.host == source.hostname or {url.host, source.hostname} <= local
+    if url.dialect == "mysql" and same_host and url.port == source.port:
+        raise DefinitionError(
+            f"sink.url: {sink.options['url']} is the source server itself; a MySQL target writes into "
+            "databases named like the source ones, so it must be another server"
+        )
 
 
 def _source(values: dict[str, Any]) -> SourceConfig:
     include = parse_patterns("source.tables", values["tables"])
     exclude = (
-        parse_patterns("source.tables.exclude", values["tables.exclude"])
-        if values["tables.exclude"].strip()
-        else ()
+        parse_patterns("source.tables.exclude", values["tables.exclude"]) if values["tables.exclude"].strip() else ()
     )
     startup = StartupOptions(
         mode=values["scan.startup.mode"],
@@ -213,9 +230,7 @@ def _source(values: dict[str, Any]) -> SourceConfig:
         specific_gtid_set=values["scan.startup.specific-offset.gtid-set"],
         timestamp_millis=values["scan.startup.timestamp-millis"],
     )
-    if startup.mode == "specific-offset" and not (
-        startup.specific_file or startup.specific_gtid_set
-    ):
+    if startup.mode == "specific-offset" and not (startup.specific_file or startup.specific_gtid_set):
         raise DefinitionError(
             "source.scan.startup.specific-offset.file: scan.startup.mode specific-offset needs "
             "scan.startup.specific-offset.file (and .pos) or scan.startup.specific-offset.gtid-set"
@@ -246,15 +261,11 @@ def _source(values: dict[str, Any]) -> SourceConfig:
 def _server_ids(text: str) -> ServerIdRange:
     match = re.fullmatch(r"\s*(\d+)\s*(?:-\s*(\d+)\s*)?", text)
     if not match:
-        raise DefinitionError(
-            f"source.server-id: '{text}' must be an id such as 5400 or a range such as 5400-5404"
-        )
+        raise DefinitionError(f"source.server-id: '{text}' must be an id such as 5400 or a range such as 5400-5404")
     start = int(match.group(1))
     end = int(match.group(2) or start)
     if start < 1 or end > 4294967295 or end < start:
-        raise DefinitionError(
-            f"source.server-id: '{text}' must be ids between 1 and 4294967295, low to high"
-        )
+        raise DefinitionError(f"source.server-id: '{text}' must be ids between 1 and 4294967295, low to high")
     return ServerIdRange(start, end)
 
 

@@ -83,9 +83,7 @@ def resolve(section: str, raw: Mapping[str, Any] | None, options: list[Option]) 
             continue
         value = _coerce(where, raw[option.key], option.kind)
         if option.choices is not None and value not in option.choices:
-            raise DefinitionError(
-                f"{where}: '{value}' is not one of {', '.join(option.choices)}"
-            )
+            raise DefinitionError(f"{where}: '{value}' is not one of {', '.join(option.choices)}")
         if option.check is not None:
             problem = option.check(value)
             if problem:

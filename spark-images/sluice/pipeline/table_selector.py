@@ -51,9 +51,7 @@ def _parse_one(key: str, item: str) -> TablePattern:
     # Split on the first dot that is not escaped by a backslash.
     parts = re.split(r"(?<!\\)\.", item, maxsplit=1)
     if len(parts) != 2 or not parts[0] or not parts[1]:
-        raise DefinitionError(
-            f"{key}: '{item}' must be 'database.table' (regexes; write \\. for 'any character')"
-        )
+        raise DefinitionError(f"{key}: '{item}' must be 'database.table' (regexes; write \\. for 'any character')")
     db_text, table_text = (p.replace("\\.", ".") for p in parts)
     try:
         return TablePattern(item, re.compile(db_text), re.compile(table_text))

@@ -1,25 +1,33 @@
 """The local runner: `sluice run` — plays the coordinator's part that the operator plays on Kubernetes.
 
 Checks the source, makes or resumes the snapshot plan, runs the snapshot on local Spark,
-and keeps the state directory current after every finished split.
+then hands over to the single binlog reader, keeping the state directory current after
+every finished split and every committed batch.
 """
 
 from __future__ import annotations
 
 import logging
+import signal
+import threading
 from pathlib import Path
 from typing import Any
 
+from sluice.binlog.binlog_split import BinlogSplit
 from sluice.errors import SluiceError
 from sluice.pipeline.definition import PipelineDefinition
+from sluice.runtime.binlog_phase import BinlogSettings, run_binlog_phase
+from sluice.runtime.progress import BinlogProgress
 from sluice.sink.base import Sink
 from sluice.sink.factory import create_sink
 from sluice.snapshot.chunk_splitter import split_table
 from sluice.snapshot.snapshot_split_assigner import SnapshotAssignerState
 from sluice.snapshot.split_reader import SplitResult
 from sluice.source.checks import check_binlog_settings
-from sluice.source.connection import SourceEndpoint, connect
-from sluice.source.schema import discover_tables
+from sluice.source.connection import SourceEndpoint, connect, current_offset
+from sluice.source.offset import BinlogOffset
+from sluice.source.schema import TableSchema, discover_tables
+from sluice.source.startup import check_offset_available, startup_offset
 from sluice.state.state_store import StateStore
 
 log = logging.getLogger(__name__)
@@ -45,27 +53,32 @@ class LocalRunner:
         self.endpoint = source_endpoint(definition)
         self.sink: Sink = create_sink(definition)
         self.state: dict[str, Any] = {}
+        self.stopping = threading.Event()
 
     def run(self) -> None:
         self.state = self.store.load()
         self._check_pipeline_identity()
         startup = self.definition.source.startup
-        if startup.streams:
-            raise SluiceError(
-                f"source.scan.startup.mode: '{startup.mode}' needs the binlog phase, which this "
-                "build does not have yet; use scan.startup.mode: snapshot"
-            )
+        snapshot: SnapshotAssignerState | None = None
         conn = connect(self.endpoint)
         try:
             check_binlog_settings(conn)
-            snapshot = self._snapshot_plan(conn)
+            if startup.takes_snapshot:
+                snapshot = self._snapshot_plan(conn)
+                schemas = snapshot.tables if snapshot else self._saved_tables()
+            else:
+                schemas = self._tables(conn)
         finally:
             conn.close()
-        self.sink.prepare(list(snapshot.tables.values()))
-        if snapshot.adopt_committed(self.sink.committed_splits()):
-            self._save(snapshot)
-        if not snapshot.is_finished:
-            self._run_snapshot(snapshot)
+        self.sink.prepare(list(schemas.values()))
+        if snapshot is not None:
+            if snapshot.adopt_committed(self.sink.committed_splits()):
+                self._save_snapshot(snapshot)
+            if not snapshot.is_finished:
+                self._run_snapshot(snapshot)
+        self._run_binlog(schemas, snapshot)
+
+    # -- snapshot ---------------------------------------------------------------------------
 
     def _check_pipeline_identity(self) -> None:
         name = self.state.setdefault("pipeline", self.definition.name)
@@ -75,18 +88,32 @@ class LocalRunner:
                 f"'{self.definition.name}'; give each pipeline its own state directory"
             )
 
-    def _snapshot_plan(self, conn) -> SnapshotAssignerState:
+    def _tables(self, conn) -> dict[str, TableSchema]:
+        if "tables" not in self.state:
+            schemas = discover_tables(conn, self.definition.source)
+            self.state["tables"] = {s.table_id: s.to_json() for s in schemas}
+            self.store.save(self.state)
+        return self._saved_tables()
+
+    def _saved_tables(self) -> dict[str, TableSchema]:
+        return {t: TableSchema.from_json(s) for t, s in self.state["tables"].items()}
+
+    def _snapshot_plan(self, conn) -> SnapshotAssignerState | None:
+        """The saved plan, a new one, or None once the binlog split has dropped it."""
         if "snapshot" in self.state:
             return SnapshotAssignerState.from_json(self.state["snapshot"])
+        if "tables" in self.state:
+            return None
         source = self.definition.source
         schemas = discover_tables(conn, source)
         splits = [s for schema in schemas for s in split_table(conn, schema, source.chunk_size)]
         plan = SnapshotAssignerState.plan(schemas, splits)
-        self._save(plan)  # before any split is read: a rerun must read the same chunks
+        self.state["tables"] = {s.table_id: s.to_json() for s in schemas}
+        self._save_snapshot(plan)  # before any split is read: a rerun must read the same chunks
         log.info("snapshot plan: %d tables, %d splits", len(schemas), len(splits))
         return plan
 
-    def _save(self, snapshot: SnapshotAssignerState) -> None:
+    def _save_snapshot(self, snapshot: SnapshotAssignerState) -> None:
         self.state["snapshot"] = snapshot.to_json()
         self.store.save(self.state)
 
@@ -99,8 +126,88 @@ class LocalRunner:
 
             def finished(result: SplitResult) -> None:
                 snapshot.record(result.split_id, result.high_watermark, result.rows)
-                self._save(snapshot)
+                self._save_snapshot(snapshot)
 
             run_snapshot_phase(spark.sparkContext, self.definition, self.endpoint, self.sink, snapshot, finished)
         finally:
             spark.stop()
+
+    # -- binlog -----------------------------------------------------------------------------
+
+    def _run_binlog(self, schemas: dict[str, TableSchema], snapshot: SnapshotAssignerState | None) -> None:
+        source = self.definition.source
+        writer = self.sink.writer()
+        conn = connect(self.endpoint)
+        try:
+            split = self._binlog_split(conn, snapshot)
+            committed = writer.committed_binlog_offset()
+            if committed is not None and committed.is_after(split.offset):
+                split.advance(committed)
+            stop_at = BinlogOffset.from_json(self.state["stop_at"]) if "stop_at" in self.state else None
+            check_offset_available(conn, split.offset)
+        finally:
+            conn.close()
+        settings = BinlogSettings(
+            server_id=source.server_ids.pick(0),
+            heartbeat_seconds=min(source.heartbeat_seconds, 1.0),
+            batch_rows=int(self.definition.sink.options.get("sink.batch-size", 5000)),
+        )
+        progress = BinlogProgress()
+        previous = self._install_signal_handlers()
+        try:
+            run_binlog_phase(
+                self.endpoint,
+                settings,
+                split,
+                schemas,
+                writer,
+                stop_at,
+                self.stopping,
+                lambda s, entered, rows, ts: self._binlog_committed(s, entered, rows, ts, progress),
+                skip_before_millis=source.startup.timestamp_millis if source.startup.mode == "timestamp" else 0,
+            )
+        finally:
+            self._restore_signal_handlers(previous)
+            writer.close()
+            progress.show(final=True)
+
+    def _binlog_split(self, conn, snapshot: SnapshotAssignerState | None) -> BinlogSplit:
+        if "binlog" in self.state:
+            return BinlogSplit.from_json(self.state["binlog"])
+        if snapshot is not None:
+            split = BinlogSplit.after_snapshot(snapshot)
+            if not self.definition.source.startup.streams:
+                # A snapshot-only run ends consistent as of now: everything committed before
+                # this position is in the target when it exits.
+                self.state["stop_at"] = current_offset(conn).to_json()
+        else:
+            split = BinlogSplit(startup_offset(conn, self.definition.source.startup))
+        self.state["binlog"] = split.to_json()
+        self.store.save(self.state)
+        return split
+
+    def _binlog_committed(
+        self, split: BinlogSplit, entered: list[str], rows: int, event_time: int, progress: BinlogProgress
+    ) -> None:
+        self.state["binlog"] = split.to_json()
+        if not split.watermarks and "snapshot" in self.state:
+            snapshot = self.state.pop("snapshot")
+            self.state["snapshot_summary"] = {
+                "splits": len(snapshot["splits"]),
+                "rows": sum(f.get("rows", 0) for f in snapshot["finished"].values()),
+            }
+        self.store.save(self.state)
+        progress.committed(split.offset, rows, event_time)
+
+    def _install_signal_handlers(self) -> dict[int, Any]:
+        if threading.current_thread() is not threading.main_thread():
+            return {}
+
+        def stop(signum: int, _frame: Any) -> None:
+            self.stopping.set()
+
+        return {sig: signal.signal(sig, stop) for sig in (signal.SIGTERM, signal.SIGINT)}
+
+    def _restore_signal_handlers(self, previous: dict[int, Any]) -> None:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)

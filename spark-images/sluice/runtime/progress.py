@@ -10,6 +10,8 @@ import sys
 import time
 from typing import TextIO
 
+from sluice.source.offset import BinlogOffset
+
 
 class SnapshotProgress:
     def __init__(self, total_splits: int, done_splits: int, done_rows: int, out: TextIO | None = None) -> None:
@@ -46,3 +48,34 @@ class SnapshotProgress:
             self.out.write(self.line() + "\n")
             self.out.flush()
             self._last_print = now
+
+
+class BinlogProgress:
+    """Position, rows and lag of the binlog phase, on one redrawn line or periodic lines."""
+
+    def __init__(self) -> None:
+        self.rows = 0
+        self.offset: BinlogOffset | None = None
+        self.lag = 0.0
+        self.started = time.monotonic()
+        self._last = 0.0
+        self._tty = sys.stderr.isatty()
+
+    def committed(self, offset: BinlogOffset, rows: int, event_time: int) -> None:
+        self.rows += rows
+        self.offset = offset
+        if event_time:
+            self.lag = max(0.0, time.time() - event_time)
+        self.show()
+
+    def show(self, final: bool = False) -> None:
+        if self.offset is None:
+            return
+        now = time.monotonic()
+        line = f"binlog: at {self.offset}, {self.rows:,} rows, lag {self.lag:.1f}s"
+        if self._tty:
+            sys.stderr.write("\r" + line + ("\n" if final else ""))
+        elif final or now - self._last >= 2.0:
+            sys.stderr.write(line + "\n")
+            self._last = now
+        sys.stderr.flush()

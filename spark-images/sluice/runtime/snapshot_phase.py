@@ -93,5 +93,7 @@ def task_failure(exc: BaseException) -> SluiceError:
         if marker in text:
             return SluiceError(text.split(marker, 1)[1].splitlines()[0])
     lines = [line for line in text.splitlines() if line.strip()]
-    tail = next((line for line in reversed(lines) if "Error" in line or "Exception" in line), lines[-1] if lines else "")
+    tail = next(
+        (line for line in reversed(lines) if "Error" in line or "Exception" in line), lines[-1] if lines else ""
+    )
     return SluiceError(f"a snapshot task failed: {tail.strip()}")

@@ -10,14 +10,17 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from sluice.binlog.row_change import RowKind
 from sluice.errors import SinkError
-from sluice.sink.base import Sink, SinkWriter
+from sluice.sink.base import ChangeBatch, Sink, SinkWriter
 from sluice.sink.jdbc_dialects import DIALECTS, JdbcDialect
 from sluice.sink.jdbc_url import JdbcUrl, parse_jdbc_url
 from sluice.snapshot.snapshot_split import SnapshotSplit
 from sluice.source.offset import BinlogOffset
-from sluice.source.row_decoding import Row
+from sluice.source.row_decoding import Row, RowDecoder
 from sluice.source.schema import TableSchema
+
+BINLOG_SPLIT_ID = "binlog"
 
 
 class JdbcTarget:
@@ -71,6 +74,38 @@ class JdbcWriter(SinkWriter):
                 f"{schema.table_id} failed: {_first_line(exc)}"
             ) from exc
 
+    def write_changes(self, batch: ChangeBatch, end: BinlogOffset, drop_split_records: bool) -> None:
+        """Collapses the batch to each key's last image, then deletes and upserts in bulk."""
+        dialect = self.target.dialect
+        final: dict[str, tuple[TableSchema, dict[Any, Row | None]]] = {}
+        keys: dict[str, RowDecoder] = {}
+        for schema, kind, row, _ in batch:
+            table_id = schema.table_id
+            if table_id not in final:
+                final[table_id] = (schema, {})
+                keys[table_id] = RowDecoder(schema)
+            key = keys[table_id].row_key(row)
+            final[table_id][1][key] = None if kind in (RowKind.DELETE, RowKind.UPDATE_BEFORE) else row
+        try:
+            for schema, images in final.values():
+                deleted = [_key_tuple(k) for k, row in images.items() if row is None]
+                upserted = [row for row in images.values() if row is not None]
+                dialect.delete(self.conn, schema, deleted)
+                for start in range(0, len(upserted), self.target.batch_size):
+                    dialect.upsert(self.conn, schema, upserted[start : start + self.target.batch_size])
+            dialect.save_offsets(self.conn, self.target.pipeline, {BINLOG_SPLIT_ID: end})
+            if drop_split_records:
+                dialect.delete_offsets(self.conn, self.target.pipeline, exclude=BINLOG_SPLIT_ID)
+            self.conn.commit()
+        except Exception as exc:
+            self._abort()
+            raise SinkError(f"sink {self.target!r}: committing changes up to {end} failed: {_first_line(exc)}") from exc
+
+    def committed_binlog_offset(self) -> BinlogOffset | None:
+        offsets = self.target.dialect.load_offsets(self.conn, self.target.pipeline)
+        self.conn.commit()
+        return offsets.get(BINLOG_SPLIT_ID)
+
     def _abort(self) -> None:
         if self._conn is not None:
             try:
@@ -119,6 +154,10 @@ class JdbcSink(Sink):
 
     def writer(self) -> JdbcWriter:
         return JdbcWriter(self.target)
+
+
+def _key_tuple(key: Any) -> tuple[Any, ...]:
+    return key if isinstance(key, tuple) else (key,)
 
 
 def _first_line(exc: BaseException) -> str:

@@ -55,28 +55,25 @@ class JdbcDialect(ABC):
 
     def load_offsets(self, conn: Any, pipeline: str) -> dict[str, BinlogOffset]:
         cur = conn.cursor()
-        cur.execute(
-            f"SELECT split_id, position FROM {self.offsets_table()} WHERE pipeline = %s", (pipeline,)
-        )
+        cur.execute(f"SELECT split_id, position FROM {self.offsets_table()} WHERE pipeline = %s", (pipeline,))
         result = {split_id: BinlogOffset.from_json(json.loads(pos)) for split_id, pos in cur.fetchall()}
         cur.close()
         return result
 
-    def delete_offsets(self, conn: Any, pipeline: str, split_ids: Iterable[str]) -> None:
-        ids = list(split_ids)
-        if ids:
-            cur = conn.cursor()
-            cur.executemany(
-                f"DELETE FROM {self.offsets_table()} WHERE pipeline = %s AND split_id = %s",
-                [(pipeline, i) for i in ids],
-            )
-            cur.close()
+    def delete_offsets(self, conn: Any, pipeline: str, exclude: str) -> None:
+        cur = conn.cursor()
+        cur.execute(f"DELETE FROM {self.offsets_table()} WHERE pipeline = %s AND split_id <> %s", (pipeline, exclude))
+        cur.close()
 
 
 class PostgresDialect(JdbcDialect):
     def connect(self, url: JdbcUrl, username: str, password: str) -> psycopg.Connection:
         conn = psycopg.connect(
-            host=url.host, port=url.port, dbname=url.database, user=username, password=password,
+            host=url.host,
+            port=url.port,
+            dbname=url.database,
+            user=username,
+            password=password,
             application_name="sluice",
         )
         conn.execute("SET TIME ZONE 'UTC'")
@@ -88,8 +85,7 @@ class PostgresDialect(JdbcDialect):
 
     def create_table_statements(self, schema: TableSchema) -> list[str]:
         columns = [
-            f"{self.quote(c.name)} {postgres_type(c)}{'' if c.nullable else ' NOT NULL'}"
-            for c in schema.columns
+            f"{self.quote(c.name)} {postgres_type(c)}{'' if c.nullable else ' NOT NULL'}" for c in schema.columns
         ]
         if schema.primary_key:
             columns.append(f"PRIMARY KEY ({', '.join(map(self.quote, schema.primary_key))})")
@@ -115,10 +111,10 @@ class PostgresDialect(JdbcDialect):
         )
         return name
 
-    def _copy(self, conn: psycopg.Connection, table: str, columns: Sequence[str], rows: Iterable[Sequence[Any]]) -> None:
-        with conn.cursor() as cur, cur.copy(
-            f"COPY {table} ({', '.join(map(self.quote, columns))}) FROM STDIN"
-        ) as copy:
+    def _copy(
+        self, conn: psycopg.Connection, table: str, columns: Sequence[str], rows: Iterable[Sequence[Any]]
+    ) -> None:
+        with conn.cursor() as cur, cur.copy(f"COPY {table} ({', '.join(map(self.quote, columns))}) FROM STDIN") as copy:
             for row in rows:
                 copy.write_row(row)
 
@@ -162,8 +158,13 @@ class PostgresDialect(JdbcDialect):
 class MySqlDialect(JdbcDialect):
     def connect(self, url: JdbcUrl, username: str, password: str) -> pymysql.connections.Connection:
         conn = pymysql.connect(
-            host=url.host, port=url.port, user=username, password=password, charset="utf8mb4",
-            autocommit=False, init_command="SET time_zone = '+00:00'",
+            host=url.host,
+            port=url.port,
+            user=username,
+            password=password,
+            charset="utf8mb4",
+            autocommit=False,
+            init_command="SET time_zone = '+00:00'",
         )
         return conn
 
@@ -174,10 +175,7 @@ class MySqlDialect(JdbcDialect):
         return f"{self.quote(schema.database)}.{self.quote(schema.table)}"
 
     def create_table_statements(self, schema: TableSchema) -> list[str]:
-        columns = [
-            f"{self.quote(c.name)} {mysql_type(c)}{'' if c.nullable else ' NOT NULL'}"
-            for c in schema.columns
-        ]
+        columns = [f"{self.quote(c.name)} {mysql_type(c)}{'' if c.nullable else ' NOT NULL'}" for c in schema.columns]
         if schema.primary_key:
             columns.append(f"PRIMARY KEY ({', '.join(map(self.quote, schema.primary_key))})")
         return [
@@ -208,14 +206,18 @@ class MySqlDialect(JdbcDialect):
         with conn.cursor() as cur:
             cur.executemany(sql, rows)
 
-    def delete(self, conn: pymysql.connections.Connection, schema: TableSchema, keys: Sequence[tuple[Any, ...]]) -> None:
+    def delete(
+        self, conn: pymysql.connections.Connection, schema: TableSchema, keys: Sequence[tuple[Any, ...]]
+    ) -> None:
         if not keys:
             return
         match = " AND ".join(f"{self.quote(k)} = %s" for k in schema.row_key)
         with conn.cursor() as cur:
             cur.executemany(f"DELETE FROM {self.target_table(schema)} WHERE {match}", keys)
 
-    def save_offsets(self, conn: pymysql.connections.Connection, pipeline: str, offsets: Mapping[str, BinlogOffset]) -> None:
+    def save_offsets(
+        self, conn: pymysql.connections.Connection, pipeline: str, offsets: Mapping[str, BinlogOffset]
+    ) -> None:
         with conn.cursor() as cur:
             cur.executemany(
                 f"INSERT INTO {self.offsets_table()} (pipeline, split_id, position) VALUES (%s, %s, %s) "

@@ -25,8 +25,7 @@ def parse_jdbc_url(url: str) -> JdbcUrl:
     dialect = ALIASES.get(parts.scheme)
     if dialect is None:
         raise DefinitionError(
-            f"sink.url: '{url}' must start with postgresql:// or mysql:// (e.g. "
-            "postgresql://localhost:5432/warehouse)"
+            f"sink.url: '{url}' must start with postgresql:// or mysql:// (e.g. postgresql://localhost:5432/warehouse)"
         )
     try:
         port = parts.port or DEFAULT_PORTS[dialect]

@@ -23,9 +23,7 @@ DISTRIBUTION_FACTOR_LOWER = 0.05
 DISTRIBUTION_FACTOR_UPPER = 1000.0
 
 
-def split_table(
-    conn: pymysql.connections.Connection, schema: TableSchema, chunk_size: int
-) -> list[SnapshotSplit]:
+def split_table(conn: pymysql.connections.Connection, schema: TableSchema, chunk_size: int) -> list[SnapshotSplit]:
     key = quote(schema.chunk_key)
     table = f"{quote(schema.database)}.{quote(schema.table)}"
     with conn.cursor() as cur:
@@ -49,8 +47,7 @@ def approximate_row_count(conn: pymysql.connections.Connection, schema: TableSch
     """The server's row estimate; an exact count when the estimate is empty (new tables)."""
     with conn.cursor() as cur:
         cur.execute(
-            "SELECT TABLE_ROWS FROM information_schema.TABLES "
-            "WHERE TABLE_SCHEMA = %s AND TABLE_NAME = %s",
+            "SELECT TABLE_ROWS FROM information_schema.TABLES WHERE TABLE_SCHEMA = %s AND TABLE_NAME = %s",
             (schema.database, schema.table),
         )
         row = cur.fetchone()
@@ -95,6 +92,4 @@ def _queried_boundaries(
 
 def _ranges(table_id: str, boundaries: list[Any]) -> list[SnapshotSplit]:
     edges: list[Any] = [None, *boundaries, None]
-    return [
-        SnapshotSplit(table_id, i, edges[i], edges[i + 1]) for i in range(len(edges) - 1)
-    ]
+    return [SnapshotSplit(table_id, i, edges[i], edges[i + 1]) for i in range(len(edges) - 1)]

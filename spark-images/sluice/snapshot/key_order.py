@@ -52,9 +52,7 @@ class ServerKeyOrder:
             with self._conn.cursor() as cur:
                 cur.execute(sql, params)
                 counts = dict(cur.fetchall())
-            result.extend(
-                0 if key is None else int(counts[i]) for i, key in enumerate(batch)
-            )
+            result.extend(0 if key is None else int(counts[i]) for i, key in enumerate(batch))
         return result
 
 

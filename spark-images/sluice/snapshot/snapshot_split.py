@@ -41,6 +41,4 @@ class SnapshotSplit:
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> SnapshotSplit:
-        return cls(
-            data["table"], int(data["index"]), values.decode(data["start"]), values.decode(data["end"])
-        )
+        return cls(data["table"], int(data["index"]), values.decode(data["start"]), values.decode(data["end"]))

@@ -55,9 +55,7 @@ class SnapshotAssignerState:
         return {
             "tables": {t: s.to_json() for t, s in self.tables.items()},
             "splits": [s.to_json() for s in self.splits],
-            "finished": {
-                i: {"hw": f.high_watermark.to_json(), "rows": f.rows} for i, f in self.finished.items()
-            },
+            "finished": {i: {"hw": f.high_watermark.to_json(), "rows": f.rows} for i, f in self.finished.items()},
         }
 
     @classmethod

@@ -81,7 +81,9 @@ def read_split(task: SplitTask) -> tuple[list[Row], BinlogOffset, int]:
         if (high.file, high.pos) == (low.file, low.pos):
             return rows, high, 0
         changes = read_window(task.endpoint, task.server_id, low, high, {schema.table_id: schema}, mariadb)
-        in_chunk = _changes_in_chunk(list(changes), split, decoder, key_order_for(schema.column(schema.chunk_key), conn))
+        in_chunk = _changes_in_chunk(
+            list(changes), split, decoder, key_order_for(schema.column(schema.chunk_key), conn)
+        )
         if not in_chunk:
             return rows, high, 0
         return fold(rows, in_chunk, decoder), high, len(in_chunk)

@@ -24,9 +24,7 @@ def check_binlog_settings(conn: pymysql.connections.Connection) -> None:
     for name, wanted in REQUIRED.items():
         have = actual.get(name)
         if have is None:
-            raise SourceError(
-                f"source server has no {name} setting: Sluice needs MySQL 8.0.14+ or MariaDB 10.5+"
-            )
+            raise SourceError(f"source server has no {name} setting: Sluice needs MySQL 8.0.14+ or MariaDB 10.5+")
         if have != wanted:
             raise SourceError(
                 f"source server has {name}={have}; Sluice needs {name}={wanted} "

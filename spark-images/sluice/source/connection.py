@@ -59,9 +59,7 @@ def connect(endpoint: SourceEndpoint, streaming: bool = False) -> pymysql.connec
         except pymysql.err.OperationalError as exc:
             code = exc.args[0] if exc.args else 0
             if code in (1044, 1045, 1049):  # access denied, unknown database: retrying won't help
-                raise SourceError(
-                    f"source {endpoint.hostname}:{endpoint.port}: {exc.args[1]}"
-                ) from exc
+                raise SourceError(f"source {endpoint.hostname}:{endpoint.port}: {exc.args[1]}") from exc
             if attempt == endpoint.max_retries:
                 raise SourceError(
                     f"source {endpoint.hostname}:{endpoint.port} unreachable after "

@@ -1,0 +1,41 @@
+# Sluice — every entry point a developer or CI needs.
+VENV   := .venv
+PYTHON := $(VENV)/bin/python
+SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+
+.PHONY: install system-deps test demo bench lint format clean
+
+install: $(VENV)/.installed
+
+$(VENV)/.installed: pyproject.toml
+	python3 -m venv $(VENV)
+	$(VENV)/bin/pip install --quiet --upgrade pip
+	$(VENV)/bin/pip install --quiet -e '.[dev]'
+	touch $@
+
+# MariaDB and PostgreSQL binaries for the test harness (no system service is started).
+system-deps:
+	@if ! command -v mariadbd >/dev/null || [ ! -x /usr/lib/postgresql/15/bin/initdb ]; then \
+		$(SUDO) apt-get update -qq && \
+		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq mariadb-server mariadb-client postgresql >/dev/null; \
+	fi
+
+test: install system-deps
+	$(PYTHON) -m pytest
+
+demo: install system-deps
+	$(PYTHON) -m tests.harness.demo
+
+bench: install system-deps
+	$(PYTHON) -m tests.bench.snapshot_bench $(if $(ROWS),--rows $(ROWS))
+
+lint: install
+	$(VENV)/bin/ruff check spark-images operator tests
+	$(VENV)/bin/ruff format --check spark-images operator tests
+
+format: install
+	$(VENV)/bin/ruff format spark-images operator tests
+	$(VENV)/bin/ruff check --fix spark-images operator tests
+
+clean:
+	rm -rf $(VENV) .sluice .demo .bench

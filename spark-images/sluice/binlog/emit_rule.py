@@ -1,0 +1,63 @@
+"""The emit rule: which binlog changes the snapshot has not already accounted for.
+
+Invariant: a finished split holds its chunk as of its high watermark (hw). A change at an
+offset before the hw of the chunk holding a row image is already in that chunk, so it
+must not be applied again; a change at or after it must be. An update whose key moves
+between chunks is judged per side: the before image (a delete) against its chunk's hw,
+the after image (an upsert) against its own chunk's hw.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from sluice.binlog.row_change import RowChange, RowKind
+from sluice.snapshot.key_order import KeyOrder
+from sluice.source.offset import BinlogOffset
+from sluice.source.row_decoding import Row, RowDecoder
+
+
+@dataclass
+class TableWatermarks:
+    """A table's chunk boundaries with each chunk's high watermark, until the table is in
+    pure binlog phase (the reader passed its largest hw) and this is dropped."""
+
+    boundaries: list[Any]  # inner boundaries: chunk i is [boundaries[i-1], boundaries[i])
+    high_watermarks: list[BinlogOffset]  # one per chunk
+
+    @property
+    def max_high_watermark(self) -> BinlogOffset:
+        return max(self.high_watermarks)
+
+
+def emit(
+    changes: Sequence[RowChange],
+    watermarks: TableWatermarks | None,
+    decoder: RowDecoder,
+    order: KeyOrder,
+) -> list[tuple[RowKind, Row]]:
+    """The changelog rows to emit for one table's changes (in binlog order)."""
+    if watermarks is None:
+        return [row for change in changes for row in change.changelog()]
+    keys: list[Any] = []
+    for change in changes:
+        keys.append(decoder.chunk_key(change.before) if change.before is not None else None)
+        keys.append(decoder.chunk_key(change.after) if change.after is not None else None)
+    chunks = order.chunk_indexes(keys, watermarks.boundaries)
+    hws = watermarks.high_watermarks
+    out: list[tuple[RowKind, Row]] = []
+    for i, change in enumerate(changes):
+        before_due = change.before is not None and not change.offset.is_before(hws[chunks[2 * i]])
+        after_due = change.after is not None and not change.offset.is_before(hws[chunks[2 * i + 1]])
+        if change.kind is RowKind.UPDATE_AFTER:
+            if before_due and after_due:
+                out.extend(change.changelog())
+            elif before_due:
+                out.append((RowKind.DELETE, change.before))  # type: ignore[arg-type]
+            elif after_due:
+                out.append((RowKind.INSERT, change.after))  # type: ignore[arg-type]
+        elif before_due or after_due:
+            out.extend(change.changelog())
+    return out

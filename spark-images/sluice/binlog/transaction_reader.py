@@ -1,0 +1,105 @@
+"""Turns the binlog into whole transactions of captured row changes.
+
+Batches end only at transaction boundaries (XID or COMMIT), because that is the only kind
+of position the reader can resume from: a rows event needs its table map, which sits
+earlier in the same transaction.
+"""
+
+from __future__ import annotations
+
+import threading
+
+import pymysql
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+
+from pymysqlreplication.event import HeartbeatLogEvent, QueryEvent, RotateEvent, XidEvent
+
+from sluice.binlog.event_reader import ROW_EVENTS, open_stream, row_changes
+from sluice.binlog.row_change import RowChange
+from sluice.errors import SourceError
+from sluice.source.connection import SourceEndpoint
+from sluice.source.offset import BinlogOffset
+from sluice.source.row_decoding import RowDecoder
+from sluice.source.schema import TableSchema
+
+
+@dataclass(frozen=True)
+class Transaction:
+    changes: list[RowChange]
+    end: BinlogOffset  # the position right after the transaction: a resume point
+    timestamp: int
+
+
+@dataclass(frozen=True)
+class Heartbeat:
+    """The server had nothing more to send: everything before `end` has been read."""
+
+    end: BinlogOffset
+
+
+def read_transactions(
+    endpoint: SourceEndpoint,
+    server_id: int,
+    start: BinlogOffset,
+    schemas: Mapping[str, TableSchema],
+    mariadb: bool,
+    stop_at: BinlogOffset | None,
+    heartbeat_seconds: float,
+    stopping: threading.Event,
+) -> Iterator[Transaction | Heartbeat]:
+    """Transactions from `start`: up to `stop_at` if given, else following the binlog."""
+    decoders = {table_id: RowDecoder(schema) for table_id, schema in schemas.items()}
+    stream = open_stream(
+        endpoint,
+        server_id,
+        start,
+        schemas,
+        mariadb,
+        blocking=stop_at is None,
+        heartbeat_seconds=heartbeat_seconds if stop_at is None else None,
+        extra_events=(XidEvent, QueryEvent, HeartbeatLogEvent),
+    )
+    try:
+        yield from _transactions(stream, decoders, stop_at, stopping)
+    except pymysql.err.OperationalError as exc:
+        raise replication_error(exc, server_id, start) from exc
+    finally:
+        stream.close()
+
+
+def replication_error(exc: pymysql.err.OperationalError, server_id: int, start: BinlogOffset) -> SourceError:
+    """Names what to fix for the replication errors users meet."""
+    code, message = (exc.args + ("",))[:2]
+    if code == 4052:
+        return SourceError(
+            f"source.server-id: server id {server_id} is already used by another replica or pipeline "
+            "reading this source; give each pipeline its own server-id range"
+        )
+    if code == 1236:
+        return SourceError(f"the source cannot serve the binlog from {start}: {message}")
+    return SourceError(f"binlog connection to the source failed: {message}")
+
+
+def _transactions(stream, decoders, stop_at, stopping) -> Iterator[Transaction | Heartbeat]:
+    changes: list[RowChange] = []
+    for event in stream:
+        if stopping.is_set():
+            return
+        if isinstance(event, RotateEvent):
+            continue
+        end = BinlogOffset(stream.log_file, event.packet.log_pos)
+        if isinstance(event, HeartbeatLogEvent):
+            if not changes:
+                yield Heartbeat(end)
+            continue
+        begin = BinlogOffset(stream.log_file, event.packet.log_pos - event.event_size)
+        if stop_at is not None and not begin.is_before(stop_at):
+            return
+        if isinstance(event, ROW_EVENTS):
+            changes.extend(row_changes(stream, event, decoders))
+        elif isinstance(event, XidEvent) or (
+            isinstance(event, QueryEvent) and event.query.strip().upper() == "COMMIT"
+        ):
+            yield Transaction(changes, end, event.timestamp)
+            changes = []

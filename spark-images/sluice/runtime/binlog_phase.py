@@ -1,0 +1,149 @@
+"""The binlog phase: one reader follows the binlog and commits batches exactly once.
+
+A reader thread decodes transactions; this thread applies the emit rule, gathers
+transactions into a batch and commits the batch with its end offset in one sink
+transaction, when the batch is large enough or old enough (so latency stays low when
+the source is quiet). Stopping (SIGTERM, or the end offset of a bounded run) commits
+what was read and returns.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+from sluice.binlog.binlog_split import BinlogSplit
+from sluice.binlog.emit_rule import emit
+from sluice.binlog.transaction_reader import Heartbeat, Transaction, read_transactions
+from sluice.sink.base import ChangeBatch, SinkWriter
+from sluice.snapshot.key_order import key_order_for
+from sluice.source.connection import SourceEndpoint, connect, is_mariadb
+from sluice.source.offset import BinlogOffset
+from sluice.source.row_decoding import RowDecoder
+from sluice.source.schema import TableSchema
+
+log = logging.getLogger(__name__)
+
+_END = object()
+
+
+@dataclass(frozen=True)
+class BinlogSettings:
+    server_id: int
+    heartbeat_seconds: float
+    batch_rows: int = 5000
+    max_batch_delay: float = 0.2
+
+
+def run_binlog_phase(
+    endpoint: SourceEndpoint,
+    settings: BinlogSettings,
+    split: BinlogSplit,
+    schemas: Mapping[str, TableSchema],
+    writer: SinkWriter,
+    stop_at: BinlogOffset | None,
+    stopping: threading.Event,
+    on_commit: Callable[[BinlogSplit, list[str], int, int], None],
+    skip_before_millis: int = 0,
+) -> None:
+    """Reads from split.offset until stop_at (bounded) or until `stopping` is set.
+
+    skip_before_millis: transactions older than this (scan.startup.mode timestamp) only
+    advance the offset.
+    """
+    control = connect(endpoint)
+    mariadb = is_mariadb(control)
+    decoders = {t: RowDecoder(s) for t, s in schemas.items()}
+    orders = {t: key_order_for(s.column(s.chunk_key), control) for t, s in schemas.items()}
+    inbox: queue.Queue = queue.Queue(maxsize=1000)
+    failure: list[BaseException] = []
+
+    def produce() -> None:
+        try:
+            for item in read_transactions(
+                endpoint,
+                settings.server_id,
+                split.offset,
+                schemas,
+                mariadb,
+                stop_at,
+                settings.heartbeat_seconds,
+                stopping,
+            ):
+                inbox.put(item)
+        except BaseException as exc:  # noqa: BLE001 - handed to the committing thread
+            failure.append(exc)
+        finally:
+            inbox.put(_END)
+
+    reader = threading.Thread(target=produce, name="binlog-reader", daemon=True)
+    reader.start()
+    batch = ChangeBatch()
+    end = split.offset
+    first_pending = 0.0
+    latest_event_time = 0
+
+    def commit() -> None:
+        nonlocal batch
+        entered = split.advance(end)
+        writer.write_changes(batch, end, drop_split_records=bool(entered) and not split.watermarks)
+        on_commit(split, entered, len(batch), latest_event_time)
+        batch = ChangeBatch()
+
+    try:
+        while True:
+            timeout = max(0.0, first_pending + settings.max_batch_delay - time.monotonic()) if batch else 0.5
+            try:
+                item = inbox.get(timeout=timeout)
+            except queue.Empty:
+                item = None
+            if item is _END:
+                break
+            if isinstance(item, Transaction):
+                if not batch:
+                    first_pending = time.monotonic()
+                if item.timestamp * 1000 >= skip_before_millis:
+                    _emit(item, split, decoders, orders, schemas, batch)
+                end = item.end
+                latest_event_time = item.timestamp
+            elif isinstance(item, Heartbeat):
+                end = max(end, item.end)
+            due = len(batch) >= settings.batch_rows or (
+                batch and time.monotonic() - first_pending >= settings.max_batch_delay
+            )
+            if due or (not batch and end != split.offset and item is None):
+                commit()
+            if stopping.is_set() and not batch:
+                break
+        if failure:
+            raise failure[0]
+        if batch or end != split.offset or split.watermarks:
+            commit()  # also drops the snapshot's watermarks once the reader is past them
+    finally:
+        stopping.set()
+        control.close()
+
+
+def _emit(
+    transaction: Transaction,
+    split: BinlogSplit,
+    decoders: Mapping[str, RowDecoder],
+    orders: Mapping,
+    schemas: Mapping[str, TableSchema],
+    batch: ChangeBatch,
+) -> None:
+    """Applies the emit rule per run of same-table changes, keeping binlog order."""
+    runs: list[tuple[str, list]] = []
+    for change in transaction.changes:
+        if runs and runs[-1][0] == change.table_id:
+            runs[-1][1].append(change)
+        else:
+            runs.append((change.table_id, [change]))
+    for table_id, changes in runs:
+        rows = emit(changes, split.watermarks.get(table_id), decoders[table_id], orders[table_id])
+        for kind, row in rows:
+            batch.add(schemas[table_id], kind, row, transaction.timestamp)

@@ -1,0 +1,55 @@
+"""Session fixtures: one real MariaDB and one real PostgreSQL for the whole test run."""
+
+from __future__ import annotations
+
+import itertools
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.harness.services import MariaDB, PostgreSQL, start_mariadb, start_postgresql
+
+_names = itertools.count()
+
+
+@pytest.fixture(scope="session")
+def services_dir() -> Iterator[Path]:
+    path = Path(tempfile.mkdtemp(prefix="sluice-test-"))
+    path.chmod(0o755)  # PostgreSQL runs as another user and must reach its data directory
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def mariadb(services_dir: Path) -> Iterator[MariaDB]:
+    server = start_mariadb(services_dir / "source")
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="session")
+def mariadb_target(services_dir: Path) -> Iterator[MariaDB]:
+    """A second MariaDB: the MySQL-dialect target (targets name databases like the source)."""
+    server = start_mariadb(services_dir / "mysql-target", server_id=2)
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="session")
+def postgresql(services_dir: Path) -> Iterator[PostgreSQL]:
+    server = start_postgresql(services_dir / "target")
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def source_db(mariadb: MariaDB) -> Iterator[str]:
+    """A fresh, empty source database for one test."""
+    name = f"src_{os.getpid()}_{next(_names)}"
+    mariadb.execute(f"CREATE DATABASE {name}")
+    yield name
+    mariadb.execute(f"DROP DATABASE IF EXISTS {name}")

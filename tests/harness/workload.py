@@ -1,0 +1,119 @@
+"""A random OLTP workload on the source: inserts, updates (some changing the primary key),
+deletes and multi-statement transactions, from a seeded generator so failures replay."""
+
+from __future__ import annotations
+
+import random
+import threading
+from collections.abc import Sequence
+
+from tests.harness.services import MariaDB
+
+TABLE_DDL = (
+    "CREATE TABLE {db}.{table} (id BIGINT PRIMARY KEY, name VARCHAR(64) NOT NULL, "
+    "amount DECIMAL(12,2), qty INT, updated DATETIME(3), note TEXT)"
+)
+
+
+def create_table(mariadb: MariaDB, db: str, table: str, rows: int, seed: int = 1) -> None:
+    mariadb.execute(TABLE_DDL.format(db=db, table=table))
+    rng = random.Random(seed)
+    conn = mariadb.connect(db)
+    with conn.cursor() as cur:
+        batch = []
+        for i in range(1, rows + 1):
+            batch.append(_row(rng, i * 10))
+            if len(batch) == 5000:
+                _insert(cur, table, batch)
+                batch = []
+        _insert(cur, table, batch)
+    conn.close()
+
+
+def _row(rng: random.Random, key: int) -> tuple:
+    return (
+        key,
+        f"name-{rng.randrange(10**6)}",
+        round(rng.uniform(0, 10000), 2),
+        rng.randrange(1000),
+        f"2024-0{rng.randrange(1, 10)}-1{rng.randrange(10)} 12:00:00.{rng.randrange(1000):03d}",
+        None if rng.random() < 0.2 else "note " * rng.randrange(5),
+    )
+
+
+def _insert(cur, table: str, rows: list[tuple]) -> None:
+    if rows:
+        cur.executemany(f"INSERT INTO {table} VALUES (%s, %s, %s, %s, %s, %s)", rows)
+
+
+class RandomWorkload:
+    """Runs random changes against tables of TABLE_DDL's shape until stopped."""
+
+    def __init__(self, mariadb: MariaDB, db: str, tables: Sequence[str], seed: int, max_key: int) -> None:
+        self.mariadb = mariadb
+        self.db = db
+        self.tables = list(tables)
+        self.rng = random.Random(seed)
+        self.next_key = max_key + 1
+        self.operations = 0
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self.error: BaseException | None = None
+
+    def run(self, operations: int) -> None:
+        conn = self.mariadb.connect(self.db)
+        try:
+            with conn.cursor() as cur:
+                while self.operations < operations and not self._stop.is_set():
+                    if self.rng.random() < 0.2:
+                        cur.execute("BEGIN")
+                        for _ in range(self.rng.randrange(2, 6)):
+                            self._one(cur)
+                        cur.execute("COMMIT")
+                    else:
+                        self._one(cur)
+        finally:
+            conn.close()
+
+    def _one(self, cur) -> None:
+        table = self.rng.choice(self.tables)
+        roll = self.rng.random()
+        key = self._existing_key(cur, table)
+        if roll < 0.35 or key is None:
+            self.next_key += 1
+            cur.execute(f"INSERT INTO {table} VALUES (%s, %s, %s, %s, %s, %s)", _row(self.rng, self.next_key))
+        elif roll < 0.70:
+            cur.execute(
+                f"UPDATE {table} SET name = %s, amount = amount + 1, qty = %s WHERE id = %s",
+                (f"upd-{self.rng.randrange(10**6)}", self.rng.randrange(1000), key),
+            )
+        elif roll < 0.82:
+            # A primary-key change: the row moves, possibly into another chunk.
+            self.next_key += 1
+            cur.execute(f"UPDATE {table} SET id = %s WHERE id = %s", (self.next_key, key))
+        else:
+            cur.execute(f"DELETE FROM {table} WHERE id = %s", (key,))
+        self.operations += 1
+
+    def _existing_key(self, cur, table: str) -> int | None:
+        probe = self.rng.randrange(1, self.next_key)
+        cur.execute(f"SELECT id FROM {table} WHERE id >= %s ORDER BY id LIMIT 1", (probe,))
+        row = cur.fetchone()
+        return row[0] if row else None
+
+    def start(self, operations: int) -> None:
+        def target() -> None:
+            try:
+                self.run(operations)
+            except BaseException as exc:  # noqa: BLE001 - re-raised by join()
+                self.error = exc
+
+        self._thread = threading.Thread(target=target, name="workload", daemon=True)
+        self._thread.start()
+
+    def join(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+        if self.error is not None:
+            raise self.error
