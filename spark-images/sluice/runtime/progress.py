@@ -17,6 +17,7 @@ class SnapshotProgress:
     def __init__(self, total_splits: int, done_splits: int, done_rows: int, out: TextIO | None = None) -> None:
         self.total = total_splits
         self.done = done_splits
+        self.resumed_from = done_splits
         self.rows = 0
         self.rows_before = done_rows
         self.out = out or sys.stderr
@@ -39,12 +40,20 @@ class SnapshotProgress:
             f"{self.rate():,.0f} rows/s"
         )
 
+    def resuming(self) -> None:
+        if self.resumed_from:
+            self.out.write(f"snapshot: resuming, {self.resumed_from} of {self.total} splits already finished\n")
+
     def show(self, final: bool = False) -> None:
         now = time.monotonic()
-        if self._tty:
-            self.out.write("\r" + self.line() + ("\n" if final else ""))
+        if final:
+            self.out.write(("\r" if self._tty else "") + self.line() + f" ({self.done - self.resumed_from} read by this run)\n")
             self.out.flush()
-        elif final or now - self._last_print >= 2.0:
+            return
+        if self._tty:
+            self.out.write("\r" + self.line())
+            self.out.flush()
+        elif now - self._last_print >= 2.0:
             self.out.write(self.line() + "\n")
             self.out.flush()
             self._last_print = now

@@ -48,6 +48,7 @@ def run_snapshot_phase(
     for split in state.remaining:
         pending.put(split)
     progress = SnapshotProgress(len(state.splits), len(state.finished), state.rows_done)
+    progress.resuming()
     progress.show()
     lock = threading.Lock()
     failures: list[BaseException] = []

@@ -71,3 +71,39 @@ def test_snapshot_under_concurrent_writes_equals_the_source(tmp_path, mariadb, m
         in_mysql = compare.source_rows(mariadb_target, source_db, table)
         assert in_mysql == expected, compare.diff(expected, in_mysql)
     assert workload.operations == 1500
+
+
+def test_rerun_after_sigkill_skips_finished_splits(tmp_path, mariadb, postgresql, source_db):
+    create_table(mariadb, source_db, "events", 60_000, seed=3)
+    definition = pipeline_yaml(
+        mariadb,
+        f"{source_db}.events",
+        postgres_sink(postgresql),
+        name="killed",
+        **{"scan.startup.mode": "snapshot", "scan.incremental.snapshot.chunk.size": CHUNK, "server-id": "6420-6429"},
+    )
+    pipeline = write_pipeline(tmp_path / "killed.yaml", definition)
+    state_dir = tmp_path / "state"
+    env = sluice_env(mariadb, postgresql)
+
+    process = start_sluice(pipeline, state_dir, env)
+    deadline = time.monotonic() + 180
+    while len(_finished_splits(state_dir)) < 5 and time.monotonic() < deadline:
+        time.sleep(0.02)
+    os.killpg(process.pid, signal.SIGKILL)  # the CLI and its Spark JVM, mid-snapshot
+    process.wait()
+    before_kill = _finished_splits(state_dir)
+    total = len(json.loads((state_dir / "state.json").read_text())["snapshot"]["splits"])
+    assert 5 <= len(before_kill) < total, "killed mid-snapshot"
+
+    # Changes after the kill reach the target through the bounded binlog read.
+    RandomWorkload(mariadb, source_db, ["events"], seed=11, max_key=600_000).run(operations=300)
+    rerun = run_sluice(pipeline, state_dir, env)
+    assert rerun.returncode == 0, rerun.stderr
+
+    resumed = int(rerun.stderr.split("snapshot: resuming, ")[1].split(" of ")[0])
+    assert resumed >= len(before_kill)
+    assert f"({total - resumed} read by this run)" in rerun.stderr
+    expected = compare.source_rows(mariadb, source_db, "events")
+    actual = compare.postgres_rows(postgresql, source_db, "events")
+    assert actual == expected, compare.diff(expected, actual)
