@@ -1,0 +1,99 @@
+"""Pipeline definitions: Flink CDC 3 keys accepted, bad ones refused with the key named."""
+
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+from sluice.errors import DefinitionError
+from sluice.pipeline.definition import parse_definition
+
+VALID = """
+source:
+  type: mysql
+  hostname: db.internal
+  port: 3306
+  username: cdc
+  password: ${DB_PASSWORD}
+  tables: app_db.\\.*, shop.order_[0-9]+
+  tables.exclude: app_db.audit
+  server-id: 5400-5404
+  scan.startup.mode: snapshot
+  scan.incremental.snapshot.chunk.size: 4096
+  scan.incremental.snapshot.chunk.key-column: shop.order_\\.*:order_id
+sink:
+  type: jdbc
+  url: postgresql://warehouse:5432/analytics
+  username: loader
+  password: ${PG_PASSWORD}
+pipeline:
+  name: app-to-warehouse
+  parallelism: 4
+"""
+ENV = {"DB_PASSWORD": "s3cret", "PG_PASSWORD": "pg"}
+
+
+def parse(text: str = VALID, env=ENV):
+    return parse_definition(textwrap.dedent(text), env=env)
+
+
+def test_a_flink_cdc_definition_is_accepted():
+    definition = parse()
+    source = definition.source
+    assert definition.parallelism == 4 and definition.name == "app-to-warehouse"
+    assert source.password == "s3cret" and definition.sink.options["password"] == "pg"
+    assert source.tables.selects("app_db", "users") and not source.tables.selects("app_db", "audit")
+    assert source.tables.selects("shop", "order_12") and not source.tables.selects("shop", "order_x")
+    assert source.chunk_key_column_for("shop", "order_12") == "order_id"
+    assert source.server_ids.start == 5400 and len(source.server_ids) == 5
+
+
+def test_passwords_stay_out_of_repr():
+    definition = parse()
+    assert "s3cret" not in repr(definition) and "pg" not in repr(definition.sink)
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (("port: 3306", "port: abc"), r"source\.port: expected an integer"),
+        (("port: 3306", "port: 70000"), r"source\.port: must be a TCP port"),
+        (("scan.startup.mode: snapshot", "scan.startup.mode: sometimes"), r"source\.scan\.startup\.mode: 'sometimes' is not one of"),
+        (("chunk.size: 4096", "chunk.size: 0"), r"source\.scan\.incremental\.snapshot\.chunk\.size: must be greater than 0"),
+        (("server-id: 5400-5404", "server-id: 5404-5400"), r"source\.server-id: '5404-5400'"),
+        (("server-id: 5400-5404", "server-id: 5400-5401"), r"source\.server-id: the range has 2 ids but pipeline\.parallelism is 4"),
+        (("hostname: db.internal", "hostnme: db.internal"), r"source\.hostnme: unknown option \(did you mean 'hostname'\?\)"),
+        (("parallelism: 4", "parallelism: many"), r"pipeline\.parallelism: expected an integer"),
+        (("url: postgresql://warehouse:5432/analytics", "url: oracle://x/y"), r"sink\.url: 'oracle://x/y' must start with"),
+        (("url: postgresql://warehouse:5432/analytics", "url: postgresql://warehouse:5432/"), r"sink\.url: .* must name a host and a database"),
+        (("type: jdbc", "type: kafka"), r"sink\.type: 'kafka' is not one of"),
+        (("tables: app_db.\\.*, shop.order_[0-9]+", "tables: justonename"), r"source\.tables: 'justonename' must be 'database\.table'"),
+        (("tables: app_db.\\.*, shop.order_[0-9]+", "tables: app.(unclosed"), r"source\.tables: 'app\.\(unclosed' is not a valid regex"),
+        (("  username: cdc\n", ""), r"source\.username: required option is missing"),
+        (("pipeline:", "route:\n  - source-table: a.b\npipeline:"), r"route: not supported yet"),
+        (("pipeline:", "pipelines:"), r"pipelines: unknown section"),
+        (("key-column: shop.order_\\.*:order_id", "key-column: order_id"), r"chunk\.key-column: 'order_id' must be 'database\.table:column'"),
+    ],
+)
+def test_bad_definitions_are_refused_naming_the_key(change, message):
+    old, new = change
+    assert old in VALID
+    with pytest.raises(DefinitionError, match=message):
+        parse(VALID.replace(old, new))
+
+
+def test_a_missing_environment_variable_is_named():
+    with pytest.raises(DefinitionError, match=r"source\.password: environment variable DB_PASSWORD is not set"):
+        parse(env={"PG_PASSWORD": "x"})
+
+
+def test_a_mysql_target_on_the_source_server_is_refused():
+    text = VALID.replace("url: postgresql://warehouse:5432/analytics", "url: mysql://db.internal:3306/copy")
+    with pytest.raises(DefinitionError, match=r"sink\.url: .* is the source server itself"):
+        parse(text)
+
+
+def test_specific_offset_needs_a_position():
+    with pytest.raises(DefinitionError, match=r"specific-offset\.file"):
+        parse(VALID.replace("scan.startup.mode: snapshot", "scan.startup.mode: specific-offset"))

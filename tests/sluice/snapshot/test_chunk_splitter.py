@@ -1,0 +1,95 @@
+"""The chunk splitter against a real MariaDB: fixed ranges for even keys, queries otherwise."""
+
+from __future__ import annotations
+
+import pytest
+
+from sluice.errors import SourceError
+from sluice.snapshot.chunk_splitter import split_table
+from sluice.snapshot.split_reader import chunk_query
+from sluice.source.schema import read_table_schema
+
+
+def _splits(mariadb, db, table, chunk_size, chunk_key=None):
+    conn = mariadb.connect(db)
+    try:
+        schema = read_table_schema(conn, db, table, chunk_key)
+        return schema, split_table(conn, schema, chunk_size)
+    finally:
+        conn.close()
+
+
+def _chunk_sizes(mariadb, db, schema, splits):
+    conn = mariadb.connect(db)
+    sizes = []
+    with conn.cursor() as cur:
+        for split in splits:
+            sql, params = chunk_query(schema, split)
+            cur.execute(f"SELECT COUNT(*) FROM ({sql}) t", params)
+            sizes.append(cur.fetchone()[0])
+    conn.close()
+    return sizes
+
+
+def _fill(mariadb, db, ddl, rows_sql):
+    mariadb.execute(ddl, rows_sql, database=db)
+
+
+def test_evenly_distributed_integer_key_gets_fixed_ranges(mariadb, source_db):
+    _fill(mariadb, source_db, "CREATE TABLE t (id INT PRIMARY KEY)",
+          "INSERT INTO t WITH RECURSIVE s(n) AS (SELECT 1 UNION ALL SELECT n+1 FROM s WHERE n < 1000) SELECT n FROM s")
+    schema, splits = _splits(mariadb, source_db, "t", 100)
+    assert [(s.start, s.end) for s in splits[:3]] == [(None, 101), (101, 201), (201, 301)]
+    assert splits[-1].end is None
+    sizes = _chunk_sizes(mariadb, source_db, schema, splits)
+    assert sum(sizes) == 1000 and max(sizes) <= 100
+
+
+def test_skewed_integer_key_walks_the_index(mariadb, source_db):
+    _fill(mariadb, source_db, "CREATE TABLE t (id BIGINT PRIMARY KEY)",
+          "INSERT INTO t WITH RECURSIVE s(n) AS (SELECT 1 UNION ALL SELECT n+1 FROM s WHERE n < 500) "
+          "SELECT IF(n % 50 = 0, n * 100000000, n) FROM s")
+    schema, splits = _splits(mariadb, source_db, "t", 100)
+    sizes = _chunk_sizes(mariadb, source_db, schema, splits)
+    # Fixed ranges over [1, 5e10] would give millions of empty chunks; walking gives full ones.
+    assert len(splits) == 5 and sum(sizes) == 500 and max(sizes) <= 100
+
+
+def test_string_key_chunks_follow_the_server_collation(mariadb, source_db):
+    _fill(mariadb, source_db, "CREATE TABLE t (code VARCHAR(20) PRIMARY KEY, v INT)",
+          "INSERT INTO t WITH RECURSIVE s(n) AS (SELECT 1 UNION ALL SELECT n+1 FROM s WHERE n < 300) "
+          "SELECT CONCAT(IF(n % 2 = 0, 'k', 'K'), LPAD(n, 4, '0')), n FROM s")
+    schema, splits = _splits(mariadb, source_db, "t", 50)
+    sizes = _chunk_sizes(mariadb, source_db, schema, splits)
+    assert sum(sizes) == 300 and max(sizes) <= 50 and len(splits) >= 6
+
+
+def test_composite_key_chunks_on_its_first_column_and_keeps_equal_keys_together(mariadb, source_db):
+    _fill(mariadb, source_db, "CREATE TABLE t (tenant INT, id INT, PRIMARY KEY (tenant, id))",
+          "INSERT INTO t WITH RECURSIVE s(n) AS (SELECT 1 UNION ALL SELECT n+1 FROM s WHERE n < 600) "
+          "SELECT IF(n <= 300, 1, n % 7 + 2), n FROM s")
+    schema, splits = _splits(mariadb, source_db, "t", 100)
+    assert schema.chunk_key == "tenant"
+    sizes = _chunk_sizes(mariadb, source_db, schema, splits)
+    assert sum(sizes) == 600
+    assert any(s.start == 1 or s.end == 2 for s in splits)  # tenant 1's 300 rows share a chunk
+    assert 300 in sizes
+
+
+def test_table_without_primary_key_needs_a_chunk_key(mariadb, source_db):
+    mariadb.execute("CREATE TABLE logs (at DATETIME, line TEXT)", database=source_db)
+    with pytest.raises(SourceError, match=rf"table {source_db}\.logs has no primary key.*chunk.key-column"):
+        _splits(mariadb, source_db, "logs", 100)
+
+
+def test_configured_chunk_key_is_used_for_a_table_without_primary_key(mariadb, source_db):
+    _fill(mariadb, source_db, "CREATE TABLE logs (seq INT, line TEXT)",
+          "INSERT INTO logs WITH RECURSIVE s(n) AS (SELECT 1 UNION ALL SELECT n+1 FROM s WHERE n < 250) SELECT n, 'x' FROM s")
+    schema, splits = _splits(mariadb, source_db, "logs", 100, chunk_key="seq")
+    assert schema.chunk_key == "seq" and sum(_chunk_sizes(mariadb, source_db, schema, splits)) == 250
+
+
+def test_unknown_chunk_key_column_is_named(mariadb, source_db):
+    mariadb.execute("CREATE TABLE t (id INT PRIMARY KEY)", database=source_db)
+    with pytest.raises(SourceError, match=rf"{source_db}\.t has no column 'nope'"):
+        _splits(mariadb, source_db, "t", 100, chunk_key="nope")
