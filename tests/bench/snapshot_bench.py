@@ -52,6 +52,7 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--rows", type=int, default=1_000_000)
     parser.add_argument("--parallelism", type=int, default=2)
+    parser.add_argument("--chunk-size", type=int, default=8096)
     args = parser.parse_args()
     base = Path(tempfile.mkdtemp(prefix="sluice-bench-"))
     base.chmod(0o755)
@@ -62,7 +63,7 @@ def main() -> None:
         scan_rate = count / scan_seconds
         definition = pipeline_yaml(
             mariadb, "bench.orders", postgres_sink(postgresql), name="bench", parallelism=args.parallelism,
-            **{"scan.startup.mode": "snapshot"},
+            **{"scan.startup.mode": "snapshot", "scan.incremental.snapshot.chunk.size": args.chunk_size},
         )
         pipeline = write_pipeline(base / "bench.yaml", definition)
         started = time.perf_counter()

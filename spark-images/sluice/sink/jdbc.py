@@ -63,8 +63,7 @@ class JdbcWriter(SinkWriter):
     ) -> None:
         dialect = self.target.dialect
         try:
-            for start in range(0, len(rows), self.target.batch_size):
-                dialect.upsert(self.conn, schema, rows[start : start + self.target.batch_size])
+            dialect.insert_chunk(self.conn, schema, rows)
             dialect.save_offsets(self.conn, self.target.pipeline, {split.split_id: high_watermark})
             self.conn.commit()
         except Exception as exc:

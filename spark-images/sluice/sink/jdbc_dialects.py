@@ -40,6 +40,10 @@ class JdbcDialect(ABC):
     @abstractmethod
     def upsert(self, conn: Any, schema: TableSchema, rows: Sequence[Row]) -> None: ...
 
+    def insert_chunk(self, conn: Any, schema: TableSchema, rows: Sequence[Row]) -> None:
+        """Writes a snapshot chunk; its key range is normally empty in the target."""
+        self.upsert(conn, schema, rows)
+
     @abstractmethod
     def delete(self, conn: Any, schema: TableSchema, keys: Sequence[tuple[Any, ...]]) -> None:
         """Deletes rows by their row key (primary key values, in key order)."""
@@ -117,6 +121,17 @@ class PostgresDialect(JdbcDialect):
         with conn.cursor() as cur, cur.copy(f"COPY {table} ({', '.join(map(self.quote, columns))}) FROM STDIN") as copy:
             for row in rows:
                 copy.write_row(row)
+
+    def insert_chunk(self, conn: psycopg.Connection, schema: TableSchema, rows: Sequence[Row]) -> None:
+        """COPY straight into the table (the fast path), inside a savepoint; rows already in
+        the target (a table that existed before the pipeline) send it to the upsert path."""
+        if not rows:
+            return
+        try:
+            with conn.transaction():
+                self._copy(conn, self.target_table(schema), schema.column_names, rows)
+        except psycopg.errors.UniqueViolation:
+            self.upsert(conn, schema, rows)
 
     def upsert(self, conn: psycopg.Connection, schema: TableSchema, rows: Sequence[Row]) -> None:
         if not rows:
