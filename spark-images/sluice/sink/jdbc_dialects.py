@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 import psycopg
@@ -18,7 +18,7 @@ from sluice.sink.jdbc_url import JdbcUrl
 from sluice.sink.type_mapping import mysql_type, postgres_type
 from sluice.source.offset import BinlogOffset
 from sluice.source.row_decoding import Row
-from sluice.source.schema import TableSchema
+from sluice.source.schema import Column, TableSchema
 
 META_SCHEMA = "sluice_meta"
 OFFSETS_TABLE = "offsets"
@@ -31,8 +31,18 @@ class JdbcDialect(ABC):
     @abstractmethod
     def quote(self, name: str) -> str: ...
 
-    @abstractmethod
-    def create_table_statements(self, schema: TableSchema) -> list[str]: ...
+    container: str  # what holds a source database's tables: SCHEMA or DATABASE
+    column_type: Callable[[Column], str]
+
+    def create_table_statements(self, schema: TableSchema) -> list[str]:
+        null = {True: "", False: " NOT NULL"}
+        columns = [f"{self.quote(c.name)} {self.column_type(c)}{null[c.nullable]}" for c in schema.columns]
+        if schema.primary_key:
+            columns.append(f"PRIMARY KEY ({', '.join(map(self.quote, schema.primary_key))})")
+        return [
+            f"CREATE {self.container} IF NOT EXISTS {self.quote(schema.database)}",
+            f"CREATE TABLE IF NOT EXISTS {self.target_table(schema)} ({', '.join(columns)})",
+        ]
 
     @abstractmethod
     def offsets_table_statements(self) -> list[str]: ...
@@ -71,6 +81,9 @@ class JdbcDialect(ABC):
 
 
 class PostgresDialect(JdbcDialect):
+    container = "SCHEMA"
+    column_type = staticmethod(postgres_type)
+
     def connect(self, url: JdbcUrl, username: str, password: str) -> psycopg.Connection:
         conn = psycopg.connect(
             host=url.host,
@@ -86,17 +99,6 @@ class PostgresDialect(JdbcDialect):
 
     def quote(self, name: str) -> str:
         return '"' + name.replace('"', '""') + '"'
-
-    def create_table_statements(self, schema: TableSchema) -> list[str]:
-        columns = [
-            f"{self.quote(c.name)} {postgres_type(c)}{'' if c.nullable else ' NOT NULL'}" for c in schema.columns
-        ]
-        if schema.primary_key:
-            columns.append(f"PRIMARY KEY ({', '.join(map(self.quote, schema.primary_key))})")
-        return [
-            f"CREATE SCHEMA IF NOT EXISTS {self.quote(schema.database)}",
-            f"CREATE TABLE IF NOT EXISTS {self.target_table(schema)} ({', '.join(columns)})",
-        ]
 
     def offsets_table_statements(self) -> list[str]:
         return [
@@ -171,6 +173,9 @@ class PostgresDialect(JdbcDialect):
 
 
 class MySqlDialect(JdbcDialect):
+    container = "DATABASE"
+    column_type = staticmethod(mysql_type)
+
     def connect(self, url: JdbcUrl, username: str, password: str) -> pymysql.connections.Connection:
         conn = pymysql.connect(
             host=url.host,
@@ -185,18 +190,6 @@ class MySqlDialect(JdbcDialect):
 
     def quote(self, name: str) -> str:
         return "`" + name.replace("`", "``") + "`"
-
-    def target_table(self, schema: TableSchema) -> str:
-        return f"{self.quote(schema.database)}.{self.quote(schema.table)}"
-
-    def create_table_statements(self, schema: TableSchema) -> list[str]:
-        columns = [f"{self.quote(c.name)} {mysql_type(c)}{'' if c.nullable else ' NOT NULL'}" for c in schema.columns]
-        if schema.primary_key:
-            columns.append(f"PRIMARY KEY ({', '.join(map(self.quote, schema.primary_key))})")
-        return [
-            f"CREATE DATABASE IF NOT EXISTS {self.quote(schema.database)}",
-            f"CREATE TABLE IF NOT EXISTS {self.target_table(schema)} ({', '.join(columns)})",
-        ]
 
     def offsets_table_statements(self) -> list[str]:
         return [

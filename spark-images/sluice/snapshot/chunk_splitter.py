@@ -71,15 +71,16 @@ def _queried_boundaries(
     with conn.cursor() as cur:
         while True:
             # The chunk-size-th key at or after start: the next chunk begins there.
+            # The server says whether it equals start: under a collation 'a' = 'A'.
             cur.execute(
-                f"SELECT {key} FROM {table} WHERE {key} >= %s ORDER BY {key} LIMIT 1 OFFSET %s",
-                (start, chunk_size),
+                f"SELECT {key}, {key} = %s FROM {table} WHERE {key} >= %s ORDER BY {key} LIMIT 1 OFFSET %s",
+                (start, start, chunk_size),
             )
             row = cur.fetchone()
             if row is None:
                 return boundaries
-            end = row[0]
-            if end == start:
+            end, same = row
+            if same:
                 # More than chunk-size rows share this key (composite primary keys): the
                 # chunk must hold them all, so it ends at the next distinct key.
                 cur.execute(f"SELECT MIN({key}) FROM {table} WHERE {key} > %s", (start,))

@@ -13,6 +13,8 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+import pymysql.cursors
+
 from sluice.binlog.event_reader import read_window
 from sluice.binlog.row_change import RowChange, RowKind
 from sluice.sink.base import SinkWriter
@@ -73,7 +75,7 @@ def read_split(task: SplitTask) -> tuple[list[Row], BinlogOffset, int]:
         low = current_offset(conn)
         sql, params = chunk_query(schema, split)
         rows: list[Row] = []
-        with conn.cursor(_unbuffered_cursor()) as cur:
+        with conn.cursor(pymysql.cursors.SSCursor) as cur:
             cur.execute(sql, params)
             while batch := cur.fetchmany(task.fetch_size):
                 rows.extend(map(decoder.from_select, batch))
@@ -89,12 +91,6 @@ def read_split(task: SplitTask) -> tuple[list[Row], BinlogOffset, int]:
         return fold(rows, in_chunk, decoder), high, len(in_chunk)
     finally:
         conn.close()
-
-
-def _unbuffered_cursor() -> type:
-    import pymysql.cursors
-
-    return pymysql.cursors.SSCursor
 
 
 def _changes_in_chunk(
