@@ -7,17 +7,18 @@ SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 install: $(VENV)/.installed
 
-$(VENV)/.installed: pyproject.toml
+$(VENV)/.installed: pyproject.toml | system-deps
 	python3 -m venv $(VENV)
 	$(VENV)/bin/pip install --quiet --upgrade pip
 	$(VENV)/bin/pip install --quiet -e '.[dev]'
 	touch $@
 
-# MariaDB and PostgreSQL binaries for the test harness (no system service is started).
+# MariaDB and PostgreSQL binaries for the test harness (no system service is started), and
+# libmariadb's headers for mysqlclient, the C driver the snapshot reads chunks with.
 system-deps:
-	@if ! command -v mariadbd >/dev/null || [ ! -x /usr/lib/postgresql/15/bin/initdb ]; then \
+	@if ! command -v mariadbd >/dev/null || [ ! -x /usr/lib/postgresql/15/bin/initdb ] || [ ! -f /usr/include/mariadb/mysql.h ]; then \
 		$(SUDO) apt-get update -qq && \
-		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq mariadb-server mariadb-client postgresql >/dev/null; \
+		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq mariadb-server mariadb-client postgresql libmariadb-dev pkg-config >/dev/null; \
 	fi
 
 test: install system-deps

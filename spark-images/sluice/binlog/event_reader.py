@@ -67,15 +67,17 @@ def row_changes(stream: BinLogStreamReader, event: object, decoders: Mapping[str
     for index, row in enumerate(event.rows):  # type: ignore[attr-defined]
         offset = BinlogOffset(file, start_pos, index)
         if isinstance(event, WriteRowsEvent):
-            yield RowChange(table_id, RowKind.INSERT, None, decoder.from_binlog(row["values"]), offset, timestamp)
+            after = decoder.from_binlog(row["values"], row["none_sources"])
+            yield RowChange(table_id, RowKind.INSERT, None, after, offset, timestamp)
         elif isinstance(event, DeleteRowsEvent):
-            yield RowChange(table_id, RowKind.DELETE, decoder.from_binlog(row["values"]), None, offset, timestamp)
+            before = decoder.from_binlog(row["values"], row["none_sources"])
+            yield RowChange(table_id, RowKind.DELETE, before, None, offset, timestamp)
         else:
             yield RowChange(
                 table_id,
                 RowKind.UPDATE_AFTER,
-                decoder.from_binlog(row["before_values"]),
-                decoder.from_binlog(row["after_values"]),
+                decoder.from_binlog(row["before_values"], row["before_none_sources"]),
+                decoder.from_binlog(row["after_values"], row["after_none_sources"]),
                 offset,
                 timestamp,
             )

@@ -13,14 +13,14 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-import pymysql.cursors
+import MySQLdb.cursors
 
 from sluice.binlog.event_reader import read_window
 from sluice.binlog.row_change import RowChange, RowKind
 from sluice.sink.base import SinkWriter
 from sluice.snapshot.key_order import KeyOrder, key_order_for
 from sluice.snapshot.snapshot_split import SnapshotSplit
-from sluice.source.connection import SourceEndpoint, connect, current_offset, is_mariadb
+from sluice.source.connection import SourceEndpoint, connect, connect_scan, current_offset, is_mariadb
 from sluice.source.offset import BinlogOffset
 from sluice.source.row_decoding import Row, RowDecoder
 from sluice.source.schema import TableSchema
@@ -74,11 +74,7 @@ def read_split(task: SplitTask) -> tuple[list[Row], BinlogOffset, int]:
         mariadb = is_mariadb(conn)
         low = current_offset(conn)
         sql, params = chunk_query(schema, split)
-        rows: list[Row] = []
-        with conn.cursor(pymysql.cursors.SSCursor) as cur:
-            cur.execute(sql, params)
-            while batch := cur.fetchmany(task.fetch_size):
-                rows.extend(map(decoder.from_select, batch))
+        rows = scan_chunk(task, sql, params, decoder)
         high = current_offset(conn)
         if (high.file, high.pos) == (low.file, low.pos):
             return rows, high, 0
@@ -91,6 +87,20 @@ def read_split(task: SplitTask) -> tuple[list[Row], BinlogOffset, int]:
         return fold(rows, in_chunk, decoder), high, len(in_chunk)
     finally:
         conn.close()
+
+
+def scan_chunk(task: SplitTask, sql: str, params: list[Any], decoder: RowDecoder) -> list[Row]:
+    scan = connect_scan(task.endpoint)
+    try:
+        cur = scan.cursor(MySQLdb.cursors.SSCursor)
+        cur.execute(sql, params)
+        rows: list[Row] = []
+        while batch := cur.fetchmany(task.fetch_size):
+            rows.extend(map(decoder.from_select, batch))
+        cur.close()
+        return rows
+    finally:
+        scan.close()
 
 
 def _changes_in_chunk(

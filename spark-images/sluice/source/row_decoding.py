@@ -1,7 +1,8 @@
 """One row form for both paths: a SELECT row and a binlog row image become the same tuple.
 
-pymysql and python-mysql-replication disagree on a few types (FLOAT precision, SET, BIT,
-MySQL JSON); if they did not agree, the watermark fold would see the same row twice.
+The drivers and python-mysql-replication disagree on a few types (FLOAT precision, SET,
+BIT, MySQL JSON, BINARY padding, empty binary strings, negative fractional TIME); if they
+did not agree, the watermark fold would see the same row twice.
 """
 
 from __future__ import annotations
@@ -10,7 +11,10 @@ import json
 import re
 import struct
 from collections.abc import Callable, Mapping
+from datetime import timedelta
 from typing import Any
+
+from pymysqlreplication.constants.NONE_SOURCE import EMPTY_SET
 
 from sluice.source.schema import Column, TableSchema
 
@@ -63,6 +67,28 @@ def _json_text(value: Any) -> Any:
     return json.dumps(plain(value))
 
 
+def _negative_time(value: Any) -> Any:
+    """python-mysql-replication reverses the fraction of a negative TIME: -1.25s reads as
+    -1.75s (same floor, fraction 1 - f)."""
+    if isinstance(value, timedelta) and value < timedelta(0) and value.microseconds:
+        return timedelta(value.days, value.seconds, 1_000_000 - value.microseconds)
+    return value
+
+
+def _binary(column: Column) -> Convert:
+    """The binlog strips BINARY(n)'s zero padding and gives an empty value as ''."""
+    width = int(m.group(1)) if (m := re.fullmatch(r"binary\((\d+)\)", column.column_type)) else 0
+
+    def convert(value: Any) -> Any:
+        raw = value.encode("utf-8") if isinstance(value, str) else bytes(value)
+        return raw.ljust(width, b"\0")
+
+    return convert
+
+
+BINARY_TYPES = ("binary", "varbinary", "tinyblob", "blob", "mediumblob", "longblob")
+
+
 def _converter(column: Column, from_binlog: bool) -> Convert | None:
     if column.data_type == "bit":
         return _bits
@@ -73,6 +99,10 @@ def _converter(column: Column, from_binlog: bool) -> Convert | None:
             return _set_members(column)
         if column.data_type == "json":
             return _json_text
+        if column.data_type in BINARY_TYPES:
+            return _binary(column)
+        if column.data_type == "time":
+            return _negative_time
     return None
 
 
@@ -84,6 +114,7 @@ class RowDecoder:
         self._names = schema.column_names
         self._select = [(i, f) for i, c in enumerate(schema.columns) if (f := _converter(c, False))]
         self._binlog = [(i, f) for i, c in enumerate(schema.columns) if (f := _converter(c, True))]
+        self._sets = [i for i, c in enumerate(schema.columns) if c.data_type == "set"]
         key_positions = [schema.position(name) for name in schema.row_key]
         self._chunk_position = schema.position(schema.chunk_key)
         if len(key_positions) == 1:
@@ -104,8 +135,12 @@ class RowDecoder:
                 values[i] = convert(values[i])
         return tuple(values)
 
-    def from_binlog(self, image: Mapping[str, Any]) -> Row:
+    def from_binlog(self, image: Mapping[str, Any], none_sources: Mapping[str, str] | None = None) -> Row:
+        """`none_sources`: why the library gave None; it gives None for an empty SET too."""
         values = [image.get(name) for name in self._names]
+        for i in self._sets:
+            if values[i] is None and none_sources and none_sources.get(self._names[i]) == EMPTY_SET:
+                values[i] = ""
         for i, convert in self._binlog:
             if values[i] is not None:
                 values[i] = convert(values[i])
