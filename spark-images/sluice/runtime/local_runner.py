@@ -130,7 +130,9 @@ class LocalRunner:
 
             run_snapshot_phase(spark.sparkContext, self.definition, self.endpoint, self.sink, snapshot, finished)
         finally:
-            spark.stop()
+            # SparkContext.stop() then waits a second on its accumulator server's poll loop;
+            # the binlog phase (one reader, no Spark) need not wait for that.
+            threading.Thread(target=spark.stop, name="spark-stop", daemon=True).start()
 
     # -- binlog -----------------------------------------------------------------------------
 

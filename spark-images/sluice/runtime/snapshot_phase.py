@@ -1,9 +1,12 @@
-"""Runs the snapshot splits as Spark tasks and records each one as it finishes.
+"""Runs the snapshot splits as Spark tasks and records them as they finish.
 
-Each split is its own one-partition Spark job, submitted from one of `parallelism` driver
-threads: Spark runs them side by side on its executors, and the driver learns of each
-finished split the moment it commits, so a crash loses at most the splits in flight.
-Each thread owns one binlog server id for its splits' backfill reads.
+`parallelism` driver threads each submit one-partition Spark jobs, side by side on the
+executors. A job carries a few splits (about TASK_ROWS rows; fewer near the end so no
+slot idles), read over one source connection: a Spark job and a connection cost more than
+reading a default chunk. Every split commits to the target on its own, and the driver
+records a job's splits when it returns; a crash loses at most the splits in flight, and a
+rerun adopts whatever the target committed. Each thread owns one binlog server id for its
+splits' backfill reads.
 """
 
 from __future__ import annotations
@@ -21,19 +24,34 @@ from sluice.runtime.progress import SnapshotProgress
 from sluice.sink.base import Sink
 from sluice.snapshot.snapshot_split import SnapshotSplit
 from sluice.snapshot.snapshot_split_assigner import SnapshotAssignerState
-from sluice.snapshot.split_reader import SplitResult, SplitTask, run_split
+from sluice.snapshot.split_reader import SplitResult, SplitTask, run_splits
 from sluice.source.connection import SourceEndpoint
 
 log = logging.getLogger(__name__)
 
 
-def execute_split(task: SplitTask, sink: Sink) -> SplitResult:
-    """Runs on an executor: read the split, write it, report its high watermark."""
+TASK_ROWS = 65_536
+
+
+def execute_splits(tasks: list[SplitTask], sink: Sink) -> list[SplitResult]:
+    """Runs on an executor: read the splits, write them, report their high watermarks."""
     writer = sink.writer()
     try:
-        return run_split(task, writer)
+        return run_splits(tasks, writer)
     finally:
         writer.close()
+
+
+def take_splits(pending: queue.Queue[SnapshotSplit], chunk_size: int, slots: int) -> list[SnapshotSplit]:
+    """The next job's splits: about TASK_ROWS rows, but at most a share of what is left."""
+    wanted = max(1, min(TASK_ROWS // max(chunk_size, 1), pending.qsize() // (2 * slots)))
+    taken: list[SnapshotSplit] = []
+    while len(taken) < wanted:
+        try:
+            taken.append(pending.get_nowait())
+        except queue.Empty:
+            break
+    return taken
 
 
 def run_snapshot_phase(
@@ -54,27 +72,28 @@ def run_snapshot_phase(
     failures: list[BaseException] = []
     source = definition.source
 
+    slots = min(definition.parallelism, max(pending.qsize(), 1))
+
     def worker(slot: int) -> None:
         server_id = source.server_ids.pick(slot)
         while not failures:
-            try:
-                split = pending.get_nowait()
-            except queue.Empty:
+            splits = take_splits(pending, source.chunk_size, slots)
+            if not splits:
                 return
-            task = SplitTask(split, state.tables[split.table_id], endpoint, server_id, source.fetch_size)
+            tasks = [SplitTask(s, state.tables[s.table_id], endpoint, server_id, source.fetch_size) for s in splits]
             try:
-                sc.setJobDescription(f"snapshot split {split.split_id}")
-                (result,) = sc.parallelize([task], 1).map(lambda t: execute_split(t, sink)).collect()
+                sc.setJobDescription(f"snapshot splits {splits[0].split_id} .. {splits[-1].split_id}")
+                (results,) = sc.parallelize([tasks], 1).map(lambda t: execute_splits(t, sink)).collect()
             except BaseException as exc:  # noqa: BLE001 - reported by the driver thread below
                 failures.append(exc)
                 return
             with lock:
-                on_split_finished(result)
-                progress.split_finished(result.rows)
+                for result in results:
+                    on_split_finished(result)
+                    progress.split_finished(result.rows)
 
     workers = [
-        threading.Thread(target=worker, args=(slot,), name=f"split-reader-{slot}", daemon=True)
-        for slot in range(min(definition.parallelism, max(pending.qsize(), 1)))
+        threading.Thread(target=worker, args=(slot,), name=f"split-reader-{slot}", daemon=True) for slot in range(slots)
     ]
     for thread in workers:
         thread.start()

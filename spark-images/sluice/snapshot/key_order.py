@@ -11,8 +11,6 @@ import bisect
 from collections.abc import Sequence
 from typing import Any, Protocol
 
-import pymysql
-
 from sluice.source.schema import Column
 
 _BATCH = 200
@@ -32,7 +30,7 @@ class PythonKeyOrder:
 class ServerKeyOrder:
     """Counts, on the server, how many boundaries are <= each key under the column's collation."""
 
-    def __init__(self, conn: pymysql.connections.Connection, column: Column) -> None:
+    def __init__(self, conn: Any, column: Column) -> None:
         self._conn = conn
         charset = (column.collation or "utf8mb4_general_ci").split("_", 1)[0]
         self._value = f"CONVERT(%s USING {charset}) COLLATE {column.collation}"
@@ -56,5 +54,6 @@ class ServerKeyOrder:
         return result
 
 
-def key_order_for(column: Column, conn: pymysql.connections.Connection) -> KeyOrder:
+def key_order_for(column: Column, conn: Any) -> KeyOrder:
+    # `conn`: a source connection of either driver.
     return PythonKeyOrder() if column.orders_like_python else ServerKeyOrder(conn, column)

@@ -20,7 +20,7 @@ from sluice.binlog.row_change import RowChange, RowKind
 from sluice.sink.base import SinkWriter
 from sluice.snapshot.key_order import KeyOrder, key_order_for
 from sluice.snapshot.snapshot_split import SnapshotSplit
-from sluice.source.connection import SourceEndpoint, connect, connect_scan, current_offset, is_mariadb
+from sluice.source.connection import SourceEndpoint, connect_scan, current_offset, is_mariadb
 from sluice.source.offset import BinlogOffset
 from sluice.source.row_decoding import Row, RowDecoder
 from sluice.source.schema import TableSchema
@@ -65,42 +65,36 @@ def chunk_query(schema: TableSchema, split: SnapshotSplit) -> tuple[str, list[An
     return f"SELECT {columns} FROM {qualified(schema.database, schema.table)}{where}", params
 
 
-def read_split(task: SplitTask) -> tuple[list[Row], BinlogOffset, int]:
-    """Returns the chunk's rows as of the high watermark, the watermark, and the fold count."""
+def read_split(task: SplitTask, conn: MySQLdb.connections.Connection) -> tuple[list[Row], BinlogOffset, int]:
+    """Returns the chunk's rows as of the high watermark, the watermark, and the fold count.
+
+    `conn` comes from connect_scan (autocommit: each SELECT sees the latest commits)."""
     schema, split = task.schema, task.split
     decoder = RowDecoder(schema)
-    conn = connect(task.endpoint)
-    try:
-        mariadb = is_mariadb(conn)
-        low = current_offset(conn)
-        sql, params = chunk_query(schema, split)
-        rows = scan_chunk(task, sql, params, decoder)
-        high = current_offset(conn)
-        if (high.file, high.pos) == (low.file, low.pos):
-            return rows, high, 0
-        changes = read_window(task.endpoint, task.server_id, low, high, {schema.table_id: schema}, mariadb)
-        in_chunk = _changes_in_chunk(
-            list(changes), split, decoder, key_order_for(schema.column(schema.chunk_key), conn)
-        )
-        if not in_chunk:
-            return rows, high, 0
-        return fold(rows, in_chunk, decoder), high, len(in_chunk)
-    finally:
-        conn.close()
+    low = current_offset(conn)
+    rows = scan_chunk(conn, *chunk_query(schema, split), decoder, task.fetch_size)
+    high = current_offset(conn)
+    if (high.file, high.pos) == (low.file, low.pos):
+        return rows, high, 0
+    changes = read_window(task.endpoint, task.server_id, low, high, {schema.table_id: schema}, is_mariadb(conn))
+    in_chunk = _changes_in_chunk(list(changes), split, decoder, key_order_for(schema.column(schema.chunk_key), conn))
+    if not in_chunk:
+        return rows, high, 0
+    return fold(rows, in_chunk, decoder), high, len(in_chunk)
 
 
-def scan_chunk(task: SplitTask, sql: str, params: list[Any], decoder: RowDecoder) -> list[Row]:
-    scan = connect_scan(task.endpoint)
+def scan_chunk(
+    conn: MySQLdb.connections.Connection, sql: str, params: list[Any], decoder: RowDecoder, fetch_size: int
+) -> list[Row]:
+    cur = conn.cursor(MySQLdb.cursors.SSCursor)
     try:
-        cur = scan.cursor(MySQLdb.cursors.SSCursor)
         cur.execute(sql, params)
         rows: list[Row] = []
-        while batch := cur.fetchmany(task.fetch_size):
+        while batch := cur.fetchmany(fetch_size):
             rows.extend(map(decoder.from_select, batch))
-        cur.close()
         return rows
     finally:
-        scan.close()
+        cur.close()
 
 
 def _changes_in_chunk(
@@ -141,8 +135,17 @@ def fold(rows: list[Row], changes: list[tuple[RowChange, bool, bool]], decoder: 
     return list(by_key.values())
 
 
-def run_split(task: SplitTask, writer: SinkWriter) -> SplitResult:
-    started = time.monotonic()
-    rows, high, backfilled = read_split(task)
-    writer.write_snapshot_split(task.schema, task.split, rows, high)
-    return SplitResult(task.split.split_id, high, len(rows), backfilled, time.monotonic() - started)
+def run_splits(tasks: list[SplitTask], writer: SinkWriter) -> list[SplitResult]:
+    """Reads and writes splits one after another over one source connection; each split
+    commits on its own, so a failure part way keeps the splits before it."""
+    results: list[SplitResult] = []
+    conn = connect_scan(tasks[0].endpoint)
+    try:
+        for task in tasks:
+            started = time.monotonic()
+            rows, high, backfilled = read_split(task, conn)
+            writer.write_snapshot_split(task.schema, task.split, rows, high)
+            results.append(SplitResult(task.split.split_id, high, len(rows), backfilled, time.monotonic() - started))
+    finally:
+        conn.close()
+    return results

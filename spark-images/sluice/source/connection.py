@@ -6,10 +6,12 @@ import logging
 import time
 from dataclasses import dataclass
 from collections.abc import Callable
+from datetime import date, datetime
 from typing import Any
 
 import MySQLdb
 import MySQLdb.converters
+import MySQLdb.times
 import pymysql
 import pymysql.cursors
 from MySQLdb.constants import FIELD_TYPE
@@ -56,12 +58,22 @@ def connect(endpoint: SourceEndpoint, streaming: bool = False) -> pymysql.connec
 
 
 def connect_scan(endpoint: SourceEndpoint) -> MySQLdb.connections.Connection:
-    """Opens a mysqlclient connection for chunk SELECTs: libmariadb decodes rows in C, about
-    3.5x faster than pymysql, with the same Python types (JSON as text, as pymysql gives it)."""
+    """Opens a mysqlclient connection for the split reader: libmariadb connects in a tenth of
+    pymysql's time and decodes rows in C, about 3.5x faster, with the same Python types
+    (JSON as text, as pymysql gives it)."""
     settings = endpoint.settings()
     conversions = dict(MySQLdb.converters.conversions)
     conversions[FIELD_TYPE.JSON] = lambda raw: raw.decode("utf-8")
+    conversions[FIELD_TYPE.DATETIME] = conversions[FIELD_TYPE.TIMESTAMP] = _datetime
     return _with_retry(endpoint, lambda: MySQLdb.connect(autocommit=True, conv=conversions, **settings))
+
+
+def _datetime(raw: bytes | str) -> datetime | date | None:
+    """datetime.fromisoformat is C, ten times MySQLdb's parser; zero dates go to the latter (None)."""
+    try:
+        return datetime.fromisoformat(raw.decode() if isinstance(raw, bytes) else raw)
+    except ValueError:
+        return MySQLdb.times.DateTime_or_None(raw)
 
 
 def _with_retry(endpoint: SourceEndpoint, open_connection: Callable[[], Any]) -> Any:
@@ -95,16 +107,17 @@ def _mysql_time_zone(name: str) -> str:
     return "+00:00" if name.upper() in ("UTC", "Z", "GMT") else name
 
 
-def is_mariadb(conn: pymysql.connections.Connection) -> bool:
+def is_mariadb(conn: Any) -> bool:
     return "mariadb" in conn.get_server_info().lower()
 
 
-def current_offset(conn: pymysql.connections.Connection) -> BinlogOffset:
+def current_offset(conn: Any) -> BinlogOffset:
+    # Either driver's connection.
     """The server's current binlog end: every committed transaction lies before it."""
     with conn.cursor() as cur:
         try:
             cur.execute("SHOW MASTER STATUS")
-        except pymysql.err.ProgrammingError:  # MySQL 8.4 renamed it
+        except (pymysql.err.ProgrammingError, MySQLdb.ProgrammingError):  # MySQL 8.4 renamed it
             cur.execute("SHOW BINARY LOG STATUS")
         row = cur.fetchone()
         if not row:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from sluice.binlog.event_reader import read_window
 from sluice.snapshot.snapshot_split import SnapshotSplit
 from sluice.snapshot.split_reader import SplitTask, read_split
-from sluice.source.connection import SourceEndpoint, current_offset
+from sluice.source.connection import SourceEndpoint, connect_scan, current_offset
 from sluice.source.schema import read_table_schema
 
 ALL_TYPES = """CREATE TABLE all_types (
@@ -43,7 +43,8 @@ def test_select_and_binlog_decode_every_type_to_the_same_row(mariadb, source_db)
     conn.close()
     endpoint = _endpoint(mariadb)
 
-    selected, _, _ = read_split(SplitTask(SnapshotSplit(schema.table_id, 0, None, None), schema, endpoint, 5401, 100))
+    task = SplitTask(SnapshotSplit(schema.table_id, 0, None, None), schema, endpoint, 5401, 100)
+    selected, _, _ = read_split(task, connect_scan(endpoint))
     from_binlog = [c.after for c in read_window(endpoint, 5401, start, stop, {schema.table_id: schema}, True)]
 
     assert len(selected) == len(ROWS)
@@ -61,7 +62,8 @@ def test_split_reads_only_its_chunk_and_folds_changes_made_while_reading(mariadb
     conn.close()
     split = SnapshotSplit(schema.table_id, 1, 5, 15)
 
-    rows, high, folded = read_split(SplitTask(split, schema, _endpoint(mariadb), 5402, 100))
+    endpoint = _endpoint(mariadb)
+    rows, high, folded = read_split(SplitTask(split, schema, endpoint, 5402, 100), connect_scan(endpoint))
 
     assert sorted(rows) == [(5, "b"), (10, "c")]
     assert folded == 0
