@@ -62,7 +62,11 @@ def main() -> None:
         count, scan_seconds = plain_scan(mariadb)
         scan_rate = count / scan_seconds
         definition = pipeline_yaml(
-            mariadb, "bench.orders", postgres_sink(postgresql), name="bench", parallelism=args.parallelism,
+            mariadb,
+            "bench.orders",
+            postgres_sink(postgresql),
+            name="bench",
+            parallelism=args.parallelism,
             **{"scan.startup.mode": "snapshot", "scan.incremental.snapshot.chunk.size": args.chunk_size},
         )
         pipeline = write_pipeline(base / "bench.yaml", definition)
@@ -75,9 +79,14 @@ def main() -> None:
             copied = conn.execute("SELECT count(*) FROM bench.orders").fetchone()[0]
         phase_rate = float(re.findall(r"([\d,]+) rows/s", result.stderr)[-1].replace(",", ""))
         end_to_end = copied / total_seconds
-        print(f"plain pymysql scan (1 thread):         {scan_rate:>10,.0f} rows/s  ({count:,} rows, {scan_seconds:.1f}s)")
+        print(
+            f"plain pymysql scan (1 thread):         {scan_rate:>10,.0f} rows/s  ({count:,} rows, {scan_seconds:.1f}s)"
+        )
         print(f"sluice snapshot phase, into PostgreSQL: {phase_rate:>10,.0f} rows/s  (parallelism {args.parallelism})")
-        print(f"sluice end to end incl. Spark start:   {end_to_end:>10,.0f} rows/s  ({copied:,} rows, {total_seconds:.1f}s)")
+        print(
+            f"sluice end to end incl. Spark start:   {end_to_end:>10,.0f} rows/s  "
+            f"({copied:,} rows, {total_seconds:.1f}s)"
+        )
         print(f"ratio snapshot phase / plain scan:     {phase_rate / scan_rate:>10.2f}x")
         print(f"ratio end to end / plain scan:         {end_to_end / scan_rate:>10.2f}x")
 

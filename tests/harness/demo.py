@@ -13,15 +13,29 @@ from pathlib import Path
 from tests.harness.pipelines import pipeline_yaml, postgres_sink, sluice_env, start_sluice, write_pipeline
 from tests.harness.services import running_services
 
+WATCHED = "id <= 6 OR id >= 50000"  # the rows the live changes touch
 
-def show(postgresql, title: str) -> None:
+
+def show(postgresql, title: str) -> list[tuple]:
     with postgresql.connect() as conn:
-        rows = conn.execute("SELECT id, customer, amount, status FROM shop.orders ORDER BY id").fetchall()
-    print(f"\n--- {title}: shop.orders in PostgreSQL ({len(rows)} rows) ---")
-    for row in rows[:8]:
+        (count,) = conn.execute("SELECT count(*) FROM shop.orders").fetchone()
+        rows = conn.execute(
+            f"SELECT id, customer, amount, status FROM shop.orders WHERE {WATCHED} ORDER BY id"
+        ).fetchall()
+    print(f"\n--- {title}: shop.orders in PostgreSQL, {count:,} rows; those with {WATCHED}: ---")
+    for row in rows:
         print("   ", row)
-    if len(rows) > 8:
-        print(f"    ... {len(rows) - 8} more")
+    return rows
+
+
+def wait_for(postgresql, condition: str, timeout: float = 30) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        with postgresql.connect() as conn:
+            if conn.execute(f"SELECT count(*) FROM shop.orders WHERE {condition}").fetchone()[0]:
+                return
+        time.sleep(0.2)
+    raise SystemExit(f"the live changes did not reach PostgreSQL within {timeout:.0f}s")
 
 
 def main() -> None:
@@ -32,12 +46,16 @@ def main() -> None:
         mariadb.execute(
             "SET SESSION max_recursive_iterations = 1000000",
             "CREATE DATABASE shop",
-            "CREATE TABLE shop.orders (id INT PRIMARY KEY, customer VARCHAR(40), amount DECIMAL(10,2), status VARCHAR(12))",
+            "CREATE TABLE shop.orders (id INT PRIMARY KEY, customer VARCHAR(40), amount DECIMAL(10,2), "
+            "status VARCHAR(12))",
             "INSERT INTO shop.orders WITH RECURSIVE s(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM s WHERE n < 50000) "
             "SELECT n, CONCAT('customer-', n % 97), n % 1000 + 0.99, 'new' FROM s",
         )
         definition = pipeline_yaml(
-            mariadb, "shop.orders", postgres_sink(postgresql), name="demo",
+            mariadb,
+            "shop.orders",
+            postgres_sink(postgresql),
+            name="demo",
             **{"scan.incremental.snapshot.chunk.size": 5000},
         )
         pipeline = write_pipeline(base / "demo.yaml", definition)
@@ -56,11 +74,14 @@ def main() -> None:
             "INSERT INTO shop.orders VALUES (0, 'walk-in', 12.50, 'paid')",
             "UPDATE shop.orders SET id = 60000 WHERE id = 5",
         )
-        time.sleep(3)
+        wait_for(postgresql, "id = 60000")
         show(postgresql, "after live changes")
         process.send_signal(signal.SIGTERM)
         _, err = process.communicate(timeout=60)
-        print("\nsluice output:\n" + "\n".join("    " + line for line in err.splitlines() if line.startswith(("snapshot", "binlog"))))
+        print(
+            "\nsluice output:\n"
+            + "\n".join("    " + line for line in err.splitlines() if line.startswith(("snapshot", "binlog")))
+        )
         print(f"\nsluice exited with {process.returncode} after SIGTERM (changes committed, position saved).")
 
 

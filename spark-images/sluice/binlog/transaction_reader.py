@@ -8,11 +8,10 @@ earlier in the same transaction.
 from __future__ import annotations
 
 import threading
-
-import pymysql
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
+import pymysql
 from pymysqlreplication.event import HeartbeatLogEvent, QueryEvent, RotateEvent, XidEvent
 
 from sluice.binlog.event_reader import ROW_EVENTS, open_stream, row_changes
@@ -98,8 +97,6 @@ def _transactions(stream, decoders, stop_at, stopping) -> Iterator[Transaction |
             return
         if isinstance(event, ROW_EVENTS):
             changes.extend(row_changes(stream, event, decoders))
-        elif isinstance(event, XidEvent) or (
-            isinstance(event, QueryEvent) and event.query.strip().upper() == "COMMIT"
-        ):
+        elif isinstance(event, XidEvent) or (isinstance(event, QueryEvent) and event.query.strip().upper() == "COMMIT"):
             yield Transaction(changes, end, event.timestamp)
             changes = []

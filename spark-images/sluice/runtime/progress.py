@@ -28,7 +28,8 @@ class SnapshotProgress:
     def split_finished(self, rows: int) -> None:
         self.done += 1
         self.rows += rows
-        self.show()
+        if self.done < self.total:  # the last one gets the final line
+            self.show()
 
     def rate(self) -> float:
         elapsed = time.monotonic() - self.started
@@ -47,7 +48,9 @@ class SnapshotProgress:
     def show(self, final: bool = False) -> None:
         now = time.monotonic()
         if final:
-            self.out.write(("\r" if self._tty else "") + self.line() + f" ({self.done - self.resumed_from} read by this run)\n")
+            self.out.write(
+                ("\r" if self._tty else "") + self.line() + f" ({self.done - self.resumed_from} read by this run)\n"
+            )
             self.out.flush()
             return
         if self._tty:
@@ -81,7 +84,7 @@ class BinlogProgress:
         if self.offset is None:
             return
         now = time.monotonic()
-        line = f"binlog: at {self.offset}, {self.rows:,} rows, lag {self.lag:.1f}s"
+        line = f"binlog: {'stopped at' if final else 'at'} {self.offset}, {self.rows:,} rows, lag {self.lag:.1f}s"
         if self._tty:
             sys.stderr.write("\r" + line + ("\n" if final else ""))
         elif final or now - self._last >= 2.0:

@@ -7,6 +7,7 @@ says precisely what the target holds, whatever crashed when.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -107,10 +108,8 @@ class JdbcWriter(SinkWriter):
 
     def _abort(self) -> None:
         if self._conn is not None:
-            try:
+            with contextlib.suppress(Exception):  # the connection is gone; close below
                 self._conn.rollback()
-            except Exception:  # noqa: BLE001 - the connection is gone; close below
-                pass
             self.close()
 
     def close(self) -> None:

@@ -17,7 +17,7 @@ REQUIRED = {
 def check_binlog_settings(conn: pymysql.connections.Connection) -> None:
     with conn.cursor() as cur:
         cur.execute(
-            "SHOW GLOBAL VARIABLES WHERE Variable_name IN (%s)" % ", ".join(["%s"] * len(REQUIRED)),
+            f"SHOW GLOBAL VARIABLES WHERE Variable_name IN ({', '.join(['%s'] * len(REQUIRED))})",
             tuple(REQUIRED),
         )
         actual = {name: str(value).upper() for name, value in cur.fetchall()}

@@ -59,21 +59,48 @@ def test_passwords_stay_out_of_repr():
     [
         (("port: 3306", "port: abc"), r"source\.port: expected an integer"),
         (("port: 3306", "port: 70000"), r"source\.port: must be a TCP port"),
-        (("scan.startup.mode: snapshot", "scan.startup.mode: sometimes"), r"source\.scan\.startup\.mode: 'sometimes' is not one of"),
-        (("chunk.size: 4096", "chunk.size: 0"), r"source\.scan\.incremental\.snapshot\.chunk\.size: must be greater than 0"),
+        (
+            ("scan.startup.mode: snapshot", "scan.startup.mode: sometimes"),
+            r"source\.scan\.startup\.mode: 'sometimes' is not one of",
+        ),
+        (
+            ("chunk.size: 4096", "chunk.size: 0"),
+            r"source\.scan\.incremental\.snapshot\.chunk\.size: must be greater than 0",
+        ),
         (("server-id: 5400-5404", "server-id: 5404-5400"), r"source\.server-id: '5404-5400'"),
-        (("server-id: 5400-5404", "server-id: 5400-5401"), r"source\.server-id: the range has 2 ids but pipeline\.parallelism is 4"),
-        (("hostname: db.internal", "hostnme: db.internal"), r"source\.hostnme: unknown option \(did you mean 'hostname'\?\)"),
+        (
+            ("server-id: 5400-5404", "server-id: 5400-5401"),
+            r"source\.server-id: the range has 2 ids but pipeline\.parallelism is 4",
+        ),
+        (
+            ("hostname: db.internal", "hostnme: db.internal"),
+            r"source\.hostnme: unknown option \(did you mean 'hostname'\?\)",
+        ),
         (("parallelism: 4", "parallelism: many"), r"pipeline\.parallelism: expected an integer"),
-        (("url: postgresql://warehouse:5432/analytics", "url: oracle://x/y"), r"sink\.url: 'oracle://x/y' must start with"),
-        (("url: postgresql://warehouse:5432/analytics", "url: postgresql://warehouse:5432/"), r"sink\.url: .* must name a host and a database"),
+        (
+            ("url: postgresql://warehouse:5432/analytics", "url: oracle://x/y"),
+            r"sink\.url: 'oracle://x/y' must start with",
+        ),
+        (
+            ("url: postgresql://warehouse:5432/analytics", "url: postgresql://warehouse:5432/"),
+            r"sink\.url: .* must name a host and a database",
+        ),
         (("type: jdbc", "type: kafka"), r"sink\.type: 'kafka' is not one of"),
-        (("tables: app_db.\\.*, shop.order_[0-9]+", "tables: justonename"), r"source\.tables: 'justonename' must be 'database\.table'"),
-        (("tables: app_db.\\.*, shop.order_[0-9]+", "tables: app.(unclosed"), r"source\.tables: 'app\.\(unclosed' is not a valid regex"),
+        (
+            ("tables: app_db.\\.*, shop.order_[0-9]+", "tables: justonename"),
+            r"source\.tables: 'justonename' must be 'database\.table'",
+        ),
+        (
+            ("tables: app_db.\\.*, shop.order_[0-9]+", "tables: app.(unclosed"),
+            r"source\.tables: 'app\.\(unclosed' is not a valid regex",
+        ),
         (("  username: cdc\n", ""), r"source\.username: required option is missing"),
         (("pipeline:", "route:\n  - source-table: a.b\npipeline:"), r"route: not supported yet"),
         (("pipeline:", "pipelines:"), r"pipelines: unknown section"),
-        (("key-column: shop.order_\\.*:order_id", "key-column: order_id"), r"chunk\.key-column: 'order_id' must be 'database\.table:column'"),
+        (
+            ("key-column: shop.order_\\.*:order_id", "key-column: order_id"),
+            r"chunk\.key-column: 'order_id' must be 'database\.table:column'",
+        ),
     ],
 )
 def test_bad_definitions_are_refused_naming_the_key(change, message):

@@ -8,8 +8,6 @@ import signal
 import time
 from pathlib import Path
 
-import pytest
-
 from tests.harness import compare
 from tests.harness.pipelines import (
     mysql_sink,

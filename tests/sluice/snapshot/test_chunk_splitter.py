@@ -36,8 +36,12 @@ def _fill(mariadb, db, ddl, rows_sql):
 
 
 def test_evenly_distributed_integer_key_gets_fixed_ranges(mariadb, source_db):
-    _fill(mariadb, source_db, "CREATE TABLE t (id INT PRIMARY KEY)",
-          "INSERT INTO t WITH RECURSIVE s(n) AS (SELECT 1 UNION ALL SELECT n+1 FROM s WHERE n < 1000) SELECT n FROM s")
+    _fill(
+        mariadb,
+        source_db,
+        "CREATE TABLE t (id INT PRIMARY KEY)",
+        "INSERT INTO t WITH RECURSIVE s(n) AS (SELECT 1 UNION ALL SELECT n+1 FROM s WHERE n < 1000) SELECT n FROM s",
+    )
     schema, splits = _splits(mariadb, source_db, "t", 100)
     # Fixed ranges: one step (from the server's row estimate, ~100 here) from the minimum,
     # computed without walking the index.
@@ -51,9 +55,13 @@ def test_evenly_distributed_integer_key_gets_fixed_ranges(mariadb, source_db):
 
 
 def test_skewed_integer_key_walks_the_index(mariadb, source_db):
-    _fill(mariadb, source_db, "CREATE TABLE t (id BIGINT PRIMARY KEY)",
-          "INSERT INTO t WITH RECURSIVE s(n) AS (SELECT 1 UNION ALL SELECT n+1 FROM s WHERE n < 500) "
-          "SELECT IF(n % 50 = 0, n * 100000000, n) FROM s")
+    _fill(
+        mariadb,
+        source_db,
+        "CREATE TABLE t (id BIGINT PRIMARY KEY)",
+        "INSERT INTO t WITH RECURSIVE s(n) AS (SELECT 1 UNION ALL SELECT n+1 FROM s WHERE n < 500) "
+        "SELECT IF(n % 50 = 0, n * 100000000, n) FROM s",
+    )
     schema, splits = _splits(mariadb, source_db, "t", 100)
     sizes = _chunk_sizes(mariadb, source_db, schema, splits)
     # Fixed ranges over [1, 5e10] would give millions of empty chunks; walking gives full ones.
@@ -61,18 +69,26 @@ def test_skewed_integer_key_walks_the_index(mariadb, source_db):
 
 
 def test_string_key_chunks_follow_the_server_collation(mariadb, source_db):
-    _fill(mariadb, source_db, "CREATE TABLE t (code VARCHAR(20) PRIMARY KEY, v INT)",
-          "INSERT INTO t WITH RECURSIVE s(n) AS (SELECT 1 UNION ALL SELECT n+1 FROM s WHERE n < 300) "
-          "SELECT CONCAT(IF(n % 2 = 0, 'k', 'K'), LPAD(n, 4, '0')), n FROM s")
+    _fill(
+        mariadb,
+        source_db,
+        "CREATE TABLE t (code VARCHAR(20) PRIMARY KEY, v INT)",
+        "INSERT INTO t WITH RECURSIVE s(n) AS (SELECT 1 UNION ALL SELECT n+1 FROM s WHERE n < 300) "
+        "SELECT CONCAT(IF(n % 2 = 0, 'k', 'K'), LPAD(n, 4, '0')), n FROM s",
+    )
     schema, splits = _splits(mariadb, source_db, "t", 50)
     sizes = _chunk_sizes(mariadb, source_db, schema, splits)
     assert sum(sizes) == 300 and max(sizes) <= 50 and len(splits) >= 6
 
 
 def test_composite_key_chunks_on_its_first_column_and_keeps_equal_keys_together(mariadb, source_db):
-    _fill(mariadb, source_db, "CREATE TABLE t (tenant INT, id INT, PRIMARY KEY (tenant, id))",
-          "INSERT INTO t WITH RECURSIVE s(n) AS (SELECT 1 UNION ALL SELECT n+1 FROM s WHERE n < 600) "
-          "SELECT IF(n <= 300, 1, n % 7 + 2), n FROM s")
+    _fill(
+        mariadb,
+        source_db,
+        "CREATE TABLE t (tenant INT, id INT, PRIMARY KEY (tenant, id))",
+        "INSERT INTO t WITH RECURSIVE s(n) AS (SELECT 1 UNION ALL SELECT n+1 FROM s WHERE n < 600) "
+        "SELECT IF(n <= 300, 1, n % 7 + 2), n FROM s",
+    )
     schema, splits = _splits(mariadb, source_db, "t", 100)
     assert schema.chunk_key == "tenant"
     sizes = _chunk_sizes(mariadb, source_db, schema, splits)
@@ -88,8 +104,13 @@ def test_table_without_primary_key_needs_a_chunk_key(mariadb, source_db):
 
 
 def test_configured_chunk_key_is_used_for_a_table_without_primary_key(mariadb, source_db):
-    _fill(mariadb, source_db, "CREATE TABLE logs (seq INT, line TEXT)",
-          "INSERT INTO logs WITH RECURSIVE s(n) AS (SELECT 1 UNION ALL SELECT n+1 FROM s WHERE n < 250) SELECT n, 'x' FROM s")
+    _fill(
+        mariadb,
+        source_db,
+        "CREATE TABLE logs (seq INT, line TEXT)",
+        "INSERT INTO logs WITH RECURSIVE s(n) AS (SELECT 1 UNION ALL SELECT n+1 FROM s WHERE n < 250) "
+        "SELECT n, 'x' FROM s",
+    )
     schema, splits = _splits(mariadb, source_db, "logs", 100, chunk_key="seq")
     assert schema.chunk_key == "seq" and sum(_chunk_sizes(mariadb, source_db, schema, splits)) == 250
 
