@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -76,7 +79,7 @@ def run_sluice(
 
 
 def start_sluice(pipeline: Path, state_dir: Path, env: dict[str, str]) -> subprocess.Popen:
-    """Starts `sluice run` in its own process group, so a SIGKILL takes its Spark JVM too."""
+    """Starts `sluice run` in its own session; kill_pipeline takes it down with everything it started."""
     return subprocess.Popen(
         [*SLUICE, "run", str(pipeline), "--state-dir", str(state_dir)],
         env=env,
@@ -85,3 +88,36 @@ def start_sluice(pipeline: Path, state_dir: Path, env: dict[str, str]) -> subpro
         text=True,
         start_new_session=True,
     )
+
+
+def kill_pipeline(process: subprocess.Popen) -> None:
+    """SIGKILLs the run and every process under it at once, as losing its pod would.
+
+    Killing the process group is not enough: PySpark's worker daemon moves into a group of
+    its own, and a worker left running could still commit a split after the kill.
+    """
+    victims = {process.pid, *_descendants(process.pid)}
+    for pid in victims:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+    process.wait()
+    for pid in victims:  # orphans are reaped by init; wait until they are gone
+        deadline = time.monotonic() + 10
+        while Path(f"/proc/{pid}").exists() and time.monotonic() < deadline:
+            time.sleep(0.01)
+
+
+def _descendants(root: int) -> set[int]:
+    children: dict[int, list[int]] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        with contextlib.suppress(OSError, ValueError, IndexError):
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+            children.setdefault(int(fields[1]), []).append(int(stat.parent.name))
+    found: set[int] = set()
+    pending = [root]
+    while pending:
+        for child in children.get(pending.pop(), []):
+            if child not in found:
+                found.add(child)
+                pending.append(child)
+    return found

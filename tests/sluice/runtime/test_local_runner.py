@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import json
-import os
-import signal
 import time
 from pathlib import Path
 
 from tests.harness import compare
 from tests.harness.pipelines import (
+    kill_pipeline,
     mysql_sink,
     pipeline_yaml,
     postgres_sink,
@@ -88,8 +87,7 @@ def test_rerun_after_sigkill_skips_finished_splits(tmp_path, mariadb, postgresql
     deadline = time.monotonic() + 180
     while len(_finished_splits(state_dir)) < 5 and time.monotonic() < deadline:
         time.sleep(0.02)
-    os.killpg(process.pid, signal.SIGKILL)  # the CLI and its Spark JVM, mid-snapshot
-    process.wait()
+    kill_pipeline(process)  # mid-snapshot
     before_kill = _finished_splits(state_dir)
     total = len(json.loads((state_dir / "state.json").read_text())["snapshot"]["splits"])
     assert 5 <= len(before_kill) < total, "killed mid-snapshot"
