@@ -3,7 +3,7 @@ VENV   := .venv
 PYTHON := $(VENV)/bin/python
 SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: install system-deps test demo bench lint format clean
+.PHONY: install system-deps test soak demo bench lint format clean
 
 install: $(VENV)/.installed
 
@@ -23,6 +23,13 @@ system-deps:
 
 test: install system-deps
 	$(PYTHON) -m pytest
+
+# The crash-consistency test, bigger and with a random seed (printed, to replay a failure:
+# SLUICE_SOAK_SEED=N make soak).
+soak: install system-deps
+	SLUICE_SOAK_SEED=$${SLUICE_SOAK_SEED:-$$(date +%s)} SLUICE_SOAK_ROWS=$${SLUICE_SOAK_ROWS:-40000} \
+	SLUICE_SOAK_KILLS=$${SLUICE_SOAK_KILLS:-10} \
+		$(PYTHON) -m pytest -s tests/sluice/runtime/test_crash_consistency.py
 
 demo: install system-deps
 	$(PYTHON) -m tests.harness.demo

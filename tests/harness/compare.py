@@ -47,3 +47,20 @@ def diff(expected: list[tuple], actual: list[tuple], limit: int = 5) -> str:
         f"{len(expected)} source rows, {len(actual)} target rows; "
         f"missing in target: {missing[:limit]}; unexpected in target: {extra[:limit]}"
     )
+
+
+def replay_changelog(changelog: list[dict[str, Any]], key: str) -> list[tuple]:
+    """Applies changelog rows in order and returns the table they describe, checking that
+    the log is exactly once: +I/+U only for an absent key, -U/-D only with the before-image
+    equal to the row held. A duplicated or a stale change breaks that and fails here."""
+    table: dict[Any, tuple] = {}
+    for change in changelog:
+        columns = tuple(v for k, v in change.items() if not k.startswith("_"))
+        where = f"{change['_op']} {change['_table']} {key}={change[key]} at {change['_position']}"
+        if change["_op"] in ("-D", "-U"):
+            held = table.pop(change[key], None)
+            assert held == columns, f"{where}: before-image {columns} but the replayed row is {held}"
+        else:
+            assert change[key] not in table, f"{where}: the key is already there ({table[change[key]]})"
+            table[change[key]] = columns
+    return _rows(table.values())

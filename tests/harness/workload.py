@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import random
 import threading
+import time
 from collections.abc import Sequence
 
 from tests.harness.services import MariaDB
@@ -60,11 +61,15 @@ class RandomWorkload:
         self._thread: threading.Thread | None = None
         self.error: BaseException | None = None
 
-    def run(self, operations: int) -> None:
+    def run(self, operations: int, rate: float = 0) -> None:
+        """`rate`: operations per second at most (0: as fast as the server takes them)."""
         conn = self.mariadb.connect(self.db)
+        started = time.monotonic()
         try:
             with conn.cursor() as cur:
                 while self.operations < operations and not self._stop.is_set():
+                    if rate and (ahead := self.operations / rate - (time.monotonic() - started)) > 0:
+                        time.sleep(ahead)
                     if self.rng.random() < 0.2:
                         cur.execute("BEGIN")
                         for _ in range(self.rng.randrange(2, 6)):
@@ -101,10 +106,10 @@ class RandomWorkload:
         row = cur.fetchone()
         return row[0] if row else None
 
-    def start(self, operations: int) -> None:
+    def start(self, operations: int, rate: float = 0) -> None:
         def target() -> None:
             try:
-                self.run(operations)
+                self.run(operations, rate)
             except BaseException as exc:  # noqa: BLE001 - re-raised by join()
                 self.error = exc
 

@@ -37,27 +37,28 @@ def emit(
     watermarks: TableWatermarks | None,
     decoder: RowDecoder,
     order: KeyOrder,
-) -> list[tuple[RowKind, Row]]:
-    """The changelog rows to emit for one table's changes (in binlog order)."""
+) -> list[tuple[RowKind, Row, BinlogOffset]]:
+    """The changelog rows to emit for one table's changes (in binlog order), each with the
+    position of the change it comes from."""
     if watermarks is None:
-        return [row for change in changes for row in change.changelog()]
+        return [(kind, row, change.offset) for change in changes for kind, row in change.changelog()]
     keys: list[Any] = []
     for change in changes:
         keys.append(decoder.chunk_key(change.before) if change.before is not None else None)
         keys.append(decoder.chunk_key(change.after) if change.after is not None else None)
     chunks = order.chunk_indexes(keys, watermarks.boundaries)
     hws = watermarks.high_watermarks
-    out: list[tuple[RowKind, Row]] = []
+    out: list[tuple[RowKind, Row, BinlogOffset]] = []
     for i, change in enumerate(changes):
         before_due = change.before is not None and not change.offset.is_before(hws[chunks[2 * i]])
         after_due = change.after is not None and not change.offset.is_before(hws[chunks[2 * i + 1]])
         if change.kind is RowKind.UPDATE_AFTER:
             if before_due and after_due:
-                out.extend(change.changelog())
+                out.extend((kind, row, change.offset) for kind, row in change.changelog())
             elif before_due:
-                out.append((RowKind.DELETE, change.before))  # type: ignore[arg-type]
+                out.append((RowKind.DELETE, change.before, change.offset))  # type: ignore[arg-type]
             elif after_due:
-                out.append((RowKind.INSERT, change.after))  # type: ignore[arg-type]
+                out.append((RowKind.INSERT, change.after, change.offset))  # type: ignore[arg-type]
         elif before_due or after_due:
-            out.extend(change.changelog())
+            out.extend((kind, row, change.offset) for kind, row in change.changelog())
     return out

@@ -29,7 +29,7 @@ STARTUP_MODES = (
     "timestamp",
 )
 SCHEMA_CHANGE_BEHAVIORS = ("evolve", "try_evolve", "lenient", "ignore", "exception", "manual")
-SINK_TYPES = ("values", "jdbc")
+SINK_TYPES = ("values", "jdbc", "parquet")
 
 SOURCE_OPTIONS = [
     Option("type", str, choices=("mysql",)),
@@ -63,6 +63,11 @@ SINK_OPTIONS = {
         Option("username", str),
         Option("password", str, ""),
         Option("sink.batch-size", int, 5000, check=positive),
+    ],
+    "parquet": [
+        Option("type", str),
+        Option("name", str, "parquet"),
+        Option("path", str, description="directory of the changelog; a local path or a mounted volume"),
     ],
 }
 

@@ -11,7 +11,7 @@ import logging
 import signal
 import threading
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sluice.binlog.binlog_split import BinlogSplit
 from sluice.errors import SluiceError
@@ -29,6 +29,9 @@ from sluice.source.offset import BinlogOffset
 from sluice.source.schema import TableSchema, discover_tables
 from sluice.source.startup import check_offset_available, startup_offset
 from sluice.state.state_store import StateStore
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
 log = logging.getLogger(__name__)
 
@@ -54,6 +57,7 @@ class LocalRunner:
         self.sink: Sink = create_sink(definition)
         self.state: dict[str, Any] = {}
         self.stopping = threading.Event()
+        self._spark: SparkSession | None = None
 
     def run(self) -> None:
         self.state = self.store.load()
@@ -71,12 +75,32 @@ class LocalRunner:
         finally:
             conn.close()
         self.sink.prepare(list(schemas.values()))
-        if snapshot is not None:
-            if snapshot.adopt_committed(self.sink.committed_splits()):
-                self._save_snapshot(snapshot)
-            if not snapshot.is_finished:
-                self._run_snapshot(snapshot)
-        self._run_binlog(schemas, snapshot)
+        try:
+            if snapshot is not None:
+                if snapshot.adopt_committed(self.sink.committed_splits()):
+                    self._save_snapshot(snapshot)
+                if not snapshot.is_finished:
+                    self._run_snapshot(snapshot)
+            if not self.sink.writes_changes_with_spark:
+                self._stop_spark()  # one binlog reader needs no Spark
+            self._run_binlog(schemas, snapshot)
+        finally:
+            self._stop_spark()
+
+    def _spark_session(self) -> SparkSession:
+        if self._spark is None:
+            from sluice.runtime.spark_session import local_session
+
+            self._spark = local_session(f"sluice-{self.definition.name}", self.definition.parallelism)
+            self.sink.attach(self._spark)
+        return self._spark
+
+    def _stop_spark(self) -> None:
+        if self._spark is not None:
+            # SparkContext.stop() then waits a second on its accumulator server's poll loop;
+            # nothing after it needs to wait for that.
+            threading.Thread(target=self._spark.stop, name="spark-stop", daemon=True).start()
+            self._spark = None
 
     # -- snapshot ---------------------------------------------------------------------------
 
@@ -119,25 +143,20 @@ class LocalRunner:
 
     def _run_snapshot(self, snapshot: SnapshotAssignerState) -> None:
         from sluice.runtime.snapshot_phase import run_snapshot_phase
-        from sluice.runtime.spark_session import local_session
 
-        spark = local_session(f"sluice-{self.definition.name}", self.definition.parallelism)
-        try:
+        def finished(result: SplitResult) -> None:
+            snapshot.record(result.split_id, result.high_watermark, result.rows)
+            self._save_snapshot(snapshot)
 
-            def finished(result: SplitResult) -> None:
-                snapshot.record(result.split_id, result.high_watermark, result.rows)
-                self._save_snapshot(snapshot)
-
-            run_snapshot_phase(spark.sparkContext, self.definition, self.endpoint, self.sink, snapshot, finished)
-        finally:
-            # SparkContext.stop() then waits a second on its accumulator server's poll loop;
-            # the binlog phase (one reader, no Spark) need not wait for that.
-            threading.Thread(target=spark.stop, name="spark-stop", daemon=True).start()
+        sc = self._spark_session().sparkContext
+        run_snapshot_phase(sc, self.definition, self.endpoint, self.sink, snapshot, finished)
 
     # -- binlog -----------------------------------------------------------------------------
 
     def _run_binlog(self, schemas: dict[str, TableSchema], snapshot: SnapshotAssignerState | None) -> None:
         source = self.definition.source
+        if self.sink.writes_changes_with_spark:
+            self._spark_session()
         writer = self.sink.writer()
         conn = connect(self.endpoint)
         try:
@@ -153,6 +172,7 @@ class LocalRunner:
             server_id=source.server_ids.pick(0),
             heartbeat_seconds=min(source.heartbeat_seconds, 1.0),
             batch_rows=int(self.definition.sink.options.get("sink.batch-size", 5000)),
+            max_batch_delay=self.sink.max_batch_delay,
         )
         progress = BinlogProgress()
         previous = self._install_signal_handlers()

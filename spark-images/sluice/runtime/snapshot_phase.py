@@ -11,8 +11,8 @@ splits' backfill reads.
 
 from __future__ import annotations
 
+import collections
 import logging
-import queue
 import threading
 from collections.abc import Callable
 
@@ -24,7 +24,7 @@ from sluice.runtime.progress import SnapshotProgress
 from sluice.sink.base import Sink
 from sluice.snapshot.snapshot_split import SnapshotSplit
 from sluice.snapshot.snapshot_split_assigner import SnapshotAssignerState
-from sluice.snapshot.split_reader import SplitResult, SplitTask, run_splits
+from sluice.snapshot.split_reader import SplitResult, SplitTask
 from sluice.source.connection import SourceEndpoint
 
 log = logging.getLogger(__name__)
@@ -33,25 +33,28 @@ log = logging.getLogger(__name__)
 TASK_ROWS = 65_536
 
 
-def execute_splits(tasks: list[SplitTask], sink: Sink) -> list[SplitResult]:
-    """Runs on an executor: read the splits, write them, report their high watermarks."""
-    writer = sink.writer()
-    try:
-        return run_splits(tasks, writer)
-    finally:
-        writer.close()
+class PendingSplits:
+    """The splits not yet handed out, taken a job's worth at a time by the driver threads."""
 
+    def __init__(self, splits: list[SnapshotSplit], chunk_size: int, slots: int) -> None:
+        self._splits = collections.deque(splits)
+        self._lock = threading.Lock()
+        self._per_job = max(1, TASK_ROWS // max(chunk_size, 1))
+        self._slots = slots
 
-def take_splits(pending: queue.Queue[SnapshotSplit], chunk_size: int, slots: int) -> list[SnapshotSplit]:
-    """The next job's splits: about TASK_ROWS rows, but at most a share of what is left."""
-    wanted = max(1, min(TASK_ROWS // max(chunk_size, 1), pending.qsize() // (2 * slots)))
-    taken: list[SnapshotSplit] = []
-    while len(taken) < wanted:
-        try:
-            taken.append(pending.get_nowait())
-        except queue.Empty:
-            break
-    return taken
+    def __len__(self) -> int:
+        return len(self._splits)
+
+    def take(self) -> list[SnapshotSplit]:
+        """Splits of one table: about TASK_ROWS rows, but at most a share of what is left."""
+        with self._lock:
+            wanted = max(1, min(self._per_job, len(self._splits) // (2 * self._slots)))
+            taken: list[SnapshotSplit] = []
+            while self._splits and len(taken) < wanted:
+                if taken and self._splits[0].table_id != taken[0].table_id:
+                    break
+                taken.append(self._splits.popleft())
+            return taken
 
 
 def run_snapshot_phase(
@@ -62,9 +65,6 @@ def run_snapshot_phase(
     state: SnapshotAssignerState,
     on_split_finished: Callable[[SplitResult], None],
 ) -> None:
-    pending: queue.Queue[SnapshotSplit] = queue.Queue()
-    for split in state.remaining:
-        pending.put(split)
     progress = SnapshotProgress(len(state.splits), len(state.finished), state.rows_done)
     progress.resuming()
     progress.show()
@@ -72,18 +72,19 @@ def run_snapshot_phase(
     failures: list[BaseException] = []
     source = definition.source
 
-    slots = min(definition.parallelism, max(pending.qsize(), 1))
+    slots = min(definition.parallelism, max(len(state.remaining), 1))
+    pending = PendingSplits(list(state.remaining), source.chunk_size, slots)
 
     def worker(slot: int) -> None:
         server_id = source.server_ids.pick(slot)
         while not failures:
-            splits = take_splits(pending, source.chunk_size, slots)
+            splits = pending.take()
             if not splits:
                 return
             tasks = [SplitTask(s, state.tables[s.table_id], endpoint, server_id, source.fetch_size) for s in splits]
             try:
                 sc.setJobDescription(f"snapshot splits {splits[0].split_id} .. {splits[-1].split_id}")
-                (results,) = sc.parallelize([tasks], 1).map(lambda t: execute_splits(t, sink)).collect()
+                results = sink.write_snapshot_job(sc, tasks)
             except BaseException as exc:  # noqa: BLE001 - reported by the driver thread below
                 failures.append(exc)
                 return

@@ -9,6 +9,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, NamedTuple
 
 from sluice.binlog.row_change import RowKind
 from sluice.snapshot.snapshot_split import SnapshotSplit
@@ -16,32 +17,49 @@ from sluice.source.offset import BinlogOffset
 from sluice.source.row_decoding import Row
 from sluice.source.schema import TableSchema
 
+if TYPE_CHECKING:
+    from pyspark import SparkContext
+    from pyspark.sql import SparkSession
+
+    from sluice.snapshot.split_reader import SplitResult, SplitTask
+
+
+class ChangeRow(NamedTuple):
+    """One changelog row with its metadata: table, kind, op time, binlog position."""
+
+    schema: TableSchema
+    kind: RowKind
+    row: Row
+    timestamp: int  # seconds since the epoch, from the event header
+    offset: BinlogOffset
+
 
 @dataclass
 class ChangeBatch:
     """Changelog rows of whole transactions, in binlog order, committed together."""
 
-    rows: list[tuple[TableSchema, RowKind, Row, int]] = field(default_factory=list)
+    rows: list[ChangeRow] = field(default_factory=list)
 
-    def add(self, schema: TableSchema, kind: RowKind, row: Row, timestamp: int) -> None:
-        self.rows.append((schema, kind, row, timestamp))
+    def add(self, row: ChangeRow) -> None:
+        self.rows.append(row)
 
     def __len__(self) -> int:
         return len(self.rows)
 
-    def __iter__(self) -> Iterator[tuple[TableSchema, RowKind, Row, int]]:
+    def __iter__(self) -> Iterator[ChangeRow]:
         return iter(self.rows)
 
 
 class SinkWriter(ABC):
-    """Executor side. One writer per task; closed when the task ends."""
+    """Executor side (snapshot splits) or driver side (binlog batches); closed after use."""
 
-    @abstractmethod
     def write_snapshot_split(
         self, schema: TableSchema, split: SnapshotSplit, rows: Sequence[Row], high_watermark: BinlogOffset
     ) -> None:
         """Writes the chunk as of its high watermark, and records the split as finished with
-        it, atomically where the sink can (so a crash never leaves one without the other)."""
+        it, atomically where the sink can (so a crash never leaves one without the other).
+        Only sinks that keep Sink.write_snapshot_job's default are asked to."""
+        raise NotImplementedError(f"{type(self).__name__} writes snapshot splits in its sink's write_snapshot_job")
 
     @abstractmethod
     def write_changes(self, batch: ChangeBatch, end: BinlogOffset, drop_split_records: bool) -> None:
@@ -61,6 +79,17 @@ class Sink(ABC):
     """Driver side."""
 
     transactional: bool = False
+    max_batch_delay: float = 0.2  # how long the binlog phase may hold a batch before committing
+    writes_changes_with_spark: bool = False  # the binlog phase then keeps the Spark session
+
+    def attach(self, spark: SparkSession) -> None:  # noqa: B027 - optional hook
+        """Given the driver's Spark session, for sinks that write with Spark itself."""
+
+    def write_snapshot_job(self, sc: SparkContext, tasks: list[SplitTask]) -> list[SplitResult]:
+        """Runs splits as one Spark task whose writer commits each split on its own."""
+        sink = self
+        (results,) = sc.parallelize([tasks], 1).map(lambda t: _write_splits(t, sink)).collect()
+        return results
 
     @abstractmethod
     def prepare(self, schemas: Sequence[TableSchema]) -> None:
@@ -72,4 +101,15 @@ class Sink(ABC):
 
     @abstractmethod
     def writer(self) -> SinkWriter:
-        """A writer for an executor task."""
+        """A writer for an executor task or for the binlog phase."""
+
+
+def _write_splits(tasks: list[SplitTask], sink: Sink) -> list[SplitResult]:
+    """Runs on an executor: read the splits, write them, report their high watermarks."""
+    from sluice.snapshot.split_reader import run_splits  # the split reader writes through sinks
+
+    writer = sink.writer()
+    try:
+        return run_splits(tasks, writer)
+    finally:
+        writer.close()

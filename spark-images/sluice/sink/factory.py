@@ -16,4 +16,8 @@ def create_sink(definition: PipelineDefinition) -> Sink:
         from sluice.sink.jdbc import JdbcSink
 
         return JdbcSink(sink.options, definition.name)
+    if sink.type == "parquet":
+        from sluice.sink.parquet import ParquetSink
+
+        return ParquetSink(sink.options)
     raise AssertionError(f"sink.type {sink.type} passed validation but has no sink")

@@ -79,7 +79,7 @@ class JdbcWriter(SinkWriter):
         dialect = self.target.dialect
         final: dict[str, tuple[TableSchema, dict[Any, Row | None]]] = {}
         keys: dict[str, RowDecoder] = {}
-        for schema, kind, row, _ in batch:
+        for schema, kind, row, _, _ in batch:
             table_id = schema.table_id
             if table_id not in final:
                 final[table_id] = (schema, {})

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pyspark.sql import types as T
+
 from sluice.source.schema import Column
 
 _POSTGRES_FIXED = {
@@ -53,6 +55,44 @@ def postgres_type(column: Column) -> str:
 def mysql_type(column: Column) -> str:
     """Same dialect: the source's own column type."""
     return column.column_type
+
+
+_SPARK_FIXED: dict[str, T.DataType] = {
+    "tinyint": T.IntegerType(),
+    "smallint": T.IntegerType(),
+    "mediumint": T.IntegerType(),
+    "float": T.FloatType(),
+    "double": T.DoubleType(),
+    "bit": T.LongType(),
+    "year": T.IntegerType(),
+    "date": T.DateType(),
+    "time": T.DayTimeIntervalType(),
+    # MySQL DATETIME has no zone; TIMESTAMP is read in the session zone (UTC): both are
+    # written as wall-clock timestamps.
+    "datetime": T.TimestampNTZType(),
+    "timestamp": T.TimestampNTZType(),
+    **{t: T.BinaryType() for t in ("binary", "varbinary", "tinyblob", "blob", "mediumblob", "longblob")},
+}
+
+SPARK_MAX_DECIMAL_PRECISION = 38
+
+
+def spark_type(column: Column) -> T.DataType:
+    """Types for the parquet changelog. Values too wide for a Spark type (unsigned BIGINT,
+    DECIMAL wider than 38 digits) become decimal(20,0) and text: see spark_value."""
+    t = column.data_type
+    if t in _SPARK_FIXED:
+        return _SPARK_FIXED[t]
+    if t == "int":
+        return T.LongType() if column.unsigned else T.IntegerType()
+    if t == "bigint":
+        return T.DecimalType(20, 0) if column.unsigned else T.LongType()
+    if t == "decimal":
+        precision = column.numeric_precision or 10
+        if precision > SPARK_MAX_DECIMAL_PRECISION:
+            return T.StringType()
+        return T.DecimalType(precision, column.numeric_scale or 0)
+    return T.StringType()
 
 
 def _fractional_digits(column: Column) -> int:

@@ -28,7 +28,7 @@ class ValuesWriter(SinkWriter):
 
     def write_changes(self, batch: ChangeBatch, end: BinlogOffset, drop_split_records: bool) -> None:
         out = sys.stdout
-        for schema, kind, row, _ in batch:
+        for schema, kind, row, _, _ in batch:
             out.write(format_event(schema.table_id, kind, row) + "\n")
         out.flush()
 

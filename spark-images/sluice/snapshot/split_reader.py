@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -135,17 +136,23 @@ def fold(rows: list[Row], changes: list[tuple[RowChange, bool, bool]], decoder: 
     return list(by_key.values())
 
 
-def run_splits(tasks: list[SplitTask], writer: SinkWriter) -> list[SplitResult]:
-    """Reads and writes splits one after another over one source connection; each split
-    commits on its own, so a failure part way keeps the splits before it."""
-    results: list[SplitResult] = []
+def read_splits(tasks: list[SplitTask]) -> Iterator[tuple[SplitTask, list[Row], SplitResult]]:
+    """Reads splits one after another over one source connection."""
     conn = connect_scan(tasks[0].endpoint)
     try:
         for task in tasks:
             started = time.monotonic()
             rows, high, backfilled = read_split(task, conn)
-            writer.write_snapshot_split(task.schema, task.split, rows, high)
-            results.append(SplitResult(task.split.split_id, high, len(rows), backfilled, time.monotonic() - started))
+            yield task, rows, SplitResult(task.split.split_id, high, len(rows), backfilled, time.monotonic() - started)
     finally:
         conn.close()
+
+
+def run_splits(tasks: list[SplitTask], writer: SinkWriter) -> list[SplitResult]:
+    """Reads and writes splits; each split commits on its own, so a failure part way keeps
+    the splits before it."""
+    results: list[SplitResult] = []
+    for task, rows, result in read_splits(tasks):
+        writer.write_snapshot_split(task.schema, task.split, rows, result.high_watermark)
+        results.append(result)
     return results
