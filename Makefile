@@ -36,6 +36,7 @@ demo: install system-deps
 
 bench: install system-deps
 	$(PYTHON) -m tests.bench.snapshot_bench $(if $(ROWS),--rows $(ROWS))
+	$(PYTHON) -m tests.bench.binlog_bench $(if $(EVENTS),--events $(EVENTS))
 
 lint: install
 	$(VENV)/bin/ruff check spark-images operator tests

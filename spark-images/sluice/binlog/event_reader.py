@@ -34,23 +34,26 @@ def open_stream(
     blocking: bool,
     heartbeat_seconds: float | None = None,
     extra_events: tuple[type, ...] = (),
+    gtid_set: str = "",
 ) -> BinLogStreamReader:
+    """A stream from `start` (file/position), or from just after `gtid_set` when given."""
+    if gtid_set:
+        where = {"auto_position": gtid_set, "is_mariadb": mariadb}
+    else:
+        # python-mysql-replication 1.0.17 ignores log_file/log_pos in its MariaDB dump
+        # command (it starts from the oldest binlog); MariaDB also serves the classic
+        # file/position dump, so that is what a file/position start sends.
+        where = {"log_file": start.file, "log_pos": start.pos, "resume_stream": True, "is_mariadb": False}
     return BinLogStreamReader(
         connection_settings=endpoint.settings(),
         server_id=server_id,
-        log_file=start.file,
-        log_pos=start.pos,
-        resume_stream=True,
         blocking=blocking,
         only_events=[*ROW_EVENTS, RotateEvent, *extra_events],
         only_schemas=sorted({s.database for s in schemas.values()}),
         only_tables=sorted({s.table for s in schemas.values()}),
-        # python-mysql-replication 1.0.17 ignores log_file/log_pos in its MariaDB dump
-        # command (it starts from the oldest binlog); MariaDB also serves the classic
-        # file/position dump, so that is what a file/position start sends.
-        is_mariadb=False,
         slave_heartbeat=heartbeat_seconds,
         enable_logging=False,
+        **where,
     )
 
 

@@ -52,8 +52,8 @@ def run_binlog_phase(
 ) -> None:
     """Reads from split.offset until stop_at (bounded) or until `stopping` is set.
 
-    skip_before_millis: transactions older than this (scan.startup.mode timestamp) only
-    advance the offset.
+    skip_before_millis: transactions from seconds before this (scan.startup.mode timestamp)
+    only advance the offset; those of the starting second itself are kept, never lost.
     """
     control = connect(endpoint)
     mariadb = is_mariadb(control)
@@ -106,7 +106,7 @@ def run_binlog_phase(
             if isinstance(item, Transaction):
                 if not batch:
                     first_pending = time.monotonic()
-                if item.timestamp * 1000 >= skip_before_millis:
+                if item.timestamp >= skip_before_millis // 1000:  # binlog times are whole seconds
                     _emit(item, split, decoders, orders, schemas, batch)
                 end = item.end
                 latest_event_time = item.timestamp

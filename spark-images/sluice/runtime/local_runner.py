@@ -203,7 +203,8 @@ class LocalRunner:
                 # this position is in the target when it exits.
                 self.state["stop_at"] = current_offset(conn).to_json()
         else:
-            split = BinlogSplit(startup_offset(conn, self.definition.source.startup))
+            source = self.definition.source
+            split = BinlogSplit(startup_offset(conn, source.startup, self.endpoint, source.server_ids.pick(0)))
         self.state["binlog"] = split.to_json()
         self.store.save(self.state)
         return split

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import pymysql
+from pymysqlreplication.event import FormatDescriptionEvent, GtidEvent, MariadbGtidEvent, MariadbGtidListEvent
 
+from sluice.binlog.event_reader import open_stream
 from sluice.errors import SourceError
 from sluice.pipeline.definition import StartupOptions
-from sluice.source.connection import current_offset
+from sluice.source.connection import SourceEndpoint, current_offset, is_mariadb
 from sluice.source.offset import BinlogOffset
 
 
@@ -16,7 +18,9 @@ def binlog_files(conn: pymysql.connections.Connection) -> list[str]:
         return [row[0] for row in cur.fetchall()]
 
 
-def startup_offset(conn: pymysql.connections.Connection, startup: StartupOptions) -> BinlogOffset:
+def startup_offset(
+    conn: pymysql.connections.Connection, startup: StartupOptions, endpoint: SourceEndpoint, server_id: int
+) -> BinlogOffset:
     if startup.mode == "latest-offset":
         return current_offset(conn)
     if startup.mode in ("earliest-offset", "timestamp"):
@@ -24,12 +28,43 @@ def startup_offset(conn: pymysql.connections.Connection, startup: StartupOptions
         return BinlogOffset(binlog_files(conn)[0], 4)
     if startup.mode == "specific-offset":
         if startup.specific_gtid_set and not startup.specific_file:
-            raise SourceError(
-                "source.scan.startup.specific-offset.gtid-set: starting from a GTID set is not "
-                "supported yet; give scan.startup.specific-offset.file and .pos"
-            )
+            return gtid_offset(conn, endpoint, server_id, startup.specific_gtid_set)
         return BinlogOffset(startup.specific_file, startup.specific_pos)
     raise AssertionError(f"{startup.mode} takes a snapshot first")
+
+
+def gtid_offset(
+    conn: pymysql.connections.Connection, endpoint: SourceEndpoint, server_id: int, gtid_set: str
+) -> BinlogOffset:
+    """The file/position of the first transaction after `gtid_set` (MariaDB 0-1-42 or MySQL
+    uuid:1-42 form), asked of the server through a GTID dump; the server's end if none is."""
+    mariadb = is_mariadb(conn)
+    gtid_event = MariadbGtidEvent if mariadb else GtidEvent
+    try:
+        stream = open_stream(
+            endpoint,
+            server_id,
+            BinlogOffset("", 4),
+            {},
+            mariadb,
+            blocking=False,
+            extra_events=(gtid_event, MariadbGtidListEvent, FormatDescriptionEvent),
+            gtid_set=gtid_set,
+        )
+        try:
+            previous_end = 0  # a GTID event starts where the event before it ended
+            for event in stream:
+                if isinstance(event, gtid_event):
+                    return BinlogOffset(stream.log_file, previous_end, 0, gtid_set)
+                previous_end = event.packet.log_pos or previous_end
+        finally:
+            stream.close()
+    except pymysql.err.OperationalError as exc:
+        raise SourceError(
+            f"source.scan.startup.specific-offset.gtid-set {gtid_set}: the server refused it: {exc.args[-1]}"
+        ) from exc
+    end = current_offset(conn)
+    return BinlogOffset(end.file, end.pos, 0, gtid_set)
 
 
 def check_offset_available(conn: pymysql.connections.Connection, offset: BinlogOffset) -> None:

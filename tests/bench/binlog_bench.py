@@ -1,0 +1,230 @@
+"""`make bench` (binlog part): Sluice's binlog reader against a bare python-mysql-replication
+loop and `mariadb-binlog` over the same row events, in the same run; then end-to-end
+latency into PostgreSQL with the source written at a steady rate.
+
+Usage: python -m tests.bench.binlog_bench [--events N] [--rate ROWS_PER_S]. A benchmark, not
+a test: it prints rates and ratios and asserts nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+from pymysqlreplication import BinLogStreamReader
+from pymysqlreplication.row_event import DeleteRowsEvent, UpdateRowsEvent, WriteRowsEvent
+
+from sluice.binlog.binlog_split import BinlogSplit
+from sluice.runtime.binlog_phase import BinlogSettings, run_binlog_phase
+from sluice.sink.base import ChangeBatch, SinkWriter
+from sluice.sink.jdbc import JdbcSink
+from sluice.source.connection import SourceEndpoint, current_offset
+from sluice.source.offset import BinlogOffset
+from sluice.source.schema import read_table_schema
+
+TABLE_DDL = (
+    "CREATE TABLE bench.events (id BIGINT PRIMARY KEY, customer VARCHAR(40) NOT NULL, "
+    "amount DECIMAL(12,2) NOT NULL, qty INT NOT NULL, created DATETIME(6) NOT NULL, note VARCHAR(100))"
+)
+
+
+class NullWriter(SinkWriter):
+    """Discards every batch: what is left is the reader's own cost."""
+
+    def write_changes(self, batch: ChangeBatch, end: BinlogOffset, drop_split_records: bool) -> None:
+        pass
+
+
+class LatencyWriter(SinkWriter):
+    """Commits through another writer and records, per row, commit time minus write time."""
+
+    def __init__(self, inner: SinkWriter, created_column: int) -> None:
+        self.inner = inner
+        self.created = created_column
+        self.latencies: list[float] = []
+
+    def write_changes(self, batch: ChangeBatch, end: BinlogOffset, drop_split_records: bool) -> None:
+        self.inner.write_changes(batch, end, drop_split_records)
+        now = time.time()
+        self.latencies.extend(now - change.row[self.created].timestamp() for change in batch)
+
+    def close(self) -> None:
+        self.inner.close()
+
+
+def write_events(mariadb, events: int) -> tuple[BinlogOffset, BinlogOffset]:
+    """`events` row events: inserts in transactions of 100 rows, then updates of half of them."""
+    conn = mariadb.connect("bench")
+    start = current_offset(conn)
+    inserts = events * 2 // 3
+    mariadb.execute(
+        "SET SESSION max_recursive_iterations = 100000000",
+        f"INSERT INTO bench.events WITH RECURSIVE s(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM s "
+        f"WHERE n < {inserts}) SELECT n, CONCAT('customer-', n % 9973), (n % 100000) / 100, n % 50, "
+        "NOW(6), IF(n % 3 = 0, NULL, CONCAT('note ', n)) FROM s",
+        f"UPDATE bench.events SET qty = qty + 1 WHERE id <= {events - inserts}",
+    )
+    end = current_offset(conn)
+    conn.close()
+    return start, end
+
+
+def bare_loop(endpoint: SourceEndpoint, start: BinlogOffset, end: BinlogOffset) -> tuple[int, float]:
+    """The baseline: python-mysql-replication's own iteration, rows decoded, nothing else."""
+    started = time.perf_counter()
+    stream = BinLogStreamReader(
+        connection_settings=endpoint.settings(),
+        server_id=7901,
+        log_file=start.file,
+        log_pos=start.pos,
+        resume_stream=True,
+        blocking=False,
+        only_events=[WriteRowsEvent, UpdateRowsEvent, DeleteRowsEvent],
+    )
+    rows = 0
+    for event in stream:
+        rows += len(event.rows)
+        if event.packet.log_pos >= end.pos:
+            break
+    stream.close()
+    return rows, time.perf_counter() - started
+
+
+def mariadb_binlog(mariadb, start: BinlogOffset, end: BinlogOffset) -> float:
+    """`mariadb-binlog -v` over the same range from the server: decodes rows into pseudo-SQL."""
+    started = time.perf_counter()
+    subprocess.run(
+        [
+            "mariadb-binlog",
+            "--read-from-remote-server",
+            f"--host={mariadb.host}",
+            f"--port={mariadb.port}",
+            f"--user={mariadb.user}",
+            f"--start-position={start.pos}",
+            f"--stop-position={end.pos}",
+            "-v",
+            start.file,
+        ],
+        env=dict(os.environ, MYSQL_PWD=mariadb.password),
+        stdout=subprocess.DEVNULL,
+        check=True,
+    )
+    return time.perf_counter() - started
+
+
+def sluice_reader(endpoint, schemas, writer: SinkWriter, start, end) -> float:
+    started = time.perf_counter()
+    run_binlog_phase(
+        endpoint,
+        BinlogSettings(server_id=7902, heartbeat_seconds=1.0),
+        BinlogSplit(start),
+        schemas,
+        writer,
+        end,
+        threading.Event(),
+        lambda *_: None,
+    )
+    return time.perf_counter() - started
+
+
+def latency(mariadb, endpoint, schemas, sink: JdbcSink, rate: int, seconds: float) -> list[float]:
+    """Writes `rate` rows/s in transactions of 10 while the reader streams into PostgreSQL."""
+    conn = mariadb.connect("bench")
+    with conn.cursor() as cur:
+        cur.execute("SELECT MAX(id) FROM events")
+        (next_id,) = cur.fetchone()
+    start = current_offset(conn)
+    writer = LatencyWriter(sink.writer(), created_column=4)
+    stopping = threading.Event()
+    reader = threading.Thread(
+        target=run_binlog_phase,
+        args=(
+            endpoint,
+            BinlogSettings(server_id=7903, heartbeat_seconds=1.0),
+            BinlogSplit(start),
+            schemas,
+            writer,
+            None,
+            stopping,
+            lambda *_: None,
+        ),
+    )
+    reader.start()
+    began = time.monotonic()
+    written = 0
+    with conn.cursor() as cur:
+        while (elapsed := time.monotonic() - began) < seconds:
+            if written / rate > elapsed:
+                time.sleep(written / rate - elapsed)
+            values = ", ".join(f"({next_id + written + i + 1}, 'c', 1.00, 1, NOW(6), NULL)" for i in range(10))
+            cur.execute(f"INSERT INTO events VALUES {values}")
+            written += 10
+    time.sleep(2)
+    stopping.set()
+    reader.join()
+    writer.close()
+    conn.close()
+    return writer.latencies
+
+
+def main() -> None:
+    from tests.harness.services import running_services
+
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--events", type=int, default=300_000)
+    parser.add_argument("--rate", type=int, default=2_000)
+    parser.add_argument("--seconds", type=float, default=20.0)
+    args = parser.parse_args()
+    base = Path(tempfile.mkdtemp(prefix="sluice-binlog-bench-"))
+    base.chmod(0o755)
+    with running_services(base) as (mariadb, postgresql):
+        mariadb.execute("CREATE DATABASE bench", TABLE_DDL)
+        endpoint = SourceEndpoint(mariadb.host, mariadb.port, mariadb.user, mariadb.password)
+        conn = mariadb.connect("bench")
+        schema = read_table_schema(conn, "bench", "events", None)
+        conn.close()
+        schemas = {schema.table_id: schema}
+        print(f"writing {args.events:,} row events ...", flush=True)
+        start, end = write_events(mariadb, args.events)
+        rows, bare_seconds = bare_loop(endpoint, start, end)
+        tool_seconds = mariadb_binlog(mariadb, start, end)
+        null_seconds = sluice_reader(endpoint, schemas, NullWriter(), start, end)
+        sink = JdbcSink(
+            {
+                "url": postgresql.url,
+                "username": postgresql.user,
+                "password": postgresql.password,
+                "sink.batch-size": 5000,
+            },
+            "binlog-bench",
+        )
+        sink.prepare([schema])
+        writer = sink.writer()
+        pg_seconds = sluice_reader(endpoint, schemas, writer, start, end)
+        writer.close()
+        bare = rows / bare_seconds
+        print(f"bare python-mysql-replication loop: {bare:>10,.0f} row events/s  ({rows:,} events)")
+        for label, seconds in (
+            ("mariadb-binlog -v (C)", tool_seconds),
+            ("sluice reader, null sink", null_seconds),
+            ("sluice reader, into PostgreSQL", pg_seconds),
+        ):
+            rate = rows / seconds
+            print(f"{label + ':':35s} {rate:>10,.0f} row events/s  ({rate / bare:.2f}x the bare loop)")
+        lat = sorted(latency(mariadb, endpoint, schemas, sink, args.rate, args.seconds))
+        p50 = statistics.median(lat)
+        p99 = lat[int(len(lat) * 0.99) - 1]
+        print(
+            f"latency at {args.rate:,} rows/s into PostgreSQL ({len(lat):,} rows): p50 {p50 * 1000:.0f} ms, "
+            f"p99 {p99 * 1000:.0f} ms"
+        )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,79 @@
+"""A source Sluice cannot read correctly is refused before anything is read, with a message
+that names the setting or position to fix, and the CLI exits non-zero."""
+
+from __future__ import annotations
+
+import contextlib
+
+import pytest
+
+from sluice.errors import SourceError
+from sluice.source.checks import check_binlog_settings
+from tests.harness.pipelines import pipeline_yaml, postgres_sink, run_sluice, sluice_env, write_pipeline
+
+
+@contextlib.contextmanager
+def global_setting(mariadb, name: str, value: str):
+    conn = mariadb.connect()
+    with conn.cursor() as cur:
+        cur.execute(f"SELECT @@GLOBAL.{name}")
+        (before,) = cur.fetchone()
+        cur.execute(f"SET GLOBAL {name} = %s", (value,))
+    try:
+        yield
+    finally:
+        with conn.cursor() as cur:
+            cur.execute(f"SET GLOBAL {name} = %s", (before,))
+        conn.close()
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [("binlog_format", "STATEMENT"), ("binlog_row_image", "MINIMAL"), ("binlog_row_metadata", "MINIMAL")],
+)
+def test_binlog_settings_other_than_required_are_refused(mariadb, name, value):
+    with global_setting(mariadb, name, value):
+        conn = mariadb.connect()
+        with pytest.raises(SourceError, match=f"{name}={value}; Sluice needs {name}="):
+            check_binlog_settings(conn)
+        conn.close()
+
+
+def test_the_cli_refuses_a_wrongly_configured_source_with_one_line(tmp_path, mariadb, postgresql, source_db):
+    mariadb.execute("CREATE TABLE t (id INT PRIMARY KEY)", database=source_db)
+    pipeline = write_pipeline(tmp_path / "p.yaml", pipeline_yaml(mariadb, f"{source_db}.t", postgres_sink(postgresql)))
+    with global_setting(mariadb, "binlog_row_image", "MINIMAL"):
+        result = run_sluice(pipeline, tmp_path / "state", sluice_env(mariadb, postgresql))
+    assert result.returncode == 1
+    assert "binlog_row_image=MINIMAL; Sluice needs binlog_row_image=FULL" in result.stderr.strip().splitlines()[-1]
+
+
+def test_a_purged_start_position_fails_naming_it_and_the_oldest_binlog(tmp_path, mariadb, postgresql, source_db):
+    mariadb.execute("CREATE TABLE t (id INT PRIMARY KEY)", database=source_db)
+    options = {
+        "scan.startup.mode": "specific-offset",
+        "scan.startup.specific-offset.file": "mysql-bin.000000",
+        "scan.startup.specific-offset.pos": 1234,
+    }
+    pipeline = write_pipeline(
+        tmp_path / "p.yaml", pipeline_yaml(mariadb, f"{source_db}.t", postgres_sink(postgresql), **options)
+    )
+    result = run_sluice(pipeline, tmp_path / "state", sluice_env(mariadb, postgresql))
+    assert result.returncode == 1
+    last = result.stderr.strip().splitlines()[-1]
+    assert "binlog position mysql-bin.000000:1234 is no longer on the source" in last
+    assert "the oldest binlog the server has is mysql-bin.000001:4" in last
+
+
+def test_an_unreachable_source_is_retried_with_backoff_then_fails_clearly(tmp_path, mariadb, postgresql, source_db):
+    definition = pipeline_yaml(
+        mariadb, f"{source_db}.t", postgres_sink(postgresql), **{"connect.max-retries": 2, "connect.timeout": "1s"}
+    )
+    definition["source"]["port"] = 9  # discard: nothing listens
+    pipeline = write_pipeline(tmp_path / "p.yaml", definition)
+    result = run_sluice(pipeline, tmp_path / "state", sluice_env(mariadb, postgresql))
+    assert result.returncode == 1
+    assert result.stderr.count("retrying in") == 2, result.stderr
+    last = result.stderr.strip().splitlines()[-1]
+    assert "source 127.0.0.1:9 unreachable after 3 attempts" in last
+    assert "check source.hostname and source.port" in last
