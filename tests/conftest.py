@@ -5,21 +5,19 @@ from __future__ import annotations
 import itertools
 import os
 import shutil
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.harness.services import MariaDB, PostgreSQL, start_mariadb, start_postgresql
+from tests.harness.services import MariaDB, PostgreSQL, scratch_directory, start_mariadb, start_postgresql
 
 _names = itertools.count()
 
 
 @pytest.fixture(scope="session")
 def services_dir() -> Iterator[Path]:
-    path = Path(tempfile.mkdtemp(prefix="sluice-test-"))
-    path.chmod(0o755)  # PostgreSQL runs as another user and must reach its data directory
+    path = scratch_directory("sluice-test-")
     yield path
     shutil.rmtree(path, ignore_errors=True)
 

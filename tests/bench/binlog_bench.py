@@ -12,10 +12,8 @@ import argparse
 import os
 import statistics
 import subprocess
-import tempfile
 import threading
 import time
-from pathlib import Path
 
 from pymysqlreplication import BinLogStreamReader
 from pymysqlreplication.row_event import DeleteRowsEvent, UpdateRowsEvent, WriteRowsEvent
@@ -174,15 +172,14 @@ def latency(mariadb, endpoint, schemas, sink: JdbcSink, rate: int, seconds: floa
 
 
 def main() -> None:
-    from tests.harness.services import running_services
+    from tests.harness.services import running_services, scratch_directory
 
     parser = argparse.ArgumentParser()
     parser.add_argument("--events", type=int, default=300_000)
     parser.add_argument("--rate", type=int, default=2_000)
     parser.add_argument("--seconds", type=float, default=20.0)
     args = parser.parse_args()
-    base = Path(tempfile.mkdtemp(prefix="sluice-binlog-bench-"))
-    base.chmod(0o755)
+    base = scratch_directory("sluice-binlog-bench-")
     with running_services(base) as (mariadb, postgresql):
         mariadb.execute("CREATE DATABASE bench", TABLE_DDL)
         endpoint = SourceEndpoint(mariadb.host, mariadb.port, mariadb.user, mariadb.password)

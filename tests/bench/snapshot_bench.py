@@ -8,14 +8,12 @@ from __future__ import annotations
 
 import argparse
 import re
-import tempfile
 import time
-from pathlib import Path
 
 import pymysql.cursors
 
 from tests.harness.pipelines import pipeline_yaml, postgres_sink, run_sluice, sluice_env, write_pipeline
-from tests.harness.services import running_services
+from tests.harness.services import running_services, scratch_directory
 
 TABLE_DDL = (
     "CREATE TABLE bench.orders (id BIGINT PRIMARY KEY, customer VARCHAR(40) NOT NULL, "
@@ -54,8 +52,7 @@ def main() -> None:
     parser.add_argument("--parallelism", type=int, default=2)
     parser.add_argument("--chunk-size", type=int, default=8096)
     args = parser.parse_args()
-    base = Path(tempfile.mkdtemp(prefix="sluice-bench-"))
-    base.chmod(0o755)
+    base = scratch_directory("sluice-bench-")
     with running_services(base) as (mariadb, postgresql):
         print(f"filling bench.orders with {args.rows:,} rows ...", flush=True)
         fill(mariadb, args.rows)

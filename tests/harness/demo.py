@@ -6,12 +6,10 @@ Shows the snapshot, then changes made on the source while Sluice streams, then t
 from __future__ import annotations
 
 import signal
-import tempfile
 import time
-from pathlib import Path
 
 from tests.harness.pipelines import pipeline_yaml, postgres_sink, sluice_env, start_sluice, write_pipeline
-from tests.harness.services import running_services
+from tests.harness.services import running_services, scratch_directory
 
 WATCHED = "id <= 6 OR id >= 50000"  # the rows the live changes touch
 
@@ -39,8 +37,7 @@ def wait_for(postgresql, condition: str, timeout: float = 30) -> None:
 
 
 def main() -> None:
-    base = Path(tempfile.mkdtemp(prefix="sluice-demo-"))
-    base.chmod(0o755)
+    base = scratch_directory("sluice-demo-")
     print("starting MariaDB (binlog on) and PostgreSQL in", base)
     with running_services(base) as (mariadb, postgresql):
         mariadb.execute(

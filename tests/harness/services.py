@@ -12,6 +12,7 @@ import os
 import shutil
 import socket
 import subprocess
+import tempfile
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -237,6 +238,13 @@ def _stop(process: subprocess.Popen) -> None:
 
 
 @contextlib.contextmanager
+def scratch_directory(prefix: str) -> Path:
+    """A new directory the PostgreSQL server's user can reach too."""
+    path = Path(tempfile.mkdtemp(prefix=prefix))
+    path.chmod(0o755)
+    return path
+
+
 def running_services(base: Path) -> Iterator[tuple[MariaDB, PostgreSQL]]:
     base.mkdir(parents=True, exist_ok=True)
     mariadb = start_mariadb(base)
