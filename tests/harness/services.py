@@ -237,7 +237,6 @@ def _stop(process: subprocess.Popen) -> None:
             process.kill()
 
 
-@contextlib.contextmanager
 def scratch_directory(prefix: str) -> Path:
     """A new directory the PostgreSQL server's user can reach too."""
     path = Path(tempfile.mkdtemp(prefix=prefix))
@@ -245,6 +244,7 @@ def scratch_directory(prefix: str) -> Path:
     return path
 
 
+@contextlib.contextmanager
 def running_services(base: Path) -> Iterator[tuple[MariaDB, PostgreSQL]]:
     base.mkdir(parents=True, exist_ok=True)
     mariadb = start_mariadb(base)
