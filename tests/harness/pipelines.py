@@ -57,6 +57,24 @@ def write_pipeline(path: Path, definition: dict[str, Any]) -> Path:
     return path
 
 
+def pipeline_per_sink(
+    directory: Path,
+    mariadb: MariaDB,
+    tables: str,
+    sinks: dict[str, tuple[dict[str, Any], str]],
+    prefix: str,
+    **source_options: Any,
+) -> dict[str, tuple[Path, Path]]:
+    """One pipeline over `tables` per named (sink, server-id range): its YAML and state directory."""
+    pipelines = {}
+    for name, (sink, server_ids) in sinks.items():
+        definition = pipeline_yaml(
+            mariadb, tables, sink, name=f"{prefix}-{name}", **source_options, **{"server-id": server_ids}
+        )
+        pipelines[name] = (write_pipeline(directory / f"{name}.yaml", definition), directory / f"state-{name}")
+    return pipelines
+
+
 def sluice_env(mariadb: MariaDB, postgresql: PostgreSQL | None = None, target: MariaDB | None = None) -> dict[str, str]:
     env = dict(os.environ, SOURCE_PASSWORD=mariadb.password)
     if postgresql is not None:

@@ -32,6 +32,18 @@ class TableWatermarks:
         return max(self.high_watermarks)
 
 
+def image_chunks(
+    changes: Sequence[RowChange], decoder: RowDecoder, order: KeyOrder, boundaries: Sequence[Any]
+) -> list[int]:
+    """Two entries per change: the chunk holding its before image, then its after image
+    (an absent image counts as chunk 0; callers check the image exists)."""
+    keys: list[Any] = []
+    for change in changes:
+        keys.append(decoder.chunk_key(change.before) if change.before is not None else None)
+        keys.append(decoder.chunk_key(change.after) if change.after is not None else None)
+    return order.chunk_indexes(keys, boundaries)
+
+
 def emit(
     changes: Sequence[RowChange],
     watermarks: TableWatermarks | None,
@@ -42,11 +54,7 @@ def emit(
     position of the change it comes from."""
     if watermarks is None:
         return [(kind, row, change.offset) for change in changes for kind, row in change.changelog()]
-    keys: list[Any] = []
-    for change in changes:
-        keys.append(decoder.chunk_key(change.before) if change.before is not None else None)
-        keys.append(decoder.chunk_key(change.after) if change.after is not None else None)
-    chunks = order.chunk_indexes(keys, watermarks.boundaries)
+    chunks = image_chunks(changes, decoder, order, watermarks.boundaries)
     hws = watermarks.high_watermarks
     out: list[tuple[RowKind, Row, BinlogOffset]] = []
     for i, change in enumerate(changes):

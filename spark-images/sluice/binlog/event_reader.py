@@ -57,18 +57,23 @@ def open_stream(
     )
 
 
+def event_start(stream: BinLogStreamReader, event: object) -> BinlogOffset:
+    """Where an event begins in its binlog file. (`event.event_size` leaves out the header
+    and checksum; the packet's size is the whole event.)"""
+    packet = event.packet  # type: ignore[attr-defined]
+    return BinlogOffset(stream.log_file, packet.log_pos - packet.event_size)
+
+
 def row_changes(stream: BinLogStreamReader, event: object, decoders: Mapping[str, RowDecoder]) -> Iterator[RowChange]:
     """The row changes of one rows event, if it belongs to a captured table."""
     table_id = f"{event.schema}.{event.table}"  # type: ignore[attr-defined]
     decoder = decoders.get(table_id)
     if decoder is None:
         return
-    header = event.packet  # type: ignore[attr-defined]
-    start_pos = header.log_pos - event.event_size  # type: ignore[attr-defined]
+    start = event_start(stream, event)
     timestamp = event.timestamp  # type: ignore[attr-defined]
-    file = stream.log_file
     for index, row in enumerate(event.rows):  # type: ignore[attr-defined]
-        offset = BinlogOffset(file, start_pos, index)
+        offset = BinlogOffset(start.file, start.pos, index)
         if isinstance(event, WriteRowsEvent):
             after = decoder.from_binlog(row["values"], row["none_sources"])
             yield RowChange(table_id, RowKind.INSERT, None, after, offset, timestamp)
@@ -101,8 +106,7 @@ def read_window(
         for event in stream:
             if isinstance(event, RotateEvent):
                 continue  # its position belongs to the file it closes, not the one it opens
-            position = BinlogOffset(stream.log_file, event.packet.log_pos - event.event_size)
-            if not position.is_before(stop):
+            if not event_start(stream, event).is_before(stop):
                 return
             if isinstance(event, ROW_EVENTS):
                 yield from row_changes(stream, event, decoders)

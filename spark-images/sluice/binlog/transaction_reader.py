@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import pymysql
 from pymysqlreplication.event import HeartbeatLogEvent, QueryEvent, RotateEvent, XidEvent
 
-from sluice.binlog.event_reader import ROW_EVENTS, open_stream, row_changes
+from sluice.binlog.event_reader import ROW_EVENTS, event_start, open_stream, row_changes
 from sluice.binlog.row_change import RowChange
 from sluice.errors import SourceError
 from sluice.source.connection import SourceEndpoint
@@ -92,8 +92,7 @@ def _transactions(stream, decoders, stop_at, stopping) -> Iterator[Transaction |
             if not changes:
                 yield Heartbeat(end)
             continue
-        begin = BinlogOffset(stream.log_file, event.packet.log_pos - event.event_size)
-        if stop_at is not None and not begin.is_before(stop_at):
+        if stop_at is not None and not event_start(stream, event).is_before(stop_at):
             return
         if isinstance(event, ROW_EVENTS):
             changes.extend(row_changes(stream, event, decoders))

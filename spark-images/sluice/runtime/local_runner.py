@@ -114,10 +114,15 @@ class LocalRunner:
 
     def _tables(self, conn) -> dict[str, TableSchema]:
         if "tables" not in self.state:
-            schemas = discover_tables(conn, self.definition.source)
-            self.state["tables"] = {s.table_id: s.to_json() for s in schemas}
+            self._discover_tables(conn)
             self.store.save(self.state)
         return self._saved_tables()
+
+    def _discover_tables(self, conn) -> list[TableSchema]:
+        """Captured tables' schemas, kept in the state: a rerun reads the same tables."""
+        schemas = discover_tables(conn, self.definition.source)
+        self.state["tables"] = {s.table_id: s.to_json() for s in schemas}
+        return schemas
 
     def _saved_tables(self) -> dict[str, TableSchema]:
         return {t: TableSchema.from_json(s) for t, s in self.state["tables"].items()}
@@ -128,11 +133,10 @@ class LocalRunner:
             return SnapshotAssignerState.from_json(self.state["snapshot"])
         if "tables" in self.state:
             return None
-        source = self.definition.source
-        schemas = discover_tables(conn, source)
-        splits = [s for schema in schemas for s in split_table(conn, schema, source.chunk_size)]
+        schemas = self._discover_tables(conn)
+        chunk_size = self.definition.source.chunk_size
+        splits = [s for schema in schemas for s in split_table(conn, schema, chunk_size)]
         plan = SnapshotAssignerState.plan(schemas, splits)
-        self.state["tables"] = {s.table_id: s.to_json() for s in schemas}
         self._save_snapshot(plan)  # before any split is read: a rerun must read the same chunks
         log.info("snapshot plan: %d tables, %d splits", len(schemas), len(splits))
         return plan

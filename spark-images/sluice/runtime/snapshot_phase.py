@@ -42,9 +42,6 @@ class PendingSplits:
         self._per_job = max(1, TASK_ROWS // max(chunk_size, 1))
         self._slots = slots
 
-    def __len__(self) -> int:
-        return len(self._splits)
-
     def take(self) -> list[SnapshotSplit]:
         """Splits of one table: about TASK_ROWS rows, but at most a share of what is left."""
         with self._lock:

@@ -78,7 +78,6 @@ class SinkWriter(ABC):
 class Sink(ABC):
     """Driver side."""
 
-    transactional: bool = False
     max_batch_delay: float = 0.2  # how long the binlog phase may hold a batch before committing
     writes_changes_with_spark: bool = False  # the binlog phase then keeps the Spark session
 

@@ -52,6 +52,7 @@ class JdbcWriter(SinkWriter):
     def __init__(self, target: JdbcTarget) -> None:
         self.target = target
         self._conn: Any = None
+        self._decoders: dict[str, RowDecoder] = {}  # per table, for row keys
 
     @property
     def conn(self) -> Any:
@@ -78,13 +79,13 @@ class JdbcWriter(SinkWriter):
         """Collapses the batch to each key's last image, then deletes and upserts in bulk."""
         dialect = self.target.dialect
         final: dict[str, tuple[TableSchema, dict[Any, Row | None]]] = {}
-        keys: dict[str, RowDecoder] = {}
         for schema, kind, row, _, _ in batch:
             table_id = schema.table_id
             if table_id not in final:
                 final[table_id] = (schema, {})
-                keys[table_id] = RowDecoder(schema)
-            key = keys[table_id].row_key(row)
+                if table_id not in self._decoders:
+                    self._decoders[table_id] = RowDecoder(schema)
+            key = self._decoders[table_id].row_key(row)
             final[table_id][1][key] = None if kind in (RowKind.DELETE, RowKind.UPDATE_BEFORE) else row
         try:
             for schema, images in final.values():
@@ -119,8 +120,6 @@ class JdbcWriter(SinkWriter):
 
 
 class JdbcSink(Sink):
-    transactional = True
-
     def __init__(self, options: Mapping[str, Any], pipeline: str) -> None:
         self.target = JdbcTarget(
             options["url"], options["username"], options["password"], pipeline, options["sink.batch-size"]

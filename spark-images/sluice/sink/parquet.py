@@ -15,7 +15,6 @@ replaying commits in _commit, _index order gives the source table.
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -34,6 +33,7 @@ from sluice.snapshot.split_reader import SplitResult, SplitTask, read_splits
 from sluice.source.offset import BinlogOffset
 from sluice.source.row_decoding import Row
 from sluice.source.schema import TableSchema
+from sluice.state.state_store import write_json_atomically
 
 LOG_DIRECTORY = "_sluice_log"
 IDLE_ENTRY = "binlog-idle"  # position-only commits (no rows) overwrite this one entry
@@ -74,25 +74,29 @@ def spark_values(schema: TableSchema) -> Callable[[Row], tuple[Any, ...]]:
 
 
 class CommitLog:
-    """The `_sluice_log` directory: one JSON entry per commit, each written atomically."""
+    """The `_sluice_log` directory: one JSON entry per commit, each written atomically.
+
+    Read from disk once; after that this process (the driver, its only writer) keeps it."""
 
     def __init__(self, root: Path) -> None:
         self.root = root
         self.directory = root / LOG_DIRECTORY
+        self._entries: dict[str, dict[str, Any]] | None = None
 
     def entries(self) -> list[dict[str, Any]]:
-        if not self.directory.is_dir():
-            return []
-        return [json.loads(p.read_text()) for p in sorted(self.directory.glob("*.json"))]
+        known = self._known()
+        return [known[name] for name in sorted(known)]
+
+    def _known(self) -> dict[str, dict[str, Any]]:
+        if self._entries is None:
+            files = self.directory.glob("*.json") if self.directory.is_dir() else []
+            self._entries = {p.stem: json.loads(p.read_text()) for p in files}
+        return self._entries
 
     def write(self, name: str, entry: dict[str, Any]) -> None:
-        self.directory.mkdir(parents=True, exist_ok=True)
-        temporary = self.directory / f".{name}.json.tmp"
-        with open(temporary, "w") as out:
-            json.dump(entry, out)
-            out.flush()
-            os.fsync(out.fileno())
-        os.replace(temporary, self.directory / f"{name}.json")
+        known = self._known()
+        write_json_atomically(self.directory / f"{name}.json", entry)
+        known[name] = entry
 
     def committed_directories(self) -> list[str]:
         return [d for entry in self.entries() for d in entry.get("directories", [])]
@@ -128,7 +132,6 @@ def _snapshot_rows(tasks: list[SplitTask], results: Any) -> Iterator[tuple[Any, 
 
 
 class ParquetSink(Sink):
-    transactional = True
     max_batch_delay = 1.0  # each commit is a Spark job and a directory: fewer, larger commits
     writes_changes_with_spark = True
 
@@ -196,6 +199,7 @@ class ParquetWriter(SinkWriter):
     def __init__(self, sink: ParquetSink) -> None:
         self.sink = sink
         self.commit = sink.log.next_binlog_commit()
+        self._values: dict[str, Callable[[Row], tuple[Any, ...]]] = {}
 
     def write_changes(self, batch: ChangeBatch, end: BinlogOffset, drop_split_records: bool) -> None:
         if not len(batch):
@@ -205,10 +209,11 @@ class ParquetWriter(SinkWriter):
         for index, change in enumerate(batch):
             schema = change.schema
             rows = by_table.setdefault(schema.table_id, (schema, []))[1]
-            values = spark_values(schema)(change.row)
+            if schema.table_id not in self._values:
+                self._values[schema.table_id] = spark_values(schema)
             rows.append(
                 (change.kind.value, schema.table_id, str(change.offset), change.timestamp * 1000, self.commit, index)
-                + values
+                + self._values[schema.table_id](change.row)
             )
         name = f"binlog-{self.commit:012d}"
         directories = []

@@ -21,16 +21,6 @@ class SnapshotSplit:
     def split_id(self) -> str:
         return f"{self.table_id}:{self.index}"
 
-    def contains(self, key: Any) -> bool:
-        """Whether a chunk-key value falls in this chunk, using Python's order.
-
-        Only valid where the key column orders like Python (see Column.orders_like_python);
-        collated string keys are placed by the server instead (key_order.py).
-        """
-        if key is None:
-            return self.start is None  # NULL sorts first in MySQL
-        return (self.start is None or key >= self.start) and (self.end is None or key < self.end)
-
     def to_json(self) -> dict[str, Any]:
         return {
             "table": self.table_id,

@@ -9,13 +9,13 @@ lock; the emit rule later skips every change of this chunk before that watermark
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
 import MySQLdb.cursors
 
+from sluice.binlog.emit_rule import image_chunks
 from sluice.binlog.event_reader import read_window
 from sluice.binlog.row_change import RowChange, RowKind
 from sluice.sink.base import SinkWriter
@@ -46,8 +46,6 @@ class SplitResult:
     split_id: str
     high_watermark: BinlogOffset
     rows: int
-    backfilled: int  # binlog changes folded into the chunk
-    seconds: float
 
 
 def chunk_query(schema: TableSchema, split: SnapshotSplit) -> tuple[str, list[Any]]:
@@ -105,12 +103,8 @@ def _changes_in_chunk(
     if not changes:
         return []
     boundaries = [b for b in (split.start, split.end) if b is not None]
-    keys: list[Any] = []
-    for change in changes:
-        keys.append(decoder.chunk_key(change.before) if change.before is not None else None)
-        keys.append(decoder.chunk_key(change.after) if change.after is not None else None)
     target = 0 if split.start is None else 1
-    indexes = order.chunk_indexes(keys, boundaries)
+    indexes = image_chunks(changes, decoder, order, boundaries)
     result = []
     for i, change in enumerate(changes):
         before_in = change.before is not None and indexes[2 * i] == target
@@ -141,9 +135,8 @@ def read_splits(tasks: list[SplitTask]) -> Iterator[tuple[SplitTask, list[Row], 
     conn = connect_scan(tasks[0].endpoint)
     try:
         for task in tasks:
-            started = time.monotonic()
-            rows, high, backfilled = read_split(task, conn)
-            yield task, rows, SplitResult(task.split.split_id, high, len(rows), backfilled, time.monotonic() - started)
+            rows, high, _ = read_split(task, conn)
+            yield task, rows, SplitResult(task.split.split_id, high, len(rows))
     finally:
         conn.close()
 

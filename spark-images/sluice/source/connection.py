@@ -62,10 +62,7 @@ def connect_scan(endpoint: SourceEndpoint) -> MySQLdb.connections.Connection:
     pymysql's time and decodes rows in C, about 3.5x faster, with the same Python types
     (JSON as text, as pymysql gives it)."""
     settings = endpoint.settings()
-    conversions = dict(MySQLdb.converters.conversions)
-    conversions[FIELD_TYPE.JSON] = lambda raw: raw.decode("utf-8")
-    conversions[FIELD_TYPE.DATETIME] = conversions[FIELD_TYPE.TIMESTAMP] = _datetime
-    return _with_retry(endpoint, lambda: MySQLdb.connect(autocommit=True, conv=conversions, **settings))
+    return _with_retry(endpoint, lambda: MySQLdb.connect(autocommit=True, conv=_SCAN_CONVERSIONS, **settings))
 
 
 def _datetime(raw: bytes | str) -> datetime | date | None:
@@ -74,6 +71,14 @@ def _datetime(raw: bytes | str) -> datetime | date | None:
         return datetime.fromisoformat(raw.decode() if isinstance(raw, bytes) else raw)
     except ValueError:
         return MySQLdb.times.DateTime_or_None(raw)
+
+
+_SCAN_CONVERSIONS = {
+    **MySQLdb.converters.conversions,
+    FIELD_TYPE.JSON: lambda raw: raw.decode("utf-8"),
+    FIELD_TYPE.DATETIME: _datetime,
+    FIELD_TYPE.TIMESTAMP: _datetime,
+}
 
 
 def _with_retry(endpoint: SourceEndpoint, open_connection: Callable[[], Any]) -> Any:

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import pymysql
-from pymysqlreplication.event import FormatDescriptionEvent, GtidEvent, MariadbGtidEvent, MariadbGtidListEvent
+from pymysqlreplication.event import GtidEvent, MariadbGtidEvent
 
-from sluice.binlog.event_reader import open_stream
+from sluice.binlog.event_reader import event_start, open_stream
 from sluice.errors import SourceError
 from sluice.pipeline.definition import StartupOptions
 from sluice.source.connection import SourceEndpoint, current_offset, is_mariadb
@@ -48,15 +48,14 @@ def gtid_offset(
             {},
             mariadb,
             blocking=False,
-            extra_events=(gtid_event, MariadbGtidListEvent, FormatDescriptionEvent),
+            extra_events=(gtid_event,),
             gtid_set=gtid_set,
         )
         try:
-            previous_end = 0  # a GTID event starts where the event before it ended
             for event in stream:
                 if isinstance(event, gtid_event):
-                    return BinlogOffset(stream.log_file, previous_end, 0, gtid_set)
-                previous_end = event.packet.log_pos or previous_end
+                    start = event_start(stream, event)
+                    return BinlogOffset(start.file, start.pos, 0, gtid_set)
         finally:
             stream.close()
     except pymysql.err.OperationalError as exc:

@@ -23,11 +23,10 @@ from tests.harness import compare
 from tests.harness.pipelines import (
     kill_pipeline,
     mysql_sink,
-    pipeline_yaml,
+    pipeline_per_sink,
     postgres_sink,
     sluice_env,
     start_sluice,
-    write_pipeline,
 )
 from tests.harness.workload import RandomWorkload, create_table
 
@@ -58,6 +57,19 @@ def _wait_for(state_dir: Path, process, predicate, timeout: float = 180) -> None
         time.sleep(0.02)
 
 
+class _After:
+    """A kill moment `delay` seconds after it is first asked."""
+
+    def __init__(self, delay: float) -> None:
+        self.delay = delay
+        self.started: float | None = None
+
+    def __call__(self, _state: dict) -> bool:
+        if self.started is None:
+            self.started = time.monotonic()
+        return time.monotonic() - self.started >= self.delay
+
+
 def _kill_moments(rng: random.Random) -> list:
     """Mid-snapshot, at the switch to the binlog, then at random moments of streaming."""
     moments = [
@@ -65,15 +77,8 @@ def _kill_moments(rng: random.Random) -> list:
         lambda s: _phase(s) in ("switching", "streaming"),
     ]
     while len(moments) < KILLS:
-        delay = rng.uniform(0.5, 4.0)
-        moments.append(lambda s, started=[], delay=delay: _after(started, delay))
+        moments.append(_After(rng.uniform(0.5, 4.0)))
     return moments
-
-
-def _after(started: list, delay: float) -> bool:
-    if not started:
-        started.append(time.monotonic())
-    return time.monotonic() - started[0] >= delay
 
 
 def _run_with_kills(name: str, pipeline: Path, state_dir: Path, env: dict, seed: int, log: dict) -> None:
@@ -101,16 +106,14 @@ def test_targets_equal_the_source_after_repeated_sigkills(tmp_path, mariadb, mar
         "mysql": (mysql_sink(mariadb_target), "6510-6519"),
         "parquet": ({"type": "parquet", "path": str(lake)}, "6520-6529"),
     }
-    pipelines = {}
-    for name, (sink, server_ids) in sinks.items():
-        definition = pipeline_yaml(
-            mariadb,
-            f"{source_db}.(orders|customers|shipments)",
-            sink,
-            name=f"crash-{name}",
-            **{"scan.incremental.snapshot.chunk.size": CHUNK, "server-id": server_ids},
-        )
-        pipelines[name] = (write_pipeline(tmp_path / f"{name}.yaml", definition), tmp_path / f"state-{name}")
+    pipelines = pipeline_per_sink(
+        tmp_path,
+        mariadb,
+        f"{source_db}.(orders|customers|shipments)",
+        sinks,
+        "crash",
+        **{"scan.incremental.snapshot.chunk.size": CHUNK},
+    )
 
     workload = RandomWorkload(mariadb, source_db, TABLES, seed=SEED, max_key=ROWS * 10)
     workload.start(operations=10**9, rate=WRITES_PER_SECOND)

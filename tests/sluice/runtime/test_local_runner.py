@@ -10,6 +10,7 @@ from tests.harness import compare
 from tests.harness.pipelines import (
     kill_pipeline,
     mysql_sink,
+    pipeline_per_sink,
     pipeline_yaml,
     postgres_sink,
     run_sluice,
@@ -37,17 +38,15 @@ def test_snapshot_under_concurrent_writes_equals_the_source(tmp_path, mariadb, m
     env = sluice_env(mariadb, postgresql, mariadb_target)
     workload = RandomWorkload(mariadb, source_db, tables, seed=7, max_key=ROWS * 10)
 
-    runs = {}
-    sinks = (("pg", postgres_sink(postgresql), "6400-6409"), ("mysql", mysql_sink(mariadb_target), "6410-6419"))
-    for name, sink, server_ids in sinks:
-        definition = pipeline_yaml(
-            mariadb,
-            f"{source_db}.\\.*",
-            sink,
-            name=f"concurrent-{name}",
-            **{"scan.startup.mode": "snapshot", "scan.incremental.snapshot.chunk.size": CHUNK, "server-id": server_ids},
-        )
-        runs[name] = (write_pipeline(tmp_path / f"{name}.yaml", definition), tmp_path / f"state-{name}")
+    sinks = {"pg": (postgres_sink(postgresql), "6400-6409"), "mysql": (mysql_sink(mariadb_target), "6410-6419")}
+    runs = pipeline_per_sink(
+        tmp_path,
+        mariadb,
+        f"{source_db}.\\.*",
+        sinks,
+        "concurrent",
+        **{"scan.startup.mode": "snapshot", "scan.incremental.snapshot.chunk.size": CHUNK},
+    )
 
     processes = {name: start_sluice(path, state, env) for name, (path, state) in runs.items()}
     # Write while chunks are being read: start once the first split is done.
