@@ -13,10 +13,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sluice.binlog.row_change import RowChange, RowKind
+from sluice.binlog.row_change import ChangeRow, RowChange, RowKind
 from sluice.snapshot.key_order import KeyOrder
 from sluice.source.offset import BinlogOffset
-from sluice.source.row_decoding import Row, RowDecoder
+from sluice.source.row_decoding import RowDecoder
+from sluice.source.schema import TableSchema
 
 
 @dataclass
@@ -49,24 +50,25 @@ def emit(
     watermarks: TableWatermarks | None,
     decoder: RowDecoder,
     order: KeyOrder,
-) -> list[tuple[RowKind, Row, BinlogOffset]]:
+    schema: TableSchema,
+) -> list[ChangeRow]:
     """The changelog rows to emit for one table's changes (in binlog order), each with the
     position of the change it comes from."""
     if watermarks is None:
-        return [(kind, row, change.offset) for change in changes for kind, row in change.changelog()]
+        return [row for change in changes for row in change.changelog(schema)]
     chunks = image_chunks(changes, decoder, order, watermarks.boundaries)
     hws = watermarks.high_watermarks
-    out: list[tuple[RowKind, Row, BinlogOffset]] = []
+    out: list[ChangeRow] = []
     for i, change in enumerate(changes):
         before_due = change.before is not None and not change.offset.is_before(hws[chunks[2 * i]])
         after_due = change.after is not None and not change.offset.is_before(hws[chunks[2 * i + 1]])
         if change.kind is RowKind.UPDATE_AFTER:
             if before_due and after_due:
-                out.extend((kind, row, change.offset) for kind, row in change.changelog())
+                out.extend(change.changelog(schema))
             elif before_due:
-                out.append((RowKind.DELETE, change.before, change.offset))  # type: ignore[arg-type]
+                out.append(change.one_side(schema, RowKind.DELETE))
             elif after_due:
-                out.append((RowKind.INSERT, change.after, change.offset))  # type: ignore[arg-type]
+                out.append(change.one_side(schema, RowKind.INSERT))
         elif before_due or after_due:
-            out.extend((kind, row, change.offset) for kind, row in change.changelog())
+            out.extend(change.changelog(schema))
     return out

@@ -8,6 +8,7 @@ before their rows are parsed.
 from __future__ import annotations
 
 import logging
+import struct
 from collections.abc import Iterator, Mapping
 
 from pymysqlreplication import BinLogStreamReader
@@ -15,9 +16,10 @@ from pymysqlreplication.event import RotateEvent
 from pymysqlreplication.row_event import DeleteRowsEvent, UpdateRowsEvent, WriteRowsEvent
 
 from sluice.binlog.row_change import RowChange, RowKind
+from sluice.binlog.row_image_decoder import RowImageDecoders
+from sluice.errors import SourceError
 from sluice.source.connection import SourceEndpoint
 from sluice.source.offset import BinlogOffset
-from sluice.source.row_decoding import RowDecoder
 from sluice.source.schema import TableSchema
 
 log = logging.getLogger(__name__)
@@ -64,31 +66,41 @@ def event_start(stream: BinLogStreamReader, event: object) -> BinlogOffset:
     return BinlogOffset(stream.log_file, packet.log_pos - packet.event_size)
 
 
-def row_changes(stream: BinLogStreamReader, event: object, decoders: Mapping[str, RowDecoder]) -> Iterator[RowChange]:
+def row_changes(stream: BinLogStreamReader, event: object, decoders: RowImageDecoders) -> list[RowChange]:
     """The row changes of one rows event, if it belongs to a captured table."""
     table_id = f"{event.schema}.{event.table}"  # type: ignore[attr-defined]
-    decoder = decoders.get(table_id)
+    decoder = decoders.for_table(table_id, event.table_map[event.table_id])  # type: ignore[attr-defined]
     if decoder is None:
-        return
+        return []
     start = event_start(stream, event)
     timestamp = event.timestamp  # type: ignore[attr-defined]
-    for index, row in enumerate(event.rows):  # type: ignore[attr-defined]
-        offset = BinlogOffset(start.file, start.pos, index)
-        if isinstance(event, WriteRowsEvent):
-            after = decoder.from_binlog(row["values"], row["none_sources"])
-            yield RowChange(table_id, RowKind.INSERT, None, after, offset, timestamp)
-        elif isinstance(event, DeleteRowsEvent):
-            before = decoder.from_binlog(row["values"], row["none_sources"])
-            yield RowChange(table_id, RowKind.DELETE, before, None, offset, timestamp)
-        else:
-            yield RowChange(
-                table_id,
-                RowKind.UPDATE_AFTER,
-                decoder.from_binlog(row["before_values"], row["before_none_sources"]),
-                decoder.from_binlog(row["after_values"], row["after_none_sources"]),
-                offset,
-                timestamp,
+    packet = event.packet  # type: ignore[attr-defined]
+    body = packet.read(event.event_size - packet.read_bytes)  # type: ignore[attr-defined]
+    update = isinstance(event, UpdateRowsEvent)
+    present = [event.columns_present_bitmap]  # type: ignore[attr-defined]
+    if update:
+        present.append(event.columns_present_bitmap2)  # type: ignore[attr-defined]
+    try:
+        images = decoder.images(body, present)
+    except (ValueError, IndexError, struct.error) as exc:
+        raise SourceError(f"cannot decode the rows event of {table_id} at binlog position {start}: {exc}") from exc
+    file, pos = start.file, start.pos
+    if update:
+        return [
+            RowChange(
+                table_id, RowKind.UPDATE_AFTER, images[i], images[i + 1], BinlogOffset(file, pos, i // 2), timestamp
             )
+            for i in range(0, len(images), 2)
+        ]
+    if isinstance(event, WriteRowsEvent):
+        return [
+            RowChange(table_id, RowKind.INSERT, None, row, BinlogOffset(file, pos, i), timestamp)
+            for i, row in enumerate(images)
+        ]
+    return [
+        RowChange(table_id, RowKind.DELETE, row, None, BinlogOffset(file, pos, i), timestamp)
+        for i, row in enumerate(images)
+    ]
 
 
 def read_window(
@@ -100,7 +112,7 @@ def read_window(
     mariadb: bool,
 ) -> Iterator[RowChange]:
     """Row changes of the given tables in [start, stop): a split's backfill window."""
-    decoders = {table_id: RowDecoder(schema) for table_id, schema in schemas.items()}
+    decoders = RowImageDecoders(schemas)
     stream = open_stream(endpoint, server_id, start, schemas, mariadb, blocking=False)
     try:
         for event in stream:

@@ -16,10 +16,10 @@ from pymysqlreplication.event import HeartbeatLogEvent, QueryEvent, RotateEvent,
 
 from sluice.binlog.event_reader import ROW_EVENTS, event_start, open_stream, row_changes
 from sluice.binlog.row_change import RowChange
+from sluice.binlog.row_image_decoder import RowImageDecoders
 from sluice.errors import SourceError
 from sluice.source.connection import SourceEndpoint
 from sluice.source.offset import BinlogOffset
-from sluice.source.row_decoding import RowDecoder
 from sluice.source.schema import TableSchema
 
 
@@ -48,7 +48,7 @@ def read_transactions(
     stopping: threading.Event,
 ) -> Iterator[Transaction | Heartbeat]:
     """Transactions from `start`: up to `stop_at` if given, else following the binlog."""
-    decoders = {table_id: RowDecoder(schema) for table_id, schema in schemas.items()}
+    decoders = RowImageDecoders(schemas)
     stream = open_stream(
         endpoint,
         server_id,

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from sluice.binlog.binlog_split import BinlogSplit
 from sluice.binlog.emit_rule import emit
 from sluice.binlog.transaction_reader import Heartbeat, Transaction, read_transactions
-from sluice.sink.base import ChangeBatch, ChangeRow, SinkWriter
+from sluice.sink.base import ChangeBatch, SinkWriter
 from sluice.snapshot.key_order import key_order_for
 from sluice.source.connection import SourceEndpoint, connect, is_mariadb
 from sluice.source.offset import BinlogOffset
@@ -144,6 +144,6 @@ def _emit(
         else:
             runs.append((change.table_id, [change]))
     for table_id, changes in runs:
-        rows = emit(changes, split.watermarks.get(table_id), decoders[table_id], orders[table_id])
-        for kind, row, offset in rows:
-            batch.add(ChangeRow(schemas[table_id], kind, row, transaction.timestamp, offset))
+        batch.extend(
+            emit(changes, split.watermarks.get(table_id), decoders[table_id], orders[table_id], schemas[table_id])
+        )

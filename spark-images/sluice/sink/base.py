@@ -9,9 +9,9 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING
 
-from sluice.binlog.row_change import RowKind
+from sluice.binlog.row_change import ChangeRow
 from sluice.snapshot.snapshot_split import SnapshotSplit
 from sluice.source.offset import BinlogOffset
 from sluice.source.row_decoding import Row
@@ -24,24 +24,14 @@ if TYPE_CHECKING:
     from sluice.snapshot.split_reader import SplitResult, SplitTask
 
 
-class ChangeRow(NamedTuple):
-    """One changelog row with its metadata: table, kind, op time, binlog position."""
-
-    schema: TableSchema
-    kind: RowKind
-    row: Row
-    timestamp: int  # seconds since the epoch, from the event header
-    offset: BinlogOffset
-
-
 @dataclass
 class ChangeBatch:
     """Changelog rows of whole transactions, in binlog order, committed together."""
 
     rows: list[ChangeRow] = field(default_factory=list)
 
-    def add(self, row: ChangeRow) -> None:
-        self.rows.append(row)
+    def extend(self, rows: list[ChangeRow]) -> None:
+        self.rows.extend(rows)
 
     def __len__(self) -> int:
         return len(self.rows)
