@@ -5,7 +5,7 @@ method calls, a few microseconds each; that was nine tenths of the reader's time
 table map is compiled once into one small reader per column, and a rows event's body is
 decoded in one pass over its bytes. Each reader yields the value in the form the split
 reader's SELECT gives it (what the watermark fold and the emit rule compare), so there is
-no second pass to normalise FLOAT, SET, BIT, JSON, BINARY padding or negative TIME.
+no second pass to normalise SET, BIT, JSON, BINARY padding or negative TIME.
 
 Row image layout (MySQL's rows_event.h): per image a null bitmap over the present columns,
 then the non-null values in column order, each in its column type's binary form.
@@ -17,7 +17,7 @@ import codecs
 import json
 import struct
 from collections.abc import Callable, Mapping, Sequence
-from datetime import date, datetime, timedelta
+from datetime import date, datetime, timedelta, tzinfo
 from decimal import Decimal
 from typing import Any
 
@@ -32,7 +32,6 @@ from sluice.source.schema import TableSchema
 # the offset just past it.
 ColumnReader = Callable[[bytes, int], tuple[Any, int]]
 
-_EPOCH = datetime(1970, 1, 1)
 _DECIMAL_GROUP_BYTES = (0, 1, 1, 2, 2, 3, 3, 4, 4, 4)  # bytes for 0..9 leftover digits
 
 
@@ -49,16 +48,6 @@ def _little_endian(size: int, signed: bool) -> ColumnReader:
         return int.from_bytes(data[pos : pos + size], "little", signed=signed), pos + size
 
     return read
-
-
-def _shortest_float32(value: float) -> float:
-    """The shortest decimal that reads back as the same float32: what SELECT prints."""
-    packed = struct.pack("<f", value)
-    for digits in range(6, 10):
-        candidate = float(f"{value:.{digits}g}")
-        if struct.pack("<f", candidate) == packed:
-            return candidate
-    return value
 
 
 def _length_prefixed(prefix: int, finish: Callable[[bytes], Any]) -> ColumnReader:
@@ -79,6 +68,16 @@ def _length_prefixed(prefix: int, finish: Callable[[bytes], Any]) -> ColumnReade
     return read_wide
 
 
+def _undefined_cp1252_bytes(error: UnicodeError) -> tuple[str, int]:
+    """MySQL's latin1 is cp1252 with its five undefined bytes mapped to U+0081 and so on;
+    Python's cp1252 refuses them."""
+    assert isinstance(error, UnicodeDecodeError)
+    return "".join(map(chr, error.object[error.start : error.end])), error.end
+
+
+codecs.register_error("sluice-mysql-latin1", _undefined_cp1252_bytes)
+
+
 def _text(encoding: str, where: str) -> Callable[[bytes], Any]:
     if encoding == "binary":
         return bytes
@@ -86,7 +85,8 @@ def _text(encoding: str, where: str) -> Callable[[bytes], Any]:
         name = codecs.lookup(encoding).name
     except LookupError:
         raise SourceError(f"{where}: character set {encoding!r} has no Python codec; Sluice cannot decode it") from None
-    return lambda raw: str(raw, name)
+    errors = "sluice-mysql-latin1" if name == "cp1252" else "strict"
+    return lambda raw: str(raw, name, errors)
 
 
 def _decimal(precision: int, scale: int) -> ColumnReader:
@@ -154,19 +154,23 @@ def _datetime2(fsp: int) -> ColumnReader:
     return read
 
 
-def _timestamp2(fsp: int) -> ColumnReader:
-    """Seconds since the epoch, big-endian; shown in UTC, the session zone of every scan."""
+def _timestamp2(fsp: int, zone: tzinfo) -> ColumnReader:
+    """Seconds since the epoch, big-endian, shown in the zone the scan's session uses."""
     frac_size, unit = _fraction(fsp)
     size = 4 + frac_size
 
     def read(data: bytes, pos: int) -> tuple[datetime | None, int]:
         seconds = int.from_bytes(data[pos : pos + 4], "big")
         micros = int.from_bytes(data[pos + 4 : pos + size], "big") * unit
-        if not seconds and not micros:
-            return None, pos + size  # '0000-00-00 00:00:00'
-        return _EPOCH + timedelta(seconds=seconds, microseconds=micros), pos + size
+        return _local_time(seconds, micros, zone), pos + size
 
     return read
+
+
+def _local_time(seconds: int, micros: int, zone: tzinfo) -> datetime | None:
+    if not seconds and not micros:
+        return None  # '0000-00-00 00:00:00', which the SELECT path gives as None
+    return datetime.fromtimestamp(seconds, zone).replace(tzinfo=None, microsecond=micros)
 
 
 def _time2(fsp: int) -> ColumnReader:
@@ -278,7 +282,7 @@ def _year(data: bytes, pos: int) -> tuple[int, int]:
 _INTEGERS = {FIELD_TYPE.TINY: "b", FIELD_TYPE.SHORT: "h", FIELD_TYPE.LONG: "i", FIELD_TYPE.LONGLONG: "q"}
 
 
-def column_reader(column: Any, where: str) -> ColumnReader:
+def column_reader(column: Any, where: str, zone: tzinfo) -> ColumnReader:
     """The reader for one table-map column (python-mysql-replication's Column)."""
     kind = column.type
     if kind in _INTEGERS:
@@ -287,7 +291,7 @@ def column_reader(column: Any, where: str) -> ColumnReader:
     if kind == FIELD_TYPE.INT24:
         return _little_endian(3, signed=not column.unsigned)
     if kind == FIELD_TYPE.FLOAT:
-        return _fixed("<f", _shortest_float32)
+        return _fixed("<f")  # exact, as the split reader selects it
     if kind == FIELD_TYPE.DOUBLE:
         return _fixed("<d")
     if kind == FIELD_TYPE.NEWDECIMAL:
@@ -317,7 +321,7 @@ def column_reader(column: Any, where: str) -> ColumnReader:
     if kind == FIELD_TYPE.DATETIME2:
         return _datetime2(column.fsp)
     if kind == FIELD_TYPE.TIMESTAMP2:
-        return _timestamp2(column.fsp)
+        return _timestamp2(column.fsp, zone)
     if kind == FIELD_TYPE.TIME2:
         return _time2(column.fsp)
     if kind == FIELD_TYPE.TIME:
@@ -325,7 +329,7 @@ def column_reader(column: Any, where: str) -> ColumnReader:
     if kind == FIELD_TYPE.DATETIME:
         return _old_datetime
     if kind == FIELD_TYPE.TIMESTAMP:
-        return _fixed("<I", lambda s: _EPOCH + timedelta(seconds=s) if s else None)
+        return _fixed("<I", lambda seconds: _local_time(seconds, 0, zone))
     raise SourceError(f"{where}: binlog column type {kind} is not supported by Sluice")
 
 
@@ -333,7 +337,7 @@ class RowImageDecoder:
     """One table map compiled: decodes a rows event body into rows in the schema's column
     order. Columns are matched by name; one the schema does not know is read past."""
 
-    def __init__(self, table_map_columns: Sequence[Any], schema: TableSchema) -> None:
+    def __init__(self, table_map_columns: Sequence[Any], schema: TableSchema, zone: tzinfo) -> None:
         self.schema = schema
         self._width = len(schema.columns)
         self._plans: dict[bytes, list[tuple[ColumnReader, int, int]]] = {}
@@ -344,7 +348,7 @@ class RowImageDecoder:
             where = f"table {schema.table_id}, column {name}"
             # A column the schema does not know lands in a spare slot past the row's end.
             target = schema.position(name) if name in names else self._width
-            self._readers.append((column_reader(column, where), target))
+            self._readers.append((column_reader(column, where, zone), target))
         self._spare = any(target == self._width for _, target in self._readers)
 
     def _plan(self, present: bytes) -> list[tuple[ColumnReader, int, int]]:
@@ -398,8 +402,10 @@ class RowImageDecoders:
     Every statement's rows come after a fresh table map; a decoder is compiled again only
     when the table's columns changed."""
 
-    def __init__(self, schemas: Mapping[str, TableSchema]) -> None:
+    def __init__(self, schemas: Mapping[str, TableSchema], zone: tzinfo) -> None:
+        """`zone`: the session time zone the split reader's SELECT shows TIMESTAMPs in."""
         self._schemas = schemas
+        self._zone = zone
         self._current: dict[str, tuple[Any, RowImageDecoder]] = {}
         self._compiled: dict[tuple[str, tuple], RowImageDecoder] = {}
 
@@ -414,6 +420,6 @@ class RowImageDecoders:
         key = (table_id, _signature(table.columns))
         decoder = self._compiled.get(key)
         if decoder is None:
-            decoder = self._compiled[key] = RowImageDecoder(table.columns, schema)
+            decoder = self._compiled[key] = RowImageDecoder(table.columns, schema, self._zone)
         self._current[table_id] = (table, decoder)
         return decoder

@@ -48,7 +48,7 @@ def read_transactions(
     stopping: threading.Event,
 ) -> Iterator[Transaction | Heartbeat]:
     """Transactions from `start`: up to `stop_at` if given, else following the binlog."""
-    decoders = RowImageDecoders(schemas)
+    decoders = RowImageDecoders(schemas, endpoint.zone())
     stream = open_stream(
         endpoint,
         server_id,

@@ -24,7 +24,7 @@ from sluice.snapshot.snapshot_split import SnapshotSplit
 from sluice.source.connection import SourceEndpoint, connect_scan, current_offset, is_mariadb
 from sluice.source.offset import BinlogOffset
 from sluice.source.row_decoding import Row, RowDecoder
-from sluice.source.schema import TableSchema
+from sluice.source.schema import Column, TableSchema
 from sluice.source.sql import qualified, quote
 
 log = logging.getLogger(__name__)
@@ -48,9 +48,16 @@ class SplitResult:
     rows: int
 
 
+def _selected(column: Column) -> str:
+    """The server prints a FLOAT to six digits, which loses bits; as a DOUBLE it prints the
+    exact float32 value, which is also what the binlog holds."""
+    name = quote(column.name)
+    return f"({name} + 0e0) AS {name}" if column.data_type == "float" else name
+
+
 def chunk_query(schema: TableSchema, split: SnapshotSplit) -> tuple[str, list[Any]]:
     key = quote(schema.chunk_key)
-    columns = ", ".join(quote(c) for c in schema.column_names)
+    columns = ", ".join(_selected(c) for c in schema.columns)
     conditions: list[str] = []
     params: list[Any] = []
     if split.start is not None:

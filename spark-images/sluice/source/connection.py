@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import logging
+import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import date, datetime
+from datetime import date, datetime, timedelta, timezone, tzinfo
 from typing import Any
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import MySQLdb
 import MySQLdb.converters
@@ -36,6 +38,20 @@ class SourceEndpoint:
 
     def __repr__(self) -> str:
         return f"SourceEndpoint({self.username}@{self.hostname}:{self.port})"
+
+    def zone(self) -> tzinfo:
+        """The session time zone as Python's: the binlog decoder shows TIMESTAMPs in it, as
+        the scan's SELECT does."""
+        offset = re.fullmatch(r"([+-])(\d{1,2}):(\d{2})", _mysql_time_zone(self.time_zone))
+        if offset:
+            delta = timedelta(hours=int(offset[2]), minutes=int(offset[3]))
+            return timezone(-delta if offset[1] == "-" else delta)
+        try:
+            return ZoneInfo(self.time_zone)
+        except (ZoneInfoNotFoundError, ValueError):
+            raise SourceError(
+                f"source.server-time-zone: {self.time_zone!r} is not a time zone name or an offset like +02:00"
+            ) from None
 
     def settings(self) -> dict[str, Any]:
         """Keyword arguments both drivers (and python-mysql-replication) accept."""
