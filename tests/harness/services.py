@@ -14,7 +14,7 @@ import socket
 import subprocess
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -91,7 +91,7 @@ class PostgreSQL:
         _as_postgres_user([str(PG_BIN / "pg_ctl"), "-D", str(self.datadir), "-m", "fast", "stop"])
 
 
-def start_mariadb(base: Path, server_id: int = 1) -> MariaDB:
+def start_mariadb(base: Path, server_id: int = 1, options: Sequence[str] = ()) -> MariaDB:
     datadir = base / "mariadb"
     if datadir.exists():
         shutil.rmtree(datadir)
@@ -137,6 +137,7 @@ def start_mariadb(base: Path, server_id: int = 1) -> MariaDB:
             "--skip-name-resolve",
             "--character-set-server=utf8mb4",
             "--max-recursive-iterations=100000000",
+            *options,
         ],
         stdout=log,
         stderr=subprocess.STDOUT,
@@ -144,6 +145,31 @@ def start_mariadb(base: Path, server_id: int = 1) -> MariaDB:
     server = MariaDB(port, datadir, process)
     _wait(lambda: _root_setup(server, datadir), f"MariaDB on port {port}", datadir / "server.log")
     return server
+
+
+def replicate(replica: MariaDB, primary: MariaDB) -> None:
+    """Makes `replica` a GTID replica of `primary`; start it with --log-slave-updates so its
+    own binlog has the primary's transactions, under the same GTIDs."""
+    replica.execute(
+        f"CHANGE MASTER TO MASTER_HOST='{primary.host}', MASTER_PORT={primary.port}, "
+        f"MASTER_USER='{primary.user}', MASTER_PASSWORD='{primary.password}', MASTER_USE_GTID=slave_pos",
+        "START SLAVE",
+    )
+
+
+def wait_replicated(replica: MariaDB, primary: MariaDB, timeout: float = 60) -> None:
+    conn = primary.connect()
+    with conn.cursor() as cur:
+        cur.execute("SELECT @@gtid_binlog_pos")
+        (position,) = cur.fetchone()
+    conn.close()
+    conn = replica.connect()
+    with conn.cursor() as cur:
+        cur.execute("SELECT MASTER_GTID_WAIT(%s, %s)", (position, timeout))
+        (waited,) = cur.fetchone()
+    conn.close()
+    if waited != 0:
+        raise RuntimeError(f"replica on port {replica.port} did not reach {position} in {timeout}s")
 
 
 def _root_setup(server: MariaDB, datadir: Path) -> None:

@@ -12,9 +12,17 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
 import pymysql
-from pymysqlreplication.event import HeartbeatLogEvent, QueryEvent, RotateEvent, XidEvent
+from pymysqlreplication.event import (
+    GtidEvent,
+    HeartbeatLogEvent,
+    MariadbGtidEvent,
+    QueryEvent,
+    RotateEvent,
+    XidEvent,
+)
 
 from sluice.binlog.event_reader import ROW_EVENTS, event_start, open_stream, row_changes
+from sluice.binlog.gtid_state import GtidState, gtid_state
 from sluice.binlog.row_change import RowChange
 from sluice.binlog.row_image_decoder import RowImageDecoders
 from sluice.errors import SourceError
@@ -46,8 +54,10 @@ def read_transactions(
     stop_at: BinlogOffset | None,
     heartbeat_seconds: float,
     stopping: threading.Event,
+    by_gtid: bool = False,
 ) -> Iterator[Transaction | Heartbeat]:
-    """Transactions from `start`: up to `stop_at` if given, else following the binlog."""
+    """Transactions from `start` (its file/position, or after its GTID set if `by_gtid`): up
+    to `stop_at` if given, else following the binlog."""
     decoders = RowImageDecoders(schemas, endpoint.zone())
     stream = open_stream(
         endpoint,
@@ -57,17 +67,21 @@ def read_transactions(
         mariadb,
         blocking=stop_at is None,
         heartbeat_seconds=heartbeat_seconds if stop_at is None else None,
-        extra_events=(XidEvent, QueryEvent, HeartbeatLogEvent),
+        extra_events=(XidEvent, QueryEvent, HeartbeatLogEvent, GtidEvent, MariadbGtidEvent),
+        gtid_set=start.gtid if by_gtid else "",
     )
+    # Without the GTID set at `start` (a MySQL file/position start), no set can be kept.
+    gtids = gtid_state(start.gtid, mariadb) if start.gtid else None
     try:
-        yield from _transactions(stream, decoders, stop_at, stopping)
+        yield from _transactions(stream, decoders, stop_at, stopping, gtids)
     except pymysql.err.OperationalError as exc:
-        raise replication_error(exc, server_id, start) from exc
+        where = f"after GTID set {start.gtid}" if by_gtid else f"from {start}"
+        raise replication_error(exc, server_id, where) from exc
     finally:
         stream.close()
 
 
-def replication_error(exc: pymysql.err.OperationalError, server_id: int, start: BinlogOffset) -> SourceError:
+def replication_error(exc: pymysql.err.OperationalError, server_id: int, where: str) -> SourceError:
     """Names what to fix for the replication errors users meet."""
     code, message = (exc.args + ("",))[:2]
     if code == 4052:
@@ -76,26 +90,39 @@ def replication_error(exc: pymysql.err.OperationalError, server_id: int, start: 
             "reading this source; give each pipeline its own server-id range"
         )
     if code == 1236:
-        return SourceError(f"the source cannot serve the binlog from {start}: {message}")
+        return SourceError(f"the source cannot serve the binlog {where}: {message}")
     return SourceError(f"binlog connection to the source failed: {message}")
 
 
-def _transactions(stream, decoders, stop_at, stopping) -> Iterator[Transaction | Heartbeat]:
+def _transactions(stream, decoders, stop_at, stopping, gtids: GtidState | None) -> Iterator[Transaction | Heartbeat]:
     changes: list[RowChange] = []
+    pending_gtid = ""  # the GTID of the transaction being read, executed once it ends
+
+    def resume_point(pos: int) -> BinlogOffset:
+        nonlocal pending_gtid
+        if gtids is not None and pending_gtid:
+            gtids.add(pending_gtid)
+        pending_gtid = ""
+        return BinlogOffset(stream.log_file, pos, 0, str(gtids) if gtids is not None else "")
+
     for event in stream:
         if stopping.is_set():
             return
         if isinstance(event, RotateEvent):
             continue
-        end = BinlogOffset(stream.log_file, event.packet.log_pos)
+        if isinstance(event, (GtidEvent, MariadbGtidEvent)):
+            if gtids is not None and pending_gtid:  # the previous transaction ended without XID or COMMIT: DDL
+                gtids.add(pending_gtid)
+            pending_gtid = event.gtid
+            continue
         if isinstance(event, HeartbeatLogEvent):
             if not changes:
-                yield Heartbeat(end)
+                yield Heartbeat(resume_point(event.packet.log_pos))
             continue
         if stop_at is not None and not event_start(stream, event).is_before(stop_at):
             return
         if isinstance(event, ROW_EVENTS):
             changes.extend(row_changes(stream, event, decoders))
         elif isinstance(event, XidEvent) or (isinstance(event, QueryEvent) and event.query.strip().upper() == "COMMIT"):
-            yield Transaction(changes, end, event.timestamp)
+            yield Transaction(changes, resume_point(event.packet.log_pos), event.timestamp)
             changes = []

@@ -37,6 +37,7 @@ class BinlogSettings:
     heartbeat_seconds: float
     batch_rows: int = 5000
     max_batch_delay: float = 0.2
+    start_by_gtid: bool = False  # start after the split offset's GTID set, not at its file/position
 
 
 def run_binlog_phase(
@@ -73,6 +74,7 @@ def run_binlog_phase(
                 stop_at,
                 settings.heartbeat_seconds,
                 stopping,
+                by_gtid=settings.start_by_gtid,
             ):
                 inbox.put(item)
         except BaseException as exc:  # noqa: BLE001 - handed to the committing thread

@@ -24,7 +24,7 @@ from sluice.snapshot.chunk_splitter import split_table
 from sluice.snapshot.snapshot_split_assigner import SnapshotAssignerState
 from sluice.snapshot.split_reader import SplitResult
 from sluice.source.checks import check_binlog_settings
-from sluice.source.connection import SourceEndpoint, connect, current_offset
+from sluice.source.connection import SourceEndpoint, connect, current_offset, executed_gtids
 from sluice.source.offset import BinlogOffset
 from sluice.source.schema import TableSchema, discover_tables
 from sluice.source.startup import check_offset_available, startup_offset
@@ -169,7 +169,13 @@ class LocalRunner:
             if committed is not None and committed.is_after(split.offset):
                 split.advance(committed)
             stop_at = BinlogOffset.from_json(self.state["stop_at"]) if "stop_at" in self.state else None
-            check_offset_available(conn, split.offset)
+            # A GTID set means the same on every server of the topology, file/position only on
+            # the one that wrote it: resuming by GTID follows a failover to a promoted replica.
+            # (The emit rule's watermarks and a bounded run's end are positions, so those runs
+            # resume by position.)
+            by_gtid = bool(split.offset.gtid) and not split.watermarks and stop_at is None
+            if not by_gtid:
+                check_offset_available(conn, split.offset)
         finally:
             conn.close()
         settings = BinlogSettings(
@@ -177,6 +183,7 @@ class LocalRunner:
             heartbeat_seconds=min(source.heartbeat_seconds, 1.0),
             batch_rows=int(self.definition.sink.options.get("sink.batch-size", 5000)),
             max_batch_delay=self.sink.max_batch_delay,
+            start_by_gtid=by_gtid,
         )
         progress = BinlogProgress()
         previous = self._install_signal_handlers()
@@ -209,6 +216,7 @@ class LocalRunner:
         else:
             source = self.definition.source
             split = BinlogSplit(startup_offset(conn, source.startup, self.endpoint, source.server_ids.pick(0)))
+        split.offset = executed_gtids(conn, split.offset)
         self.state["binlog"] = split.to_json()
         self.store.save(self.state)
         return split

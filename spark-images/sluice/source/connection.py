@@ -133,8 +133,8 @@ def is_mariadb(conn: Any) -> bool:
 
 
 def current_offset(conn: Any) -> BinlogOffset:
-    # Either driver's connection.
-    """The server's current binlog end: every committed transaction lies before it."""
+    """The server's current binlog end: every committed transaction lies before it. (Either
+    driver's connection.)"""
     with conn.cursor() as cur:
         try:
             cur.execute("SHOW MASTER STATUS")
@@ -146,10 +146,18 @@ def current_offset(conn: Any) -> BinlogOffset:
                 "source: binary logging is off; start the server with log-bin "
                 "(and binlog_format=ROW, binlog_row_image=FULL, binlog_row_metadata=FULL)"
             )
-        gtid = ""
-        if is_mariadb(conn):
-            cur.execute("SELECT @@gtid_binlog_pos")
-            gtid = cur.fetchone()[0] or ""
-        elif len(row) >= 5:
-            gtid = (row[4] or "").replace("\n", "")
+        # MySQL gives the executed GTID set in the same row, exactly as of this position;
+        # MariaDB has no such column (executed_gtids() asks it for a given position).
+        gtid = (row[4] or "").replace("\n", "") if len(row) >= 5 else ""
     return BinlogOffset(row[0], int(row[1]), 0, gtid)
+
+
+def executed_gtids(conn: Any, offset: BinlogOffset) -> BinlogOffset:
+    """`offset` with the GTID set executed before it, where the server can tell: MariaDB for
+    any position (BINLOG_GTID_POS); MySQL only as current_offset gives it."""
+    if offset.gtid or not is_mariadb(conn):
+        return offset
+    with conn.cursor() as cur:
+        cur.execute("SELECT BINLOG_GTID_POS(%s, %s)", (offset.file, offset.pos))
+        (gtid,) = cur.fetchone()
+    return BinlogOffset(offset.file, offset.pos, offset.row, gtid or "")

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from sluice.source.connection import current_offset
+from sluice.source.connection import current_offset, executed_gtids
 from tests.harness import compare
 from tests.harness.pipelines import pipeline_yaml, postgres_sink, sluice_env, start_sluice, write_pipeline
 
@@ -107,8 +107,10 @@ def test_specific_offset_by_file_and_position(tmp_path, mariadb, postgresql, tab
 
 def test_specific_offset_by_gtid_set(tmp_path, mariadb, postgresql, table):
     _insert(mariadb, table, range(1, 4))
-    gtid = _offset(mariadb).gtid
-    assert gtid, "MariaDB reports its GTID position"
+    conn = mariadb.connect()
+    gtid = executed_gtids(conn, current_offset(conn)).gtid
+    conn.close()
+    assert gtid, "MariaDB reports the GTID position of a binlog position"
     _insert(mariadb, table, range(4, 6))
     options = {"scan.startup.mode": "specific-offset", "scan.startup.specific-offset.gtid-set": gtid}
     ids = _stream(tmp_path, mariadb, postgresql, table, "6606-6607", options, then_insert=range(10, 11))

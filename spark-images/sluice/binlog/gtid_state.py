@@ -1,0 +1,70 @@
+"""The GTIDs executed up to a point of the binlog, kept as the reader passes transactions.
+
+Every resume point then carries its GTID set as well as its file/position. File/position
+only mean something on the server that wrote them; a GTID set means the same on every
+server of a replication topology, so a pipeline can resume on a promoted replica.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+
+class GtidState(Protocol):
+    def add(self, gtid: str) -> None: ...
+
+    def __str__(self) -> str: ...
+
+
+class MariadbGtidPosition:
+    """MariaDB's form: the last domain-server-sequence applied in each replication domain."""
+
+    def __init__(self, text: str) -> None:
+        self._last: dict[int, str] = {}
+        for gtid in filter(None, (part.strip() for part in text.split(","))):
+            self.add(gtid)
+
+    def add(self, gtid: str) -> None:
+        self._last[int(gtid.split("-", 1)[0])] = gtid
+
+    def __str__(self) -> str:
+        return ",".join(self._last[domain] for domain in sorted(self._last))
+
+
+class MysqlGtidSet:
+    """MySQL's form: per source uuid, the closed intervals of transaction numbers."""
+
+    def __init__(self, text: str) -> None:
+        self._intervals: dict[str, list[list[int]]] = {}
+        for part in filter(None, (p.strip() for p in text.replace("\n", "").split(","))):
+            sid, *ranges = part.split(":")
+            for item in ranges:
+                first, _, last = item.partition("-")
+                self._add_range(sid.lower(), int(first), int(last or first))
+
+    def add(self, gtid: str) -> None:
+        sid, number = gtid.rsplit(":", 1)
+        self._add_range(sid.lower(), int(number), int(number))
+
+    def _add_range(self, sid: str, first: int, last: int) -> None:
+        intervals = self._intervals.setdefault(sid, [])
+        if intervals and intervals[-1][1] + 1 == first:  # the usual case: the next number
+            intervals[-1][1] = last
+            return
+        merged: list[list[int]] = []
+        for interval in sorted([*intervals, [first, last]]):
+            if merged and interval[0] <= merged[-1][1] + 1:
+                merged[-1][1] = max(merged[-1][1], interval[1])
+            else:
+                merged.append(list(interval))
+        self._intervals[sid] = merged
+
+    def __str__(self) -> str:
+        return ",".join(
+            sid + "".join(f":{a}" if a == b else f":{a}-{b}" for a, b in intervals)
+            for sid, intervals in sorted(self._intervals.items())
+        )
+
+
+def gtid_state(text: str, mariadb: bool) -> GtidState:
+    return MariadbGtidPosition(text) if mariadb else MysqlGtidSet(text)

@@ -1,0 +1,48 @@
+"""The GTID set kept at every resume point, in both servers' forms. (MySQL's form is checked
+here on its own: this machine has MariaDB only.)"""
+
+from __future__ import annotations
+
+from sluice.binlog.gtid_state import gtid_state
+
+A = "3e11fa47-71ca-11e1-9e33-c80aa9429562"
+B = "8d3a2b1c-0000-11ee-8000-0242ac120002"
+
+
+def test_mysql_set_grows_by_the_next_transaction_number():
+    state = gtid_state(f"{A}:1-5", mariadb=False)
+    state.add(f"{A}:6")
+    assert str(state) == f"{A}:1-6"
+
+
+def test_mysql_set_keeps_gaps_and_closes_them():
+    state = gtid_state(f"{A}:1-3:7-9", mariadb=False)
+    state.add(f"{A}:11")
+    assert str(state) == f"{A}:1-3:7-9:11"
+    state.add(f"{A}:10")
+    state.add(f"{A}:4")
+    state.add(f"{A}:5")
+    state.add(f"{A}:6")
+    assert str(state) == f"{A}:1-11"
+
+
+def test_mysql_set_keeps_each_source_apart_and_reads_the_servers_own_text():
+    state = gtid_state(f"{B}:1-2,\n{A.upper()}:1", mariadb=False)  # SHOW MASTER STATUS wraps lines
+    state.add(f"{B}:3")
+    state.add(f"{A}:2")
+    assert str(state) == f"{A}:1-2,{B}:1-3"
+
+
+def test_mariadb_position_holds_the_last_gtid_of_each_domain():
+    state = gtid_state("0-1-42,9-22-3", mariadb=True)
+    state.add("0-1-43")
+    state.add("0-2-44")  # a new primary in the same domain
+    state.add("5-7-1")
+    assert str(state) == "0-2-44,5-7-1,9-22-3"
+
+
+def test_an_empty_set_grows_from_nothing():
+    mysql, mariadb = gtid_state("", mariadb=False), gtid_state("", mariadb=True)
+    mysql.add(f"{A}:1")
+    mariadb.add("0-1-1")
+    assert (str(mysql), str(mariadb)) == (f"{A}:1", "0-1-1")
