@@ -3,6 +3,10 @@
 Each write commits its rows together with the offsets it covers (a snapshot split's high
 watermark, later the binlog position) in one transaction, so the target's offsets table
 says precisely what the target holds, whatever crashed when.
+
+Every run takes a new epoch for its pipeline in the target, and every write checks it in
+its transaction: a writer of an older run (a zombie executor, a driver cut off from its
+pod) can no longer commit over what the newer run wrote.
 """
 
 from __future__ import annotations
@@ -33,6 +37,7 @@ class JdbcTarget:
         self._password = password
         self.pipeline = pipeline
         self.batch_size = batch_size
+        self.epoch: int | None = None  # taken by JdbcSink.prepare, before writers ship
 
     def __repr__(self) -> str:
         return f"JdbcTarget({self.url.dialect}://{self.url.host}:{self.url.port}/{self.url.database})"
@@ -65,6 +70,7 @@ class JdbcWriter(SinkWriter):
     ) -> None:
         dialect = self.target.dialect
         try:
+            self._fence()
             dialect.insert_chunk(self.conn, schema, rows)
             dialect.save_offsets(self.conn, self.target.pipeline, {split.split_id: high_watermark})
             self.conn.commit()
@@ -88,6 +94,7 @@ class JdbcWriter(SinkWriter):
             key = self._decoders[table_id].row_key(row)
             final[table_id][1][key] = None if kind in (RowKind.DELETE, RowKind.UPDATE_BEFORE) else row
         try:
+            self._fence()
             for schema, images in final.values():
                 deleted = [_key_tuple(k) for k, row in images.items() if row is None]
                 upserted = [row for row in images.values() if row is not None]
@@ -101,6 +108,14 @@ class JdbcWriter(SinkWriter):
         except Exception as exc:
             self._abort()
             raise SinkError(f"sink {self.target!r}: committing changes up to {end} failed: {_first_line(exc)}") from exc
+
+    def _fence(self) -> None:
+        held = self.target.dialect.held_epoch(self.conn, self.target.pipeline)
+        if held != self.target.epoch:
+            raise SinkError(
+                f"pipeline {self.target.pipeline!r} runs as epoch {held} now; this writer of epoch "
+                f"{self.target.epoch} was fenced off and commits nothing"
+            )
 
     def committed_binlog_offset(self) -> BinlogOffset | None:
         offsets = self.target.dialect.load_offsets(self.conn, self.target.pipeline)
@@ -129,7 +144,7 @@ class JdbcSink(Sink):
         dialect = self.target.dialect
         conn = self.target.connect()
         try:
-            statements = dialect.offsets_table_statements()
+            statements = dialect.meta_table_statements()
             for schema in schemas:
                 statements += dialect.create_table_statements(schema)
             cur = conn.cursor()
@@ -138,6 +153,8 @@ class JdbcSink(Sink):
                     cur.execute(statement)
                 except Exception as exc:
                     raise SinkError(f"sink {self.target!r}: '{statement[:120]}' failed: {_first_line(exc)}") from exc
+            conn.commit()
+            self.target.epoch = dialect.begin_epoch(conn, self.target.pipeline)
             conn.commit()
         finally:
             conn.close()

@@ -22,6 +22,7 @@ from sluice.source.schema import Column, TableSchema
 
 META_SCHEMA = "sluice_meta"
 OFFSETS_TABLE = "offsets"
+EPOCHS_TABLE = "epochs"  # per pipeline, bumped by every run: the fencing token of its writers
 
 
 class JdbcDialect(ABC):
@@ -45,7 +46,22 @@ class JdbcDialect(ABC):
         ]
 
     @abstractmethod
-    def offsets_table_statements(self) -> list[str]: ...
+    def meta_table_statements(self) -> list[str]: ...
+
+    @abstractmethod
+    def begin_epoch(self, conn: Any, pipeline: str) -> int:
+        """Bumps the pipeline's epoch and returns it: every writer of older runs is fenced off."""
+
+    share_lock = "FOR SHARE"
+
+    def held_epoch(self, conn: Any, pipeline: str) -> int | None:
+        """The pipeline's epoch, share-locked until the transaction ends: a run starting
+        meanwhile waits, so a commit either precedes the bump or sees it."""
+        cur = conn.cursor()
+        cur.execute(f"SELECT epoch FROM {self.epochs_table()} WHERE pipeline = %s {self.share_lock}", (pipeline,))
+        row = cur.fetchone()
+        cur.close()
+        return row[0] if row else None
 
     @abstractmethod
     def upsert(self, conn: Any, schema: TableSchema, rows: Sequence[Row]) -> None: ...
@@ -66,6 +82,9 @@ class JdbcDialect(ABC):
 
     def offsets_table(self) -> str:
         return f"{self.quote(META_SCHEMA)}.{self.quote(OFFSETS_TABLE)}"
+
+    def epochs_table(self) -> str:
+        return f"{self.quote(META_SCHEMA)}.{self.quote(EPOCHS_TABLE)}"
 
     def load_offsets(self, conn: Any, pipeline: str) -> dict[str, BinlogOffset]:
         cur = conn.cursor()
@@ -100,13 +119,23 @@ class PostgresDialect(JdbcDialect):
     def quote(self, name: str) -> str:
         return '"' + name.replace('"', '""') + '"'
 
-    def offsets_table_statements(self) -> list[str]:
+    def meta_table_statements(self) -> list[str]:
         return [
             f"CREATE SCHEMA IF NOT EXISTS {self.quote(META_SCHEMA)}",
             f"CREATE TABLE IF NOT EXISTS {self.offsets_table()} (pipeline varchar(253) NOT NULL, "
             "split_id varchar(512) NOT NULL, position text NOT NULL, "
             "updated_at timestamptz NOT NULL DEFAULT now(), PRIMARY KEY (pipeline, split_id))",
+            f"CREATE TABLE IF NOT EXISTS {self.epochs_table()} (pipeline varchar(253) PRIMARY KEY, "
+            "epoch bigint NOT NULL, started_at timestamptz NOT NULL DEFAULT now())",
         ]
+
+    def begin_epoch(self, conn: psycopg.Connection, pipeline: str) -> int:
+        row = conn.execute(
+            f"INSERT INTO {self.epochs_table()} AS e (pipeline, epoch) VALUES (%s, 1) ON CONFLICT (pipeline) "
+            "DO UPDATE SET epoch = e.epoch + 1, started_at = now() RETURNING epoch",
+            (pipeline,),
+        ).fetchone()
+        return row[0]
 
     def _staging(self, conn: psycopg.Connection, schema: TableSchema, columns: Sequence[str]) -> str:
         """A temporary table shaped like the target's given columns, emptied at commit."""
@@ -191,13 +220,27 @@ class MySqlDialect(JdbcDialect):
     def quote(self, name: str) -> str:
         return "`" + name.replace("`", "``") + "`"
 
-    def offsets_table_statements(self) -> list[str]:
+    share_lock = "LOCK IN SHARE MODE"  # MySQL 5.7 and MariaDB spell it so too
+
+    def meta_table_statements(self) -> list[str]:
         return [
             f"CREATE DATABASE IF NOT EXISTS {self.quote(META_SCHEMA)}",
             f"CREATE TABLE IF NOT EXISTS {self.offsets_table()} (pipeline varchar(253) NOT NULL, "
             "split_id varchar(512) NOT NULL, position text NOT NULL, "
             "updated_at timestamp NOT NULL DEFAULT CURRENT_TIMESTAMP, PRIMARY KEY (pipeline, split_id))",
+            f"CREATE TABLE IF NOT EXISTS {self.epochs_table()} (pipeline varchar(253) PRIMARY KEY, "
+            "epoch bigint NOT NULL, started_at timestamp NOT NULL DEFAULT CURRENT_TIMESTAMP)",
         ]
+
+    def begin_epoch(self, conn: pymysql.connections.Connection, pipeline: str) -> int:
+        with conn.cursor() as cur:
+            cur.execute(
+                f"INSERT INTO {self.epochs_table()} (pipeline, epoch) VALUES (%s, 1) "
+                "ON DUPLICATE KEY UPDATE epoch = epoch + 1, started_at = CURRENT_TIMESTAMP",
+                (pipeline,),
+            )
+            cur.execute(f"SELECT epoch FROM {self.epochs_table()} WHERE pipeline = %s", (pipeline,))
+            return cur.fetchone()[0]
 
     def upsert(self, conn: pymysql.connections.Connection, schema: TableSchema, rows: Sequence[Row]) -> None:
         if not rows:

@@ -1,0 +1,57 @@
+"""Fencing in the jdbc sink: once a newer run of a pipeline has started, a writer of an older
+run (a zombie executor, a driver cut off from its pod) commits nothing, in either dialect."""
+
+from __future__ import annotations
+
+import pytest
+
+from sluice.binlog.row_change import ChangeRow, RowKind
+from sluice.errors import SinkError
+from sluice.sink.base import ChangeBatch
+from sluice.sink.jdbc import JdbcSink
+from sluice.snapshot.snapshot_split import SnapshotSplit
+from sluice.source.offset import BinlogOffset
+from sluice.source.schema import read_table_schema
+from tests.harness import compare
+
+
+@pytest.fixture(params=["postgresql", "mariadb"])
+def target(request, postgresql, mariadb_target):
+    """The sink options of a target, and how to read table DB.t back from it."""
+    if request.param == "postgresql":
+        options = {"url": postgresql.url, "username": postgresql.user, "password": postgresql.password}
+        return options, lambda db: compare.postgres_rows(postgresql, db, "t")
+    url = f"mysql://{mariadb_target.host}:{mariadb_target.port}/mysql"
+    options = {"url": url, "username": mariadb_target.user, "password": mariadb_target.password}
+    return options, lambda db: compare.source_rows(mariadb_target, db, "t")
+
+
+def test_a_writer_of_an_older_run_is_fenced_off(target, mariadb, source_db):
+    mariadb.execute("CREATE TABLE t (id INT PRIMARY KEY, v VARCHAR(10))", database=source_db)
+    conn = mariadb.connect(source_db)
+    schema = read_table_schema(conn, source_db, "t", None)
+    conn.close()
+    target_options, target_rows = target
+    options = {**target_options, "sink.batch-size": 100}
+    split = SnapshotSplit(schema.table_id, 0, None, None)
+
+    old_run = JdbcSink(options, f"fencing-{source_db}")
+    old_run.prepare([schema])
+    zombie = old_run.writer()
+    zombie.write_snapshot_split(schema, split, [(1, "old")], BinlogOffset("mysql-bin.000001", 100))
+
+    new_run = JdbcSink(options, f"fencing-{source_db}")
+    new_run.prepare([schema])
+    writer = new_run.writer()
+    writer.write_snapshot_split(schema, split, [(1, "new"), (2, "new")], BinlogOffset("mysql-bin.000001", 200))
+
+    with pytest.raises(SinkError, match="fenced off"):
+        zombie.write_snapshot_split(schema, split, [(1, "stale")], BinlogOffset("mysql-bin.000001", 150))
+    zombie = old_run.writer()
+    change = ChangeRow(schema, RowKind.INSERT, (3, "stale"), 0, BinlogOffset("mysql-bin.000001", 300))
+    with pytest.raises(SinkError, match="fenced off"):
+        zombie.write_changes(ChangeBatch([change]), BinlogOffset("mysql-bin.000001", 400), False)
+    writer.close()
+
+    assert target_rows(source_db) == [(1, "new"), (2, "new")]
+    assert new_run.committed_splits() == {split.split_id: BinlogOffset("mysql-bin.000001", 200)}
