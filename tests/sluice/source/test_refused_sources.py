@@ -8,7 +8,7 @@ import contextlib
 import pytest
 
 from sluice.errors import SourceError
-from sluice.source.checks import check_binlog_settings
+from sluice.source.checks import binlog_settings_problem, check_binlog_settings
 from tests.harness.pipelines import pipeline_yaml, postgres_sink, run_sluice, sluice_env, write_pipeline
 
 
@@ -77,3 +77,14 @@ def test_an_unreachable_source_is_retried_with_backoff_then_fails_clearly(tmp_pa
     last = result.stderr.strip().splitlines()[-1]
     assert "source 127.0.0.1:9 unreachable after 3 attempts" in last
     assert "check source.hostname and source.port" in last
+
+
+def test_partial_json_updates_are_refused():
+    """MySQL only (this machine has MariaDB): the settings as SHOW GLOBAL VARIABLES gives them."""
+    mysql = {"log_bin": "ON", "binlog_format": "ROW", "binlog_row_image": "FULL", "binlog_row_metadata": "FULL"}
+
+    assert binlog_settings_problem({**mysql, "binlog_row_value_options": ""}) is None
+    assert binlog_settings_problem({**mysql, "binlog_row_value_options": "PARTIAL_JSON"}) == (
+        "source server has binlog_row_value_options=PARTIAL_JSON; Sluice needs it without PARTIAL_JSON "
+        "(SET GLOBAL binlog_row_value_options='')"
+    )
