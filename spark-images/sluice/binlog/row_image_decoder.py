@@ -16,6 +16,7 @@ from __future__ import annotations
 import codecs
 import json
 import struct
+import uuid
 from collections.abc import Callable, Mapping, Sequence
 from datetime import date, datetime, timedelta, tzinfo
 from decimal import Decimal
@@ -279,12 +280,49 @@ def _year(data: bytes, pos: int) -> tuple[int, int]:
     return (year + 1900 if year else 0), pos + 1
 
 
+def _inet4(raw: bytes) -> str:
+    return ".".join(map(str, raw))
+
+
+def _inet6(raw: bytes) -> str:
+    """MariaDB's text for INET6: lowercase hex words, the longest run of zero words (the
+    first of equal ones, even a single word) as '::', and IPv4-mapped (::ffff:a.b.c.d) and
+    IPv4-compatible (::a.b.c.d) addresses ending in a dotted quad."""
+    words = struct.unpack(">8H", raw)
+    run_start, run_length, i = 0, 0, 0
+    while i < 8:
+        end = i
+        while end < 8 and words[end] == 0:
+            end += 1
+        if end - i > run_length:
+            run_start, run_length = i, end - i
+        i = end + 1
+    if run_start == 0 and (run_length == 6 or (run_length == 5 and words[5] == 0xFFFF)):
+        return ("::" if run_length == 6 else "::ffff:") + _inet4(raw[12:])
+    if not run_length:
+        return ":".join(f"{w:x}" for w in words)
+    head = ":".join(f"{w:x}" for w in words[:run_start])
+    tail = ":".join(f"{w:x}" for w in words[run_start + run_length :])
+    return f"{head}::{tail}"
+
+
+def _uuid(raw: bytes) -> str:
+    return str(uuid.UUID(bytes=raw))
+
+
+# MariaDB's own types travel in the binlog as BINARY(n); SELECT gives them as text.
+MARIADB_TEXT_TYPES = {"inet4": _inet4, "inet6": _inet6, "uuid": _uuid}
+
 _INTEGERS = {FIELD_TYPE.TINY: "b", FIELD_TYPE.SHORT: "h", FIELD_TYPE.LONG: "i", FIELD_TYPE.LONGLONG: "q"}
 
 
-def column_reader(column: Any, where: str, zone: tzinfo) -> ColumnReader:
-    """The reader for one table-map column (python-mysql-replication's Column)."""
+def column_reader(column: Any, data_type: str | None, where: str, zone: tzinfo) -> ColumnReader:
+    """The reader for one table-map column (python-mysql-replication's Column); `data_type`
+    is the schema's for the column, if the schema has it."""
     kind = column.type
+    if data_type in MARIADB_TEXT_TYPES and kind == FIELD_TYPE.STRING:
+        text, width = MARIADB_TEXT_TYPES[data_type], column.max_length
+        return _length_prefixed(1, lambda raw: text(bytes(raw).ljust(width, b"\0")))  # zeros stripped, as BINARY
     if kind in _INTEGERS:
         code = _INTEGERS[kind]
         return _fixed("<" + (code.upper() if column.unsigned else code))
@@ -348,7 +386,8 @@ class RowImageDecoder:
             where = f"table {schema.table_id}, column {name}"
             # A column the schema does not know lands in a spare slot past the row's end.
             target = schema.position(name) if name in names else self._width
-            self._readers.append((column_reader(column, where, zone), target))
+            data_type = schema.columns[target].data_type if target < self._width else None
+            self._readers.append((column_reader(column, data_type, where, zone), target))
         self._spare = any(target == self._width for _, target in self._readers)
 
     def _plan(self, present: bytes) -> list[tuple[ColumnReader, int, int]]:

@@ -26,6 +26,9 @@ _POSTGRES_FIXED = {
     "blob": "bytea",
     "mediumblob": "bytea",
     "longblob": "bytea",
+    "uuid": "uuid",
+    "inet4": "inet",
+    "inet6": "inet",
 }
 
 

@@ -5,6 +5,7 @@ SELECT gives (the watermark fold and the emit rule compare the two)."""
 from __future__ import annotations
 
 import random
+import uuid
 from datetime import date, datetime, timedelta
 from decimal import Decimal
 
@@ -311,3 +312,42 @@ def test_an_unknown_session_time_zone_is_refused_naming_the_option(mariadb, sour
 
     with pytest.raises(SourceError, match="source.server-time-zone: 'Mars/Olympus'"):
         list(read_window(_endpoint(mariadb, "Mars/Olympus"), next(SERVER_IDS), offset, offset, {"x.t": schema}, True))
+
+
+def test_mariadbs_own_types_decode_to_the_text_the_select_gives(mariadb, source_db):
+    rng = random.Random(11)
+    edges = [
+        ("::", "00000000-0000-0000-0000-000000000000", "0.0.0.0"),
+        ("::1", "ffffffff-ffff-ffff-ffff-ffffffffffff", "255.255.255.255"),
+        ("::ffff:1.2.3.4", "6ccd780c-baba-1026-9564-5b8c656024db", "10.0.0.0"),
+        ("::ffff:0.0.0.0", "123e4567-e89b-42d3-a456-426614174000", "0.0.0.1"),
+        ("::1.2.3.4", "00000000-0000-0000-0000-000000000001", "1.0.0.0"),
+        ("1::", "10000000-0000-0000-0000-000000000000", "127.0.0.1"),
+        ("1:0:0:1:0:0:0:1", "01234567-89ab-1def-8123-456789abcdef", "192.168.0.0"),
+        ("1:0:1:0:1:0:1:0", "00000000-0000-1000-8000-000000000000", "0.0.1.0"),
+        ("2001:db8::ff00:42:8329", "a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11", "8.8.8.8"),
+        ("0:0:1::", "0000000a-0000-0000-0000-000000000000", "1.1.1.1"),
+    ]
+    words = [0, 0, 0, 1, 0xFFFF, 0x2001]
+    randoms = [
+        (
+            ":".join(f"{rng.choice(words + [rng.randrange(65536)]):x}" for _ in range(8)),
+            str(uuid.UUID(int=rng.getrandbits(128), version=rng.choice([1, 4]))),  # MariaDB checks the variant
+            ".".join(str(rng.choice([0, 255, rng.randrange(256)])) for _ in range(4)),
+        )
+        for _ in range(300)
+    ]
+    mariadb.execute("CREATE TABLE own (id INT PRIMARY KEY, a INET6, u UUID, b INET4)", database=source_db)
+    conn = mariadb.connect(source_db)
+    start = current_offset(conn)
+    with conn.cursor() as cur:
+        for row_id, values in enumerate(edges + randoms):
+            cur.execute("INSERT INTO own VALUES (%s, %s, %s, %s)", (row_id, *values))
+    end = current_offset(conn)
+    schema = read_table_schema(conn, source_db, "own", None)
+    conn.close()
+    endpoint = _endpoint(mariadb)
+
+    decoded = [c.after for c in read_window(endpoint, next(SERVER_IDS), start, end, {schema.table_id: schema}, True)]
+
+    assert differences(decoded, _selected(endpoint, schema), schema) == []
