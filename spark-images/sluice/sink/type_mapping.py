@@ -6,6 +6,18 @@ from pyspark.sql import types as T
 
 from sluice.source.schema import Column
 
+# Spatial values travel in the server's own form (SRID, then WKB), as both paths read them.
+SPATIAL_TYPES = (
+    "geometry",
+    "point",
+    "linestring",
+    "polygon",
+    "multipoint",
+    "multilinestring",
+    "multipolygon",
+    "geometrycollection",
+)
+
 _POSTGRES_FIXED = {
     "float": "real",
     "double": "double precision",
@@ -29,6 +41,7 @@ _POSTGRES_FIXED = {
     "uuid": "uuid",
     "inet4": "inet",
     "inet6": "inet",
+    **dict.fromkeys(SPATIAL_TYPES, "bytea"),
 }
 
 
@@ -75,6 +88,7 @@ _SPARK_FIXED: dict[str, T.DataType] = {
     "datetime": T.TimestampNTZType(),
     "timestamp": T.TimestampNTZType(),
     **{t: T.BinaryType() for t in ("binary", "varbinary", "tinyblob", "blob", "mediumblob", "longblob")},
+    **{t: T.BinaryType() for t in SPATIAL_TYPES},
 }
 
 SPARK_MAX_DECIMAL_PRECISION = 38
