@@ -2,9 +2,17 @@
 
 from __future__ import annotations
 
+import ipaddress
+import json
+import struct
 from decimal import Decimal
 from typing import Any
 
+from sluice.snapshot.snapshot_split import SnapshotSplit
+from sluice.snapshot.split_reader import chunk_query, scan_chunk
+from sluice.source.connection import SourceEndpoint, connect_scan
+from sluice.source.row_decoding import RowDecoder
+from sluice.source.schema import TableSchema, read_table_schema
 from tests.harness.services import MariaDB, PostgreSQL
 
 
@@ -64,3 +72,43 @@ def replay_changelog(changelog: list[dict[str, Any]], key: str) -> list[tuple]:
             assert change[key] not in table, f"{where}: the key is already there ({table[change[key]]})"
             table[change[key]] = columns
     return _rows(table.values())
+
+
+def selected_rows(server: MariaDB, db: str, table: str) -> list[tuple]:
+    """Rows as Sluice's split reader selects them: the source's values in the form both the
+    snapshot and the binlog path give (a MariaDB target read the same way)."""
+    meta = server.connect(db)
+    schema = read_table_schema(meta, db, table, None)
+    meta.close()
+    conn = connect_scan(SourceEndpoint(server.host, server.port, server.user, server.password))
+    try:
+        sql, params = chunk_query(schema, SnapshotSplit(schema.table_id, 0, None, None))
+        return sorted(scan_chunk(conn, sql, params, RowDecoder(schema), 1000), key=lambda row: row[0])
+    finally:
+        conn.close()
+
+
+def typed_rows(rows: list[tuple], schema: TableSchema) -> list[tuple]:
+    """Rows from any target in one form per column type, so a target's own types (jsonb,
+    inet, numeric for unsigned BIGINT, bytea, text for a too-wide decimal) compare with the
+    source's values."""
+    types = [c.data_type for c in schema.columns]
+    return sorted((tuple(_typed(v, t) for v, t in zip(row, types, strict=True)) for row in rows), key=lambda r: r[0])
+
+
+def _typed(value: Any, data_type: str) -> Any:
+    if value is None:
+        return None
+    if data_type == "json":
+        return json.loads(value) if isinstance(value, str) else value
+    if data_type in ("inet4", "inet6"):
+        return ipaddress.ip_address(str(value))
+    if data_type == "uuid":
+        return str(value)
+    if data_type == "float":  # PostgreSQL prints a real as the shortest text of its float32
+        return struct.unpack("<f", struct.pack("<f", value))[0]
+    if data_type in ("decimal", "bigint", "bit"):
+        return Decimal(str(value)).normalize()
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return bytes(value)
+    return _normal(value)

@@ -18,6 +18,7 @@ import json
 import shutil
 import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from datetime import timedelta
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -56,7 +57,7 @@ def spark_values(schema: TableSchema) -> Callable[[Row], tuple[Any, ...]]:
     """Row values as the changelog schema's types take them."""
     wide: list[tuple[int, Callable[[Any], Any]]] = []
     for i, column in enumerate(schema.columns):
-        if column.data_type == "bigint" and column.unsigned:
+        if column.beyond_signed_64_bits:
             wide.append((i, Decimal))
         elif column.data_type == "decimal" and (column.numeric_precision or 0) > SPARK_MAX_DECIMAL_PRECISION:
             wide.append((i, str))
@@ -246,6 +247,15 @@ def read_changelog(path: str | Path, table_id: str) -> list[dict[str, Any]]:
     rows: list[dict[str, Any]] = []
     for directory in CommitLog(root).committed_directories():
         if directory.startswith(prefix):
-            rows.extend(pq.read_table(root / directory).to_pylist())
+            part = pq.read_table(root / directory)
+            # Parquet has no day-time interval: Spark stores TIME as microseconds and names
+            # the type in its own schema, in the file's metadata.
+            spark_schema = json.loads(part.schema.metadata[b"org.apache.spark.sql.parquet.row.metadata"])
+            intervals = [f["name"] for f in spark_schema["fields"] if str(f["type"]).startswith("interval")]
+            for row in part.to_pylist():
+                for name in intervals:
+                    if row[name] is not None:
+                        row[name] = timedelta(microseconds=row[name])
+                rows.append(row)
     rows.sort(key=lambda r: (r["_commit"], r["_index"]))
     return rows

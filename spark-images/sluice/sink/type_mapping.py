@@ -47,6 +47,8 @@ _POSTGRES_FIXED = {
 
 def postgres_type(column: Column) -> str:
     t = column.data_type
+    if column.beyond_signed_64_bits:
+        return "numeric(20)"
     if t in _POSTGRES_FIXED:
         return _POSTGRES_FIXED[t]
     if t in ("tinyint", "smallint"):
@@ -56,7 +58,7 @@ def postgres_type(column: Column) -> str:
     if t == "int":
         return "bigint" if column.unsigned else "integer"
     if t == "bigint":
-        return "numeric(20)" if column.unsigned else "bigint"
+        return "bigint"
     if t == "decimal":
         return f"numeric({column.numeric_precision},{column.numeric_scale})"
     if t in ("datetime", "timestamp"):
@@ -95,15 +97,17 @@ SPARK_MAX_DECIMAL_PRECISION = 38
 
 
 def spark_type(column: Column) -> T.DataType:
-    """Types for the parquet changelog. Values too wide for a Spark type (unsigned BIGINT,
-    DECIMAL wider than 38 digits) become decimal(20,0) and text: see spark_value."""
+    """Types for the parquet changelog. Values too wide for a Spark type (unsigned BIGINT and
+    BIT(64), DECIMAL wider than 38 digits) become decimal(20,0) and text: see spark_values."""
     t = column.data_type
+    if column.beyond_signed_64_bits:
+        return T.DecimalType(20, 0)
     if t in _SPARK_FIXED:
         return _SPARK_FIXED[t]
     if t == "int":
         return T.LongType() if column.unsigned else T.IntegerType()
     if t == "bigint":
-        return T.DecimalType(20, 0) if column.unsigned else T.LongType()
+        return T.LongType()
     if t == "decimal":
         precision = column.numeric_precision or 10
         if precision > SPARK_MAX_DECIMAL_PRECISION:

@@ -27,6 +27,11 @@ class Column:
         return "unsigned" in self.column_type
 
     @property
+    def beyond_signed_64_bits(self) -> bool:
+        """Unsigned BIGINT and BIT(64) hold values a signed 64-bit integer cannot."""
+        return (self.data_type == "bigint" and self.unsigned) or self.column_type.lower() == "bit(64)"
+
+    @property
     def is_integer(self) -> bool:
         return self.data_type in ("tinyint", "smallint", "mediumint", "int", "bigint")
 

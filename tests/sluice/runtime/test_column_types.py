@@ -1,0 +1,84 @@
+"""Every column type, through the snapshot and then the binlog, arrives in PostgreSQL, in a
+MariaDB target and in the parquet changelog as the source holds it."""
+
+from __future__ import annotations
+
+import json
+import random
+import signal
+import time
+
+from sluice.sink.parquet import read_changelog
+from sluice.source.schema import read_table_schema
+from tests.harness import compare
+from tests.harness.column_types import COLUMNS, placeholder, random_value
+from tests.harness.pipelines import mysql_sink, pipeline_per_sink, postgres_sink, sluice_env, start_sluice
+
+ROWS = 60
+
+
+def test_every_column_type_reaches_every_target_as_in_the_source(
+    tmp_path, mariadb, mariadb_target, postgresql, source_db
+):
+    rng = random.Random(2026)
+    names = list(COLUMNS)
+    columns = ", ".join(f"{n} {t}" for n, t in COLUMNS.items())
+    mariadb.execute(f"CREATE TABLE every_type (id INT PRIMARY KEY, {columns})", database=source_db)
+    insert = f"INSERT INTO every_type VALUES (%s, {', '.join(placeholder(n) for n in names)})"
+    update = f"UPDATE every_type SET {', '.join(f'{n} = {placeholder(n)}' for n in names)} WHERE id = %s"
+    conn = mariadb.connect(source_db)
+    with conn.cursor() as cur:
+        cur.execute("SET time_zone = '+00:00'")
+        for row_id in range(ROWS):
+            cur.execute(insert, [row_id, *(random_value(rng, n) for n in names)])
+    schema = read_table_schema(conn, source_db, "every_type", None)
+    lake = tmp_path / "lake"
+    sinks = {
+        "postgres": (postgres_sink(postgresql), "6950-6951"),
+        "mariadb": (mysql_sink(mariadb_target), "6952-6953"),
+        "parquet": ({"type": "parquet", "path": str(lake)}, "6954-6955"),
+    }
+    pipelines = pipeline_per_sink(tmp_path, mariadb, f"{source_db}.every_type", sinks, "types")
+    processes = {
+        name: start_sluice(path, state, sluice_env(mariadb, postgresql, mariadb_target))
+        for name, (path, state) in pipelines.items()
+    }
+    deadline = time.monotonic() + 240
+    for name, (_, state) in pipelines.items():
+        while not ((state / "state.json").exists() and "binlog" in json.loads((state / "state.json").read_text())):
+            assert processes[name].poll() is None, processes[name].communicate()[1]
+            assert time.monotonic() < deadline, f"{name} did not reach the binlog phase"
+            time.sleep(0.1)
+
+    with conn.cursor() as cur:  # the binlog path: updates, inserts, deletes of every type
+        cur.execute("SET time_zone = '+00:00'")
+        for row_id in rng.sample(range(ROWS), ROWS // 2):
+            cur.execute(update, [*(random_value(rng, n) for n in names), row_id])
+        for row_id in range(ROWS, ROWS + ROWS // 3):
+            cur.execute(insert, [row_id, *(random_value(rng, n) for n in names)])
+        cur.execute("DELETE FROM every_type WHERE id % 7 = 0")
+    conn.close()
+
+    expected = compare.typed_rows(compare.selected_rows(mariadb, source_db, "every_type"), schema)
+    targets = {
+        "postgres": lambda: compare.postgres_rows(postgresql, source_db, "every_type"),
+        "mariadb": lambda: compare.selected_rows(mariadb_target, source_db, "every_type"),
+        "parquet": lambda: compare.replay_changelog(read_changelog(lake, schema.table_id), key="id"),
+    }
+    for name, rows in targets.items():
+        while (actual := compare.typed_rows(rows(), schema)) != expected:
+            assert processes[name].poll() is None, processes[name].communicate()[1]
+            assert time.monotonic() < deadline, (
+                f"{name}: "
+                + "; ".join(
+                    f"id {a[0]} column {c.name}: {x!r} != source {y!r}"
+                    for a, b in zip(actual, expected, strict=False)
+                    for c, x, y in zip(schema.columns, a, b, strict=True)
+                    if x != y
+                )[:2000]
+            )
+            time.sleep(0.2)
+    for name, process in processes.items():
+        process.send_signal(signal.SIGTERM)
+        _, err = process.communicate(timeout=60)
+        assert process.returncode == 0, f"{name}: {err}"
