@@ -1,9 +1,10 @@
 """`make bench` (binlog part): Sluice's binlog reader against a bare python-mysql-replication
-loop and `mariadb-binlog` over the same row events, in the same run; then end-to-end
-latency into PostgreSQL with the source written at a steady rate.
+loop and `mariadb-binlog` over the same row events, in the same run; the reader against the
+bare loop over single-row transactions; then end-to-end latency into PostgreSQL with the
+source written at a steady rate.
 
-Usage: python -m tests.bench.binlog_bench [--events N] [--rate ROWS_PER_S]. A benchmark, not
-a test: it prints rates and ratios and asserts nothing.
+Usage: python -m tests.bench.binlog_bench [--events N] [--transactions N] [--rate ROWS_PER_S].
+A benchmark, not a test: it prints rates and ratios and asserts nothing.
 """
 
 from __future__ import annotations
@@ -68,6 +69,19 @@ def write_events(mariadb, events: int) -> tuple[BinlogOffset, BinlogOffset]:
         "NOW(6), IF(n % 3 = 0, NULL, CONCAT('note ', n)) FROM s",
         f"UPDATE bench.events SET qty = qty + 1 WHERE id <= {events - inserts}",
     )
+    end = current_offset(conn)
+    conn.close()
+    return start, end
+
+
+def write_single_row_transactions(mariadb, count: int, first_id: int) -> tuple[BinlogOffset, BinlogOffset]:
+    """`count` autocommitted one-row inserts: an OLTP source, where per-transaction costs
+    (GTID, table map, XID events) outweigh the rows."""
+    conn = mariadb.connect("bench")
+    start = current_offset(conn)
+    with conn.cursor() as cur:
+        for i in range(first_id, first_id + count):
+            cur.execute("INSERT INTO events VALUES (%s, 'c', 1.00, 1, NOW(6), NULL)", (i,))
     end = current_offset(conn)
     conn.close()
     return start, end
@@ -176,6 +190,7 @@ def main() -> None:
 
     parser = argparse.ArgumentParser()
     parser.add_argument("--events", type=int, default=300_000)
+    parser.add_argument("--transactions", type=int, default=30_000)
     parser.add_argument("--rate", type=int, default=2_000)
     parser.add_argument("--seconds", type=float, default=20.0)
     args = parser.parse_args()
@@ -214,6 +229,14 @@ def main() -> None:
         ):
             rate = rows / seconds
             print(f"{label + ':':35s} {rate:>10,.0f} row events/s  ({rate / bare:.2f}x the bare loop)")
+        print(f"writing {args.transactions:,} single-row transactions ...", flush=True)
+        start, end = write_single_row_transactions(mariadb, args.transactions, first_id=args.events * 10)
+        rows, bare_seconds = bare_loop(endpoint, start, end)
+        null_seconds = sluice_reader(endpoint, schemas, NullWriter(), start, end)
+        print(
+            f"single-row transactions: bare loop {rows / bare_seconds:,.0f}/s, sluice reader into a null sink "
+            f"{rows / null_seconds:,.0f}/s ({bare_seconds / null_seconds:.2f}x the bare loop)"
+        )
         lat = sorted(latency(mariadb, endpoint, schemas, sink, args.rate, args.seconds))
         p50 = statistics.median(lat)
         p99 = lat[int(len(lat) * 0.99) - 1]

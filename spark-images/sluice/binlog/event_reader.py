@@ -55,6 +55,11 @@ def open_stream(
         only_tables=sorted({s.table for s in schemas.values()}),
         slave_heartbeat=heartbeat_seconds,
         enable_logging=False,
+        # Parse a table id's table map once, not once per transaction (it costs more than a
+        # small transaction's rows): every ALTER, even of a column default, gives the table
+        # a new id, and the library forgets all ids at each binlog rotation, which a server
+        # restart (the one time ids are reused) always brings.
+        freeze_schema=True,
         **where,
     )
 

@@ -138,14 +138,21 @@ def test_timestamps_show_in_the_configured_session_time_zone(mariadb, source_db)
     assert decoded[0][1] == datetime(2024, 7, 1, 4, 15, 0, 250000)
 
 
-def test_a_column_added_after_the_schema_was_read_is_read_past(mariadb, source_db):
+def test_rows_on_either_side_of_an_alter_decode_by_their_own_table_map(mariadb, source_db):
+    """Each table map is parsed once per table id; every ALTER gives the table a new id, so
+    the rows after it are read with the new columns (one the schema lacks is read past)."""
     mariadb.execute("CREATE TABLE grows (id INT PRIMARY KEY, a VARCHAR(10), z INT)", database=source_db)
     conn = mariadb.connect(source_db)
     schema = read_table_schema(conn, source_db, "grows", None)
     start = current_offset(conn)
     mariadb.execute(
-        "ALTER TABLE grows ADD COLUMN extra DECIMAL(30,4) AFTER a",
-        "INSERT INTO grows VALUES (1, 'x', 12.5, 7)",
+        "INSERT INTO grows VALUES (1, 'before', 6)",
+        "ALTER TABLE grows ADD COLUMN extra DECIMAL(30,4) AFTER a, ALGORITHM=INSTANT",
+        "INSERT INTO grows VALUES (2, 'x', 12.5, 7)",
+        "ALTER TABLE grows MODIFY z BIGINT",
+        "INSERT INTO grows VALUES (3, 'y', -1, 9000000000)",
+        "ALTER TABLE grows ALTER COLUMN a SET DEFAULT 'd'",
+        "INSERT INTO grows VALUES (4, 'z', 0, 8)",
         database=source_db,
     )
     end = current_offset(conn)
@@ -153,7 +160,7 @@ def test_a_column_added_after_the_schema_was_read_is_read_past(mariadb, source_d
 
     decoded = list(read_window(_endpoint(mariadb), next(SERVER_IDS), start, end, {schema.table_id: schema}, True))
 
-    assert [c.after for c in decoded] == [(1, "x", 7)]
+    assert [c.after for c in decoded] == [(1, "before", 6), (2, "x", 7), (3, "y", 9000000000), (4, "z", 8)]
 
 
 def test_an_unknown_session_time_zone_is_refused_naming_the_option(mariadb, source_db):
