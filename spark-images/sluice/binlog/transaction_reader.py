@@ -90,7 +90,11 @@ def replication_error(exc: pymysql.err.OperationalError, server_id: int, where: 
             "reading this source; give each pipeline its own server-id range"
         )
     if code == 1236:
-        return SourceError(f"the source cannot serve the binlog {where}: {message}")
+        return SourceError(
+            f"the source cannot serve the binlog {where}: {message.rstrip('.')}; if the binlog was purged, restart the "
+            "pipeline from a fresh snapshot (new --state-dir and target offsets), or raise the server's "
+            "binlog retention"
+        )
     return SourceError(f"binlog connection to the source failed: {message}")
 
 

@@ -4,12 +4,16 @@ that names the setting or position to fix, and the CLI exits non-zero."""
 from __future__ import annotations
 
 import contextlib
+import json
+import signal
+import time
 
 import pytest
 
 from sluice.errors import SourceError
 from sluice.source.checks import binlog_settings_problem, check_binlog_settings
-from tests.harness.pipelines import pipeline_yaml, postgres_sink, run_sluice, sluice_env, write_pipeline
+from tests.harness.pipelines import pipeline_yaml, postgres_sink, run_sluice, sluice_env, start_sluice, write_pipeline
+from tests.harness.services import start_mariadb
 
 
 @contextlib.contextmanager
@@ -88,3 +92,51 @@ def test_partial_json_updates_are_refused():
         "source server has binlog_row_value_options=PARTIAL_JSON; Sluice needs it without PARTIAL_JSON "
         "(SET GLOBAL binlog_row_value_options='')"
     )
+
+
+def _purge_all_but_the_current_binlog(server) -> None:
+    """MariaDB keeps a binlog until InnoDB no longer needs it for crash recovery: retry."""
+    conn = server.connect()
+    with conn.cursor() as cur:
+        cur.execute("SHOW MASTER STATUS")
+        (current, *_) = cur.fetchone()
+        deadline = time.monotonic() + 30
+        while True:
+            cur.execute(f"PURGE BINARY LOGS TO '{current}'")
+            cur.execute("SHOW BINARY LOGS")
+            if [row[0] for row in cur.fetchall()] == [current]:
+                break
+            assert time.monotonic() < deadline, "MariaDB kept the older binlogs"
+            time.sleep(0.2)
+    conn.close()
+
+
+def test_a_purged_gtid_position_fails_naming_it(tmp_path, services_dir, postgresql):
+    """A streaming pipeline resumes after its GTID set; if the server purged the binlog
+    after that set, the run fails naming the set, rather than silently starting from now."""
+    server = start_mariadb(services_dir / "purging", server_id=31)
+    try:
+        server.execute("CREATE DATABASE purging", "CREATE TABLE purging.t (id INT PRIMARY KEY)")
+        definition = pipeline_yaml(server, "purging.t", postgres_sink(postgresql), name="purging")
+        definition["source"]["server-id"] = "6960-6961"
+        pipeline = write_pipeline(tmp_path / "p.yaml", definition)
+        state = tmp_path / "state"
+        process = start_sluice(pipeline, state, sluice_env(server, postgresql))
+        deadline = time.monotonic() + 120
+        while not ((state / "state.json").exists() and "binlog" in json.loads((state / "state.json").read_text())):
+            assert process.poll() is None and time.monotonic() < deadline, process.communicate()[1]
+            time.sleep(0.1)
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(timeout=60) == 0
+        committed = json.loads((state / "state.json").read_text())["binlog"]["offset"]["gtid"]
+
+        server.execute("INSERT INTO purging.t VALUES (1)", "FLUSH BINARY LOGS")
+        _purge_all_but_the_current_binlog(server)
+        result = run_sluice(pipeline, state, sluice_env(server, postgresql), timeout=120)
+
+        assert result.returncode == 1
+        last = result.stderr.strip().splitlines()[-1]
+        assert f"the source cannot serve the binlog after GTID set {committed}" in last
+        assert "restart the pipeline from a fresh snapshot" in last
+    finally:
+        server.stop()
