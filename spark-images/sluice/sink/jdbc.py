@@ -12,7 +12,7 @@ pod) can no longer commit over what the newer run wrote.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from sluice.binlog.row_change import RowKind
@@ -85,14 +85,13 @@ class JdbcWriter(SinkWriter):
         """Collapses the batch to each key's last image, then deletes and upserts in bulk."""
         dialect = self.target.dialect
         final: dict[str, tuple[TableSchema, dict[Any, Row | None]]] = {}
+        current: TableSchema | None = None
         for schema, kind, row, _, _ in batch:
-            table_id = schema.table_id
-            if table_id not in final:
-                final[table_id] = (schema, {})
-                if table_id not in self._decoders:
-                    self._decoders[table_id] = RowDecoder(schema)
-            key = self._decoders[table_id].row_key(row)
-            final[table_id][1][key] = None if kind in (RowKind.DELETE, RowKind.UPDATE_BEFORE) else row
+            if schema is not current:  # batches come in runs of one table's changes
+                current = schema
+                images = final.setdefault(schema.table_id, (schema, {}))[1]
+                row_key = self._row_key(schema)
+            images[row_key(row)] = None if kind is RowKind.DELETE or kind is RowKind.UPDATE_BEFORE else row
         try:
             self._fence()
             for schema, images in final.values():
@@ -108,6 +107,12 @@ class JdbcWriter(SinkWriter):
         except Exception as exc:
             self._abort()
             raise SinkError(f"sink {self.target!r}: committing changes up to {end} failed: {_first_line(exc)}") from exc
+
+    def _row_key(self, schema: TableSchema) -> Callable[[Row], Any]:
+        decoder = self._decoders.get(schema.table_id)
+        if decoder is None:
+            decoder = self._decoders[schema.table_id] = RowDecoder(schema)
+        return decoder.row_key
 
     def _fence(self) -> None:
         held = self.target.dialect.held_epoch(self.conn, self.target.pipeline)
