@@ -60,6 +60,15 @@ class LocalRunner:
         self._spark: SparkSession | None = None
 
     def run(self) -> None:
+        """Runs until the pipeline is done or SIGTERM/SIGINT: then what is in flight (Spark
+        jobs of snapshot splits, the binlog batch) is committed, and the run returns."""
+        previous = self._install_signal_handlers()
+        try:
+            self._run()
+        finally:
+            self._restore_signal_handlers(previous)
+
+    def _run(self) -> None:
         self.state = self.store.load()
         self._check_pipeline_identity()
         startup = self.definition.source.startup
@@ -81,6 +90,8 @@ class LocalRunner:
                     self._save_snapshot(snapshot)
                 if not snapshot.is_finished:
                     self._run_snapshot(snapshot)
+                if self.stopping.is_set():
+                    return  # the next run resumes with the splits still to read
             if not self.sink.writes_changes_with_spark:
                 self._stop_spark()  # one binlog reader needs no Spark
             self._run_binlog(schemas, snapshot)
@@ -153,7 +164,7 @@ class LocalRunner:
             self._save_snapshot(snapshot)
 
         sc = self._spark_session().sparkContext
-        run_snapshot_phase(sc, self.definition, self.endpoint, self.sink, snapshot, finished)
+        run_snapshot_phase(sc, self.definition, self.endpoint, self.sink, snapshot, finished, self.stopping)
 
     # -- binlog -----------------------------------------------------------------------------
 
@@ -186,7 +197,6 @@ class LocalRunner:
             start_by_gtid=by_gtid,
         )
         progress = BinlogProgress()
-        previous = self._install_signal_handlers()
         try:
             run_binlog_phase(
                 self.endpoint,
@@ -200,7 +210,6 @@ class LocalRunner:
                 skip_before_millis=source.startup.timestamp_millis if source.startup.mode == "timestamp" else 0,
             )
         finally:
-            self._restore_signal_handlers(previous)
             writer.close()
             progress.show(final=True)
 

@@ -45,6 +45,9 @@ class SnapshotProgress:
         if self.resumed_from:
             self.out.write(f"snapshot: resuming, {self.resumed_from} of {self.total} splits already finished\n")
 
+    def stopped(self) -> None:
+        self.out.write(f"snapshot: stopped; the next run resumes with the {self.total - self.done} splits left\n")
+
     def show(self, final: bool = False) -> None:
         now = time.monotonic()
         if final:

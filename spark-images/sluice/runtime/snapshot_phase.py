@@ -61,7 +61,10 @@ def run_snapshot_phase(
     sink: Sink,
     state: SnapshotAssignerState,
     on_split_finished: Callable[[SplitResult], None],
+    stopping: threading.Event,
 ) -> None:
+    """Reads the remaining splits; once `stopping` is set, no new Spark job starts and the
+    running ones finish and are recorded."""
     progress = SnapshotProgress(len(state.splits), len(state.finished), state.rows_done)
     progress.resuming()
     progress.show()
@@ -74,7 +77,7 @@ def run_snapshot_phase(
 
     def worker(slot: int) -> None:
         server_id = source.server_ids.pick(slot)
-        while not failures:
+        while not failures and not stopping.is_set():
             splits = pending.take()
             if not splits:
                 return
@@ -100,6 +103,8 @@ def run_snapshot_phase(
     progress.show(final=True)
     if failures:
         raise task_failure(failures[0])
+    if state.remaining:
+        progress.stopped()
 
 
 def task_failure(exc: BaseException) -> SluiceError:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import signal
 import time
 from pathlib import Path
 
@@ -102,3 +103,43 @@ def test_rerun_after_sigkill_skips_finished_splits(tmp_path, mariadb, postgresql
     expected = compare.source_rows(mariadb, source_db, "events")
     actual = compare.postgres_rows(postgresql, source_db, "events")
     assert actual == expected, compare.diff(expected, actual)
+
+
+def test_sigterm_mid_snapshot_commits_what_is_in_flight_and_exits_0(tmp_path, mariadb, postgresql, source_db):
+    # One reader, three Spark jobs of splits: the signal comes while the first commits, so
+    # at most the second can still start.
+    create_table(mariadb, source_db, "events", 150_000, seed=5)
+    definition = pipeline_yaml(
+        mariadb,
+        f"{source_db}.events",
+        postgres_sink(postgresql),
+        name="stopped",
+        parallelism=1,
+        **{"scan.incremental.snapshot.chunk.size": CHUNK, "server-id": "6970-6979"},
+    )
+    pipeline = write_pipeline(tmp_path / "stopped.yaml", definition)
+    state_dir = tmp_path / "state"
+    env = sluice_env(mariadb, postgresql)
+
+    process = start_sluice(pipeline, state_dir, env)
+    deadline = time.monotonic() + 180
+    while not _finished_splits(state_dir) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    process.send_signal(signal.SIGTERM)
+    _, err = process.communicate(timeout=120)
+    assert process.returncode == 0, err
+    total = len(json.loads((state_dir / "state.json").read_text())["snapshot"]["splits"])
+    finished = len(_finished_splits(state_dir))
+    assert 0 < finished < total, "stopped mid-snapshot"
+    assert f"snapshot: stopped; the next run resumes with the {total - finished} splits left" in err
+
+    rerun = start_sluice(pipeline, state_dir, env)  # streams after the snapshot: stop it once equal
+    expected = compare.source_rows(mariadb, source_db, "events")
+    while (actual := compare.postgres_rows(postgresql, source_db, "events")) != expected:
+        assert rerun.poll() is None, rerun.communicate()[1]
+        assert time.monotonic() < deadline, compare.diff(expected, actual)
+        time.sleep(0.2)
+    rerun.send_signal(signal.SIGTERM)
+    _, err = rerun.communicate(timeout=120)
+    assert rerun.returncode == 0, err
+    assert f"snapshot: resuming, {finished} of {total} splits already finished" in err
