@@ -233,10 +233,10 @@ def _json_text(value: Any) -> str:
             return [plain(x) for x in v]
         return v
 
-    return json.dumps(plain(value))
+    return json.dumps(plain(value), ensure_ascii=False)  # MySQL prints non-ASCII text as it is
 
 
-def _mysql_json(raw: bytes) -> str | None:
+def mysql_json_text(raw: bytes) -> str | None:
     return _json_text(parse_json(raw[0], raw[1:])) if raw else None
 
 
@@ -345,7 +345,7 @@ def column_reader(column: Any, data_type: str | None, where: str, zone: tzinfo) 
     if kind == FIELD_TYPE.GEOMETRY:
         return _length_prefixed(column.length_size, bytes)
     if kind == FIELD_TYPE.JSON:
-        return _length_prefixed(column.length_size, _mysql_json)
+        return _length_prefixed(column.length_size, mysql_json_text)
     if kind == FIELD_TYPE.ENUM:
         return _enum(column.size, _members(column.enum_values, where))
     if kind == FIELD_TYPE.SET:
