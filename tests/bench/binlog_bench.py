@@ -197,7 +197,7 @@ def main() -> None:
     base = scratch_directory("sluice-binlog-bench-")
     with running_services(base) as (mariadb, postgresql):
         mariadb.execute("CREATE DATABASE bench", TABLE_DDL)
-        endpoint = SourceEndpoint(mariadb.host, mariadb.port, mariadb.user, mariadb.password)
+        endpoint = mariadb.endpoint()
         conn = mariadb.connect("bench")
         schema = read_table_schema(conn, "bench", "events", None)
         conn.close()

@@ -10,7 +10,7 @@ from typing import Any
 
 from sluice.snapshot.snapshot_split import SnapshotSplit
 from sluice.snapshot.split_reader import chunk_query, scan_chunk
-from sluice.source.connection import SourceEndpoint, connect_scan
+from sluice.source.connection import connect_scan
 from sluice.source.row_decoding import RowDecoder
 from sluice.source.schema import TableSchema, read_table_schema
 from tests.harness.services import MariaDB, PostgreSQL
@@ -74,13 +74,13 @@ def replay_changelog(changelog: list[dict[str, Any]], key: str) -> list[tuple]:
     return _rows(table.values())
 
 
-def selected_rows(server: MariaDB, db: str, table: str) -> list[tuple]:
+def selected_rows(server: MariaDB, db: str, table: str, time_zone: str = "UTC") -> list[tuple]:
     """Rows as Sluice's split reader selects them: the source's values in the form both the
-    snapshot and the binlog path give (a MariaDB target read the same way)."""
+    snapshot and the binlog path give (a MariaDB target read the same way), by id."""
     meta = server.connect(db)
     schema = read_table_schema(meta, db, table, None)
     meta.close()
-    conn = connect_scan(SourceEndpoint(server.host, server.port, server.user, server.password))
+    conn = connect_scan(server.endpoint(time_zone))
     try:
         sql, params = chunk_query(schema, SnapshotSplit(schema.table_id, 0, None, None))
         return sorted(scan_chunk(conn, sql, params, RowDecoder(schema), 1000), key=lambda row: row[0])

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import signal
 import subprocess
@@ -106,6 +107,16 @@ def start_sluice(pipeline: Path, state_dir: Path, env: dict[str, str]) -> subpro
         text=True,
         start_new_session=True,
     )
+
+
+def wait_until_in_binlog_phase(process: subprocess.Popen, state_dir: Path, deadline: float) -> None:
+    """Waits until the run's state has a binlog split: the snapshot is done and it reads the
+    binlog (or is about to: its signal handlers may not be in place before)."""
+    state_file = state_dir / "state.json"
+    while not (state_file.exists() and "binlog" in json.loads(state_file.read_text())):
+        assert process.poll() is None, process.communicate()[1]
+        assert time.monotonic() < deadline, f"{state_dir}: the run did not reach the binlog phase"
+        time.sleep(0.05)
 
 
 def kill_pipeline(process: subprocess.Popen) -> None:

@@ -21,6 +21,8 @@ from pathlib import Path
 import psycopg
 import pymysql
 
+from sluice.source.connection import SourceEndpoint
+
 PG_BIN = Path("/usr/lib/postgresql/15/bin")
 
 
@@ -50,6 +52,10 @@ class MariaDB:
             charset="utf8mb4",
             **kwargs,
         )
+
+    def endpoint(self, time_zone: str = "UTC") -> SourceEndpoint:
+        """How Sluice's own code reaches this server."""
+        return SourceEndpoint(self.host, self.port, self.user, self.password, time_zone=time_zone)
 
     def execute(self, *statements: str, database: str | None = None) -> None:
         conn = self.connect(database)

@@ -15,23 +15,17 @@ from sluice.binlog.event_reader import read_window
 from sluice.binlog.row_change import RowKind
 from sluice.binlog.row_image_decoder import mysql_json_text
 from sluice.errors import SourceError
-from sluice.snapshot.snapshot_split import SnapshotSplit
-from sluice.snapshot.split_reader import SplitTask, read_split
-from sluice.source.connection import SourceEndpoint, connect_scan, current_offset
+from sluice.source.connection import current_offset
 from sluice.source.schema import read_table_schema
+from tests.harness import compare
 from tests.harness.column_types import COLUMNS, placeholder, random_decimal, random_value
 
 SERVER_IDS = iter(range(6800, 6830))
 
 
-def _endpoint(mariadb, time_zone: str = "UTC") -> SourceEndpoint:
-    return SourceEndpoint(mariadb.host, mariadb.port, mariadb.user, mariadb.password, time_zone=time_zone)
-
-
-def _selected(endpoint: SourceEndpoint, schema) -> list[tuple]:
-    task = SplitTask(SnapshotSplit(schema.table_id, 0, None, None), schema, endpoint, next(SERVER_IDS), 1000)
-    rows, _, _ = read_split(task, connect_scan(endpoint))
-    return sorted(rows, key=lambda row: row[0])
+def binlog_changes(mariadb, schema, start, end, time_zone: str = "UTC") -> list:
+    """The row changes the binlog reader decodes for the table in [start, end)."""
+    return list(read_window(mariadb.endpoint(time_zone), next(SERVER_IDS), start, end, {schema.table_id: schema}, True))
 
 
 def differences(decoded: list[tuple], selected: list[tuple], schema) -> list[tuple]:
@@ -54,7 +48,6 @@ def test_every_column_type_decodes_from_the_binlog_as_the_select_gives_it(mariad
         database=source_db,
     )
     conn = mariadb.connect(source_db)
-    endpoint = _endpoint(mariadb)
     insert = f"INSERT INTO every_type (id, {', '.join(names)}) VALUES (%s, {', '.join(placeholder(n) for n in names)})"
     update = f"UPDATE every_type SET {', '.join(f'{n} = {placeholder(n)}' for n in names)} WHERE id = %s"
     rows = 150
@@ -66,18 +59,18 @@ def test_every_column_type_decodes_from_the_binlog_as_the_select_gives_it(mariad
             cur.execute(insert, [row_id, *(random_value(rng, n) for n in names)])
     inserted_end = current_offset(conn)
     schema = read_table_schema(conn, source_db, "every_type", None)
-    inserted = _selected(endpoint, schema)
+    inserted = compare.selected_rows(mariadb, source_db, "every_type")
     with conn.cursor() as cur:
         cur.execute("SET time_zone = '+00:00'")
         for row_id in range(rows):
             cur.execute(update, [*(random_value(rng, n) for n in names), row_id])
     updated_end = current_offset(conn)
-    updated = _selected(endpoint, schema)
+    updated = compare.selected_rows(mariadb, source_db, "every_type")
     mariadb.execute("DELETE FROM every_type", database=source_db)
     end = current_offset(conn)
     conn.close()
 
-    changes = list(read_window(endpoint, next(SERVER_IDS), start, end, {schema.table_id: schema}, True))
+    changes = binlog_changes(mariadb, schema, start, end)
     inserts = [c for c in changes if c.offset.is_before(inserted_end)]
     updates = [c for c in changes if not c.offset.is_before(inserted_end) and c.offset.is_before(updated_end)]
     deletes = [c for c in changes if not c.offset.is_before(updated_end)]
@@ -106,11 +99,9 @@ def test_decimals_keep_their_scale_and_sign_at_every_width(mariadb, source_db):
     end = current_offset(conn)
     schema = read_table_schema(conn, source_db, "decimals", None)
     conn.close()
-    endpoint = _endpoint(mariadb)
+    decoded = [c.after for c in binlog_changes(mariadb, schema, start, end)]
 
-    decoded = [c.after for c in read_window(endpoint, next(SERVER_IDS), start, end, {schema.table_id: schema}, True)]
-
-    selected = _selected(endpoint, schema)
+    selected = compare.selected_rows(mariadb, source_db, "decimals")
     assert differences(decoded, selected, schema) == []
     assert all(isinstance(v, Decimal) for row in decoded for v in row[1:])
     assert [str(v) for row in decoded for v in row] == [str(v) for row in selected for v in row]
@@ -131,11 +122,11 @@ def test_timestamps_show_in_the_configured_session_time_zone(mariadb, source_db)
     end = current_offset(conn)
     schema = read_table_schema(conn, source_db, "stamps", None)
     conn.close()
-    endpoint = _endpoint(mariadb, time_zone="+05:30")
+    time_zone = "+05:30"
 
-    decoded = [c.after for c in read_window(endpoint, next(SERVER_IDS), start, end, {schema.table_id: schema}, True)]
+    decoded = [c.after for c in binlog_changes(mariadb, schema, start, end, time_zone)]
 
-    assert decoded == _selected(endpoint, schema)
+    assert decoded == compare.selected_rows(mariadb, source_db, "stamps", time_zone)
     assert decoded[0][1] == datetime(2024, 7, 1, 4, 15, 0, 250000)
 
 
@@ -159,7 +150,7 @@ def test_rows_on_either_side_of_an_alter_decode_by_their_own_table_map(mariadb, 
     end = current_offset(conn)
     conn.close()
 
-    decoded = list(read_window(_endpoint(mariadb), next(SERVER_IDS), start, end, {schema.table_id: schema}, True))
+    decoded = binlog_changes(mariadb, schema, start, end)
 
     assert [c.after for c in decoded] == [(1, "before", 6), (2, "x", 7), (3, "y", 9000000000), (4, "z", 8)]
 
@@ -172,7 +163,11 @@ def test_an_unknown_session_time_zone_is_refused_naming_the_option(mariadb, sour
     conn.close()
 
     with pytest.raises(SourceError, match="source.server-time-zone: 'Mars/Olympus'"):
-        list(read_window(_endpoint(mariadb, "Mars/Olympus"), next(SERVER_IDS), offset, offset, {"x.t": schema}, True))
+        list(
+            read_window(
+                mariadb.endpoint("Mars/Olympus"), next(SERVER_IDS), offset, offset, {schema.table_id: schema}, True
+            )
+        )
 
 
 def test_mariadbs_own_types_decode_to_the_text_the_select_gives(mariadb, source_db):
@@ -207,11 +202,9 @@ def test_mariadbs_own_types_decode_to_the_text_the_select_gives(mariadb, source_
     end = current_offset(conn)
     schema = read_table_schema(conn, source_db, "own", None)
     conn.close()
-    endpoint = _endpoint(mariadb)
+    decoded = [c.after for c in binlog_changes(mariadb, schema, start, end)]
 
-    decoded = [c.after for c in read_window(endpoint, next(SERVER_IDS), start, end, {schema.table_id: schema}, True)]
-
-    assert differences(decoded, _selected(endpoint, schema), schema) == []
+    assert differences(decoded, compare.selected_rows(mariadb, source_db, "own"), schema) == []
 
 
 def test_mysqls_binary_json_becomes_the_text_mysql_prints():

@@ -3,7 +3,6 @@ MariaDB target and in the parquet changelog as the source holds it."""
 
 from __future__ import annotations
 
-import json
 import random
 import signal
 import time
@@ -12,7 +11,14 @@ from sluice.sink.parquet import read_changelog
 from sluice.source.schema import read_table_schema
 from tests.harness import compare
 from tests.harness.column_types import COLUMNS, placeholder, random_value
-from tests.harness.pipelines import mysql_sink, pipeline_per_sink, postgres_sink, sluice_env, start_sluice
+from tests.harness.pipelines import (
+    mysql_sink,
+    pipeline_per_sink,
+    postgres_sink,
+    sluice_env,
+    start_sluice,
+    wait_until_in_binlog_phase,
+)
 
 ROWS = 60
 
@@ -45,10 +51,7 @@ def test_every_column_type_reaches_every_target_as_in_the_source(
     }
     deadline = time.monotonic() + 240
     for name, (_, state) in pipelines.items():
-        while not ((state / "state.json").exists() and "binlog" in json.loads((state / "state.json").read_text())):
-            assert processes[name].poll() is None, processes[name].communicate()[1]
-            assert time.monotonic() < deadline, f"{name} did not reach the binlog phase"
-            time.sleep(0.1)
+        wait_until_in_binlog_phase(processes[name], state, deadline)
 
     with conn.cursor() as cur:  # the binlog path: updates, inserts, deletes of every type
         cur.execute("SET time_zone = '+00:00'")

@@ -4,7 +4,6 @@ the source with every change exactly once."""
 
 from __future__ import annotations
 
-import json
 import signal
 import time
 from collections.abc import Iterator
@@ -14,7 +13,7 @@ import pytest
 
 from sluice.sink.parquet import read_changelog
 from tests.harness import compare
-from tests.harness.pipelines import pipeline_per_sink, sluice_env, start_sluice
+from tests.harness.pipelines import pipeline_per_sink, sluice_env, start_sluice, wait_until_in_binlog_phase
 from tests.harness.services import MariaDB, replicate, start_mariadb, wait_replicated
 
 
@@ -43,11 +42,7 @@ def _stream_until_equal(pipelines, server: MariaDB, postgresql, lake: Path, db: 
     processes = {name: start_sluice(yaml, state, env) for name, (yaml, state) in pipelines.items()}
     deadline = time.monotonic() + 180
     for name, (_, state) in pipelines.items():
-        state_file = state / "state.json"
-        while not (state_file.exists() and "binlog" in json.loads(state_file.read_text())):
-            assert processes[name].poll() is None, processes[name].communicate()[1]
-            assert time.monotonic() < deadline, f"{name} did not reach the binlog phase"
-            time.sleep(0.1)
+        wait_until_in_binlog_phase(processes[name], state, deadline)
     write()
     expected = compare.source_rows(server, db, "t")
     while True:

@@ -32,6 +32,20 @@ def _finished_splits(state_dir: Path) -> dict:
     return json.loads(path.read_text()).get("snapshot", {}).get("finished", {})
 
 
+def _events_pipeline(tmp_path, mariadb, postgresql, source_db, name, server_ids, parallelism=2, **options):
+    """A pipeline of table `events` into PostgreSQL in chunks of CHUNK rows: its YAML, state
+    directory and environment."""
+    definition = pipeline_yaml(
+        mariadb,
+        f"{source_db}.events",
+        postgres_sink(postgresql),
+        name=name,
+        parallelism=parallelism,
+        **{"scan.incremental.snapshot.chunk.size": CHUNK, "server-id": server_ids, **options},
+    )
+    return write_pipeline(tmp_path / f"{name}.yaml", definition), tmp_path / "state", sluice_env(mariadb, postgresql)
+
+
 def test_snapshot_under_concurrent_writes_equals_the_source(tmp_path, mariadb, mariadb_target, postgresql, source_db):
     tables = ["orders", "customers"]
     for table in tables:
@@ -72,16 +86,9 @@ def test_snapshot_under_concurrent_writes_equals_the_source(tmp_path, mariadb, m
 
 def test_rerun_after_sigkill_skips_finished_splits(tmp_path, mariadb, postgresql, source_db):
     create_table(mariadb, source_db, "events", 60_000, seed=3)
-    definition = pipeline_yaml(
-        mariadb,
-        f"{source_db}.events",
-        postgres_sink(postgresql),
-        name="killed",
-        **{"scan.startup.mode": "snapshot", "scan.incremental.snapshot.chunk.size": CHUNK, "server-id": "6420-6429"},
+    pipeline, state_dir, env = _events_pipeline(
+        tmp_path, mariadb, postgresql, source_db, "killed", "6420-6429", **{"scan.startup.mode": "snapshot"}
     )
-    pipeline = write_pipeline(tmp_path / "killed.yaml", definition)
-    state_dir = tmp_path / "state"
-    env = sluice_env(mariadb, postgresql)
 
     process = start_sluice(pipeline, state_dir, env)
     deadline = time.monotonic() + 180
@@ -109,17 +116,9 @@ def test_sigterm_mid_snapshot_commits_what_is_in_flight_and_exits_0(tmp_path, ma
     # One reader, three Spark jobs of splits: the signal comes while the first commits, so
     # at most the second can still start.
     create_table(mariadb, source_db, "events", 150_000, seed=5)
-    definition = pipeline_yaml(
-        mariadb,
-        f"{source_db}.events",
-        postgres_sink(postgresql),
-        name="stopped",
-        parallelism=1,
-        **{"scan.incremental.snapshot.chunk.size": CHUNK, "server-id": "6970-6979"},
+    pipeline, state_dir, env = _events_pipeline(
+        tmp_path, mariadb, postgresql, source_db, "stopped", "6970-6979", parallelism=1
     )
-    pipeline = write_pipeline(tmp_path / "stopped.yaml", definition)
-    state_dir = tmp_path / "state"
-    env = sluice_env(mariadb, postgresql)
 
     process = start_sluice(pipeline, state_dir, env)
     deadline = time.monotonic() + 180

@@ -3,7 +3,6 @@ decides exactly which changes reach the target."""
 
 from __future__ import annotations
 
-import json
 import signal
 import time
 from pathlib import Path
@@ -12,7 +11,14 @@ import pytest
 
 from sluice.source.connection import current_offset, executed_gtids
 from tests.harness import compare
-from tests.harness.pipelines import pipeline_yaml, postgres_sink, sluice_env, start_sluice, write_pipeline
+from tests.harness.pipelines import (
+    pipeline_yaml,
+    postgres_sink,
+    sluice_env,
+    start_sluice,
+    wait_until_in_binlog_phase,
+    write_pipeline,
+)
 
 
 def _insert(mariadb, db: str, ids: range) -> None:
@@ -41,10 +47,7 @@ def _stream(tmp_path: Path, mariadb, postgresql, db: str, server_ids: str, optio
     state = tmp_path / "state"
     process = start_sluice(pipeline, state, sluice_env(mariadb, postgresql))
     deadline = time.monotonic() + 120
-    while not ((state / "state.json").exists() and "binlog" in json.loads((state / "state.json").read_text())):
-        assert process.poll() is None, process.stderr.read()
-        assert time.monotonic() < deadline
-        time.sleep(0.05)
+    wait_until_in_binlog_phase(process, state, deadline)
     _insert(mariadb, db, then_insert)
     last = then_insert[-1]
     while not compare.postgres_rows(postgresql, db, "t") or compare.postgres_rows(postgresql, db, "t")[-1][0] < last:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from sluice.binlog.event_reader import read_window
 from sluice.snapshot.snapshot_split import SnapshotSplit
 from sluice.snapshot.split_reader import SplitTask, read_split
-from sluice.source.connection import SourceEndpoint, connect_scan, current_offset
+from sluice.source.connection import connect_scan, current_offset
 from sluice.source.schema import read_table_schema
 
 ALL_TYPES = """CREATE TABLE all_types (
@@ -30,10 +30,6 @@ ROWS = [
 ]
 
 
-def _endpoint(mariadb) -> SourceEndpoint:
-    return SourceEndpoint(mariadb.host, mariadb.port, mariadb.user, mariadb.password)
-
-
 def test_select_and_binlog_decode_every_type_to_the_same_row(mariadb, source_db):
     mariadb.execute(ALL_TYPES, database=source_db)
     conn = mariadb.connect(source_db)
@@ -42,7 +38,7 @@ def test_select_and_binlog_decode_every_type_to_the_same_row(mariadb, source_db)
     stop = current_offset(conn)
     schema = read_table_schema(conn, source_db, "all_types", None)
     conn.close()
-    endpoint = _endpoint(mariadb)
+    endpoint = mariadb.endpoint()
 
     task = SplitTask(SnapshotSplit(schema.table_id, 0, None, None), schema, endpoint, 5401, 100)
     selected, _, _ = read_split(task, connect_scan(endpoint))
@@ -63,7 +59,7 @@ def test_split_reads_only_its_chunk_and_folds_changes_made_while_reading(mariadb
     conn.close()
     split = SnapshotSplit(schema.table_id, 1, 5, 15)
 
-    endpoint = _endpoint(mariadb)
+    endpoint = mariadb.endpoint()
     rows, high, folded = read_split(SplitTask(split, schema, endpoint, 5402, 100), connect_scan(endpoint))
 
     assert sorted(rows) == [(5, "b"), (10, "c")]

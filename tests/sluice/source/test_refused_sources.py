@@ -13,7 +13,15 @@ import pytest
 from sluice.errors import SourceError
 from sluice.source.checks import binlog_settings_problem, check_binlog_settings
 from tests.harness import compare
-from tests.harness.pipelines import pipeline_yaml, postgres_sink, run_sluice, sluice_env, start_sluice, write_pipeline
+from tests.harness.pipelines import (
+    pipeline_yaml,
+    postgres_sink,
+    run_sluice,
+    sluice_env,
+    start_sluice,
+    wait_until_in_binlog_phase,
+    write_pipeline,
+)
 from tests.harness.services import start_mariadb
 
 
@@ -124,9 +132,7 @@ def test_a_purged_gtid_position_fails_naming_it(tmp_path, services_dir, postgres
         state = tmp_path / "state"
         process = start_sluice(pipeline, state, sluice_env(server, postgresql))
         deadline = time.monotonic() + 120
-        while not ((state / "state.json").exists() and "binlog" in json.loads((state / "state.json").read_text())):
-            assert process.poll() is None and time.monotonic() < deadline, process.communicate()[1]
-            time.sleep(0.1)
+        wait_until_in_binlog_phase(process, state, deadline)
         server.execute("INSERT INTO purging.t VALUES (0)")  # streaming once it arrives
         while compare.postgres_rows(postgresql, "purging", "t") != [(0,)]:
             assert process.poll() is None and time.monotonic() < deadline, process.communicate()[1]
