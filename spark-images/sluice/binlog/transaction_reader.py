@@ -102,11 +102,14 @@ def _transactions(stream, decoders, stop_at, stopping, gtids: GtidState | None) 
     changes: list[RowChange] = []
     pending_gtid = ""  # the GTID of the transaction being read, executed once it ends
 
-    def resume_point(pos: int) -> BinlogOffset:
+    def transaction_ended() -> None:
         nonlocal pending_gtid
         if gtids is not None and pending_gtid:
             gtids.add(pending_gtid)
         pending_gtid = ""
+
+    def resume_point(pos: int) -> BinlogOffset:
+        transaction_ended()
         return BinlogOffset(stream.log_file, pos, 0, str(gtids) if gtids is not None else "")
 
     for event in stream:
@@ -115,8 +118,7 @@ def _transactions(stream, decoders, stop_at, stopping, gtids: GtidState | None) 
         if isinstance(event, RotateEvent):
             continue
         if isinstance(event, (GtidEvent, MariadbGtidEvent)):
-            if gtids is not None and pending_gtid:  # the previous transaction ended without XID or COMMIT: DDL
-                gtids.add(pending_gtid)
+            transaction_ended()  # if the previous one had no XID or COMMIT (DDL), it ends here
             pending_gtid = event.gtid
             continue
         if isinstance(event, HeartbeatLogEvent):
