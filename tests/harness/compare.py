@@ -74,13 +74,13 @@ def replay_changelog(changelog: list[dict[str, Any]], key: str) -> list[tuple]:
     return _rows(table.values())
 
 
-def selected_rows(server: MariaDB, db: str, table: str, time_zone: str = "UTC") -> list[tuple]:
+def selected_rows(server: MariaDB, db: str, table: str) -> list[tuple]:
     """Rows as Sluice's split reader selects them: the source's values in the form both the
     snapshot and the binlog path give (a MariaDB target read the same way), by id."""
     meta = server.connect(db)
     schema = read_table_schema(meta, db, table, None)
     meta.close()
-    conn = connect_scan(server.endpoint(time_zone))
+    conn = connect_scan(server.endpoint())
     try:
         sql, params = chunk_query(schema, SnapshotSplit(schema.table_id, 0, None, None))
         return sorted(scan_chunk(conn, sql, params, RowDecoder(schema), 1000), key=lambda row: row[0])

@@ -9,11 +9,13 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from tests.harness.compare import diff
 from tests.harness.services import MariaDB, PostgreSQL
 
 SLUICE = [sys.executable, "-m", "sluice.cli"]
@@ -150,3 +152,36 @@ def _descendants(root: int) -> set[int]:
                 found.add(child)
                 pending.append(child)
     return found
+
+
+def stream_until_equal(
+    pipelines: dict[str, tuple[Path, Path]],
+    env: dict[str, str],
+    write: Callable[[], None],
+    expected: Callable[[], list[tuple]],
+    targets: dict[str, Callable[[], list[tuple]]],
+    timeout: float = 240,
+) -> None:
+    """Starts every pipeline, calls `write` once all of them stream, waits until each
+    pipeline's target (same name) reads equal to `expected()`, then stops them with SIGTERM
+    and checks they exit 0."""
+    processes = {name: start_sluice(path, state, env) for name, (path, state) in pipelines.items()}
+    try:
+        deadline = time.monotonic() + timeout
+        for name, (_, state) in pipelines.items():
+            wait_until_in_binlog_phase(processes[name], state, deadline)
+        write()
+        want = expected()
+        for name, rows in targets.items():
+            while (actual := rows()) != want:
+                assert processes[name].poll() is None, f"{name}: {processes[name].communicate()[1]}"
+                assert time.monotonic() < deadline, f"{name}: {diff(want, actual)}"
+                time.sleep(0.2)
+        for name, process in processes.items():
+            process.send_signal(signal.SIGTERM)
+            _, err = process.communicate(timeout=60)
+            assert process.returncode == 0, f"{name}: {err}"
+    finally:
+        for process in processes.values():
+            if process.poll() is None:
+                kill_pipeline(process)

@@ -53,9 +53,9 @@ class MariaDB:
             **kwargs,
         )
 
-    def endpoint(self, time_zone: str = "UTC") -> SourceEndpoint:
+    def endpoint(self) -> SourceEndpoint:
         """How Sluice's own code reaches this server."""
-        return SourceEndpoint(self.host, self.port, self.user, self.password, time_zone=time_zone)
+        return SourceEndpoint(self.host, self.port, self.user, self.password)
 
     def execute(self, *statements: str, database: str | None = None) -> None:
         conn = self.connect(database)
@@ -64,6 +64,21 @@ class MariaDB:
                 for statement in statements:
                     cur.execute(statement)
         finally:
+            conn.close()
+
+    @contextlib.contextmanager
+    def global_setting(self, name: str, value: str) -> Iterator[None]:
+        """SET GLOBAL name = value for the duration of a block, then the old value again."""
+        conn = self.connect()
+        with conn.cursor() as cur:
+            cur.execute(f"SELECT @@GLOBAL.{name}")
+            (before,) = cur.fetchone()
+            cur.execute(f"SET GLOBAL {name} = %s", (value,))
+        try:
+            yield
+        finally:
+            with conn.cursor() as cur:
+                cur.execute(f"SET GLOBAL {name} = %s", (before,))
             conn.close()
 
     def stop(self) -> None:

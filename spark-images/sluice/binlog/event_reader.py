@@ -117,7 +117,7 @@ def read_window(
     mariadb: bool,
 ) -> Iterator[RowChange]:
     """Row changes of the given tables in [start, stop): a split's backfill window."""
-    decoders = RowImageDecoders(schemas, endpoint.zone())
+    decoders = RowImageDecoders(schemas)
     stream = open_stream(endpoint, server_id, start, schemas, mariadb, blocking=False)
     try:
         for event in stream:

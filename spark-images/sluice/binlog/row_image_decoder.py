@@ -18,7 +18,7 @@ import json
 import struct
 import uuid
 from collections.abc import Callable, Mapping, Sequence
-from datetime import date, datetime, timedelta, tzinfo
+from datetime import date, datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
@@ -155,23 +155,26 @@ def _datetime2(fsp: int) -> ColumnReader:
     return read
 
 
-def _timestamp2(fsp: int, zone: tzinfo) -> ColumnReader:
-    """Seconds since the epoch, big-endian, shown in the zone the scan's session uses."""
+def _timestamp2(fsp: int) -> ColumnReader:
+    """Seconds since the epoch, big-endian, shown in UTC as the scan's session shows them."""
     frac_size, unit = _fraction(fsp)
     size = 4 + frac_size
 
     def read(data: bytes, pos: int) -> tuple[datetime | None, int]:
         seconds = int.from_bytes(data[pos : pos + 4], "big")
         micros = int.from_bytes(data[pos + 4 : pos + size], "big") * unit
-        return _local_time(seconds, micros, zone), pos + size
+        return _utc_time(seconds, micros), pos + size
 
     return read
 
 
-def _local_time(seconds: int, micros: int, zone: tzinfo) -> datetime | None:
+_EPOCH = datetime(1970, 1, 1)
+
+
+def _utc_time(seconds: int, micros: int) -> datetime | None:
     if not seconds and not micros:
         return None  # '0000-00-00 00:00:00', which the SELECT path gives as None
-    return datetime.fromtimestamp(seconds, zone).replace(tzinfo=None, microsecond=micros)
+    return _EPOCH + timedelta(seconds=seconds, microseconds=micros)
 
 
 def _time2(fsp: int) -> ColumnReader:
@@ -316,7 +319,7 @@ MARIADB_TEXT_TYPES = {"inet4": _inet4, "inet6": _inet6, "uuid": _uuid}
 _INTEGERS = {FIELD_TYPE.TINY: "b", FIELD_TYPE.SHORT: "h", FIELD_TYPE.LONG: "i", FIELD_TYPE.LONGLONG: "q"}
 
 
-def column_reader(column: Any, data_type: str | None, where: str, zone: tzinfo) -> ColumnReader:
+def column_reader(column: Any, data_type: str | None, where: str) -> ColumnReader:
     """The reader for one table-map column (python-mysql-replication's Column); `data_type`
     is the schema's for the column, if the schema has it."""
     kind = column.type
@@ -359,7 +362,7 @@ def column_reader(column: Any, data_type: str | None, where: str, zone: tzinfo) 
     if kind == FIELD_TYPE.DATETIME2:
         return _datetime2(column.fsp)
     if kind == FIELD_TYPE.TIMESTAMP2:
-        return _timestamp2(column.fsp, zone)
+        return _timestamp2(column.fsp)
     if kind == FIELD_TYPE.TIME2:
         return _time2(column.fsp)
     if kind == FIELD_TYPE.TIME:
@@ -367,7 +370,7 @@ def column_reader(column: Any, data_type: str | None, where: str, zone: tzinfo) 
     if kind == FIELD_TYPE.DATETIME:
         return _old_datetime
     if kind == FIELD_TYPE.TIMESTAMP:
-        return _fixed("<I", lambda seconds: _local_time(seconds, 0, zone))
+        return _fixed("<I", lambda seconds: _utc_time(seconds, 0))
     raise SourceError(f"{where}: binlog column type {kind} is not supported by Sluice")
 
 
@@ -375,7 +378,7 @@ class RowImageDecoder:
     """One table map compiled: decodes a rows event body into rows in the schema's column
     order. Columns are matched by name; one the schema does not know is read past."""
 
-    def __init__(self, table_map_columns: Sequence[Any], schema: TableSchema, zone: tzinfo) -> None:
+    def __init__(self, table_map_columns: Sequence[Any], schema: TableSchema) -> None:
         self.schema = schema
         self._width = len(schema.columns)
         self._plans: dict[bytes, list[tuple[ColumnReader, int, int]]] = {}
@@ -387,7 +390,7 @@ class RowImageDecoder:
             # A column the schema does not know lands in a spare slot past the row's end.
             target = schema.position(name) if name in names else self._width
             data_type = schema.columns[target].data_type if target < self._width else None
-            self._readers.append((column_reader(column, data_type, where, zone), target))
+            self._readers.append((column_reader(column, data_type, where), target))
         self._spare = any(target == self._width for _, target in self._readers)
 
     def _plan(self, present: bytes) -> list[tuple[ColumnReader, int, int]]:
@@ -441,10 +444,8 @@ class RowImageDecoders:
     Every statement's rows come after a fresh table map; a decoder is compiled again only
     when the table's columns changed."""
 
-    def __init__(self, schemas: Mapping[str, TableSchema], zone: tzinfo) -> None:
-        """`zone`: the session time zone the split reader's SELECT shows TIMESTAMPs in."""
+    def __init__(self, schemas: Mapping[str, TableSchema]) -> None:
         self._schemas = schemas
-        self._zone = zone
         self._current: dict[str, tuple[Any, RowImageDecoder]] = {}
         self._compiled: dict[tuple[str, tuple], RowImageDecoder] = {}
 
@@ -459,6 +460,6 @@ class RowImageDecoders:
         key = (table_id, _signature(table.columns))
         decoder = self._compiled.get(key)
         if decoder is None:
-            decoder = self._compiled[key] = RowImageDecoder(table.columns, schema, self._zone)
+            decoder = self._compiled[key] = RowImageDecoder(table.columns, schema)
         self._current[table_id] = (table, decoder)
         return decoder

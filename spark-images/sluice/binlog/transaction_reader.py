@@ -58,7 +58,7 @@ def read_transactions(
 ) -> Iterator[Transaction | Heartbeat]:
     """Transactions from `start` (its file/position, or after its GTID set if `by_gtid`): up
     to `stop_at` if given, else following the binlog."""
-    decoders = RowImageDecoders(schemas, endpoint.zone())
+    decoders = RowImageDecoders(schemas)
     stream = open_stream(
         endpoint,
         server_id,

@@ -19,6 +19,7 @@ from sluice.errors import DefinitionError
 from sluice.pipeline.options import Option, parse_duration, port_number, positive, resolve
 from sluice.pipeline.options import duration as duration_check
 from sluice.pipeline.table_selector import TableSelector, parse_patterns
+from sluice.pipeline.time_zone import check_zone_id
 
 STARTUP_MODES = (
     "initial",
@@ -40,7 +41,7 @@ SOURCE_OPTIONS = [
     Option("tables", str),
     Option("tables.exclude", str, ""),
     Option("server-id", str, "5400-5499"),
-    Option("server-time-zone", str, "UTC"),
+    Option("server-time-zone", str, "UTC", check=check_zone_id),
     Option("scan.startup.mode", str, "initial", choices=STARTUP_MODES),
     Option("scan.startup.specific-offset.file", str, ""),
     Option("scan.startup.specific-offset.pos", int, 4, check=positive),
@@ -123,7 +124,7 @@ class SourceConfig:
     password: str = field(repr=False)
     tables: TableSelector
     server_ids: ServerIdRange
-    server_time_zone: str
+    server_time_zone: str  # a Java ZoneId; how the values sink shows TIMESTAMPs (they are instants)
     startup: StartupOptions
     chunk_size: int
     chunk_key_columns: tuple[tuple[TableSelector, str], ...]

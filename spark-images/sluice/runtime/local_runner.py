@@ -45,7 +45,6 @@ def source_endpoint(definition: PipelineDefinition) -> SourceEndpoint:
         source.password,
         source.connect_timeout_seconds,
         source.connect_max_retries,
-        source.server_time_zone,
     )
 
 

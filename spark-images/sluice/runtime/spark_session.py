@@ -24,5 +24,8 @@ def local_session(app_name: str, parallelism: int) -> SparkSession:
         .config("spark.driver.extraJavaOptions", java_options)
         .config("spark.python.worker.reuse", "true")
         .config("spark.scheduler.mode", "FAIR")
+        # Instants as Parquet's own UTC-adjusted type (not the legacy INT96); shown in UTC.
+        .config("spark.sql.parquet.outputTimestampType", "TIMESTAMP_MICROS")
+        .config("spark.sql.session.timeZone", "UTC")
         .getOrCreate()
     )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from sluice.pipeline.definition import PipelineDefinition
+from sluice.pipeline.time_zone import parse_zone_id
 from sluice.sink.base import Sink
 
 
@@ -11,7 +12,7 @@ def create_sink(definition: PipelineDefinition) -> Sink:
     if sink.type == "values":
         from sluice.sink.values import ValuesSink
 
-        return ValuesSink()
+        return ValuesSink(parse_zone_id(definition.source.server_time_zone))
     if sink.type == "jdbc":
         from sluice.sink.jdbc import JdbcSink
 

@@ -18,7 +18,7 @@ import json
 import shutil
 import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from datetime import timedelta
+from datetime import datetime, timedelta, timezone
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -55,23 +55,29 @@ def changelog_schema(schema: TableSchema) -> T.StructType:
 
 def spark_values(schema: TableSchema) -> Callable[[Row], tuple[Any, ...]]:
     """Row values as the changelog schema's types take them."""
-    wide: list[tuple[int, Callable[[Any], Any]]] = []
+    conversions: list[tuple[int, Callable[[Any], Any]]] = []
     for i, column in enumerate(schema.columns):
-        if column.beyond_signed_64_bits:
-            wide.append((i, Decimal))
+        if column.data_type == "timestamp":  # an instant, read in UTC; Spark would take a
+            conversions.append((i, _utc))  # naive value as the driver's local time
+        elif column.beyond_signed_64_bits:
+            conversions.append((i, Decimal))
         elif column.data_type == "decimal" and (column.numeric_precision or 0) > SPARK_MAX_DECIMAL_PRECISION:
-            wide.append((i, str))
-    if not wide:
+            conversions.append((i, str))
+    if not conversions:
         return tuple
 
     def convert(row: Row) -> tuple[Any, ...]:
         values = list(row)
-        for i, to in wide:
+        for i, to in conversions:
             if values[i] is not None:
                 values[i] = to(values[i])
         return tuple(values)
 
     return convert
+
+
+def _utc(value: datetime) -> datetime:
+    return value.replace(tzinfo=timezone.utc)
 
 
 class CommitLog:

@@ -85,10 +85,9 @@ _SPARK_FIXED: dict[str, T.DataType] = {
     "year": T.IntegerType(),
     "date": T.DateType(),
     "time": T.DayTimeIntervalType(),
-    # MySQL DATETIME has no zone; TIMESTAMP is read in the session zone (UTC): both are
-    # written as wall-clock timestamps.
+    # A DATETIME is wall-clock text; a TIMESTAMP is an instant (read in UTC).
     "datetime": T.TimestampNTZType(),
-    "timestamp": T.TimestampNTZType(),
+    "timestamp": T.TimestampType(),
     **{t: T.BinaryType() for t in ("binary", "varbinary", "tinyblob", "blob", "mediumblob", "longblob")},
     **{t: T.BinaryType() for t in SPATIAL_TYPES},
 }

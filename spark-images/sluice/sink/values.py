@@ -3,37 +3,73 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from datetime import datetime, timezone, tzinfo
+from typing import TYPE_CHECKING, Any
 
 from sluice.binlog.row_change import RowKind
 from sluice.sink.base import ChangeBatch, Sink, SinkWriter
-from sluice.snapshot.snapshot_split import SnapshotSplit
+from sluice.snapshot.split_reader import SplitResult, SplitTask, read_splits
 from sluice.source.offset import BinlogOffset
 from sluice.source.row_decoding import Row
 from sluice.source.schema import TableSchema
 
-
-def format_event(table_id: str, kind: RowKind, row: Row) -> str:
-    return f"{table_id}> {kind.value}[{', '.join(map(repr, row))}]"
+if TYPE_CHECKING:
+    from pyspark import SparkContext
 
 
 class ValuesWriter(SinkWriter):
-    def write_snapshot_split(
-        self, schema: TableSchema, split: SnapshotSplit, rows: Sequence[Row], high_watermark: BinlogOffset
-    ) -> None:
+    def __init__(self, zone: tzinfo) -> None:
+        self.zone = zone
+        self._formats: dict[str, Callable[[Row], str]] = {}
+
+    def _format(self, schema: TableSchema, kind: RowKind, row: Row) -> str:
+        values = self._formats.get(schema.table_id)
+        if values is None:
+            values = self._formats[schema.table_id] = row_format(schema, self.zone)
+        return f"{schema.table_id}> {kind.value}[{values(row)}]"
+
+    def write_snapshot_rows(self, schema: TableSchema, rows: Sequence[Row]) -> None:
         out = sys.stdout
         for row in rows:
-            out.write(format_event(schema.table_id, RowKind.INSERT, row) + "\n")
+            out.write(self._format(schema, RowKind.INSERT, row) + "\n")
         out.flush()
 
     def write_changes(self, batch: ChangeBatch, end: BinlogOffset, drop_split_records: bool) -> None:
         out = sys.stdout
         for schema, kind, row, _, _ in batch:
-            out.write(format_event(schema.table_id, kind, row) + "\n")
+            out.write(self._format(schema, kind, row) + "\n")
         out.flush()
 
 
+def row_format(schema: TableSchema, zone: tzinfo) -> Callable[[Row], str]:
+    """Values as text; a TIMESTAMP (an instant, read in UTC) shown in `zone` with its offset."""
+    instants = {i for i, c in enumerate(schema.columns) if c.data_type == "timestamp"}
+
+    def show(i: int, value: Any) -> str:
+        if i in instants and isinstance(value, datetime):
+            return value.replace(tzinfo=timezone.utc).astimezone(zone).isoformat()
+        return repr(value)
+
+    return lambda row: ", ".join(show(i, v) for i, v in enumerate(row))
+
+
 class ValuesSink(Sink):
+    def __init__(self, zone: tzinfo) -> None:
+        self.zone = zone  # source.server-time-zone
+
+    def write_snapshot_job(self, sc: SparkContext, tasks: list[SplitTask]) -> list[SplitResult]:
+        """Executors read; the driver prints (an executor's stdout is not the CLI's)."""
+        (read,) = (
+            sc.parallelize([tasks], 1)
+            .map(lambda t: [(task.schema, rows, r) for task, rows, r in read_splits(t)])
+            .collect()
+        )
+        writer = ValuesWriter(self.zone)
+        for schema, rows, _ in read:
+            writer.write_snapshot_rows(schema, rows)
+        return [result for _, _, result in read]
+
     def prepare(self, schemas: Sequence[TableSchema]) -> None:
         for schema in schemas:
             sys.stdout.write(
@@ -43,4 +79,4 @@ class ValuesSink(Sink):
             )
 
     def writer(self) -> SinkWriter:
-        return ValuesWriter()
+        return ValuesWriter(self.zone)

@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 import logging
-import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import date, datetime, timedelta, timezone, tzinfo
+from datetime import date, datetime
 from typing import Any
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import MySQLdb
 import MySQLdb.converters
@@ -24,6 +22,12 @@ from sluice.source.offset import BinlogOffset
 log = logging.getLogger(__name__)
 
 
+# Every session reads TIMESTAMPs in UTC: they are instants, and UTC text of them is
+# unambiguous (a zone with DST repeats an hour) and needs no time-zone tables on the server.
+# The binlog holds TIMESTAMPs as epoch seconds, which the row image decoder shows in UTC too.
+SESSION_TIME_ZONE = "+00:00"
+
+
 @dataclass(frozen=True)
 class SourceEndpoint:
     """What a Spark task needs to reach the source; picklable, password kept out of repr."""
@@ -34,24 +38,9 @@ class SourceEndpoint:
     password: str
     connect_timeout: float = 30.0
     max_retries: int = 3
-    time_zone: str = "UTC"
 
     def __repr__(self) -> str:
         return f"SourceEndpoint({self.username}@{self.hostname}:{self.port})"
-
-    def zone(self) -> tzinfo:
-        """The session time zone as Python's: the binlog decoder shows TIMESTAMPs in it, as
-        the scan's SELECT does."""
-        offset = re.fullmatch(r"([+-])(\d{1,2}):(\d{2})", _mysql_time_zone(self.time_zone))
-        if offset:
-            delta = timedelta(hours=int(offset[2]), minutes=int(offset[3]))
-            return timezone(-delta if offset[1] == "-" else delta)
-        try:
-            return ZoneInfo(self.time_zone)
-        except (ZoneInfoNotFoundError, ValueError):
-            raise SourceError(
-                f"source.server-time-zone: {self.time_zone!r} is not a time zone name or an offset like +02:00"
-            ) from None
 
     def settings(self) -> dict[str, Any]:
         """Keyword arguments both drivers (and python-mysql-replication) accept."""
@@ -62,6 +51,7 @@ class SourceEndpoint:
             "password": self.password,
             "charset": "utf8mb4",
             "connect_timeout": max(1, int(self.connect_timeout)),
+            "init_command": f"SET time_zone = '{SESSION_TIME_ZONE}'",
         }
 
 
@@ -97,35 +87,43 @@ _SCAN_CONVERSIONS = {
 }
 
 
+# Client errors that mean the server could not be reached or went away, and the server's
+# "too many connections" and "shutting down": the ones waiting can heal. Every other error
+# (access denied, unknown database, missing privilege) is the configuration's, and is said
+# at once.
+TRANSIENT_ERRORS = {2002, 2003, 2005, 2006, 2013, 1040, 1053}
+
+
 def _with_retry(endpoint: SourceEndpoint, open_connection: Callable[[], Any]) -> Any:
-    """Both drivers raise OperationalError(code, message); only unreachable servers are retried."""
+    """Both drivers raise OperationalError(code, message); only transient ones are retried."""
     delay = 0.5
     for attempt in range(endpoint.max_retries + 1):
         try:
-            conn = open_connection()
-            cur = conn.cursor()
-            cur.execute("SET time_zone = %s", (_mysql_time_zone(endpoint.time_zone),))
-            cur.close()
-            return conn
+            return open_connection()
         except (pymysql.err.OperationalError, MySQLdb.OperationalError) as exc:
-            code = exc.args[0] if exc.args else 0
-            if code in (1044, 1045, 1049):  # access denied, unknown database: retrying won't help
-                raise SourceError(f"source {endpoint.hostname}:{endpoint.port}: {exc.args[1]}") from exc
+            code, message = (tuple(exc.args) + (0, ""))[:2]
+            if code not in TRANSIENT_ERRORS:
+                raise SourceError(
+                    f"source {endpoint.hostname}:{endpoint.port} refused the connection: {message}{_hint(code)}"
+                ) from exc
             if attempt == endpoint.max_retries:
                 raise SourceError(
                     f"source {endpoint.hostname}:{endpoint.port} unreachable after "
-                    f"{attempt + 1} attempts: {exc.args[-1]}; check source.hostname and "
+                    f"{attempt + 1} attempts: {message}; check source.hostname and "
                     "source.port, or raise source.connect.max-retries"
                 ) from exc
-            log.warning("source unreachable (%s), retrying in %.1fs", exc.args[-1], delay)
+            log.warning("source unreachable (%s), retrying in %.1fs", message, delay)
             time.sleep(delay)
             delay = min(delay * 2, 30)
     raise AssertionError("unreachable")
 
 
-def _mysql_time_zone(name: str) -> str:
-    # Named zones need the server's tz tables; UTC is always spelled as an offset.
-    return "+00:00" if name.upper() in ("UTC", "Z", "GMT") else name
+def _hint(code: int) -> str:
+    if code == 1045:
+        return "; check source.username and source.password"
+    if code in (1044, 1049):
+        return "; check source.tables and the user's grants"
+    return ""
 
 
 def is_mariadb(conn: Any) -> bool:

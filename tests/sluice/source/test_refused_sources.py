@@ -3,7 +3,6 @@ that names the setting or position to fix, and the CLI exits non-zero."""
 
 from __future__ import annotations
 
-import contextlib
 import json
 import signal
 import time
@@ -25,27 +24,12 @@ from tests.harness.pipelines import (
 from tests.harness.services import start_mariadb
 
 
-@contextlib.contextmanager
-def global_setting(mariadb, name: str, value: str):
-    conn = mariadb.connect()
-    with conn.cursor() as cur:
-        cur.execute(f"SELECT @@GLOBAL.{name}")
-        (before,) = cur.fetchone()
-        cur.execute(f"SET GLOBAL {name} = %s", (value,))
-    try:
-        yield
-    finally:
-        with conn.cursor() as cur:
-            cur.execute(f"SET GLOBAL {name} = %s", (before,))
-        conn.close()
-
-
 @pytest.mark.parametrize(
     ("name", "value"),
     [("binlog_format", "STATEMENT"), ("binlog_row_image", "MINIMAL"), ("binlog_row_metadata", "MINIMAL")],
 )
 def test_binlog_settings_other_than_required_are_refused(mariadb, name, value):
-    with global_setting(mariadb, name, value):
+    with mariadb.global_setting(name, value):
         conn = mariadb.connect()
         with pytest.raises(SourceError, match=f"{name}={value}; Sluice needs {name}="):
             check_binlog_settings(conn)
@@ -55,7 +39,7 @@ def test_binlog_settings_other_than_required_are_refused(mariadb, name, value):
 def test_the_cli_refuses_a_wrongly_configured_source_with_one_line(tmp_path, mariadb, postgresql, source_db):
     mariadb.execute("CREATE TABLE t (id INT PRIMARY KEY)", database=source_db)
     pipeline = write_pipeline(tmp_path / "p.yaml", pipeline_yaml(mariadb, f"{source_db}.t", postgres_sink(postgresql)))
-    with global_setting(mariadb, "binlog_row_image", "MINIMAL"):
+    with mariadb.global_setting("binlog_row_image", "MINIMAL"):
         result = run_sluice(pipeline, tmp_path / "state", sluice_env(mariadb, postgresql))
     assert result.returncode == 1
     assert "binlog_row_image=MINIMAL; Sluice needs binlog_row_image=FULL" in result.stderr.strip().splitlines()[-1]
