@@ -23,7 +23,7 @@ from sluice.sink.factory import create_sink
 from sluice.snapshot.chunk_splitter import split_table
 from sluice.snapshot.snapshot_split_assigner import SnapshotAssignerState
 from sluice.snapshot.split_reader import SplitResult
-from sluice.source.checks import check_binlog_settings
+from sluice.source.checks import check_binlog_settings, check_privileges, check_select
 from sluice.source.connection import SourceEndpoint, connect, current_offset, executed_gtids
 from sluice.source.offset import BinlogOffset
 from sluice.source.schema import TableSchema, discover_tables
@@ -75,6 +75,9 @@ class LocalRunner:
         conn = connect(self.endpoint)
         try:
             check_binlog_settings(conn)
+            check_privileges(conn)
+            if "tables" in self.state:  # a rerun: grants may have changed since discovery
+                check_select(conn, list(self.state["tables"]))
             if startup.takes_snapshot:
                 snapshot = self._snapshot_plan(conn)
                 schemas = snapshot.tables if snapshot else self._saved_tables()
@@ -131,6 +134,7 @@ class LocalRunner:
     def _discover_tables(self, conn) -> list[TableSchema]:
         """Captured tables' schemas, kept in the state: a rerun reads the same tables."""
         schemas = discover_tables(conn, self.definition.source)
+        check_select(conn, [s.table_id for s in schemas])
         self.state["tables"] = {s.table_id: s.to_json() for s in schemas}
         return schemas
 

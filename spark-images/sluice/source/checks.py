@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import re
+from collections.abc import Mapping, Sequence
 
 import pymysql
 
 from sluice.errors import SourceError
+from sluice.source.sql import qualified
 
 REQUIRED = {
     "log_bin": "ON",
@@ -46,3 +48,64 @@ def binlog_settings_problem(settings: Mapping[str, str]) -> str | None:
                 f"source server has {name}={settings[name]}; Sluice needs it without {refused} (SET GLOBAL {name}='')"
             )
     return None
+
+
+def required_privileges(server_info: str) -> tuple[str, ...]:
+    """What reading the binlog needs on this server flavour and version (SELECT aside)."""
+    if "mariadb" not in server_info.lower():
+        return ("REPLICATION SLAVE", "REPLICATION CLIENT")
+    # Older clients see MariaDB's handshake prefix for MySQL 5.5 compatibility: 5.5.5-10.11.19-MariaDB.
+    version = tuple(int(part) for part in re.findall(r"\d+", server_info.removeprefix("5.5.5-"))[:2])
+    # MariaDB 10.5 split REPLICATION CLIENT; SHOW MASTER STATUS then needs BINLOG MONITOR.
+    return ("REPLICATION SLAVE", "BINLOG MONITOR" if version >= (10, 5) else "REPLICATION CLIENT")
+
+
+_GLOBAL_GRANT = re.compile(r"^GRANT (.+?) ON \*\.\* TO ", re.IGNORECASE)
+
+
+def missing_privileges(grants: Sequence[str], required: Sequence[str]) -> list[str]:
+    """The required global privileges that SHOW GRANTS's lines do not give (MariaDB lists
+    the privileges of the user's default role there too)."""
+    held: set[str] = set()
+    for line in grants:
+        match = _GLOBAL_GRANT.match(line)
+        if match:
+            held.update(p.strip().upper() for p in match.group(1).split(","))
+    if "ALL PRIVILEGES" in held:
+        return []
+    return [p for p in required if p not in held]
+
+
+def check_privileges(conn: pymysql.connections.Connection) -> None:
+    """Refuses, with the GRANT to run, a user that could not read the binlog: found before
+    Spark starts rather than as a failed task."""
+    required = required_privileges(conn.get_server_info())
+    with conn.cursor() as cur:
+        cur.execute("SELECT CURRENT_USER()")
+        user, _, host = cur.fetchone()[0].rpartition("@")
+        cur.execute("SHOW GRANTS")
+        grants = [row[0] for row in cur.fetchall()]
+    missing = missing_privileges(grants, required)
+    if missing:
+        raise SourceError(
+            f"source user '{user}'@'{host}' lacks {', '.join(missing)}, which reading the binlog needs; "
+            f"on the source run: GRANT {', '.join(required)} ON *.* TO '{user}'@'{host}'"
+        )
+
+
+def check_select(conn: pymysql.connections.Connection, table_ids: Sequence[str]) -> None:
+    """Each captured table can be read (a column-level or missing grant shows here first)."""
+    for table_id in table_ids:
+        database, table = table_id.split(".", 1)
+        with conn.cursor() as cur:
+            try:
+                cur.execute(f"SELECT * FROM {qualified(database, table)} LIMIT 0")
+            except pymysql.err.OperationalError as exc:
+                if exc.args[0] not in (1142, 1143):  # SELECT command denied (to a column)
+                    raise
+                cur.execute("SELECT CURRENT_USER()")
+                user, _, host = cur.fetchone()[0].rpartition("@")
+                raise SourceError(
+                    f"source user '{user}'@'{host}' cannot SELECT from {table_id}; on the source run: "
+                    f"GRANT SELECT ON {qualified(database, table)} TO '{user}'@'{host}'"
+                ) from exc

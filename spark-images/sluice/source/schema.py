@@ -116,7 +116,10 @@ def discover_tables(conn: pymysql.connections.Connection, config: SourceConfig) 
         names = [(db, t) for db, t in cur.fetchall() if config.tables.selects(db, t)]
     if not names:
         patterns = ", ".join(p.text for p in config.tables.include)
-        raise SourceError(f"source.tables: no table on the server matches '{patterns}'")
+        raise SourceError(
+            f"source.tables: no table on the server matches '{patterns}' (or the source user has no "
+            "privilege on the ones that do: GRANT SELECT ON <database>.* TO the user)"
+        )
     return [read_table_schema(conn, db, t, config.chunk_key_column_for(db, t)) for db, t in names]
 
 

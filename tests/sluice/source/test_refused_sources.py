@@ -7,10 +7,17 @@ import json
 import signal
 import time
 
+import pymysql
 import pytest
 
 from sluice.errors import SourceError
-from sluice.source.checks import binlog_settings_problem, check_binlog_settings
+from sluice.source.checks import (
+    binlog_settings_problem,
+    check_binlog_settings,
+    check_privileges,
+    missing_privileges,
+    required_privileges,
+)
 from tests.harness import compare
 from tests.harness.pipelines import (
     pipeline_yaml,
@@ -135,3 +142,93 @@ def test_a_purged_gtid_position_fails_naming_it(tmp_path, services_dir, postgres
         assert "restart the pipeline from a fresh snapshot" in last
     finally:
         server.stop()
+
+
+@pytest.mark.parametrize(
+    ("server", "grants", "missing"),
+    [
+        (
+            "10.11.19-MariaDB-0+deb12u1-log",
+            ["GRANT SELECT ON `d`.* TO `u`@`%`"],
+            ["REPLICATION SLAVE", "BINLOG MONITOR"],
+        ),
+        ("10.4.32-MariaDB", ["GRANT REPLICATION SLAVE ON *.* TO `u`@`%`"], ["REPLICATION CLIENT"]),
+        ("5.5.5-10.6.2-MariaDB", [], ["REPLICATION SLAVE", "BINLOG MONITOR"]),
+        ("8.0.36", ["GRANT REPLICATION CLIENT ON *.* TO `u`@`%`"], ["REPLICATION SLAVE"]),
+        ("8.0.36", ["GRANT SELECT, REPLICATION SLAVE, REPLICATION CLIENT ON *.* TO `u`@`%`"], []),
+        ("10.11.19-MariaDB", ["GRANT ALL PRIVILEGES ON *.* TO `u`@`%`"], []),
+        # MariaDB lists the default role's privileges among the user's grants.
+        ("10.11.19-MariaDB", ["GRANT `r` TO `u`@`%`", "GRANT REPLICATION SLAVE, BINLOG MONITOR ON *.* TO `r`"], []),
+    ],
+)
+def test_the_privileges_binlog_reading_needs_depend_on_the_server(server, grants, missing):
+    assert missing_privileges(grants, required_privileges(server)) == missing
+
+
+def _user(mariadb, name: str, *grants: str) -> None:
+    mariadb.execute(
+        f"CREATE USER '{name}'@'%' IDENTIFIED BY 'pw-{name}'", *(g.format(user=f"'{name}'@'%'") for g in grants)
+    )
+
+
+def _run_as(tmp_path, mariadb, postgresql, tables: str, user: str, password: str):
+    definition = pipeline_yaml(mariadb, tables, postgres_sink(postgresql), **{"connect.max-retries": 2})
+    definition["source"]["username"] = user
+    pipeline = write_pipeline(tmp_path / f"{user}.yaml", definition)
+    env = {**sluice_env(mariadb, postgresql), "SOURCE_PASSWORD": password}
+    return run_sluice(pipeline, tmp_path / f"state-{user}", env, timeout=120)
+
+
+def _one_clear_line(result) -> str:
+    assert result.returncode == 1, result.stderr
+    assert "Traceback" not in result.stderr and "Exception" not in result.stderr, result.stderr
+    assert "retrying" not in result.stderr, "a configuration error is not retried"
+    assert "snapshot:" not in result.stderr, "refused before Spark starts"
+    return result.stderr.strip().splitlines()[-1]
+
+
+def test_a_user_without_replication_privileges_is_told_the_grant_to_run(tmp_path, mariadb, postgresql, source_db):
+    mariadb.execute("CREATE TABLE t (id INT PRIMARY KEY)", database=source_db)
+    _user(mariadb, "reader", f"GRANT SELECT ON {source_db}.* TO {{user}}")
+
+    last = _one_clear_line(_run_as(tmp_path, mariadb, postgresql, f"{source_db}.t", "reader", "pw-reader"))
+
+    assert last == (
+        "sluice: error: source user 'reader'@'%' lacks REPLICATION SLAVE, BINLOG MONITOR, which reading the binlog "
+        "needs; on the source run: GRANT REPLICATION SLAVE, BINLOG MONITOR ON *.* TO 'reader'@'%'"
+    )
+
+
+def test_privileges_through_a_default_role_are_enough(mariadb, source_db):
+    mariadb.execute("CREATE ROLE IF NOT EXISTS cdc_role", "GRANT REPLICATION SLAVE, BINLOG MONITOR ON *.* TO cdc_role")
+    _user(mariadb, "role_user", "GRANT cdc_role TO {user}", "SET DEFAULT ROLE cdc_role FOR {user}")
+    conn = pymysql.connect(host=mariadb.host, port=mariadb.port, user="role_user", password="pw-role_user")
+    try:
+        check_privileges(conn)
+    finally:
+        conn.close()
+
+
+def test_a_table_the_user_cannot_select_is_named_with_its_grant(tmp_path, mariadb, postgresql, source_db):
+    mariadb.execute("CREATE TABLE t (id INT PRIMARY KEY)", database=source_db)
+    _user(
+        mariadb,
+        "writer",
+        "GRANT REPLICATION SLAVE, BINLOG MONITOR ON *.* TO {user}",
+        f"GRANT INSERT ON {source_db}.t TO {{user}}",
+    )
+
+    last = _one_clear_line(_run_as(tmp_path, mariadb, postgresql, f"{source_db}.t", "writer", "pw-writer"))
+
+    assert last == (
+        f"sluice: error: source user 'writer'@'%' cannot SELECT from {source_db}.t; on the source run: "
+        f"GRANT SELECT ON `{source_db}`.`t` TO 'writer'@'%'"
+    )
+
+
+def test_a_wrong_password_is_said_at_once_not_retried(tmp_path, mariadb, postgresql, source_db):
+    last = _one_clear_line(_run_as(tmp_path, mariadb, postgresql, f"{source_db}.t", mariadb.user, "not-the-password"))
+
+    assert last.startswith(f"sluice: error: source {mariadb.host}:{mariadb.port} refused the connection: Access denied")
+    assert last.endswith("check source.username and source.password")
+    assert "not-the-password" not in last
