@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import collections
 import ipaddress
 import json
 import struct
@@ -9,7 +10,7 @@ from decimal import Decimal
 from typing import Any
 
 from sluice.snapshot.snapshot_split import SnapshotSplit
-from sluice.snapshot.split_reader import chunk_query, scan_chunk
+from sluice.snapshot.split_reader import ChunkScan, chunk_query
 from sluice.source.connection import connect_scan
 from sluice.source.row_decoding import RowDecoder
 from sluice.source.schema import TableSchema, read_table_schema
@@ -27,7 +28,9 @@ def _normal(value: Any) -> Any:
 
 
 def _rows(cursor_rows) -> list[tuple]:
-    return sorted(tuple(_normal(v) for v in row) for row in cursor_rows)
+    """Sorted with NULLs first in each column, so rows with NULLs and duplicates compare."""
+    rows = [tuple(_normal(v) for v in row) for row in cursor_rows]
+    return sorted(rows, key=lambda row: tuple((v is not None, v) for v in row))
 
 
 def source_rows(mariadb: MariaDB, db: str, table: str) -> list[tuple]:
@@ -57,21 +60,28 @@ def diff(expected: list[tuple], actual: list[tuple], limit: int = 5) -> str:
     )
 
 
-def replay_changelog(changelog: list[dict[str, Any]], key: str) -> list[tuple]:
+def replay_changelog(changelog: list[dict[str, Any]], key: str | None) -> list[tuple]:
     """Applies changelog rows in order and returns the table they describe, checking that
     the log is exactly once: +I/+U only for an absent key, -U/-D only with the before-image
-    equal to the row held. A duplicated or a stale change breaks that and fails here."""
+    equal to the row held. A duplicated or a stale change breaks that and fails here.
+    `key` None: a bag, where -U/-D must find an equal row and remove just one."""
     table: dict[Any, tuple] = {}
+    bag: collections.Counter[tuple] = collections.Counter()
     for change in changelog:
         columns = tuple(v for k, v in change.items() if not k.startswith("_"))
-        where = f"{change['_op']} {change['_table']} {key}={change[key]} at {change['_position']}"
-        if change["_op"] in ("-D", "-U"):
+        held_as = columns if key is None else change[key]
+        where = f"{change['_op']} {change['_table']} {held_as} at {change['_position']}"
+        removes = change["_op"] in ("-D", "-U")
+        if key is None:
+            assert not removes or bag[columns] > 0, f"{where}: no equal row to remove"
+            bag[columns] += -1 if removes else 1
+        elif removes:
             held = table.pop(change[key], None)
             assert held == columns, f"{where}: before-image {columns} but the replayed row is {held}"
         else:
             assert change[key] not in table, f"{where}: the key is already there ({table[change[key]]})"
             table[change[key]] = columns
-    return _rows(table.values())
+    return _rows(bag.elements() if key is None else table.values())
 
 
 def selected_rows(server: MariaDB, db: str, table: str) -> list[tuple]:
@@ -83,7 +93,7 @@ def selected_rows(server: MariaDB, db: str, table: str) -> list[tuple]:
     conn = connect_scan(server.endpoint())
     try:
         sql, params = chunk_query(schema, SnapshotSplit(schema.table_id, 0, None, None))
-        return sorted(scan_chunk(conn, sql, params, RowDecoder(schema), 1000), key=lambda row: row[0])
+        return sorted(ChunkScan(conn, sql, params, RowDecoder(schema), 1000), key=lambda row: row[0])
     finally:
         conn.close()
 

@@ -11,13 +11,21 @@ from collections.abc import Sequence
 from tests.harness.services import MariaDB
 
 TABLE_DDL = (
-    "CREATE TABLE {db}.{table} (id BIGINT PRIMARY KEY, name VARCHAR(64) NOT NULL, "
-    "amount DECIMAL(12,2), qty INT, updated DATETIME(3), note TEXT)"
+    "CREATE TABLE {db}.{table} ({id}, name VARCHAR(64) NOT NULL, "
+    "amount DECIMAL(12,2), qty INT, updated DATETIME(3), note TEXT{key})"
 )
+# How `id` identifies a row: the primary key, a UNIQUE NOT NULL key, or nothing (a bag,
+# where equal rows may repeat; captured with `id` as its chunk key).
+KEYS = {
+    "primary": ("id BIGINT PRIMARY KEY", ""),
+    "unique": ("id BIGINT NOT NULL", ", UNIQUE KEY (id)"),
+    "bag": ("id BIGINT", ", KEY (id)"),
+}
 
 
-def create_table(mariadb: MariaDB, db: str, table: str, rows: int, seed: int = 1) -> None:
-    mariadb.execute(TABLE_DDL.format(db=db, table=table))
+def create_table(mariadb: MariaDB, db: str, table: str, rows: int, seed: int = 1, key: str = "primary") -> None:
+    column, index = KEYS[key]
+    mariadb.execute(TABLE_DDL.format(db=db, table=table, id=column, key=index))
     rng = random.Random(seed)
     conn = mariadb.connect(db)
     with conn.cursor() as cur:
@@ -50,10 +58,15 @@ def _insert(cur, table: str, rows: list[tuple]) -> None:
 class RandomWorkload:
     """Runs random changes against tables of TABLE_DDL's shape until stopped."""
 
-    def __init__(self, mariadb: MariaDB, db: str, tables: Sequence[str], seed: int, max_key: int) -> None:
+    def __init__(
+        self, mariadb: MariaDB, db: str, tables: Sequence[str], seed: int, max_key: int, bags: Sequence[str] = ()
+    ) -> None:
+        """`bags`: tables without a key, where an operation touches one of the equal rows
+        (LIMIT 1) and some inserts copy an existing row."""
         self.mariadb = mariadb
         self.db = db
         self.tables = list(tables)
+        self.bags = set(bags)
         self.rng = random.Random(seed)
         self.next_key = max_key + 1
         self.operations = 0
@@ -84,20 +97,24 @@ class RandomWorkload:
         table = self.rng.choice(self.tables)
         roll = self.rng.random()
         key = self._existing_key(cur, table)
-        if roll < 0.35 or key is None:
+        one = " LIMIT 1" if table in self.bags else ""
+        if key is not None and one and roll < 0.1:
+            # An exact copy of a row: the bag now holds two equal rows.
+            cur.execute(f"INSERT INTO {table} SELECT * FROM {table} WHERE id = %s LIMIT 1", (key,))
+        elif roll < 0.35 or key is None:
             self.next_key += 1
             cur.execute(f"INSERT INTO {table} VALUES (%s, %s, %s, %s, %s, %s)", _row(self.rng, self.next_key))
         elif roll < 0.70:
             cur.execute(
-                f"UPDATE {table} SET name = %s, amount = amount + 1, qty = %s WHERE id = %s",
+                f"UPDATE {table} SET name = %s, amount = amount + 1, qty = %s WHERE id = %s{one}",
                 (f"upd-{self.rng.randrange(10**6)}", self.rng.randrange(1000), key),
             )
         elif roll < 0.82:
-            # A primary-key change: the row moves, possibly into another chunk.
+            # A key change: the row moves, possibly into another chunk.
             self.next_key += 1
-            cur.execute(f"UPDATE {table} SET id = %s WHERE id = %s", (self.next_key, key))
+            cur.execute(f"UPDATE {table} SET id = %s WHERE id = %s{one}", (self.next_key, key))
         else:
-            cur.execute(f"DELETE FROM {table} WHERE id = %s", (key,))
+            cur.execute(f"DELETE FROM {table} WHERE id = %s{one}", (key,))
         self.operations += 1
 
     def _existing_key(self, cur, table: str) -> int | None:

@@ -154,6 +154,7 @@ class PipelineDefinition:
     schema_change_behavior: str
     source: SourceConfig
     sink: SinkConfig
+    state_identity: Mapping[str, str] = field(default_factory=dict)  # see STATE_SOURCE_KEYS
 
 
 def load_definition(path: str | Path, env: Mapping[str, str] | None = None) -> PipelineDefinition:
@@ -190,7 +191,8 @@ def build_definition(document: Mapping[str, Any], env: Mapping[str, str]) -> Pip
             raise DefinitionError(f"{section}: required section is missing")
 
     pipeline = resolve("pipeline", document.get("pipeline"), PIPELINE_OPTIONS)
-    source = _source(resolve("source", document["source"], SOURCE_OPTIONS))
+    source_values = resolve("source", document["source"], SOURCE_OPTIONS)
+    source = _source(source_values)
     if len(source.server_ids) < pipeline["parallelism"]:
         raise DefinitionError(
             f"source.server-id: the range has {len(source.server_ids)} ids but "
@@ -204,7 +206,33 @@ def build_definition(document: Mapping[str, Any], env: Mapping[str, str]) -> Pip
         schema_change_behavior=pipeline["schema.change.behavior"],
         source=source,
         sink=sink,
+        state_identity=_state_identity(source_values, sink),
     )
+
+
+# What a pipeline's state is about: changing one of these makes the saved snapshot plan,
+# watermarks and offsets describe another pipeline. (Parallelism, batch and fetch sizes,
+# server ids, timeouts and credentials can change between runs.)
+STATE_SOURCE_KEYS = (
+    "hostname",
+    "port",
+    "tables",
+    "tables.exclude",
+    "scan.startup.mode",
+    "scan.startup.specific-offset.file",
+    "scan.startup.specific-offset.pos",
+    "scan.startup.specific-offset.gtid-set",
+    "scan.startup.timestamp-millis",
+    "scan.incremental.snapshot.chunk.size",
+    "scan.incremental.snapshot.chunk.key-column",
+)
+STATE_SINK_KEYS = ("type", "url", "path")
+
+
+def _state_identity(source: Mapping[str, Any], sink: SinkConfig) -> dict[str, str]:
+    identity = {f"source.{key}": str(source[key]) for key in STATE_SOURCE_KEYS}
+    identity.update({f"sink.{key}": str(sink.options[key]) for key in STATE_SINK_KEYS if key in sink.options})
+    return identity
 
 
 def _refuse_writing_into_the_source(source: SourceConfig, sink: SinkConfig) -> None:

@@ -86,6 +86,7 @@ class LocalRunner:
         finally:
             conn.close()
         self.sink.prepare(list(schemas.values()))
+        self._check_target_holds_the_snapshot(snapshot)
         try:
             if snapshot is not None:
                 if snapshot.adopt_committed(self.sink.committed_splits()):
@@ -118,11 +119,34 @@ class LocalRunner:
     # -- snapshot ---------------------------------------------------------------------------
 
     def _check_pipeline_identity(self) -> None:
+        """A state belongs to the definition it was made for: refuse a changed one that would
+        make its plan, watermarks or offsets describe something else."""
         name = self.state.setdefault("pipeline", self.definition.name)
         if name != self.definition.name:
             raise SluiceError(
                 f"--state-dir {self.store.directory} belongs to pipeline '{name}', not "
                 f"'{self.definition.name}'; give each pipeline its own state directory"
+            )
+        saved = self.state.setdefault("definition", dict(self.definition.state_identity))
+        for key, value in self.definition.state_identity.items():
+            if saved.get(key, value) != value:
+                raise SluiceError(
+                    f"{key} changed from '{saved[key]}' to '{value}' since --state-dir {self.store.directory} was "
+                    "written; its progress belongs to the old value: put the old value back, or run the changed "
+                    "pipeline with a new --state-dir into an empty target"
+                )
+
+    def _check_target_holds_the_snapshot(self, snapshot: SnapshotAssignerState | None) -> None:
+        """Streaming into a target that lost its snapshot would leave the snapshot out of it
+        for good: a state past (part of) the snapshot needs the target's committed offsets."""
+        if not self.definition.source.startup.takes_snapshot:
+            return
+        past_snapshot = "binlog" in self.state or (snapshot is not None and bool(snapshot.finished))
+        if past_snapshot and self.sink.holds_commits() is False:
+            raise SluiceError(
+                f"--state-dir {self.store.directory} says the snapshot was (partly) written, but sink "
+                f"{self.definition.sink.name} holds no committed offsets of pipeline '{self.definition.name}': the "
+                "target was emptied or replaced. Run with a new --state-dir to take the snapshot again"
             )
 
     def _tables(self, conn) -> dict[str, TableSchema]:

@@ -7,7 +7,7 @@ connections lazily, on the side that uses them.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -44,9 +44,10 @@ class SinkWriter(ABC):
     """Executor side (snapshot splits) or driver side (binlog batches); closed after use."""
 
     def write_snapshot_split(
-        self, schema: TableSchema, split: SnapshotSplit, rows: Sequence[Row], high_watermark: BinlogOffset
+        self, schema: TableSchema, split: SnapshotSplit, rows: Iterable[Row], high_watermark: BinlogOffset
     ) -> None:
-        """Writes the chunk as of its high watermark, and records the split as finished with
+        """Writes the chunk as of its high watermark (`rows` may stream: each iteration
+        reads them again), and records the split as finished with
         it, atomically where the sink can (so a crash never leaves one without the other).
         Only sinks that keep Sink.write_snapshot_job's default are asked to."""
         raise NotImplementedError(f"{type(self).__name__} writes snapshot splits in its sink's write_snapshot_job")
@@ -87,6 +88,11 @@ class Sink(ABC):
     def committed_splits(self) -> Mapping[str, BinlogOffset]:
         """Splits the target has committed, with their high watermarks (transactional sinks)."""
         return {}
+
+    def holds_commits(self) -> bool | None:
+        """Whether the target holds anything this pipeline committed; None where the sink
+        keeps no record (values)."""
+        return None
 
     @abstractmethod
     def writer(self) -> SinkWriter:

@@ -11,8 +11,9 @@ pod) can no longer commit over what the newer run wrote.
 
 from __future__ import annotations
 
+import collections
 import contextlib
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from sluice.binlog.row_change import RowKind
@@ -66,7 +67,7 @@ class JdbcWriter(SinkWriter):
         return self._conn
 
     def write_snapshot_split(
-        self, schema: TableSchema, split: SnapshotSplit, rows: Sequence[Row], high_watermark: BinlogOffset
+        self, schema: TableSchema, split: SnapshotSplit, rows: Iterable[Row], high_watermark: BinlogOffset
     ) -> None:
         dialect = self.target.dialect
         try:
@@ -82,24 +83,37 @@ class JdbcWriter(SinkWriter):
             ) from exc
 
     def write_changes(self, batch: ChangeBatch, end: BinlogOffset, drop_split_records: bool) -> None:
-        """Collapses the batch to each key's last image, then deletes and upserts in bulk."""
+        """Collapses the batch to each key's last image, then deletes and upserts in bulk.
+        A bag's changes collapse to a count per distinct row: the source only deletes rows
+        it holds, so applying the net counts in any order gives the same table."""
         dialect = self.target.dialect
         final: dict[str, tuple[TableSchema, dict[Any, Row | None]]] = {}
+        bags: dict[str, tuple[TableSchema, collections.Counter[Row]]] = {}
         current: TableSchema | None = None
         for schema, kind, row, _, _ in batch:
             if schema is not current:  # batches come in runs of one table's changes
                 current = schema
-                images = final.setdefault(schema.table_id, (schema, {}))[1]
-                row_key = self._row_key(schema)
-            images[row_key(row)] = None if kind is RowKind.DELETE or kind is RowKind.UPDATE_BEFORE else row
+                if schema.is_bag:
+                    images = None
+                    counts = bags.setdefault(schema.table_id, (schema, collections.Counter()))[1]
+                else:
+                    images = final.setdefault(schema.table_id, (schema, {}))[1]
+                    row_key = self._row_key(schema)
+            removes = kind is RowKind.DELETE or kind is RowKind.UPDATE_BEFORE
+            if images is None:
+                counts[row] += -1 if removes else 1
+            else:
+                images[row_key(row)] = None if removes else row
         try:
             self._fence()
             for schema, images in final.values():
                 deleted = [_key_tuple(k) for k, row in images.items() if row is None]
                 upserted = [row for row in images.values() if row is not None]
                 dialect.delete(self.conn, schema, deleted)
-                for start in range(0, len(upserted), self.target.batch_size):
-                    dialect.upsert(self.conn, schema, upserted[start : start + self.target.batch_size])
+                self._upsert(schema, upserted)
+            for schema, counts in bags.values():
+                dialect.delete_equal_rows(self.conn, schema, [(row, -n) for row, n in counts.items() if n < 0])
+                self._upsert(schema, [row for row, n in counts.items() for _ in range(n)])
             dialect.save_offsets(self.conn, self.target.pipeline, {BINLOG_SPLIT_ID: end})
             if drop_split_records:
                 dialect.delete_offsets(self.conn, self.target.pipeline, exclude=BINLOG_SPLIT_ID)
@@ -107,6 +121,11 @@ class JdbcWriter(SinkWriter):
         except Exception as exc:
             self._abort()
             raise SinkError(f"sink {self.target!r}: committing changes up to {end} failed: {_first_line(exc)}") from exc
+
+    def _upsert(self, schema: TableSchema, rows: list[Row]) -> None:
+        """In slices of sink.batch-size (a bag has no key: its upserts are inserts)."""
+        for start in range(0, len(rows), self.target.batch_size):
+            self.target.dialect.upsert(self.conn, schema, rows[start : start + self.target.batch_size])
 
     def _row_key(self, schema: TableSchema) -> Callable[[Row], Any]:
         decoder = self._decoders.get(schema.table_id)
@@ -170,6 +189,9 @@ class JdbcSink(Sink):
             return self.target.dialect.load_offsets(conn, self.target.pipeline)
         finally:
             conn.close()
+
+    def holds_commits(self) -> bool:
+        return bool(self.committed_splits())
 
     def writer(self) -> JdbcWriter:
         return JdbcWriter(self.target)

@@ -36,14 +36,23 @@ class JdbcDialect(ABC):
     column_type: Callable[[Column], str]
 
     def create_table_statements(self, schema: TableSchema) -> list[str]:
+        """The target table, keyed by the source's row key (a unique key becomes the primary
+        key); a bag gets an index on its chunk key, which its deletes look rows up by."""
         null = {True: "", False: " NOT NULL"}
         columns = [f"{self.quote(c.name)} {self.column_type(c)}{null[c.nullable]}" for c in schema.columns]
-        if schema.primary_key:
-            columns.append(f"PRIMARY KEY ({', '.join(map(self.quote, schema.primary_key))})")
-        return [
+        if schema.row_key:
+            columns.append(f"PRIMARY KEY ({', '.join(map(self.quote, schema.row_key))})")
+        statements = [
             f"CREATE {self.container} IF NOT EXISTS {self.quote(schema.database)}",
             f"CREATE TABLE IF NOT EXISTS {self.target_table(schema)} ({', '.join(columns)})",
         ]
+        chunk_key = schema.column(schema.chunk_key)
+        if schema.is_bag and (chunk_key.char_length or 0) <= 255:
+            index = self.quote(f"{schema.table}_sluice_chunk_key")
+            statements.append(
+                f"CREATE INDEX IF NOT EXISTS {index} ON {self.target_table(schema)} ({self.quote(chunk_key.name)})"
+            )
+        return statements
 
     @abstractmethod
     def meta_table_statements(self) -> list[str]: ...
@@ -64,15 +73,35 @@ class JdbcDialect(ABC):
         return row[0] if row else None
 
     @abstractmethod
-    def upsert(self, conn: Any, schema: TableSchema, rows: Sequence[Row]) -> None: ...
+    def upsert(self, conn: Any, schema: TableSchema, rows: Iterable[Row]) -> None: ...
 
-    def insert_chunk(self, conn: Any, schema: TableSchema, rows: Sequence[Row]) -> None:
+    def insert_chunk(self, conn: Any, schema: TableSchema, rows: Iterable[Row]) -> None:
         """Writes a snapshot chunk; its key range is normally empty in the target."""
         self.upsert(conn, schema, rows)
 
     @abstractmethod
     def delete(self, conn: Any, schema: TableSchema, keys: Sequence[tuple[Any, ...]]) -> None:
         """Deletes rows by their row key (primary key values, in key order)."""
+
+    def delete_equal_rows(self, conn: Any, schema: TableSchema, rows: Iterable[tuple[Row, int]]) -> None:
+        """A bag's deletes: for each (row, n), n of the rows equal to it (not every copy)."""
+        statements: dict[tuple[bool, ...], str] = {}
+        cur = conn.cursor()
+        for row, count in rows:
+            nulls = tuple(v is None for v in row)
+            sql = statements.get(nulls)
+            if sql is None:
+                sql = statements[nulls] = self.delete_equal_sql(schema, nulls)
+            cur.execute(sql, [*(v for v in row if v is not None), count])
+        cur.close()
+
+    @abstractmethod
+    def delete_equal_sql(self, schema: TableSchema, nulls: Sequence[bool]) -> str:
+        """DELETE of at most %s rows whose columns equal the parameters (IS NULL where `nulls`)."""
+
+    def _equal(self, column: Column, null: bool) -> str:
+        name = self.quote(column.name)
+        return f"{name} IS NULL" if null else f"{name} = CAST(%s AS {self.column_type(column)})"
 
     @abstractmethod
     def save_offsets(self, conn: Any, pipeline: str, offsets: Mapping[str, BinlogOffset]) -> None: ...
@@ -153,20 +182,16 @@ class PostgresDialect(JdbcDialect):
             for row in rows:
                 copy.write_row(row)
 
-    def insert_chunk(self, conn: psycopg.Connection, schema: TableSchema, rows: Sequence[Row]) -> None:
+    def insert_chunk(self, conn: psycopg.Connection, schema: TableSchema, rows: Iterable[Row]) -> None:
         """COPY straight into the table (the fast path), inside a savepoint; rows already in
         the target (a table that existed before the pipeline) send it to the upsert path."""
-        if not rows:
-            return
         try:
             with conn.transaction():
                 self._copy(conn, self.target_table(schema), schema.column_names, rows)
         except psycopg.errors.UniqueViolation:
             self.upsert(conn, schema, rows)
 
-    def upsert(self, conn: psycopg.Connection, schema: TableSchema, rows: Sequence[Row]) -> None:
-        if not rows:
-            return
+    def upsert(self, conn: psycopg.Connection, schema: TableSchema, rows: Iterable[Row]) -> None:
         names = schema.column_names
         stage = self._staging(conn, schema, names)
         self._copy(conn, stage, names, rows)
@@ -178,7 +203,7 @@ class PostgresDialect(JdbcDialect):
             if updates
             else "DO NOTHING"
         )
-        conflict = f" ON CONFLICT ({', '.join(map(self.quote, key))}) {action}" if schema.primary_key else ""
+        conflict = f" ON CONFLICT ({', '.join(map(self.quote, key))}) {action}" if key else ""
         conn.execute(f"INSERT INTO {self.target_table(schema)} ({quoted}) SELECT {quoted} FROM {stage}{conflict}")
         conn.execute(f"TRUNCATE {stage}")
 
@@ -191,6 +216,11 @@ class PostgresDialect(JdbcDialect):
         match = " AND ".join(f"t.{self.quote(k)} = s.{self.quote(k)}" for k in key)
         conn.execute(f"DELETE FROM {self.target_table(schema)} t USING {stage} s WHERE {match}")
         conn.execute(f"TRUNCATE {stage}")
+
+    def delete_equal_sql(self, schema: TableSchema, nulls: Sequence[bool]) -> str:
+        match = " AND ".join(self._equal(c, null) for c, null in zip(schema.columns, nulls, strict=True))
+        table = self.target_table(schema)
+        return f"DELETE FROM {table} WHERE ctid IN (SELECT ctid FROM {table} WHERE {match} LIMIT %s)"
 
     def save_offsets(self, conn: psycopg.Connection, pipeline: str, offsets: Mapping[str, BinlogOffset]) -> None:
         with conn.cursor() as cur:
@@ -242,9 +272,7 @@ class MySqlDialect(JdbcDialect):
             cur.execute(f"SELECT epoch FROM {self.epochs_table()} WHERE pipeline = %s", (pipeline,))
             return cur.fetchone()[0]
 
-    def upsert(self, conn: pymysql.connections.Connection, schema: TableSchema, rows: Sequence[Row]) -> None:
-        if not rows:
-            return
+    def upsert(self, conn: pymysql.connections.Connection, schema: TableSchema, rows: Iterable[Row]) -> None:
         names = schema.column_names
         placeholders = ", ".join(["%s"] * len(names))
         key = schema.row_key
@@ -265,6 +293,14 @@ class MySqlDialect(JdbcDialect):
         match = " AND ".join(f"{self.quote(k)} = %s" for k in schema.row_key)
         with conn.cursor() as cur:
             cur.executemany(f"DELETE FROM {self.target_table(schema)} WHERE {match}", keys)
+
+    def delete_equal_sql(self, schema: TableSchema, nulls: Sequence[bool]) -> str:
+        match = " AND ".join(self._equal(c, null) for c, null in zip(schema.columns, nulls, strict=True))
+        return f"DELETE FROM {self.target_table(schema)} WHERE {match} LIMIT %s"
+
+    def _equal(self, column: Column, null: bool) -> str:
+        # A MySQL-dialect target has the source's own types: the values compare as they are.
+        return f"{self.quote(column.name)} IS NULL" if null else f"{self.quote(column.name)} = %s"
 
     def save_offsets(
         self, conn: pymysql.connections.Connection, pipeline: str, offsets: Mapping[str, BinlogOffset]

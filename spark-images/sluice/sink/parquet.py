@@ -1,20 +1,29 @@
 """The parquet sink: an append-only changelog written by Spark's own parquet writer.
 
 Layout under `path`:
-    DB/TABLE/COMMIT/part-*.parquet   rows of one commit: _op, _table, _position, _ts_ms,
-                                     _commit, _index, then the table's columns
-    _sluice_log/COMMIT.json          the commit log: which directories a commit made, and
-                                     the split high watermarks or binlog end it covers
+    DB/TABLE/snapshot-NNNNNN-XXXXXXXX/   rows of one snapshot job (commit 0)
+    DB/TABLE/binlog-NNNNNNNNNNNN/        rows of binlog commit N
+        part-*.parquet                   _op, _table, _position, _ts_ms, _commit, _index,
+                                         then the table's columns
+    _sluice_log/snapshot-....json        a snapshot job's directory and its splits' high
+                                         watermarks, until the binlog reader is past them;
+                                         then compacted into _sluice_log/snapshot.json
+    _sluice_log/binlog.json              the last binlog commit N and its end position,
+                                         replaced atomically by every commit
 
-A commit exists once its log entry does (written atomically after Spark's job commit).
-Directories without a log entry are left-overs of a crashed attempt: prepare() deletes
-them, and readers never look at them. So every change is in the changelog exactly once;
-replaying commits in _commit, _index order gives the source table.
+A commit exists once the log says so (written atomically after Spark's job commit): a
+snapshot job once its entry exists, binlog commit N once binlog.json reaches N. Directories
+of Sluice's naming that the log does not count are left-overs of a crashed attempt:
+prepare() deletes them, readers never look at them, and nothing else is ever deleted. So
+every change is in the changelog exactly once; replaying commits in _commit, _index order
+gives the source table. The log holds one file per snapshot job until the snapshot is
+done, then two files.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -37,7 +46,9 @@ from sluice.source.schema import TableSchema
 from sluice.state.state_store import write_json_atomically
 
 LOG_DIRECTORY = "_sluice_log"
-IDLE_ENTRY = "binlog-idle"  # position-only commits (no rows) overwrite this one entry
+BINLOG_ENTRY = "binlog"  # the last binlog commit and its end
+SNAPSHOT_ENTRY = "snapshot"  # the snapshot's directories, once compacted
+ATTEMPT = re.compile(r"^(snapshot-\d{6}-[0-9a-f]{8}|binlog-(\d{12}))$")  # directories Sluice writes
 METADATA = [
     T.StructField("_op", T.StringType(), False),
     T.StructField("_table", T.StringType(), False),
@@ -81,7 +92,7 @@ def _utc(value: datetime) -> datetime:
 
 
 class CommitLog:
-    """The `_sluice_log` directory: one JSON entry per commit, each written atomically.
+    """The `_sluice_log` directory, each entry written atomically.
 
     Read from disk once; after that this process (the driver, its only writer) keeps it."""
 
@@ -90,26 +101,53 @@ class CommitLog:
         self.directory = root / LOG_DIRECTORY
         self._entries: dict[str, dict[str, Any]] | None = None
 
-    def entries(self) -> list[dict[str, Any]]:
-        known = self._known()
-        return [known[name] for name in sorted(known)]
-
     def _known(self) -> dict[str, dict[str, Any]]:
         if self._entries is None:
             files = self.directory.glob("*.json") if self.directory.is_dir() else []
             self._entries = {p.stem: json.loads(p.read_text()) for p in files}
         return self._entries
 
+    def exists(self) -> bool:
+        return self.directory.is_dir()
+
     def write(self, name: str, entry: dict[str, Any]) -> None:
         known = self._known()
         write_json_atomically(self.directory / f"{name}.json", entry)
         known[name] = entry
 
-    def committed_directories(self) -> list[str]:
-        return [d for entry in self.entries() for d in entry.get("directories", [])]
+    def snapshot_jobs(self) -> list[dict[str, Any]]:
+        known = self._known()
+        return [known[name] for name in sorted(known) if name.startswith("snapshot-")]
 
-    def next_binlog_commit(self) -> int:
-        return max((e["commit"] for e in self.entries() if e["kind"] == "binlog"), default=SNAPSHOT_COMMIT) + 1
+    def binlog(self) -> dict[str, Any] | None:
+        return self._known().get(BINLOG_ENTRY)
+
+    def last_binlog_commit(self) -> int:
+        entry = self.binlog()
+        return entry["commit"] if entry else SNAPSHOT_COMMIT
+
+    def is_committed(self, directory: Path) -> bool:
+        """Whether `directory` (DB/TABLE/NAME under the root) belongs to a commit."""
+        match = ATTEMPT.match(directory.name)
+        if match is None:
+            return False
+        if match.group(2) is not None:
+            return int(match.group(2)) <= self.last_binlog_commit()
+        return str(directory.relative_to(self.root)) in self.snapshot_directories()
+
+    def snapshot_directories(self) -> set[str]:
+        compacted = self._known().get(SNAPSHOT_ENTRY, {}).get("directories", [])
+        return {*compacted, *(d for job in self.snapshot_jobs() for d in job["directories"])}
+
+    def compact_snapshot(self) -> None:
+        """Once no split's high watermark is needed: one entry for all snapshot jobs."""
+        jobs = [name for name in self._known() if name.startswith("snapshot-")]
+        if not jobs:
+            return
+        self.write(SNAPSHOT_ENTRY, {"directories": sorted(self.snapshot_directories())})
+        for name in jobs:  # a crash part way leaves entries the compacted one already covers
+            (self.directory / f"{name}.json").unlink(missing_ok=True)
+            del self._known()[name]
 
 
 class _SplitResults(AccumulatorParam):
@@ -129,12 +167,12 @@ def _snapshot_rows(tasks: list[SplitTask], results: Any) -> Iterator[tuple[Any, 
     convert = spark_values(schema)
     finished: list[SplitResult] = []
     index = 0
-    for _task, rows, result in read_splits(tasks):
-        position = str(result.high_watermark)
-        for row in rows:
+    for read in read_splits(tasks):
+        position = str(read.high_watermark)
+        for row in read.rows:
             yield ("+I", schema.table_id, position, 0, SNAPSHOT_COMMIT, index, *convert(row))
             index += 1
-        finished.append(result)
+        finished.append(read.result())
     results.add(finished)
 
 
@@ -151,25 +189,34 @@ class ParquetSink(Sink):
         self.spark = spark
 
     def prepare(self, schemas: Sequence[TableSchema]) -> None:
+        """Removes what crashed attempts left, and only that: directories of Sluice's naming
+        in captured tables' folders that no commit counts. A directory with other content
+        and no commit log is not Sluice's to write into."""
         try:
-            self.path.mkdir(parents=True, exist_ok=True)
-            committed = set(self.log.committed_directories())
+            if self.path.is_dir() and any(self.path.iterdir()) and not self.log.exists():
+                raise SinkError(
+                    f"sink.path {self.path} is not empty and holds no Sluice commit log ({LOG_DIRECTORY}); "
+                    "point sink.path at an empty or new directory"
+                )
+            self.log.directory.mkdir(parents=True, exist_ok=True)
             for schema in schemas:
                 table_dir = self.path / schema.database / schema.table
                 table_dir.mkdir(parents=True, exist_ok=True)
                 for attempt in table_dir.iterdir():
-                    if str(attempt.relative_to(self.path)) not in committed:
-                        shutil.rmtree(attempt)  # a crashed attempt's output
+                    if ATTEMPT.match(attempt.name) and not self.log.is_committed(attempt):
+                        shutil.rmtree(attempt)
         except OSError as exc:
             raise SinkError(f"sink.path {self.path}: {exc.strerror or exc}") from exc
 
     def committed_splits(self) -> dict[str, BinlogOffset]:
         return {
             split_id: BinlogOffset.from_json(hw)
-            for entry in self.log.entries()
-            if entry["kind"] == "snapshot"
-            for split_id, hw in entry["splits"].items()
+            for job in self.log.snapshot_jobs()
+            for split_id, hw in job["splits"].items()
         }
+
+    def holds_commits(self) -> bool:
+        return bool(self.log.snapshot_jobs() or self.log.snapshot_directories() or self.log.binlog())
 
     def write_snapshot_job(self, sc: SparkContext, tasks: list[SplitTask]) -> list[SplitResult]:
         """One Spark job: executors read the splits (one table) and Spark's writer writes them."""
@@ -182,12 +229,7 @@ class ParquetSink(Sink):
         spark.createDataFrame(rows, changelog_schema(schema)).write.parquet(str(self.path / directory))
         finished: list[SplitResult] = results.value
         self.log.write(
-            name,
-            {
-                "kind": "snapshot",
-                "directories": [directory],
-                "splits": {r.split_id: r.high_watermark.to_json() for r in finished},
-            },
+            name, {"directories": [directory], "splits": {r.split_id: r.high_watermark.to_json() for r in finished}}
         )
         return finished
 
@@ -205,13 +247,18 @@ class ParquetWriter(SinkWriter):
 
     def __init__(self, sink: ParquetSink) -> None:
         self.sink = sink
-        self.commit = sink.log.next_binlog_commit()
+        self.commit = sink.log.last_binlog_commit()  # the last one with rows
         self._values: dict[str, Callable[[Row], tuple[Any, ...]]] = {}
 
     def write_changes(self, batch: ChangeBatch, end: BinlogOffset, drop_split_records: bool) -> None:
-        if not len(batch):
-            self.sink.log.write(IDLE_ENTRY, {"kind": "idle", "end": end.to_json()})
-            return
+        if len(batch):
+            self._write(batch, self.commit + 1)
+            self.commit += 1
+        self.sink.log.write(BINLOG_ENTRY, {"commit": self.commit, "end": end.to_json()})
+        if drop_split_records:
+            self.sink.log.compact_snapshot()
+
+    def _write(self, batch: ChangeBatch, commit: int) -> None:
         by_table: dict[str, tuple[TableSchema, list[tuple[Any, ...]]]] = {}
         for index, change in enumerate(batch):
             schema = change.schema
@@ -219,28 +266,21 @@ class ParquetWriter(SinkWriter):
             if schema.table_id not in self._values:
                 self._values[schema.table_id] = spark_values(schema)
             rows.append(
-                (change.kind.value, schema.table_id, str(change.offset), change.timestamp * 1000, self.commit, index)
+                (change.kind.value, schema.table_id, str(change.offset), change.timestamp * 1000, commit, index)
                 + self._values[schema.table_id](change.row)
             )
-        name = f"binlog-{self.commit:012d}"
-        directories = []
+        name = f"binlog-{commit:012d}"
         spark = self.sink._session()
         try:
             for schema, rows in by_table.values():
-                directory = f"{schema.database}/{schema.table}/{name}"
                 frame = spark.createDataFrame(rows, changelog_schema(schema))
-                frame.coalesce(1).write.parquet(str(self.sink.path / directory))
-                directories.append(directory)
+                frame.coalesce(1).write.parquet(str(self.sink.path / schema.database / schema.table / name))
         except Exception as exc:
             raise SinkError(f"sink parquet {self.sink.path}: writing commit {name} failed: {exc}") from exc
-        self.sink.log.write(
-            name, {"kind": "binlog", "commit": self.commit, "directories": directories, "end": end.to_json()}
-        )
-        self.commit += 1
 
     def committed_binlog_offset(self) -> BinlogOffset | None:
-        ends = [BinlogOffset.from_json(e["end"]) for e in self.sink.log.entries() if e["kind"] in ("binlog", "idle")]
-        return max(ends, default=None)
+        entry = self.sink.log.binlog()
+        return BinlogOffset.from_json(entry["end"]) if entry else None
 
 
 def read_changelog(path: str | Path, table_id: str) -> list[dict[str, Any]]:
@@ -248,20 +288,22 @@ def read_changelog(path: str | Path, table_id: str) -> list[dict[str, Any]]:
     import pyarrow.parquet as pq
 
     root = Path(path)
+    log = CommitLog(root)
     database, table = table_id.split(".", 1)
-    prefix = f"{database}/{table}/"
+    table_dir = root / database / table
     rows: list[dict[str, Any]] = []
-    for directory in CommitLog(root).committed_directories():
-        if directory.startswith(prefix):
-            part = pq.read_table(root / directory)
-            # Parquet has no day-time interval: Spark stores TIME as microseconds and names
-            # the type in its own schema, in the file's metadata.
-            spark_schema = json.loads(part.schema.metadata[b"org.apache.spark.sql.parquet.row.metadata"])
-            intervals = [f["name"] for f in spark_schema["fields"] if str(f["type"]).startswith("interval")]
-            for row in part.to_pylist():
-                for name in intervals:
-                    if row[name] is not None:
-                        row[name] = timedelta(microseconds=row[name])
-                rows.append(row)
+    for directory in sorted(table_dir.iterdir()) if table_dir.is_dir() else []:
+        if not log.is_committed(directory):
+            continue
+        part = pq.read_table(directory)
+        # Parquet has no day-time interval: Spark stores TIME as microseconds and names
+        # the type in its own schema, in the file's metadata.
+        spark_schema = json.loads(part.schema.metadata[b"org.apache.spark.sql.parquet.row.metadata"])
+        intervals = [f["name"] for f in spark_schema["fields"] if str(f["type"]).startswith("interval")]
+        for row in part.to_pylist():
+            for name in intervals:
+                if row[name] is not None:
+                    row[name] = timedelta(microseconds=row[name])
+            rows.append(row)
     rows.sort(key=lambda r: (r["_commit"], r["_index"]))
     return rows

@@ -62,7 +62,7 @@ class ValuesSink(Sink):
         """Executors read; the driver prints (an executor's stdout is not the CLI's)."""
         (read,) = (
             sc.parallelize([tasks], 1)
-            .map(lambda t: [(task.schema, rows, r) for task, rows, r in read_splits(t)])
+            .map(lambda t: [(read.task.schema, list(read.rows), read.result()) for read in read_splits(t)])
             .collect()
         )
         writer = ValuesWriter(self.zone)

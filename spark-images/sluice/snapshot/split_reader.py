@@ -1,15 +1,24 @@
 """Reads one snapshot split with DBLog watermarks and writes it (a Spark task's work).
 
-low watermark → SELECT the chunk → high watermark → if the binlog moved, read the window
-[low, high) for this table, keep the changes whose key is in the chunk, and fold them into
-the chunk rows. The result is the chunk exactly as of the high watermark, read without a
-lock; the emit rule later skips every change of this chunk before that watermark.
+MariaDB: START TRANSACTION WITH CONSISTENT SNAPSHOT, then the binlog position that read
+view matches exactly (binlog_snapshot_file/position, what mysqldump --single-transaction
+--master-data relies on), then the chunk SELECT in that view. The chunk is then exactly as
+of that position: low and high watermark are the same, nothing needs folding, and the rows
+stream to the sink without being held in memory.
+
+Other servers (MySQL): SHOW MASTER STATUS can run ahead of what a new read view sees
+(binlog written before the engine commits), so there: low watermark → SELECT the chunk →
+high watermark → if the binlog moved, read the window [low, high) for this table, keep the
+changes whose key is in the chunk, and fold them into the chunk rows. The result is the
+chunk as of the high watermark. A transaction in group commit at the low watermark can
+still be missed there: the residual window documented in the README.
 """
 
 from __future__ import annotations
 
+import collections
 import logging
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -71,53 +80,104 @@ def chunk_query(schema: TableSchema, split: SnapshotSplit) -> tuple[str, list[An
     return f"SELECT {columns} FROM {qualified(schema.database, schema.table)}{where}", params
 
 
-def read_split(task: SplitTask, conn: MySQLdb.connections.Connection) -> tuple[list[Row], BinlogOffset, int]:
+class ChunkScan:
+    """A chunk's rows inside the split's consistent snapshot, streamed from the server each
+    time it is iterated: a sink that must write them twice (COPY, then an upsert) reads
+    the very same rows again."""
+
+    def __init__(
+        self, conn: MySQLdb.connections.Connection, sql: str, params: list[Any], decoder: RowDecoder, fetch_size: int
+    ) -> None:
+        self._conn, self._sql, self._params = conn, sql, params
+        self.decoder, self._fetch_size = decoder, fetch_size
+        self.count = 0  # rows of the last complete pass
+
+    def __iter__(self) -> Iterator[Row]:
+        cur = self._conn.cursor(MySQLdb.cursors.SSCursor)
+        try:
+            cur.execute(self._sql, self._params)
+            count = 0
+            while batch := cur.fetchmany(self._fetch_size):
+                count += len(batch)
+                yield from map(self.decoder.from_select, batch)
+            self.count = count
+        finally:
+            cur.close()
+
+
+def begin_consistent_snapshot(conn: MySQLdb.connections.Connection) -> BinlogOffset:
+    """Opens a read view and returns the binlog position it matches exactly (MariaDB)."""
+    cur = conn.cursor()
+    try:
+        cur.execute("START TRANSACTION WITH CONSISTENT SNAPSHOT")
+        cur.execute("SHOW STATUS WHERE Variable_name IN ('binlog_snapshot_file', 'binlog_snapshot_position')")
+        status = {name.lower(): value for name, value in cur.fetchall()}
+    finally:
+        cur.close()
+    return BinlogOffset(status["binlog_snapshot_file"], int(status["binlog_snapshot_position"]))
+
+
+def read_split(task: SplitTask, conn: MySQLdb.connections.Connection) -> tuple[Iterable[Row], BinlogOffset, int]:
     """Returns the chunk's rows as of the high watermark, the watermark, and the fold count.
 
-    `conn` comes from connect_scan (autocommit: each SELECT sees the latest commits)."""
+    `conn` comes from connect_scan (autocommit). On MariaDB the rows are a ChunkScan in a
+    consistent snapshot the caller ends (end_split) once the rows are written."""
+    if is_mariadb(conn):
+        exact = begin_consistent_snapshot(conn)
+        return _scan(task, conn), exact, 0
+    return read_split_with_window(task, conn)
+
+
+def _scan(task: SplitTask, conn: MySQLdb.connections.Connection) -> ChunkScan:
+    return ChunkScan(conn, *chunk_query(task.schema, task.split), RowDecoder(task.schema), task.fetch_size)
+
+
+def read_split_with_window(
+    task: SplitTask, conn: MySQLdb.connections.Connection
+) -> tuple[list[Row], BinlogOffset, int]:
+    """DBLog's window for servers without an exact low watermark (any server can run it)."""
     schema, split = task.schema, task.split
-    decoder = RowDecoder(schema)
     low = current_offset(conn)
-    rows = scan_chunk(conn, *chunk_query(schema, split), decoder, task.fetch_size)
+    scan = _scan(task, conn)
+    rows = list(scan)
     high = current_offset(conn)
     if (high.file, high.pos) == (low.file, low.pos):
         return rows, high, 0
     changes = read_window(task.endpoint, task.server_id, low, high, {schema.table_id: schema}, is_mariadb(conn))
-    in_chunk = _changes_in_chunk(list(changes), split, decoder, key_order_for(schema.column(schema.chunk_key), conn))
+    order = key_order_for(schema.column(schema.chunk_key), conn)
+    decoder = scan.decoder
+    in_chunk = _changes_in_chunk(changes, split, decoder, order)
     if not in_chunk:
         return rows, high, 0
     return fold(rows, in_chunk, decoder), high, len(in_chunk)
 
 
-def scan_chunk(
-    conn: MySQLdb.connections.Connection, sql: str, params: list[Any], decoder: RowDecoder, fetch_size: int
-) -> list[Row]:
-    cur = conn.cursor(MySQLdb.cursors.SSCursor)
-    try:
-        cur.execute(sql, params)
-        rows: list[Row] = []
-        while batch := cur.fetchmany(fetch_size):
-            rows.extend(map(decoder.from_select, batch))
-        return rows
-    finally:
-        cur.close()
+def end_split(conn: MySQLdb.connections.Connection) -> None:
+    """Closes the split's read view (a no-op outside one)."""
+    conn.rollback()
 
 
 def _changes_in_chunk(
-    changes: list[RowChange], split: SnapshotSplit, decoder: RowDecoder, order: KeyOrder
+    changes: Iterable[RowChange], split: SnapshotSplit, decoder: RowDecoder, order: KeyOrder, batch: int = 1000
 ) -> list[tuple[RowChange, bool, bool]]:
-    """Changes touching the chunk, each with whether its before and after images are inside."""
-    if not changes:
-        return []
+    """Changes touching the chunk, each with whether its before and after images are inside.
+    The window is judged a batch at a time: only the chunk's own changes are kept."""
     boundaries = [b for b in (split.start, split.end) if b is not None]
     target = 0 if split.start is None else 1
-    indexes = image_chunks(changes, decoder, order, boundaries)
     result = []
-    for i, change in enumerate(changes):
-        before_in = change.before is not None and indexes[2 * i] == target
-        after_in = change.after is not None and indexes[2 * i + 1] == target
-        if before_in or after_in:
-            result.append((change, before_in, after_in))
+    pending: list[RowChange] = []
+    for change in [*changes, None]:
+        if change is not None:
+            pending.append(change)
+            if len(pending) < batch:
+                continue
+        indexes = image_chunks(pending, decoder, order, boundaries) if pending else []
+        for i, change_in_window in enumerate(pending):
+            before_in = change_in_window.before is not None and indexes[2 * i] == target
+            after_in = change_in_window.after is not None and indexes[2 * i + 1] == target
+            if before_in or after_in:
+                result.append((change_in_window, before_in, after_in))
+        pending = []
     return result
 
 
@@ -126,8 +186,17 @@ def fold(rows: list[Row], changes: list[tuple[RowChange, bool, bool]], decoder: 
 
     An insert or update puts the after-image (the SELECT may already have seen it, so this
     is an upsert); a delete removes the row; an update that moves a row's key out of the
-    chunk removes it here, and the chunk it moved into picks it up.
+    chunk removes it here, and the chunk it moved into picks it up. A bag (no key) counts
+    equal rows: a delete or a before image removes one of them.
     """
+    if decoder.schema.is_bag:
+        bag = collections.Counter(rows)
+        for change, before_in, after_in in changes:
+            if change.kind is not RowKind.INSERT and before_in and bag[change.before] > 0:
+                bag[change.before] -= 1
+            if change.kind is not RowKind.DELETE and after_in:
+                bag[change.after] += 1
+        return list(bag.elements())
     by_key = {decoder.row_key(row): row for row in rows}
     for change, before_in, after_in in changes:
         if change.kind is not RowKind.INSERT and before_in:
@@ -137,13 +206,28 @@ def fold(rows: list[Row], changes: list[tuple[RowChange, bool, bool]], decoder: 
     return list(by_key.values())
 
 
-def read_splits(tasks: list[SplitTask]) -> Iterator[tuple[SplitTask, list[Row], SplitResult]]:
+@dataclass
+class SplitRead:
+    """One split being read: its rows (iterate them before the next split is read)."""
+
+    task: SplitTask
+    rows: Iterable[Row]
+    high_watermark: BinlogOffset
+
+    def result(self) -> SplitResult:
+        """Once the rows were written: the split's high watermark and row count."""
+        count = self.rows.count if isinstance(self.rows, ChunkScan) else len(self.rows)  # type: ignore[arg-type]
+        return SplitResult(self.task.split.split_id, self.high_watermark, count)
+
+
+def read_splits(tasks: list[SplitTask]) -> Iterator[SplitRead]:
     """Reads splits one after another over one source connection."""
     conn = connect_scan(tasks[0].endpoint)
     try:
         for task in tasks:
             rows, high, _ = read_split(task, conn)
-            yield task, rows, SplitResult(task.split.split_id, high, len(rows))
+            yield SplitRead(task, rows, high)
+            end_split(conn)
     finally:
         conn.close()
 
@@ -152,7 +236,7 @@ def run_splits(tasks: list[SplitTask], writer: SinkWriter) -> list[SplitResult]:
     """Reads and writes splits; each split commits on its own, so a failure part way keeps
     the splits before it."""
     results: list[SplitResult] = []
-    for task, rows, result in read_splits(tasks):
-        writer.write_snapshot_split(task.schema, task.split, rows, result.high_watermark)
-        results.append(result)
+    for read in read_splits(tasks):
+        writer.write_snapshot_split(read.task.schema, read.task.split, read.rows, read.high_watermark)
+        results.append(read.result())
     return results

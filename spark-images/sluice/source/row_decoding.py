@@ -28,9 +28,12 @@ class RowDecoder:
         self._bits = [i for i, c in enumerate(schema.columns) if c.data_type == "bit"]
         key_positions = [schema.position(name) for name in schema.row_key]
         self._chunk_position = schema.position(schema.chunk_key)
-        if len(key_positions) == 1:
+        self.row_key: Callable[[Row], Any]
+        if not key_positions:  # a bag: a row is only its values
+            self.row_key = tuple
+        elif len(key_positions) == 1:
             (only,) = key_positions
-            self.row_key: Callable[[Row], Any] = lambda row: row[only]
+            self.row_key = lambda row: row[only]
         else:
             self.row_key = lambda row: tuple(row[p] for p in key_positions)
 

@@ -40,6 +40,16 @@ class Column:
         return self.is_integer or self.data_type in ("decimal", "float", "double")
 
     @property
+    def chunkable(self) -> bool:
+        """Whether chunk boundaries on this column are exact: values with a total order the
+        server and Sluice agree on (no approximate floats, no documents or blobs)."""
+        return (
+            self.is_integer
+            or self.data_type in ("decimal", "date", "datetime", "timestamp", "time", "year")
+            or self.data_type in ("char", "varchar", "binary", "varbinary")
+        )
+
+    @property
     def orders_like_python(self) -> bool:
         """Whether Python's comparison of decoded values matches the server's ORDER BY.
 
@@ -60,6 +70,7 @@ class TableSchema:
     columns: tuple[Column, ...]
     primary_key: tuple[str, ...]
     chunk_key: str
+    unique_key: tuple[str, ...] = ()  # without a primary key: a UNIQUE key over NOT NULL columns
     _positions: dict[str, int] = field(default_factory=dict, compare=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -81,8 +92,13 @@ class TableSchema:
 
     @property
     def row_key(self) -> tuple[str, ...]:
-        """Identifies a row: the primary key, else the chunk key (tables without a PK)."""
-        return self.primary_key or (self.chunk_key,)
+        """Identifies a row, and keys the target table: the primary key, else a UNIQUE key
+        over NOT NULL columns; empty for a bag (a table that may hold equal rows)."""
+        return self.primary_key or self.unique_key
+
+    @property
+    def is_bag(self) -> bool:
+        return not self.row_key
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -90,6 +106,7 @@ class TableSchema:
             "table": self.table,
             "primary_key": list(self.primary_key),
             "chunk_key": self.chunk_key,
+            "unique_key": list(self.unique_key),
             "columns": [c.__dict__ for c in self.columns],
         }
 
@@ -101,6 +118,7 @@ class TableSchema:
             tuple(Column(**c) for c in data["columns"]),
             tuple(data["primary_key"]),
             data["chunk_key"],
+            tuple(data.get("unique_key", ())),
         )
 
 
@@ -148,32 +166,65 @@ def read_table_schema(
             for row in cur.fetchall()
         )
         cur.execute(
-            "SELECT COLUMN_NAME FROM information_schema.STATISTICS "
-            "WHERE TABLE_SCHEMA = %s AND TABLE_NAME = %s AND INDEX_NAME = 'PRIMARY' "
-            "ORDER BY SEQ_IN_INDEX",
+            "SELECT INDEX_NAME, COLUMN_NAME FROM information_schema.STATISTICS "
+            "WHERE TABLE_SCHEMA = %s AND TABLE_NAME = %s AND NON_UNIQUE = 0 "
+            "ORDER BY INDEX_NAME = 'PRIMARY' DESC, INDEX_NAME, SEQ_IN_INDEX",
             (database, table),
         )
-        primary_key = tuple(row[0] for row in cur.fetchall())
+        unique_indexes: dict[str, list[str]] = {}
+        for index, column in cur.fetchall():
+            unique_indexes.setdefault(index, []).append(column)
     if not columns:
         raise SourceError(f"source table {database}.{table} does not exist")
-    names = {c.name for c in columns}
-    if chunk_key:
-        if chunk_key not in names:
+    primary_key = tuple(unique_indexes.pop("PRIMARY", ()))
+    unique_key = () if primary_key else _unique_not_null_key(unique_indexes, columns)
+    return TableSchema(
+        database,
+        table,
+        columns,
+        primary_key,
+        _chunk_key(database, table, columns, primary_key, unique_key, chunk_key),
+        unique_key,
+    )
+
+
+def _unique_not_null_key(unique_indexes: dict[str, list[str]], columns: tuple[Column, ...]) -> tuple[str, ...]:
+    """The narrowest UNIQUE index whose columns are all NOT NULL (a nullable one lets equal
+    rows in: NULLs never collide), or none."""
+    not_null = {c.name for c in columns if not c.nullable}
+    keys = [tuple(names) for names in unique_indexes.values() if set(names) <= not_null]
+    return min(keys, key=len) if keys else ()
+
+
+def _chunk_key(
+    database: str,
+    table: str,
+    columns: tuple[Column, ...],
+    primary_key: tuple[str, ...],
+    unique_key: tuple[str, ...],
+    configured: str | None,
+) -> str:
+    option = "source.scan.incremental.snapshot.chunk.key-column"
+    by_name = {c.name: c for c in columns}
+    if configured:
+        if configured not in by_name:
+            raise SourceError(f"{option}: table {database}.{table} has no column '{configured}'")
+        if primary_key and configured not in primary_key:
             raise SourceError(
-                f"source.scan.incremental.snapshot.chunk.key-column: table {database}.{table} "
-                f"has no column '{chunk_key}'"
+                f"{option}: '{configured}' of {database}.{table} must be a primary-key column "
+                f"({', '.join(primary_key)})"
             )
-        if primary_key and chunk_key not in primary_key:
-            raise SourceError(
-                f"source.scan.incremental.snapshot.chunk.key-column: '{chunk_key}' of "
-                f"{database}.{table} must be a primary-key column ({', '.join(primary_key)})"
-            )
-    elif primary_key:
-        chunk_key = primary_key[0]
+        chunk_key = configured
+    elif primary_key or unique_key:
+        chunk_key = (primary_key or unique_key)[0]
     else:
         raise SourceError(
-            f"table {database}.{table} has no primary key: add one, or set "
-            f"source.scan.incremental.snapshot.chunk.key-column to "
-            f"'{database}.{table}:<column>'"
+            f"table {database}.{table} has no primary key: add one, or set {option} to '{database}.{table}:<column>'"
         )
-    return TableSchema(database, table, columns, primary_key, chunk_key)
+    column = by_name[chunk_key]
+    if not column.chunkable:
+        raise SourceError(
+            f"{option}: column '{chunk_key}' of {database}.{table} is {column.column_type}, which cannot split "
+            "a table into exact chunks; choose an integer, decimal, date/time or string column"
+        )
+    return chunk_key

@@ -3,11 +3,17 @@ column type to the same row, which the watermark fold and the emit rule depend o
 
 from __future__ import annotations
 
+import threading
+import time
+
 from sluice.binlog.event_reader import read_window
+from sluice.binlog.row_change import RowChange, RowKind
 from sluice.snapshot.snapshot_split import SnapshotSplit
-from sluice.snapshot.split_reader import SplitTask, read_split
+from sluice.snapshot.split_reader import SplitTask, end_split, fold, read_split
 from sluice.source.connection import connect_scan, current_offset
-from sluice.source.schema import read_table_schema
+from sluice.source.offset import BinlogOffset
+from sluice.source.row_decoding import RowDecoder
+from sluice.source.schema import Column, TableSchema, read_table_schema
 
 ALL_TYPES = """CREATE TABLE all_types (
   id INT PRIMARY KEY, ti TINYINT, si SMALLINT UNSIGNED, mi MEDIUMINT, bi BIGINT UNSIGNED,
@@ -41,7 +47,8 @@ def test_select_and_binlog_decode_every_type_to_the_same_row(mariadb, source_db)
     endpoint = mariadb.endpoint()
 
     task = SplitTask(SnapshotSplit(schema.table_id, 0, None, None), schema, endpoint, 5401, 100)
-    selected, _, _ = read_split(task, connect_scan(endpoint))
+    rows, _, _ = read_split(task, connect_scan(endpoint))
+    selected = list(rows)
     from_binlog = [c.after for c in read_window(endpoint, 5401, start, stop, {schema.table_id: schema}, True)]
 
     assert len(selected) == len(ROWS)
@@ -65,3 +72,84 @@ def test_split_reads_only_its_chunk_and_folds_changes_made_while_reading(mariadb
     assert sorted(rows) == [(5, "b"), (10, "c")]
     assert folded == 0
     assert high.file
+
+
+def _writers(mariadb, db: str, stop: threading.Event, count: int = 4) -> list[threading.Thread]:
+    """Threads committing one-row transactions as fast as the server takes them (group commit)."""
+
+    def write(first: int) -> None:
+        conn = mariadb.connect(db)
+        with conn.cursor() as cur:
+            key = first
+            while not stop.is_set():
+                cur.execute("INSERT INTO t VALUES (%s, 'w')", (key,))
+                key += count
+        conn.close()
+
+    return [threading.Thread(target=write, args=(i,), daemon=True) for i in range(count)]
+
+
+def test_the_low_watermark_matches_the_selects_read_view_while_transactions_commit(mariadb, source_db):
+    """Every row the SELECT sees was written before the low watermark, and every row written
+    before it is seen: the chunk is exactly the table as of that binlog position."""
+    mariadb.execute("CREATE TABLE t (id INT PRIMARY KEY, v VARCHAR(10))", database=source_db)
+    conn = mariadb.connect(source_db)
+    schema = read_table_schema(conn, source_db, "t", None)
+    start = current_offset(conn)
+    stop = threading.Event()
+    writers = _writers(mariadb, source_db, stop)
+    for thread in writers:
+        thread.start()
+    endpoint = mariadb.endpoint()
+    scan_conn = connect_scan(endpoint)
+    task = SplitTask(SnapshotSplit(schema.table_id, 0, None, None), schema, endpoint, 5403, 100)
+    samples = []
+    for _ in range(25):
+        time.sleep(0.02)
+        rows, low, _ = read_split(task, scan_conn)
+        samples.append((low, {row[0] for row in rows}))
+        end_split(scan_conn)
+    stop.set()
+    for thread in writers:
+        thread.join()
+    end = current_offset(conn)
+    conn.close()
+    scan_conn.close()
+
+    written = [
+        (change.offset, change.after[0])
+        for change in read_window(endpoint, 5403, start, end, {schema.table_id: schema}, True)
+    ]
+    assert len(written) > 1000, "the writers kept the server busy"
+    for low, seen in samples:
+        assert seen == {key for offset, key in written if offset.is_before(low)}, f"low watermark {low}"
+    assert len({len(seen) for _, seen in samples}) > 5, "the samples were taken while rows were committing"
+
+
+def _schema(primary_key: tuple[str, ...] = ("id",)) -> TableSchema:
+    columns = (Column("id", "int", "int", False), Column("v", "varchar", "varchar(10)", True))
+    return TableSchema("db", "t", columns, primary_key, "id")
+
+
+def _change(kind: RowKind, before, after) -> RowChange:
+    return RowChange("db.t", kind, before, after, BinlogOffset("b.000001", 4), 0)
+
+
+def test_the_fold_upserts_by_key():
+    rows = [(1, "a"), (2, "b")]
+    changes = [
+        (_change(RowKind.INSERT, None, (2, "b")), False, True),  # already seen by the SELECT
+        (_change(RowKind.UPDATE_AFTER, (1, "a"), (1, "x")), True, True),
+        (_change(RowKind.DELETE, (2, "b"), None), True, False),
+    ]
+    assert sorted(fold(rows, changes, RowDecoder(_schema()))) == [(1, "x")]
+
+
+def test_the_fold_of_a_bag_counts_equal_rows():
+    rows = [(1, "a"), (1, "a"), (2, "b")]
+    changes = [
+        (_change(RowKind.DELETE, (1, "a"), None), True, False),  # one of the two copies
+        (_change(RowKind.INSERT, None, (2, "b")), False, True),  # a second copy
+        (_change(RowKind.UPDATE_AFTER, (2, "b"), (3, "c")), True, True),
+    ]
+    assert sorted(fold(rows, changes, RowDecoder(_schema(primary_key=())))) == [(1, "a"), (2, "b"), (3, "c")]

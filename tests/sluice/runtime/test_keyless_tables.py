@@ -1,0 +1,87 @@
+"""Tables without a primary key keep their exact contents in every target: one with a
+UNIQUE key over NOT NULL columns is keyed by it; one without is a bag, where equal rows are
+kept apart, a delete removes one of them and an update changes one of them."""
+
+from __future__ import annotations
+
+from sluice.sink.parquet import read_changelog
+from tests.harness import compare
+from tests.harness.pipelines import mysql_sink, pipeline_per_sink, postgres_sink, sluice_env, stream_until_equal
+
+TABLES = {"uniq": "code", "bag": None}  # table -> the key its parquet changelog replays by
+
+
+def _both(rows_of) -> list[tuple]:
+    return [(table, *row) for table in TABLES for row in rows_of(table)]
+
+
+def test_keyless_tables_keep_their_rows_through_snapshot_and_binlog(
+    tmp_path, mariadb, mariadb_target, postgresql, source_db
+):
+    mariadb.execute(
+        "CREATE TABLE uniq (code VARCHAR(20) NOT NULL, v INT, note VARCHAR(20), UNIQUE KEY (code))",
+        "INSERT INTO uniq VALUES " + ", ".join(f"('c{i:03d}', {i}, NULL)" for i in range(40)),
+        "CREATE TABLE bag (a INT, b VARCHAR(10))",
+        # Runs of equal rows longer than a chunk, across chunk boundaries, and NULL chunk keys.
+        "INSERT INTO bag VALUES " + ", ".join(f"({i // 7}, 'x')" for i in range(40)) + ", (NULL, 'n'), (NULL, 'n')",
+        database=source_db,
+    )
+    lake = tmp_path / "lake"
+    sinks = {
+        "postgres": (postgres_sink(postgresql), "6980-6981"),
+        "mariadb": (mysql_sink(mariadb_target), "6982-6983"),
+        "parquet": ({"type": "parquet", "path": str(lake)}, "6984-6985"),
+    }
+    pipelines = pipeline_per_sink(
+        tmp_path,
+        mariadb,
+        f"{source_db}.(uniq|bag)",
+        sinks,
+        "keyless",
+        **{
+            "scan.incremental.snapshot.chunk.size": 5,
+            "scan.incremental.snapshot.chunk.key-column": f"{source_db}.bag:a",
+        },
+    )
+
+    def write() -> None:
+        mariadb.execute(
+            "UPDATE uniq SET v = v + 100 WHERE code IN ('c001', 'c017')",
+            "UPDATE uniq SET code = 'moved' WHERE code = 'c002'",  # the key changes
+            "DELETE FROM uniq WHERE code = 'c003'",
+            "INSERT INTO uniq VALUES ('new', 7, 'n')",
+            "DELETE FROM bag WHERE a = 1 LIMIT 1",  # one of seven equal rows
+            "UPDATE bag SET b = 'y' WHERE a = 2 LIMIT 1",  # one of them changes
+            "UPDATE bag SET a = 0 WHERE a = 4 LIMIT 2",  # two move to another chunk
+            "INSERT INTO bag VALUES (3, 'x'), (3, 'x'), (NULL, 'n')",  # more equal rows
+            "DELETE FROM bag WHERE a IS NULL LIMIT 2",
+            "BEGIN",
+            "INSERT INTO bag VALUES (9, 'z')",
+            "DELETE FROM bag WHERE a = 9",  # in and out in one transaction
+            "COMMIT",
+            database=source_db,
+        )
+
+    stream_until_equal(
+        pipelines,
+        sluice_env(mariadb, postgresql, mariadb_target),
+        write,
+        lambda: _both(lambda t: compare.source_rows(mariadb, source_db, t)),
+        {
+            "postgres": lambda: _both(lambda t: compare.postgres_rows(postgresql, source_db, t)),
+            "mariadb": lambda: _both(lambda t: compare.source_rows(mariadb_target, source_db, t)),
+            "parquet": lambda: _both(
+                lambda t: compare.replay_changelog(read_changelog(lake, f"{source_db}.{t}"), key=TABLES[t])
+            ),
+        },
+    )
+    bag = compare.source_rows(mariadb, source_db, "bag")
+    assert bag.count((1, "x")) == 6 and bag.count((0, "x")) == 9 and bag.count((None, "n")) == 1
+
+    with postgresql.connect() as conn:  # the unique key keys the target
+        key = conn.execute(
+            "SELECT a.attname FROM pg_index i JOIN pg_attribute a ON a.attrelid = i.indrelid "
+            "AND a.attnum = ANY(i.indkey) WHERE i.indrelid = %s::regclass AND i.indisprimary",
+            (f'"{source_db}".uniq',),
+        ).fetchall()
+    assert key == [("code",)]
