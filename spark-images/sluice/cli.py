@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
+import traceback
 from pathlib import Path
 
 from sluice.errors import DefinitionError, SluiceError
@@ -51,6 +52,13 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("sluice: interrupted", file=sys.stderr)
         return 130
+    except Exception as exc:  # noqa: BLE001 - a bug of ours: still one line, the trace on request
+        if args.verbose:
+            traceback.print_exc()
+        first = (str(exc).strip().splitlines() or [""])[0]
+        hint = "" if args.verbose else " (run with -v for the stack trace, and report it)"
+        print(f"sluice: internal error: {type(exc).__name__}: {first}{hint}", file=sys.stderr)
+        return EXIT_FAILED
     return 0
 
 

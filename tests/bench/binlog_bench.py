@@ -141,6 +141,7 @@ def sluice_reader(endpoint, schemas, writer: SinkWriter, start, end) -> float:
         end,
         threading.Event(),
         lambda *_: None,
+        lambda *_: None,
     )
     return time.perf_counter() - started
 
@@ -164,6 +165,7 @@ def latency(mariadb, endpoint, schemas, sink: JdbcSink, rate: int, seconds: floa
             writer,
             None,
             stopping,
+            lambda *_: None,
             lambda *_: None,
         ),
     )

@@ -240,14 +240,14 @@ def _refuse_writing_into_the_source(source: SourceConfig, sink: SinkConfig) -> N
     itself that would overwrite the very tables being captured."""
     if sink.type != "jdbc":
         return
-    from sluice.sink.jdbc_url import parse_jdbc_url
+    from sluice.sink.jdbc_url import parse_jdbc_url, redacted
 
     url = parse_jdbc_url(sink.options["url"])
     local = {"localhost", "127.0.0.1", "::1"}
     same_host = url.host == source.hostname or {url.host, source.hostname} <= local
     if url.dialect == "mysql" and same_host and url.port == source.port:
         raise DefinitionError(
-            f"sink.url: {sink.options['url']} is the source server itself; a MySQL target writes into "
+            f"sink.url: {redacted(sink.options['url'])} is the source server itself; a MySQL target writes into "
             "databases named like the source ones, so it must be another server"
         )
 

@@ -48,10 +48,15 @@ def run_binlog_phase(
     writer: SinkWriter,
     stop_at: BinlogOffset | None,
     stopping: threading.Event,
-    on_commit: Callable[[BinlogSplit, list[str], int, int], None],
+    on_commit: Callable[[BinlogSplit, list[str]], None],
+    on_progress: Callable[[BinlogOffset, int, float], None],
     skip_before_millis: int = 0,
 ) -> None:
     """Reads from split.offset until stop_at (bounded) or until `stopping` is set.
+
+    on_commit(split, tables that entered pure binlog phase) follows every commit;
+    on_progress(offset, rows committed, lag in seconds) follows every commit, and every
+    heartbeat when nothing is pending: caught up with the server, the lag is zero.
 
     skip_before_millis: transactions from seconds before this (scan.startup.mode timestamp)
     only advance the offset; those of the starting second itself are kept, never lost.
@@ -88,12 +93,17 @@ def run_binlog_phase(
     end = split.offset
     first_pending = 0.0
     latest_event_time = 0
+    caught_up = False  # the server had nothing more after what was read
+
+    def lag() -> float:
+        return 0.0 if caught_up or not latest_event_time else max(0.0, time.time() - latest_event_time)
 
     def commit() -> None:
         nonlocal batch
         entered = split.advance(end)
         writer.write_changes(batch, end, drop_split_records=bool(entered) and not split.watermarks)
-        on_commit(split, entered, len(batch), latest_event_time)
+        on_commit(split, entered)
+        on_progress(end, len(batch), lag())
         batch = ChangeBatch()
 
     try:
@@ -106,6 +116,7 @@ def run_binlog_phase(
             if item is _END:
                 break
             if isinstance(item, Transaction):
+                caught_up = False
                 if not batch:
                     first_pending = time.monotonic()
                 if item.timestamp >= skip_before_millis // 1000:  # binlog times are whole seconds
@@ -114,6 +125,9 @@ def run_binlog_phase(
                 latest_event_time = item.timestamp
             elif isinstance(item, Heartbeat):
                 end = max(end, item.end)
+                caught_up = True
+                if not batch and end == split.offset:
+                    on_progress(end, 0, 0.0)
             due = len(batch) >= settings.batch_rows or (
                 batch and time.monotonic() - first_pending >= settings.max_batch_delay
             )

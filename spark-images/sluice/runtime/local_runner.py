@@ -233,7 +233,8 @@ class LocalRunner:
                 writer,
                 stop_at,
                 self.stopping,
-                lambda s, entered, rows, ts: self._binlog_committed(s, entered, rows, ts, progress),
+                self._binlog_committed,
+                progress.committed,
                 skip_before_millis=source.startup.timestamp_millis if source.startup.mode == "timestamp" else 0,
             )
         finally:
@@ -257,9 +258,7 @@ class LocalRunner:
         self.store.save(self.state)
         return split
 
-    def _binlog_committed(
-        self, split: BinlogSplit, entered: list[str], rows: int, event_time: int, progress: BinlogProgress
-    ) -> None:
+    def _binlog_committed(self, split: BinlogSplit, entered: list[str]) -> None:
         self.state["binlog"] = split.to_json()
         if not split.watermarks and "snapshot" in self.state:
             snapshot = self.state.pop("snapshot")
@@ -268,7 +267,6 @@ class LocalRunner:
                 "rows": sum(f.get("rows", 0) for f in snapshot["finished"].values()),
             }
         self.store.save(self.state)
-        progress.committed(split.offset, rows, event_time)
 
     def _install_signal_handlers(self) -> dict[int, Any]:
         if threading.current_thread() is not threading.main_thread():

@@ -76,11 +76,10 @@ class BinlogProgress:
         self._last = 0.0
         self._tty = sys.stderr.isatty()
 
-    def committed(self, offset: BinlogOffset, rows: int, event_time: int) -> None:
+    def committed(self, offset: BinlogOffset, rows: int, lag: float) -> None:
         self.rows += rows
         self.offset = offset
-        if event_time:
-            self.lag = max(0.0, time.time() - event_time)
+        self.lag = lag
         self.show()
 
     def show(self, final: bool = False) -> None:

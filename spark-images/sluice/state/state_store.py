@@ -29,6 +29,11 @@ class StateStore:
             return {"version": STATE_VERSION}
         except (OSError, ValueError) as exc:
             raise SluiceError(f"--state-dir {self.directory}: {STATE_FILE} is unreadable: {exc}") from exc
+        if not isinstance(data, dict) or "version" not in data or "pipeline" not in data:
+            raise SluiceError(
+                f"--state-dir {self.directory}: {STATE_FILE} is not a Sluice pipeline state; "
+                "give the pipeline a state directory of its own"
+            )
         if data.get("version") != STATE_VERSION:
             raise SluiceError(
                 f"--state-dir {self.directory}: state version {data.get('version')} is not "

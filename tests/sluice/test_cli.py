@@ -1,0 +1,82 @@
+"""Every failure a user can cause ends the CLI with one line naming what to fix: no Python
+or Java stack trace, and never a password."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.harness.pipelines import pipeline_yaml, postgres_sink, run_sluice, sluice_env, write_pipeline
+
+SECRET = "s3cr3t-pw"
+
+
+def one_line_failure(result, code: int = 1) -> str:
+    assert result.returncode == code, result.stderr
+    assert "Traceback" not in result.stderr and "Exception" not in result.stderr, result.stderr
+    assert "at org.apache" not in result.stderr and "py4j" not in result.stderr, result.stderr
+    assert SECRET not in result.stderr
+    return result.stderr.strip().splitlines()[-1]
+
+
+def _run(tmp_path, mariadb, postgresql, definition, **env):
+    pipeline = write_pipeline(tmp_path / "p.yaml", definition)
+    return run_sluice(pipeline, tmp_path / "state", {**sluice_env(mariadb, postgresql), **env}, timeout=180)
+
+
+def test_java_missing_is_named_with_how_to_install_it(tmp_path, mariadb, postgresql, source_db):
+    mariadb.execute("CREATE TABLE t (id INT PRIMARY KEY)", database=source_db)
+    definition = pipeline_yaml(mariadb, f"{source_db}.t", postgres_sink(postgresql))
+
+    last = one_line_failure(_run(tmp_path, mariadb, postgresql, definition, JAVA_HOME="/opt/no-java-here"))
+
+    assert last == (
+        "sluice: error: Spark needs Java 17 and found none (JAVA_HOME=/opt/no-java-here has no bin/java); install it "
+        "(Debian: apt-get install openjdk-17-jre-headless) or set JAVA_HOME"
+    )
+
+
+@pytest.mark.parametrize("content", ['{"snapshot": []}', "[1, 2]", "not json at all"])
+def test_a_state_file_that_is_not_a_pipeline_state_is_refused(tmp_path, mariadb, postgresql, source_db, content):
+    mariadb.execute("CREATE TABLE t (id INT PRIMARY KEY)", database=source_db)
+    (tmp_path / "state").mkdir()
+    (tmp_path / "state" / "state.json").write_text(content)
+    definition = pipeline_yaml(mariadb, f"{source_db}.t", postgres_sink(postgresql))
+
+    last = one_line_failure(_run(tmp_path, mariadb, postgresql, definition))
+
+    assert last.startswith(f"sluice: error: --state-dir {tmp_path / 'state'}: state.json ")
+    assert "is not a Sluice pipeline state" in last or "is unreadable" in last
+
+
+def test_a_chunk_key_of_an_unsupported_type_is_named(tmp_path, mariadb, postgresql, source_db):
+    mariadb.execute("CREATE TABLE docs (body JSON, score DOUBLE)", database=source_db)
+    definition = pipeline_yaml(
+        mariadb,
+        f"{source_db}.docs",
+        postgres_sink(postgresql),
+        **{"scan.incremental.snapshot.chunk.key-column": f"{source_db}.docs:score"},
+    )
+
+    last = one_line_failure(_run(tmp_path, mariadb, postgresql, definition))
+
+    assert last == (
+        f"sluice: error: source.scan.incremental.snapshot.chunk.key-column: column 'score' of {source_db}.docs is "
+        "double, which cannot split a table into exact chunks; choose an integer, decimal, date/time or string column"
+    )
+
+
+@pytest.mark.parametrize(
+    ("url", "message"),
+    [
+        (f"http://loader:{SECRET}@warehouse/db", "sink.url: 'http://loader:***@warehouse/db' must start with"),
+        (f"postgresql://loader:{SECRET}@warehouse:99999/db", "sink.url: 'postgresql://loader:***@warehouse:99999/db'"),
+        (f"postgresql://loader:{SECRET}@warehouse/db", "sink.url: put credentials in sink.username and sink.password"),
+        ("postgresql://[warehouse/db", "sink.url: Invalid IPv6 URL"),
+    ],
+)
+def test_a_bad_sink_url_is_named_without_its_password(tmp_path, mariadb, postgresql, url, message):
+    definition = pipeline_yaml(mariadb, "db.t", {**postgres_sink(postgresql), "url": url})
+
+    last = one_line_failure(_run(tmp_path, mariadb, postgresql, definition), code=2)
+
+    assert last.startswith(f"sluice: error: {message}")
