@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import signal
 import subprocess
@@ -15,6 +14,7 @@ from typing import Any
 
 import yaml
 
+from sluice.state.state_store import STATE_FILE, StateStore
 from tests.harness.compare import diff
 from tests.harness.services import MariaDB, PostgreSQL
 
@@ -111,11 +111,18 @@ def start_sluice(pipeline: Path, state_dir: Path, env: dict[str, str]) -> subpro
     )
 
 
+def read_state(state_dir: Path) -> dict[str, Any]:
+    """A run's state as the run itself would load it (its journal included); {} before the
+    first save."""
+    if not (state_dir / STATE_FILE).exists():
+        return {}
+    return StateStore(state_dir).load()
+
+
 def wait_until_in_binlog_phase(process: subprocess.Popen, state_dir: Path, deadline: float) -> None:
     """Waits until the run's state has a binlog split: the snapshot is done and it reads the
     binlog (or is about to: its signal handlers may not be in place before)."""
-    state_file = state_dir / "state.json"
-    while not (state_file.exists() and "binlog" in json.loads(state_file.read_text())):
+    while "binlog" not in read_state(state_dir):
         assert process.poll() is None, process.communicate()[1]
         assert time.monotonic() < deadline, f"{state_dir}: the run did not reach the binlog phase"
         time.sleep(0.05)

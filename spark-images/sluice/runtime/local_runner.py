@@ -188,10 +188,14 @@ class LocalRunner:
 
         def finished(result: SplitResult) -> None:
             snapshot.record(result.split_id, result.high_watermark, result.rows)
-            self._save_snapshot(snapshot)
+            # One journal line per split, not the whole plan again.
+            self.store.append(("snapshot", "finished", result.split_id), snapshot.finished[result.split_id].to_json())
 
         sc = self._spark_session().sparkContext
-        run_snapshot_phase(sc, self.definition, self.endpoint, self.sink, snapshot, finished, self.stopping)
+        try:
+            run_snapshot_phase(sc, self.definition, self.endpoint, self.sink, snapshot, finished, self.stopping)
+        finally:
+            self._save_snapshot(snapshot)  # the journal folded into the document
 
     # -- binlog -----------------------------------------------------------------------------
 

@@ -21,6 +21,13 @@ class FinishedSplit:
     high_watermark: BinlogOffset
     rows: int = 0
 
+    def to_json(self) -> dict[str, Any]:
+        return {"hw": self.high_watermark.to_json(), "rows": self.rows}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> FinishedSplit:
+        return cls(BinlogOffset.from_json(data["hw"]), int(data.get("rows", 0)))
+
 
 @dataclass
 class SnapshotAssignerState:
@@ -55,7 +62,7 @@ class SnapshotAssignerState:
         return {
             "tables": {t: s.to_json() for t, s in self.tables.items()},
             "splits": [s.to_json() for s in self.splits],
-            "finished": {i: {"hw": f.high_watermark.to_json(), "rows": f.rows} for i, f in self.finished.items()},
+            "finished": {i: f.to_json() for i, f in self.finished.items()},
         }
 
     @classmethod
@@ -63,10 +70,7 @@ class SnapshotAssignerState:
         return cls(
             tables={t: TableSchema.from_json(s) for t, s in data["tables"].items()},
             splits=[SnapshotSplit.from_json(s) for s in data["splits"]],
-            finished={
-                i: FinishedSplit(BinlogOffset.from_json(f["hw"]), int(f.get("rows", 0)))
-                for i, f in data.get("finished", {}).items()
-            },
+            finished={i: FinishedSplit.from_json(f) for i, f in data.get("finished", {}).items()},
         )
 
     @classmethod

@@ -1,6 +1,10 @@
-"""A state directory: one JSON document, replaced atomically (write, fsync, rename).
+"""A state directory: one JSON document, replaced atomically (write, fsync, rename), and a
+journal of small updates appended between replacements.
 
-A crash at any instant leaves either the old document or the new one, never half of one.
+A crash at any instant leaves either the old document or the new one, never half of one;
+a journal line cut short by a crash is ignored (its update was not acknowledged). The
+journal is what keeps a snapshot of many splits from rewriting the whole plan after each
+finished split, which would cost O(splits²) bytes.
 """
 
 from __future__ import annotations
@@ -8,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import tempfile
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -15,12 +20,14 @@ from sluice.errors import SluiceError
 
 STATE_VERSION = 1
 STATE_FILE = "state.json"
+JOURNAL_FILE = "journal.jsonl"
 
 
 class StateStore:
     def __init__(self, directory: str | Path) -> None:
         self.directory = Path(directory)
         self.path = self.directory / STATE_FILE
+        self.journal = self.directory / JOURNAL_FILE
 
     def load(self) -> dict[str, Any]:
         try:
@@ -39,10 +46,39 @@ class StateStore:
                 f"--state-dir {self.directory}: state version {data.get('version')} is not "
                 f"{STATE_VERSION}; use a state directory written by this Sluice version"
             )
+        for path, value in self._journal():
+            _set(data, path, value)
         return data
 
     def save(self, data: dict[str, Any]) -> None:
+        """Replaces the document (which holds every journalled update), then the journal."""
         write_json_atomically(self.path, data)
+        self.journal.unlink(missing_ok=True)  # a crash before this replays updates already in
+
+    def append(self, path: Sequence[str], value: Any) -> None:
+        """Records `document[path[0]]...[path[-1]] = value` durably, in one line."""
+        with self.journal.open("a") as f:
+            f.write(json.dumps([list(path), value], separators=(",", ":")) + "\n")
+            f.flush()
+            os.fsync(f.fileno())
+
+    def _journal(self) -> Iterator[tuple[list[str], Any]]:
+        try:
+            lines = self.journal.read_text().split("\n")
+        except FileNotFoundError:
+            return
+        for line in lines:
+            try:
+                path, value = json.loads(line)
+            except ValueError:
+                continue  # the empty tail, or a line a crash cut short
+            yield path, value
+
+
+def _set(document: dict[str, Any], path: Sequence[str], value: Any) -> None:
+    for key in path[:-1]:
+        document = document.setdefault(key, {})
+    document[path[-1]] = value
 
 
 def write_json_atomically(path: Path, data: Any) -> None:

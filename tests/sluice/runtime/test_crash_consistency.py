@@ -8,7 +8,6 @@ seed: SLUICE_SOAK_SEED, SLUICE_SOAK_ROWS and SLUICE_SOAK_KILLS override the defa
 
 from __future__ import annotations
 
-import json
 import os
 import random
 import signal
@@ -25,6 +24,7 @@ from tests.harness.pipelines import (
     mysql_sink,
     pipeline_per_sink,
     postgres_sink,
+    read_state,
     sluice_env,
     start_sluice,
 )
@@ -40,11 +40,6 @@ CHUNK = max(ROWS // 8, 100)
 WRITES_PER_SECOND = 150
 
 
-def _state(state_dir: Path) -> dict:
-    path = state_dir / "state.json"
-    return json.loads(path.read_text()) if path.exists() else {}
-
-
 def _phase(state: dict) -> str:
     if "binlog" not in state:
         return "snapshot" if state.get("snapshot", {}).get("finished") else "starting"
@@ -53,9 +48,9 @@ def _phase(state: dict) -> str:
 
 def _wait_for(state_dir: Path, process, predicate, timeout: float = 180) -> None:
     deadline = time.monotonic() + timeout
-    while not predicate(_state(state_dir)):
+    while not predicate(read_state(state_dir)):
         assert process.poll() is None, f"pipeline exited early:\n{process.stderr.read()}"
-        assert time.monotonic() < deadline, f"timed out; state: {_state(state_dir)}"
+        assert time.monotonic() < deadline, f"timed out; state: {read_state(state_dir)}"
         time.sleep(0.02)
 
 
@@ -91,7 +86,7 @@ def _run_with_kills(name: str, pipeline: Path, state_dir: Path, env: dict, seed:
         for moment in _kill_moments(rng):
             process = start_sluice(pipeline, state_dir, env)
             _wait_for(state_dir, process, moment)
-            phases.append(_phase(_state(state_dir)))
+            phases.append(_phase(read_state(state_dir)))
             kill_pipeline(process)
         log[name] = (start_sluice(pipeline, state_dir, env), phases)
     except BaseException as exc:  # noqa: BLE001 - reported by the test's thread

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import signal
 import time
 from pathlib import Path
@@ -14,6 +13,7 @@ from tests.harness.pipelines import (
     pipeline_per_sink,
     pipeline_yaml,
     postgres_sink,
+    read_state,
     run_sluice,
     sluice_env,
     start_sluice,
@@ -26,10 +26,7 @@ CHUNK = 1_000
 
 
 def _finished_splits(state_dir: Path) -> dict:
-    path = state_dir / "state.json"
-    if not path.exists():
-        return {}
-    return json.loads(path.read_text()).get("snapshot", {}).get("finished", {})
+    return read_state(state_dir).get("snapshot", {}).get("finished", {})
 
 
 def _events_pipeline(tmp_path, mariadb, postgresql, source_db, name, server_ids, parallelism=2, **options):
@@ -73,7 +70,7 @@ def test_snapshot_under_concurrent_writes_equals_the_source(tmp_path, mariadb, m
         out, err = process.communicate(timeout=600)
         assert process.returncode == 0, f"{name} run failed:\n{err}"
 
-    state = json.loads((runs["pg"][1] / "state.json").read_text())
+    state = read_state(runs["pg"][1])
     assert "snapshot_summary" in state and "snapshot" not in state, "all tables reached pure binlog phase"
     for table in tables:
         expected = compare.source_rows(mariadb, source_db, table)
@@ -96,7 +93,7 @@ def test_rerun_after_sigkill_skips_finished_splits(tmp_path, mariadb, postgresql
         time.sleep(0.02)
     kill_pipeline(process)  # mid-snapshot
     before_kill = _finished_splits(state_dir)
-    total = len(json.loads((state_dir / "state.json").read_text())["snapshot"]["splits"])
+    total = len(read_state(state_dir)["snapshot"]["splits"])
     assert 5 <= len(before_kill) < total, "killed mid-snapshot"
 
     # Changes after the kill reach the target through the bounded binlog read.
@@ -127,7 +124,7 @@ def test_sigterm_mid_snapshot_commits_what_is_in_flight_and_exits_0(tmp_path, ma
     process.send_signal(signal.SIGTERM)
     _, err = process.communicate(timeout=120)
     assert process.returncode == 0, err
-    total = len(json.loads((state_dir / "state.json").read_text())["snapshot"]["splits"])
+    total = len(read_state(state_dir)["snapshot"]["splits"])
     finished = len(_finished_splits(state_dir))
     assert 0 < finished < total, "stopped mid-snapshot"
     assert f"snapshot: stopped; the next run resumes with the {total - finished} splits left" in err

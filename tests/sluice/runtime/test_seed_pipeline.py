@@ -11,7 +11,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from tests.harness.pipelines import SLUICE
+from tests.harness.pipelines import SLUICE, wait_until_in_binlog_phase
 
 SEED = Path(__file__).parents[3].parent / "shared" / "seeds" / "flink-cdc-3-schema-evolution.md"
 
@@ -51,12 +51,7 @@ def test_the_seed_pipeline_runs_unchanged_into_the_values_sink(tmp_path, mariadb
         text=True,
         start_new_session=True,
     )
-    deadline = time.monotonic() + 120
-    state = tmp_path / "state" / "state.json"
-    while not (state.exists() and '"binlog"' in state.read_text()):
-        assert process.poll() is None, process.communicate()[1]
-        assert time.monotonic() < deadline
-        time.sleep(0.1)
+    wait_until_in_binlog_phase(process, tmp_path / "state", time.monotonic() + 120)
     mariadb.execute("INSERT INTO t1 VALUES (13, 'm', NULL)", database=source_db)
     time.sleep(2)
     process.send_signal(signal.SIGTERM)
