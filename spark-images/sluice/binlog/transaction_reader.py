@@ -1,8 +1,10 @@
-"""Turns the binlog into whole transactions of captured row changes.
+"""Turns the binlog into transactions of captured row changes.
 
-Batches end only at transaction boundaries (XID or COMMIT), because that is the only kind
-of position the reader can resume from: a rows event needs its table map, which sits
-earlier in the same transaction.
+A transaction of more than PIECE_ROWS rows comes in pieces, so a transaction of millions
+of rows streams through in bounded memory. A piece's end is a resume point inside the
+transaction: it names where the transaction begins (a rows event needs its table map,
+which sits earlier in the same transaction), and a reader started there skips the rows
+before it.
 """
 
 from __future__ import annotations
@@ -30,11 +32,15 @@ from sluice.source.connection import SourceEndpoint
 from sluice.source.offset import BinlogOffset
 from sluice.source.schema import TableSchema
 
+PIECE_ROWS = 1000
+
 
 @dataclass(frozen=True)
 class Transaction:
+    """A whole transaction, or a piece of one (`end` is then inside it)."""
+
     changes: list[RowChange]
-    end: BinlogOffset  # the position right after the transaction: a resume point
+    end: BinlogOffset  # where reading resumes after these changes
     timestamp: int
 
 
@@ -62,7 +68,7 @@ def read_transactions(
     stream = open_stream(
         endpoint,
         server_id,
-        start,
+        BinlogOffset(start.file, start.transaction or start.pos, 0, start.gtid),
         schemas,
         mariadb,
         blocking=stop_at is None,
@@ -73,7 +79,8 @@ def read_transactions(
     # Without the GTID set at `start` (a MySQL file/position start), no set can be kept.
     gtids = gtid_state(start.gtid, mariadb) if start.gtid else None
     try:
-        yield from _transactions(stream, decoders, stop_at, stopping, gtids)
+        resume_after = start if start.transaction else None
+        yield from _transactions(stream, decoders, stop_at, stopping, gtids, resume_after)
     except pymysql.err.OperationalError as exc:
         where = f"after GTID set {start.gtid}" if by_gtid else f"from {start}"
         raise replication_error(exc, server_id, where) from exc
@@ -98,9 +105,12 @@ def replication_error(exc: pymysql.err.OperationalError, server_id: int, where: 
     return SourceError(f"binlog connection to the source failed: {message}")
 
 
-def _transactions(stream, decoders, stop_at, stopping, gtids: GtidState | None) -> Iterator[Transaction | Heartbeat]:
+def _transactions(
+    stream, decoders, stop_at, stopping, gtids: GtidState | None, resume_after: BinlogOffset | None
+) -> Iterator[Transaction | Heartbeat]:
     changes: list[RowChange] = []
     pending_gtid = ""  # the GTID of the transaction being read, executed once it ends
+    began: int | None = None  # where the transaction being read begins (GTID or BEGIN event)
 
     def transaction_ended() -> None:
         nonlocal pending_gtid
@@ -112,6 +122,11 @@ def _transactions(stream, decoders, stop_at, stopping, gtids: GtidState | None) 
         transaction_ended()
         return BinlogOffset(stream.log_file, pos, 0, str(gtids) if gtids is not None else "")
 
+    def inside(last: BinlogOffset) -> BinlogOffset:
+        """Right after `last`, inside the transaction: the GTID set is the one before it."""
+        gtid = str(gtids) if gtids is not None else ""
+        return BinlogOffset(stream.log_file, last.pos, last.row + 1, gtid, began or 0)
+
     for event in stream:
         if stopping.is_set():
             return
@@ -120,15 +135,28 @@ def _transactions(stream, decoders, stop_at, stopping, gtids: GtidState | None) 
         if isinstance(event, (GtidEvent, MariadbGtidEvent)):
             transaction_ended()  # if the previous one had no XID or COMMIT (DDL), it ends here
             pending_gtid = event.gtid
+            began = event_start(stream, event).pos
             continue
         if isinstance(event, HeartbeatLogEvent):
-            if not changes:
+            if not changes and began is None:
                 yield Heartbeat(resume_point(event.packet.log_pos))
             continue
         if stop_at is not None and not event_start(stream, event).is_before(stop_at):
             return
         if isinstance(event, ROW_EVENTS):
-            changes.extend(row_changes(stream, event, decoders))
+            rows = row_changes(stream, event, decoders)
+            if resume_after is not None:  # resumed inside a transaction: skip what was committed
+                rows = [change for change in rows if not change.offset.is_before(resume_after)]
+                if rows:
+                    resume_after = None
+            changes.extend(rows)
+            if len(changes) >= PIECE_ROWS and began is not None:
+                yield Transaction(changes, inside(changes[-1].offset), event.timestamp)
+                changes = []
+        elif isinstance(event, QueryEvent) and event.query.strip().upper() == "BEGIN":
+            if began is None:  # no GTID event: the transaction begins here
+                began = event_start(stream, event).pos
         elif isinstance(event, XidEvent) or (isinstance(event, QueryEvent) and event.query.strip().upper() == "COMMIT"):
             yield Transaction(changes, resume_point(event.packet.log_pos), event.timestamp)
             changes = []
+            began = None

@@ -65,7 +65,7 @@ def run_binlog_phase(
     mariadb = is_mariadb(control)
     decoders = {t: RowDecoder(s) for t, s in schemas.items()}
     orders = {t: key_order_for(s.column(s.chunk_key), control) for t, s in schemas.items()}
-    inbox: queue.Queue = queue.Queue(maxsize=1000)
+    inbox: queue.Queue = queue.Queue(maxsize=64)  # of transactions or pieces: bounded rows
     failure: list[BaseException] = []
 
     def produce() -> None:

@@ -16,12 +16,16 @@ class BinlogOffset:
     `row` orders the rows of one rows event, so a batch can end in the middle of an event
     and resume after the last row it committed. `gtid` is carried along for display and
     for GTID-based resumption; ordering uses file and position, which every server has.
+    `transaction`: for a resume point inside a transaction (a huge one is committed in
+    pieces), where that transaction begins: reading restarts there, for its table maps,
+    and skips what comes before this offset. `gtid` is then the set before it.
     """
 
     file: str
     pos: int
     row: int = 0
     gtid: str = ""
+    transaction: int = 0
 
     @property
     def sequence(self) -> int:
@@ -61,8 +65,16 @@ class BinlogOffset:
             data["row"] = self.row
         if self.gtid:
             data["gtid"] = self.gtid
+        if self.transaction:
+            data["transaction"] = self.transaction
         return data
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> BinlogOffset:
-        return cls(data["file"], int(data["pos"]), int(data.get("row", 0)), data.get("gtid", ""))
+        return cls(
+            data["file"],
+            int(data["pos"]),
+            int(data.get("row", 0)),
+            data.get("gtid", ""),
+            int(data.get("transaction", 0)),
+        )
