@@ -37,6 +37,7 @@ demo: install system-deps
 bench: install system-deps
 	$(PYTHON) -m tests.bench.snapshot_bench $(if $(ROWS),--rows $(ROWS))
 	$(PYTHON) -m tests.bench.binlog_bench $(if $(EVENTS),--events $(EVENTS))
+	$(PYTHON) -m tests.bench.memory_bench $(if $(BIG_ROWS),--rows $(BIG_ROWS)) $(if $(SPLITS),--splits $(SPLITS))
 
 lint: install
 	$(VENV)/bin/ruff check spark-images operator tests
