@@ -8,7 +8,14 @@ from __future__ import annotations
 import signal
 import time
 
-from tests.harness.pipelines import pipeline_yaml, postgres_sink, sluice_env, start_sluice, write_pipeline
+from tests.harness.pipelines import (
+    pipeline_yaml,
+    postgres_sink,
+    sluice_env,
+    start_sluice,
+    wait_until_in_binlog_phase,
+    write_pipeline,
+)
 from tests.harness.services import running_services, scratch_directory
 
 WATCHED = "id <= 6 OR id >= 50000"  # the rows the live changes touch
@@ -58,11 +65,7 @@ def main() -> None:
         pipeline = write_pipeline(base / "demo.yaml", definition)
         print(f"\npipeline definition ({pipeline}):\n{pipeline.read_text()}")
         process = start_sluice(pipeline, base / "state", sluice_env(mariadb, postgresql))
-        state = base / "state" / "state.json"
-        while not (state.exists() and '"binlog"' in state.read_text()):
-            if process.poll() is not None:
-                raise SystemExit(process.stderr.read())
-            time.sleep(0.2)
+        wait_until_in_binlog_phase(process, base / "state", time.monotonic() + 300)
         show(postgresql, "after the snapshot")
         print("\nchanging the source while Sluice streams: update, delete, insert, primary-key change")
         mariadb.execute(
