@@ -80,3 +80,24 @@ def test_a_bad_sink_url_is_named_without_its_password(tmp_path, mariadb, postgre
     last = one_line_failure(_run(tmp_path, mariadb, postgresql, definition), code=2)
 
     assert last.startswith(f"sluice: error: {message}")
+
+
+def test_an_unknown_time_zone_is_refused_before_anything_runs(tmp_path, mariadb, postgresql):
+    definition = pipeline_yaml(mariadb, "db.t", postgres_sink(postgresql), **{"server-time-zone": "Mars/Olympus"})
+
+    last = one_line_failure(_run(tmp_path, mariadb, postgresql, definition), code=2)
+
+    assert last.startswith("sluice: error: source.server-time-zone: 'Mars/Olympus' is not a time zone")
+
+
+def test_a_target_database_that_does_not_exist_is_named(tmp_path, mariadb, postgresql, source_db):
+    mariadb.execute("CREATE TABLE t (id INT PRIMARY KEY)", database=source_db)
+    url = f"postgresql://{postgresql.host}:{postgresql.port}/no_such_db"
+    definition = pipeline_yaml(mariadb, f"{source_db}.t", {**postgres_sink(postgresql), "url": url})
+
+    last = one_line_failure(_run(tmp_path, mariadb, postgresql, definition))
+
+    assert last.startswith(
+        f"sluice: error: sink JdbcTarget(postgresql://{postgresql.host}:{postgresql.port}/no_such_db)"
+    )
+    assert 'database "no_such_db" does not exist' in last
