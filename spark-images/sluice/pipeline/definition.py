@@ -16,10 +16,10 @@ from typing import Any
 import yaml
 
 from sluice.errors import DefinitionError
-from sluice.pipeline.options import Option, parse_duration, port_number, positive, resolve
+from sluice.pipeline.options import Option, parse_duration, parsed_by, port_number, positive, resolve
 from sluice.pipeline.options import duration as duration_check
 from sluice.pipeline.table_selector import TableSelector, parse_patterns
-from sluice.pipeline.time_zone import check_zone_id
+from sluice.pipeline.time_zone import parse_zone_id
 
 STARTUP_MODES = (
     "initial",
@@ -41,7 +41,7 @@ SOURCE_OPTIONS = [
     Option("tables", str),
     Option("tables.exclude", str, ""),
     Option("server-id", str, "5400-5499"),
-    Option("server-time-zone", str, "UTC", check=check_zone_id),
+    Option("server-time-zone", str, "UTC", check=parsed_by(parse_zone_id)),
     Option("scan.startup.mode", str, "initial", choices=STARTUP_MODES),
     Option("scan.startup.specific-offset.file", str, ""),
     Option("scan.startup.specific-offset.pos", int, 4, check=positive),

@@ -50,12 +50,20 @@ def parse_duration(text: str) -> float:
     return float(match.group(1)) * _DURATION_UNITS[match.group(2)]
 
 
-def duration(value: str) -> str | None:
-    try:
-        parse_duration(value)
-    except ValueError as exc:
-        return str(exc)
-    return None
+def parsed_by(parse: Callable[[str], Any]) -> Callable[[str], str | None]:
+    """An Option check from a parser: the ValueError it raises is the problem."""
+
+    def check(value: str) -> str | None:
+        try:
+            parse(value)
+        except ValueError as exc:
+            return str(exc)
+        return None
+
+    return check
+
+
+duration = parsed_by(parse_duration)
 
 
 def resolve(section: str, raw: Mapping[str, Any] | None, options: list[Option]) -> dict[str, Any]:

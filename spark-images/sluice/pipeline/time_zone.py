@@ -46,12 +46,3 @@ def _offset(text: str, original: str) -> tzinfo:
     if delta > timedelta(hours=18) or int(minutes or 0) > 59 or int(seconds or 0) > 59:
         raise ValueError(f"'{original}': offsets go from -18:00 to +18:00")
     return timezone(-delta if sign == "-" else delta)
-
-
-def check_zone_id(text: str) -> str | None:
-    """An Option check: the problem with the zone, if any."""
-    try:
-        parse_zone_id(text)
-    except ValueError as exc:
-        return str(exc)
-    return None
