@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import itertools
 import os
 import signal
 import subprocess
@@ -19,13 +20,14 @@ from tests.harness.compare import diff
 from tests.harness.services import MariaDB, PostgreSQL
 
 SLUICE = [sys.executable, "-m", "sluice.cli"]
+_PIPELINE_NAMES = itertools.count()
 
 
 def pipeline_yaml(
     mariadb: MariaDB,
     tables: str,
     sink: dict[str, Any],
-    name: str = "test",
+    name: str | None = None,
     parallelism: int = 2,
     **source_options: Any,
 ) -> dict[str, Any]:
@@ -39,6 +41,9 @@ def pipeline_yaml(
         "server-id": "6400-6410",
         **source_options,
     }
+    # Each pipeline its own name by default: targets keep offsets per pipeline name, and a
+    # name another test used would resume from that test's position.
+    name = name or f"test-{os.getpid()}-{next(_PIPELINE_NAMES)}"
     return {"source": source, "sink": sink, "pipeline": {"name": name, "parallelism": parallelism}}
 
 

@@ -35,6 +35,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+SOURCE_ADDRESS = ("source.hostname", "source.port")
+
 
 def source_endpoint(definition: PipelineDefinition) -> SourceEndpoint:
     source = definition.source
@@ -129,12 +131,29 @@ class LocalRunner:
             )
         saved = self.state.setdefault("definition", dict(self.definition.state_identity))
         for key, value in self.definition.state_identity.items():
-            if saved.get(key, value) != value:
-                raise SluiceError(
-                    f"{key} changed from '{saved[key]}' to '{value}' since --state-dir {self.store.directory} was "
-                    "written; its progress belongs to the old value: put the old value back, or run the changed "
-                    "pipeline with a new --state-dir into an empty target"
+            if saved.get(key, value) == value:
+                continue
+            if key in SOURCE_ADDRESS and self._resumes_by_gtid():
+                saved[key] = value  # a failover: the set means the same on the promoted server
+                continue
+            raise SluiceError(
+                f"{key} changed from '{saved[key]}' to '{value}' since --state-dir {self.store.directory} was "
+                "written; its progress belongs to the old value: put the old value back, or run the changed "
+                "pipeline with a new --state-dir into an empty target"
+                + (
+                    " (another source address is taken once the pipeline streams by GTID)"
+                    if key in SOURCE_ADDRESS
+                    else ""
                 )
+            )
+
+    def _resumes_by_gtid(self) -> bool:
+        """Past the snapshot's watermarks with a GTID set: the position means the same on
+        every server of the replication topology."""
+        binlog = self.state.get("binlog")
+        return bool(
+            binlog and binlog["offset"].get("gtid") and not binlog["watermarks"] and "stop_at" not in self.state
+        )
 
     def _check_target_holds_the_snapshot(self, snapshot: SnapshotAssignerState | None) -> None:
         """Streaming into a target that lost its snapshot would leave the snapshot out of it
