@@ -282,6 +282,12 @@ class LocalRunner:
         return split
 
     def _binlog_committed(self, split: BinlogSplit, entered: list[str]) -> None:
+        if split.watermarks and not entered and "binlog" in self.state:
+            # Until every table is past its watermarks the state holds the whole plan: a
+            # commit journals its position instead of rewriting it all.
+            self.state["binlog"]["offset"] = split.offset.to_json()
+            self.store.append(("binlog", "offset"), self.state["binlog"]["offset"])
+            return
         self.state["binlog"] = split.to_json()
         if not split.watermarks and "snapshot" in self.state:
             snapshot = self.state.pop("snapshot")
