@@ -74,7 +74,6 @@ def read_transaction(port: int, password: str, pg_url: str, pg_password: str, st
 
 def split_plan(splits: int) -> dict:
     """Child: a plan of `splits` splits through the state store, as the local runner keeps it."""
-    from sluice.binlog.binlog_split import BinlogSplit
     from sluice.snapshot.snapshot_split import SnapshotSplit
     from sluice.snapshot.snapshot_split_assigner import SnapshotAssignerState
     from sluice.source.offset import BinlogOffset
@@ -97,7 +96,7 @@ def split_plan(splits: int) -> dict:
             store.append(("snapshot", "finished", split.split_id), plan.finished[split.split_id].to_json())
         written = sum(p.stat().st_size for p in Path(directory).iterdir())
         loaded = SnapshotAssignerState.from_json(store.load()["snapshot"])
-        state["binlog"] = BinlogSplit.after_snapshot(loaded).to_json()
+        state["binlog"] = loaded.binlog_split().to_json()
         store.save(state)
         final = (Path(directory) / "state.json").stat().st_size
     return {

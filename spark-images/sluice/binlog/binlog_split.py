@@ -14,7 +14,6 @@ from typing import Any
 
 from sluice import values
 from sluice.binlog.emit_rule import TableWatermarks
-from sluice.snapshot.snapshot_split_assigner import SnapshotAssignerState
 from sluice.source.offset import BinlogOffset
 
 
@@ -22,18 +21,6 @@ from sluice.source.offset import BinlogOffset
 class BinlogSplit:
     offset: BinlogOffset  # the next position to read: always a transaction boundary
     watermarks: dict[str, TableWatermarks] = field(default_factory=dict)
-
-    @classmethod
-    def after_snapshot(cls, snapshot: SnapshotAssignerState) -> BinlogSplit:
-        watermarks: dict[str, TableWatermarks] = {}
-        for table_id in snapshot.tables:
-            splits = sorted((s for s in snapshot.splits if s.table_id == table_id), key=lambda s: s.index)
-            watermarks[table_id] = TableWatermarks(
-                boundaries=[s.start for s in splits[1:]],
-                high_watermarks=[snapshot.finished[s.split_id].high_watermark for s in splits],
-            )
-        start = min(hw for t in watermarks.values() for hw in t.high_watermarks)
-        return cls(_boundary(start), watermarks)
 
     def advance(self, offset: BinlogOffset) -> list[str]:
         """Moves to `offset`; returns the tables that just entered pure binlog phase."""
@@ -64,7 +51,3 @@ class BinlogSplit:
                 for t, w in data.get("watermarks", {}).items()
             },
         )
-
-
-def _boundary(offset: BinlogOffset) -> BinlogOffset:
-    return BinlogOffset(offset.file, offset.pos, 0, offset.gtid)

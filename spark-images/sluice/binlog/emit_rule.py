@@ -13,8 +13,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sluice.binlog.row_change import ChangeRow, RowChange, RowKind
-from sluice.snapshot.key_order import KeyOrder
+from sluice.event.row_change import ChangeRow, RowChange, RowKind
+from sluice.source.key_order import KeyOrder
 from sluice.source.offset import BinlogOffset
 from sluice.source.row_decoding import RowDecoder
 from sluice.source.schema import TableSchema

@@ -15,9 +15,9 @@ from pymysqlreplication import BinLogStreamReader
 from pymysqlreplication.event import RotateEvent
 from pymysqlreplication.row_event import DeleteRowsEvent, UpdateRowsEvent, WriteRowsEvent
 
-from sluice.binlog.row_change import RowChange, RowKind
 from sluice.binlog.row_image_decoder import RowImageDecoders
 from sluice.errors import SourceError
+from sluice.event.row_change import RowChange, RowKind
 from sluice.source.connection import SourceEndpoint
 from sluice.source.offset import BinlogOffset
 from sluice.source.schema import TableSchema

@@ -25,9 +25,9 @@ from pymysqlreplication.event import (
 
 from sluice.binlog.event_reader import ROW_EVENTS, event_start, open_stream, row_changes
 from sluice.binlog.gtid_state import GtidState, gtid_state
-from sluice.binlog.row_change import RowChange
 from sluice.binlog.row_image_decoder import RowImageDecoders
 from sluice.errors import SourceError
+from sluice.event.row_change import RowChange
 from sluice.source.connection import SourceEndpoint
 from sluice.source.offset import BinlogOffset
 from sluice.source.schema import TableSchema

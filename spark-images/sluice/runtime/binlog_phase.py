@@ -20,8 +20,8 @@ from sluice.binlog.binlog_split import BinlogSplit
 from sluice.binlog.emit_rule import emit
 from sluice.binlog.transaction_reader import Heartbeat, Transaction, read_transactions
 from sluice.sink.base import ChangeBatch, SinkWriter
-from sluice.snapshot.key_order import key_order_for
 from sluice.source.connection import SourceEndpoint, connect, is_mariadb
+from sluice.source.key_order import key_order_for
 from sluice.source.offset import BinlogOffset
 from sluice.source.row_decoding import RowDecoder
 from sluice.source.schema import TableSchema

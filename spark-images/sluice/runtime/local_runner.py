@@ -21,8 +21,8 @@ from sluice.runtime.progress import BinlogProgress
 from sluice.sink.base import Sink
 from sluice.sink.factory import create_sink
 from sluice.snapshot.chunk_splitter import split_table
+from sluice.snapshot.snapshot_split import SplitResult
 from sluice.snapshot.snapshot_split_assigner import SnapshotAssignerState
-from sluice.snapshot.split_reader import SplitResult
 from sluice.source.checks import check_binlog_settings, check_privileges, check_select
 from sluice.source.connection import SourceEndpoint, connect, current_offset, executed_gtids
 from sluice.source.offset import BinlogOffset
@@ -268,7 +268,7 @@ class LocalRunner:
         if "binlog" in self.state:
             return BinlogSplit.from_json(self.state["binlog"])
         if snapshot is not None:
-            split = BinlogSplit.after_snapshot(snapshot)
+            split = snapshot.binlog_split()
             if not self.definition.source.startup.streams:
                 # A snapshot-only run ends consistent as of now: everything committed before
                 # this position is in the target when it exits.

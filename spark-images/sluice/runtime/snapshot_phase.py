@@ -22,9 +22,9 @@ from sluice.errors import SluiceError
 from sluice.pipeline.definition import PipelineDefinition
 from sluice.runtime.progress import SnapshotProgress
 from sluice.sink.base import Sink
-from sluice.snapshot.snapshot_split import SnapshotSplit
+from sluice.snapshot.snapshot_split import SnapshotSplit, SplitResult, SplitTask
 from sluice.snapshot.snapshot_split_assigner import SnapshotAssignerState
-from sluice.snapshot.split_reader import SplitResult, SplitTask
+from sluice.snapshot.split_reader import read_splits
 from sluice.source.connection import SourceEndpoint
 
 log = logging.getLogger(__name__)
@@ -84,7 +84,7 @@ def run_snapshot_phase(
             tasks = [SplitTask(s, state.tables[s.table_id], endpoint, server_id, source.fetch_size) for s in splits]
             try:
                 sc.setJobDescription(f"snapshot splits {splits[0].split_id} .. {splits[-1].split_id}")
-                results = sink.write_snapshot_job(sc, tasks)
+                results = sink.write_snapshot_job(sc, tasks, read_splits)
             except BaseException as exc:  # noqa: BLE001 - reported by the driver thread below
                 failures.append(exc)
                 return

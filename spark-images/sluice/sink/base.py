@@ -11,8 +11,8 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from sluice.binlog.row_change import ChangeRow
-from sluice.snapshot.snapshot_split import SnapshotSplit
+from sluice.event.row_change import ChangeRow
+from sluice.snapshot.snapshot_split import ReadSplits, SnapshotSplit, SplitResult, SplitTask
 from sluice.source.offset import BinlogOffset
 from sluice.source.row_decoding import Row
 from sluice.source.schema import TableSchema
@@ -20,8 +20,6 @@ from sluice.source.schema import TableSchema
 if TYPE_CHECKING:
     from pyspark import SparkContext
     from pyspark.sql import SparkSession
-
-    from sluice.snapshot.split_reader import SplitResult, SplitTask
 
 
 @dataclass
@@ -75,10 +73,10 @@ class Sink(ABC):
     def attach(self, spark: SparkSession) -> None:  # noqa: B027 - optional hook
         """Given the driver's Spark session, for sinks that write with Spark itself."""
 
-    def write_snapshot_job(self, sc: SparkContext, tasks: list[SplitTask]) -> list[SplitResult]:
+    def write_snapshot_job(self, sc: SparkContext, tasks: list[SplitTask], read: ReadSplits) -> list[SplitResult]:
         """Runs splits as one Spark task whose writer commits each split on its own."""
         sink = self
-        (results,) = sc.parallelize([tasks], 1).map(lambda t: _write_splits(t, sink)).collect()
+        (results,) = sc.parallelize([tasks], 1).map(lambda t: _write_splits(t, sink, read)).collect()
         return results
 
     @abstractmethod
@@ -99,12 +97,15 @@ class Sink(ABC):
         """A writer for an executor task or for the binlog phase."""
 
 
-def _write_splits(tasks: list[SplitTask], sink: Sink) -> list[SplitResult]:
-    """Runs on an executor: read the splits, write them, report their high watermarks."""
-    from sluice.snapshot.split_reader import run_splits  # the split reader writes through sinks
-
+def _write_splits(tasks: list[SplitTask], sink: Sink, read: ReadSplits) -> list[SplitResult]:
+    """Runs on an executor: read the splits, write each (it commits on its own, so a failure
+    part way keeps the splits before it), report their high watermarks."""
     writer = sink.writer()
     try:
-        return run_splits(tasks, writer)
+        results = []
+        for split in read(tasks):
+            writer.write_snapshot_split(split.task.schema, split.task.split, split.rows, split.high_watermark)
+            results.append(split.result())
+        return results
     finally:
         writer.close()

@@ -16,8 +16,8 @@ import contextlib
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
-from sluice.binlog.row_change import RowKind
 from sluice.errors import SinkError
+from sluice.event.row_change import RowKind
 from sluice.sink.base import ChangeBatch, Sink, SinkWriter
 from sluice.sink.jdbc_dialects import DIALECTS, JdbcDialect
 from sluice.sink.jdbc_url import JdbcUrl, parse_jdbc_url

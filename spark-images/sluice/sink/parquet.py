@@ -39,7 +39,7 @@ from pyspark.sql import types as T
 from sluice.errors import SinkError
 from sluice.sink.base import ChangeBatch, Sink, SinkWriter
 from sluice.sink.type_mapping import SPARK_MAX_DECIMAL_PRECISION, spark_type
-from sluice.snapshot.split_reader import SplitResult, SplitTask, read_splits
+from sluice.snapshot.snapshot_split import ReadSplits, SplitResult, SplitTask
 from sluice.source.offset import BinlogOffset
 from sluice.source.row_decoding import Row
 from sluice.source.schema import TableSchema
@@ -161,18 +161,18 @@ class _SplitResults(AccumulatorParam):
         return value1
 
 
-def _snapshot_rows(tasks: list[SplitTask], results: Any) -> Iterator[tuple[Any, ...]]:
+def _snapshot_rows(tasks: list[SplitTask], read: ReadSplits, results: Any) -> Iterator[tuple[Any, ...]]:
     """Runs on an executor: the splits' rows as changelog rows, results to the accumulator."""
     schema = tasks[0].schema
     convert = spark_values(schema)
     finished: list[SplitResult] = []
     index = 0
-    for read in read_splits(tasks):
-        position = str(read.high_watermark)
-        for row in read.rows:
+    for split in read(tasks):
+        position = str(split.high_watermark)
+        for row in split.rows:
             yield ("+I", schema.table_id, position, 0, SNAPSHOT_COMMIT, index, *convert(row))
             index += 1
-        finished.append(read.result())
+        finished.append(split.result())
     results.add(finished)
 
 
@@ -218,14 +218,14 @@ class ParquetSink(Sink):
     def holds_commits(self) -> bool:
         return bool(self.log.snapshot_jobs() or self.log.snapshot_directories() or self.log.binlog())
 
-    def write_snapshot_job(self, sc: SparkContext, tasks: list[SplitTask]) -> list[SplitResult]:
+    def write_snapshot_job(self, sc: SparkContext, tasks: list[SplitTask], read: ReadSplits) -> list[SplitResult]:
         """One Spark job: executors read the splits (one table) and Spark's writer writes them."""
         spark = self._session()
         schema = tasks[0].schema
         name = f"snapshot-{tasks[0].split.index:06d}-{uuid.uuid4().hex[:8]}"
         directory = f"{schema.database}/{schema.table}/{name}"
         results = spark.sparkContext.accumulator([], _SplitResults())
-        rows = spark.sparkContext.parallelize([tasks], 1).flatMap(lambda t: _snapshot_rows(t, results))
+        rows = spark.sparkContext.parallelize([tasks], 1).flatMap(lambda t: _snapshot_rows(t, read, results))
         spark.createDataFrame(rows, changelog_schema(schema)).write.parquet(str(self.path / directory))
         finished: list[SplitResult] = results.value
         self.log.write(

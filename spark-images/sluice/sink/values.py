@@ -7,9 +7,9 @@ from collections.abc import Callable, Sequence
 from datetime import datetime, timezone, tzinfo
 from typing import TYPE_CHECKING, Any
 
-from sluice.binlog.row_change import RowKind
+from sluice.event.row_change import RowKind
 from sluice.sink.base import ChangeBatch, Sink, SinkWriter
-from sluice.snapshot.split_reader import SplitResult, SplitTask, read_splits
+from sluice.snapshot.snapshot_split import ReadSplits, SplitResult, SplitTask
 from sluice.source.offset import BinlogOffset
 from sluice.source.row_decoding import Row
 from sluice.source.schema import TableSchema
@@ -58,11 +58,11 @@ class ValuesSink(Sink):
     def __init__(self, zone: tzinfo) -> None:
         self.zone = zone  # source.server-time-zone
 
-    def write_snapshot_job(self, sc: SparkContext, tasks: list[SplitTask]) -> list[SplitResult]:
+    def write_snapshot_job(self, sc: SparkContext, tasks: list[SplitTask], read: ReadSplits) -> list[SplitResult]:
         """Executors read; the driver prints (an executor's stdout is not the CLI's)."""
         (read,) = (
             sc.parallelize([tasks], 1)
-            .map(lambda t: [(read.task.schema, list(read.rows), read.result()) for read in read_splits(t)])
+            .map(lambda t: [(split.task.schema, list(split.rows), split.result()) for split in read(t)])
             .collect()
         )
         writer = ValuesWriter(self.zone)

@@ -1,11 +1,18 @@
-"""A snapshot split: one half-open chunk [start, end) of one table's chunk key."""
+"""A snapshot split: one half-open chunk [start, end) of one table's chunk key, and the
+values that travel with reading one: the task an executor gets, the rows it reads, the
+result the driver records. (Sinks see splits only through these.)"""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
 from sluice import values
+from sluice.source.connection import SourceEndpoint
+from sluice.source.offset import BinlogOffset
+from sluice.source.row_decoding import Row
+from sluice.source.schema import TableSchema
 
 
 @dataclass(frozen=True)
@@ -32,3 +39,39 @@ class SnapshotSplit:
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> SnapshotSplit:
         return cls(data["table"], int(data["index"]), values.decode(data["start"]), values.decode(data["end"]))
+
+
+@dataclass(frozen=True)
+class SplitTask:
+    """Everything an executor needs to read one split; shipped by Spark to the task."""
+
+    split: SnapshotSplit
+    schema: TableSchema
+    endpoint: SourceEndpoint
+    server_id: int
+    fetch_size: int
+
+
+@dataclass(frozen=True)
+class SplitResult:
+    split_id: str
+    high_watermark: BinlogOffset
+    rows: int
+
+
+@dataclass(frozen=True)
+class SplitRead:
+    """One split being read: its rows (iterate them before the next split is read)."""
+
+    task: SplitTask
+    rows: Iterable[Row]
+    high_watermark: BinlogOffset
+    rows_read: Callable[[], int]  # once the rows were iterated: how many
+
+    def result(self) -> SplitResult:
+        return SplitResult(self.task.split.split_id, self.high_watermark, self.rows_read())
+
+
+# How a sink gets a Spark task's splits read: the split reader's read_splits, handed in by
+# the runtime, so that sinks depend on these values and not on the reader.
+ReadSplits = Callable[[list[SplitTask]], Iterator[SplitRead]]

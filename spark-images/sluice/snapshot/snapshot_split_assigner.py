@@ -11,6 +11,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from sluice.binlog.binlog_split import BinlogSplit
+from sluice.binlog.emit_rule import TableWatermarks
 from sluice.snapshot.snapshot_split import SnapshotSplit
 from sluice.source.offset import BinlogOffset
 from sluice.source.schema import TableSchema
@@ -49,6 +51,19 @@ class SnapshotAssignerState:
 
     def record(self, split_id: str, high_watermark: BinlogOffset, rows: int) -> None:
         self.finished[split_id] = FinishedSplit(high_watermark, rows)
+
+    def binlog_split(self) -> BinlogSplit:
+        """The binlog split that follows this finished snapshot: it starts at the smallest
+        high watermark and carries each table's chunk boundaries and high watermarks."""
+        watermarks: dict[str, TableWatermarks] = {}
+        for table_id in self.tables:
+            splits = sorted((s for s in self.splits if s.table_id == table_id), key=lambda s: s.index)
+            watermarks[table_id] = TableWatermarks(
+                boundaries=[s.start for s in splits[1:]],
+                high_watermarks=[self.finished[s.split_id].high_watermark for s in splits],
+            )
+        start = min(hw for t in watermarks.values() for hw in t.high_watermarks)
+        return BinlogSplit(BinlogOffset(start.file, start.pos, 0, start.gtid), watermarks)
 
     def adopt_committed(self, committed: Mapping[str, BinlogOffset]) -> list[str]:
         """Takes the target's committed splits as finished (the target is the truth)."""

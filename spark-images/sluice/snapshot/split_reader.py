@@ -19,42 +19,22 @@ from __future__ import annotations
 import collections
 import logging
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
 from typing import Any
 
 import MySQLdb.cursors
 
 from sluice.binlog.emit_rule import image_chunks
 from sluice.binlog.event_reader import read_window
-from sluice.binlog.row_change import RowChange, RowKind
-from sluice.sink.base import SinkWriter
-from sluice.snapshot.key_order import KeyOrder, key_order_for
-from sluice.snapshot.snapshot_split import SnapshotSplit
-from sluice.source.connection import SourceEndpoint, connect_scan, current_offset, is_mariadb
+from sluice.event.row_change import RowChange, RowKind
+from sluice.snapshot.snapshot_split import SnapshotSplit, SplitRead, SplitTask
+from sluice.source.connection import connect_scan, current_offset, is_mariadb
+from sluice.source.key_order import KeyOrder, key_order_for
 from sluice.source.offset import BinlogOffset
 from sluice.source.row_decoding import Row, RowDecoder
 from sluice.source.schema import Column, TableSchema
 from sluice.source.sql import qualified, quote
 
 log = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True)
-class SplitTask:
-    """Everything an executor needs to read one split; shipped by Spark to the task."""
-
-    split: SnapshotSplit
-    schema: TableSchema
-    endpoint: SourceEndpoint
-    server_id: int
-    fetch_size: int
-
-
-@dataclass(frozen=True)
-class SplitResult:
-    split_id: str
-    high_watermark: BinlogOffset
-    rows: int
 
 
 def _selected(column: Column) -> str:
@@ -206,37 +186,13 @@ def fold(rows: list[Row], changes: list[tuple[RowChange, bool, bool]], decoder: 
     return list(by_key.values())
 
 
-@dataclass
-class SplitRead:
-    """One split being read: its rows (iterate them before the next split is read)."""
-
-    task: SplitTask
-    rows: Iterable[Row]
-    high_watermark: BinlogOffset
-
-    def result(self) -> SplitResult:
-        """Once the rows were written: the split's high watermark and row count."""
-        count = self.rows.count if isinstance(self.rows, ChunkScan) else len(self.rows)  # type: ignore[arg-type]
-        return SplitResult(self.task.split.split_id, self.high_watermark, count)
-
-
 def read_splits(tasks: list[SplitTask]) -> Iterator[SplitRead]:
     """Reads splits one after another over one source connection."""
     conn = connect_scan(tasks[0].endpoint)
     try:
         for task in tasks:
             rows, high, _ = read_split(task, conn)
-            yield SplitRead(task, rows, high)
+            yield SplitRead(task, rows, high, (lambda r=rows: r.count) if isinstance(rows, ChunkScan) else rows.__len__)
             end_split(conn)
     finally:
         conn.close()
-
-
-def run_splits(tasks: list[SplitTask], writer: SinkWriter) -> list[SplitResult]:
-    """Reads and writes splits; each split commits on its own, so a failure part way keeps
-    the splits before it."""
-    results: list[SplitResult] = []
-    for read in read_splits(tasks):
-        writer.write_snapshot_split(read.task.schema, read.task.split, read.rows, read.high_watermark)
-        results.append(read.result())
-    return results

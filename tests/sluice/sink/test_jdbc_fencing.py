@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from sluice.binlog.row_change import ChangeRow, RowKind
 from sluice.errors import SinkError
+from sluice.event.row_change import ChangeRow, RowKind
 from sluice.sink.base import ChangeBatch
 from sluice.sink.jdbc import JdbcSink
 from sluice.snapshot.snapshot_split import SnapshotSplit

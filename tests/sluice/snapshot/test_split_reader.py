@@ -7,9 +7,9 @@ import threading
 import time
 
 from sluice.binlog.event_reader import read_window
-from sluice.binlog.row_change import RowChange, RowKind
-from sluice.snapshot.snapshot_split import SnapshotSplit
-from sluice.snapshot.split_reader import SplitTask, end_split, fold, read_split
+from sluice.event.row_change import RowChange, RowKind
+from sluice.snapshot.snapshot_split import SnapshotSplit, SplitTask
+from sluice.snapshot.split_reader import end_split, fold, read_split
 from sluice.source.connection import connect_scan, current_offset
 from sluice.source.offset import BinlogOffset
 from sluice.source.row_decoding import RowDecoder

@@ -1,0 +1,1 @@
+"""The changelog contract between the readers and the sinks: row kinds, change rows."""
