@@ -1,0 +1,83 @@
+"""DDL statements from the binlog become typed schema change events, one per alteration of
+a captured table; other tables' DDL gives none; what cannot be read is said, never skipped."""
+
+from __future__ import annotations
+
+import pytest
+
+from sluice.binlog.ddl_parser import UnparsableDdl, parse_ddl
+from sluice.event.schema_change import (
+    AddColumn,
+    AlterColumnType,
+    CreateTable,
+    DropColumn,
+    DropTable,
+    RenameColumn,
+    RenameTable,
+    TruncateTable,
+)
+
+
+def captured(database: str, table: str) -> bool:
+    return database == "app" and table.startswith("t")
+
+
+def parse(statement: str) -> list:
+    return parse_ddl(statement, "app", captured)
+
+
+def test_add_column_with_its_position_and_type():
+    (first, after, last) = parse(
+        "ALTER TABLE t1 ADD COLUMN c0 VARCHAR(255) NOT NULL FIRST, ADD c1 DECIMAL(10,2) AFTER id, ADD c2 INT UNSIGNED"
+    )
+    assert isinstance(first, AddColumn) and first.position == "FIRST"
+    assert (first.column.name, first.column.data_type, first.column.column_type) == ("c0", "varchar", "varchar(255)")
+    assert first.column.char_length == 255 and not first.column.nullable
+    assert (after.position, after.after) == ("AFTER", "id")
+    assert (after.column.numeric_precision, after.column.numeric_scale) == (10, 2)
+    assert last.position == "LAST" and last.column.column_type == "int unsigned" and last.column.unsigned
+    assert str(last) == (
+        "AddColumnEvent{tableId=app.t1, addedColumns=[ColumnWithPosition{column=`c2` INT UNSIGNED, position=LAST}]}"
+    )
+
+
+def test_several_alterations_in_one_statement_are_several_events_in_order():
+    events = parse("ALTER TABLE app.t2 DROP COLUMN a, RENAME COLUMN b TO c, MODIFY d BIGINT, CHANGE e f TEXT")
+    assert events == [
+        DropColumn("app.t2", "a"),
+        RenameColumn("app.t2", "b", "c"),
+        AlterColumnType("app.t2", events[2].column),
+        RenameColumn("app.t2", "e", "f"),
+        AlterColumnType("app.t2", events[4].column),
+    ]
+    assert events[2].column.column_type == "bigint" and events[4].column.name == "f"
+
+
+def test_tables_outside_the_capture_are_ignored():
+    assert parse("ALTER TABLE other ADD COLUMN x INT") == []
+    assert parse("ALTER TABLE elsewhere.t1 ADD COLUMN x INT") == []
+    assert parse("DROP TABLE other") == []
+    assert parse("CREATE TABLE other (id INT)") == []
+
+
+def test_alterations_that_leave_the_columns_give_no_event():
+    assert parse("ALTER TABLE t1 ADD INDEX i (a), ALTER COLUMN a SET DEFAULT 1") == []
+
+
+def test_create_truncate_drop_and_rename_tables():
+    (create,) = parse("CREATE TABLE IF NOT EXISTS t9 (id BIGINT, v TEXT NOT NULL, PRIMARY KEY (id))")
+    assert isinstance(create, CreateTable) and create.primary_key == ("id",)
+    assert [(c.name, c.nullable) for c in create.columns] == [("id", False), ("v", False)]
+    assert parse("TRUNCATE TABLE t1") == [TruncateTable("app.t1")]
+    assert parse("DROP TABLE IF EXISTS t1, other, app.t2") == [DropTable("app.t1"), DropTable("app.t2")]
+    assert parse("RENAME TABLE t1 TO t1_old, `other` TO `t3`") == [
+        RenameTable("app.t1", "app.t1_old"),
+        RenameTable("app.other", "app.t3"),  # renamed into the capture
+    ]
+    assert parse("ALTER TABLE t1 RENAME TO archive.t1") == [RenameTable("app.t1", "archive.t1")]
+
+
+def test_what_cannot_be_read_on_a_captured_table_is_refused_naming_the_statement():
+    with pytest.raises(UnparsableDdl, match="cannot read the DDL statement 'ALTER TABLE t1 ADD COLUMN"):
+        parse("ALTER TABLE t1 ADD COLUMN (a INT, b INT)")
+    assert parse("ALTER TABLE other ADD COLUMN (a INT, b INT)") == []
