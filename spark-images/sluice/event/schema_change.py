@@ -7,14 +7,20 @@ them one by one.
 
 from __future__ import annotations
 
+import dataclasses
+from abc import ABC, abstractmethod
 from dataclasses import dataclass
 
-from sluice.source.schema import Column
+from sluice.source.schema import Column, TableSchema
 
 
 @dataclass(frozen=True)
-class SchemaChangeEvent:
+class SchemaChangeEvent(ABC):
     table_id: str
+
+    @abstractmethod
+    def applied_to(self, schema: TableSchema | None) -> TableSchema | None:
+        """The table's schema after this change (None: the table is gone from its id)."""
 
     def __str__(self) -> str:
         fields = ", ".join(f"{name}={value}" for name, value in self._fields())
@@ -28,10 +34,29 @@ def _column(column: Column) -> str:
     return f"`{column.name}` {column.column_type.upper()}{'' if column.nullable else ' NOT NULL'}"
 
 
+def _with_columns(schema: TableSchema | None, columns: list[Column], table_id: str) -> TableSchema:
+    if schema is None:
+        raise ValueError(f"{table_id}: no schema to change")
+    names = {c.name for c in columns}
+    primary_key = tuple(k for k in schema.primary_key if k in names)
+    unique_key = tuple(k for k in schema.unique_key if k in names)
+    chunk_key = schema.chunk_key if schema.chunk_key in names else (primary_key or unique_key or (columns[0].name,))[0]
+    return TableSchema(schema.database, schema.table, tuple(columns), primary_key, chunk_key, unique_key)
+
+
+def _renamed(name: str, old: str, new: str) -> str:
+    return new if name == old else name
+
+
 @dataclass(frozen=True)
 class CreateTable(SchemaChangeEvent):
     columns: tuple[Column, ...]
     primary_key: tuple[str, ...]
+
+    def applied_to(self, schema: TableSchema | None) -> TableSchema:
+        database, table = self.table_id.split(".", 1)
+        chunk_key = (self.primary_key or (self.columns[0].name,))[0]
+        return TableSchema(database, table, self.columns, self.primary_key, chunk_key)
 
     def _fields(self) -> list[tuple[str, object]]:
         return [("columns", f"[{', '.join(map(_column, self.columns))}]"), ("primaryKeys", list(self.primary_key))]
@@ -43,6 +68,17 @@ class AddColumn(SchemaChangeEvent):
     position: str = "LAST"  # LAST, FIRST, or AFTER
     after: str | None = None  # the column it follows, for AFTER
 
+    def applied_to(self, schema: TableSchema | None) -> TableSchema:
+        columns = list(schema.columns) if schema else []
+        if self.position == "FIRST":
+            at = 0
+        elif self.position == "AFTER" and schema is not None and self.after in schema.column_names:
+            at = schema.position(self.after) + 1
+        else:
+            at = len(columns)
+        columns.insert(at, self.column)
+        return _with_columns(schema, columns, self.table_id)
+
     def _fields(self) -> list[tuple[str, object]]:
         where = f"AFTER `{self.after}`" if self.position == "AFTER" else self.position
         return [("addedColumns", f"[ColumnWithPosition{{column={_column(self.column)}, position={where}}}]")]
@@ -51,6 +87,10 @@ class AddColumn(SchemaChangeEvent):
 @dataclass(frozen=True)
 class DropColumn(SchemaChangeEvent):
     name: str
+
+    def applied_to(self, schema: TableSchema | None) -> TableSchema:
+        columns = [c for c in (schema.columns if schema else ()) if c.name != self.name]
+        return _with_columns(schema, columns, self.table_id)
 
     def _fields(self) -> list[tuple[str, object]]:
         return [("droppedColumnNames", [self.name])]
@@ -61,6 +101,20 @@ class RenameColumn(SchemaChangeEvent):
     old_name: str
     new_name: str
 
+    def applied_to(self, schema: TableSchema | None) -> TableSchema:
+        if schema is None:
+            raise ValueError(f"{self.table_id}: no schema to change")
+        old, new = self.old_name, self.new_name
+        columns = tuple(dataclasses.replace(c, name=_renamed(c.name, old, new)) for c in schema.columns)
+        return TableSchema(
+            schema.database,
+            schema.table,
+            columns,
+            tuple(_renamed(k, old, new) for k in schema.primary_key),
+            _renamed(schema.chunk_key, old, new),
+            tuple(_renamed(k, old, new) for k in schema.unique_key),
+        )
+
     def _fields(self) -> list[tuple[str, object]]:
         return [("nameMapping", f"{{{self.old_name}={self.new_name}}}")]
 
@@ -69,23 +123,37 @@ class RenameColumn(SchemaChangeEvent):
 class AlterColumnType(SchemaChangeEvent):
     column: Column
 
+    def applied_to(self, schema: TableSchema | None) -> TableSchema:
+        columns = [self.column if c.name == self.column.name else c for c in (schema.columns if schema else ())]
+        return _with_columns(schema, columns, self.table_id)
+
     def _fields(self) -> list[tuple[str, object]]:
         return [("typeMapping", f"{{{self.column.name}={self.column.column_type.upper()}}}")]
 
 
 @dataclass(frozen=True)
 class TruncateTable(SchemaChangeEvent):
-    pass
+    def applied_to(self, schema: TableSchema | None) -> TableSchema | None:
+        return schema
 
 
 @dataclass(frozen=True)
 class DropTable(SchemaChangeEvent):
-    pass
+    def applied_to(self, schema: TableSchema | None) -> None:
+        return None
 
 
 @dataclass(frozen=True)
 class RenameTable(SchemaChangeEvent):
+    """`applied_to` gives the schema under its new id; the old id has none after it."""
+
     new_table_id: str
+
+    def applied_to(self, schema: TableSchema | None) -> TableSchema | None:
+        if schema is None:
+            return None
+        database, table = self.new_table_id.split(".", 1)
+        return dataclasses.replace(schema, database=database, table=table, _positions={})
 
     def _fields(self) -> list[tuple[str, object]]:
         return [("newTableId", self.new_table_id)]

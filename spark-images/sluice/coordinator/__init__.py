@@ -1,0 +1,1 @@
+"""Decisions shared by the local runner and the operator: pure Python, no pyspark."""

@@ -1,0 +1,30 @@
+"""Schema change events change the schema that rows after them are decoded with."""
+
+from __future__ import annotations
+
+from sluice.event.schema_change import AddColumn, DropColumn, DropTable, RenameColumn, RenameTable
+from sluice.source.schema import Column, TableSchema
+
+SCHEMA = TableSchema(
+    "app", "t1", (Column("id", "int", "int", False), Column("name", "text", "text", True)), ("id",), "id"
+)
+
+
+def test_events_change_the_schema_rows_are_decoded_with():
+    added = AddColumn("app.t1", Column("c0", "int", "int", True), "AFTER", "id").applied_to(SCHEMA)
+    assert added.column_names == ("id", "c0", "name")
+    renamed = RenameColumn("app.t1", "id", "key").applied_to(added)
+    assert (renamed.column_names, renamed.primary_key, renamed.chunk_key) == (("key", "c0", "name"), ("key",), "key")
+    assert DropColumn("app.t1", "c0").applied_to(renamed).column_names == ("key", "name")
+    assert DropTable("app.t1").applied_to(SCHEMA) is None
+    moved = RenameTable("app.t1", "archive.t1").applied_to(SCHEMA)
+    assert moved.table_id == "archive.t1" and moved.position("name") == 1
+
+
+def test_events_print_as_flink_cdc_prints_them():
+    event = AddColumn("app.t1", Column("c0", "varchar", "varchar(255)", True), "AFTER", "id")
+    assert str(event) == (
+        "AddColumnEvent{tableId=app.t1, addedColumns=[ColumnWithPosition{column=`c0` VARCHAR(255), "
+        "position=AFTER `id`}]}"
+    )
+    assert str(DropColumn("app.t1", "c0")) == "DropColumnEvent{tableId=app.t1, droppedColumnNames=['c0']}"
