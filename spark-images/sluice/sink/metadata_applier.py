@@ -1,0 +1,88 @@
+"""The jdbc sinks' metadata appliers: a schema change event as the target's DDL.
+
+PostgreSQL cannot place a column FIRST or AFTER another (an added column goes last there),
+and cannot add a NOT NULL column to a table that has rows without a default, so an added
+column is nullable there; a MySQL-dialect target takes both as the source had them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from sluice.event.schema_change import (
+    AddColumn,
+    AlterColumnType,
+    CreateTable,
+    DropColumn,
+    DropTable,
+    RenameColumn,
+    RenameTable,
+    SchemaChangeEvent,
+    TruncateTable,
+)
+from sluice.sink.jdbc_dialects import JdbcDialect, MySqlDialect, PostgresDialect
+from sluice.source.schema import TableSchema
+
+
+def schema_change_statements(dialect: JdbcDialect, event: SchemaChangeEvent, before: TableSchema | None) -> list[str]:
+    """The target's DDL for `event` on a table whose source schema was `before`."""
+    after = event.applied_to(before)
+    if isinstance(event, CreateTable):
+        return dialect.create_table_statements(after)  # type: ignore[arg-type]
+    if before is None:
+        raise ValueError(f"{event}: the table is not known to the pipeline")
+    table = dialect.target_table(before)
+    if isinstance(event, TruncateTable):
+        return [f"TRUNCATE TABLE {table}"]
+    if isinstance(event, DropTable):
+        return [f"DROP TABLE IF EXISTS {table}"]
+    if isinstance(event, DropColumn):
+        return [f"ALTER TABLE {table} DROP COLUMN {dialect.quote(event.name)}"]
+    if isinstance(event, RenameColumn):
+        return [f"ALTER TABLE {table} RENAME COLUMN {dialect.quote(event.old_name)} TO {dialect.quote(event.new_name)}"]
+    if isinstance(event, RenameTable):
+        return _rename_table(dialect, before, after)  # type: ignore[arg-type]
+    if isinstance(dialect, PostgresDialect):
+        return _postgres(dialect, event, table)
+    if isinstance(dialect, MySqlDialect):
+        return _mysql(dialect, event, table)
+    raise ValueError(f"{event}: no metadata applier for {type(dialect).__name__}")
+
+
+def _postgres(dialect: PostgresDialect, event: SchemaChangeEvent, table: str) -> list[str]:
+    if isinstance(event, AddColumn):
+        column = dataclasses.replace(event.column, nullable=True)
+        return [f"ALTER TABLE {table} ADD COLUMN {dialect.quote(column.name)} {dialect.column_type(column)}"]
+    if isinstance(event, AlterColumnType):
+        name, new_type = dialect.quote(event.column.name), dialect.column_type(event.column)
+        null = "DROP NOT NULL" if event.column.nullable else "SET NOT NULL"
+        return [
+            f"ALTER TABLE {table} ALTER COLUMN {name} TYPE {new_type} USING {name}::{new_type}",
+            f"ALTER TABLE {table} ALTER COLUMN {name} {null}",
+        ]
+    raise ValueError(f"{event}: no PostgreSQL statement for it")
+
+
+def _mysql(dialect: MySqlDialect, event: SchemaChangeEvent, table: str) -> list[str]:
+    if isinstance(event, AddColumn):
+        where = {"FIRST": " FIRST", "AFTER": f" AFTER {dialect.quote(event.after or '')}"}.get(event.position, "")
+        return [f"ALTER TABLE {table} ADD COLUMN {_mysql_column(dialect, event.column)}{where}"]
+    if isinstance(event, AlterColumnType):
+        return [f"ALTER TABLE {table} MODIFY COLUMN {_mysql_column(dialect, event.column)}"]
+    raise ValueError(f"{event}: no MySQL statement for it")
+
+
+def _mysql_column(dialect: MySqlDialect, column) -> str:  # noqa: ANN001 - a source Column
+    return f"{dialect.quote(column.name)} {dialect.column_type(column)}{'' if column.nullable else ' NOT NULL'}"
+
+
+def _rename_table(dialect: JdbcDialect, before: TableSchema, after: TableSchema) -> list[str]:
+    statements = [f"CREATE {dialect.container} IF NOT EXISTS {dialect.quote(after.database)}"]
+    if isinstance(dialect, PostgresDialect):
+        if after.database != before.database:
+            statements.append(f"ALTER TABLE {dialect.target_table(before)} SET SCHEMA {dialect.quote(after.database)}")
+        if after.table != before.table:
+            moved = dataclasses.replace(before, database=after.database, _positions={})
+            statements.append(f"ALTER TABLE {dialect.target_table(moved)} RENAME TO {dialect.quote(after.table)}")
+        return statements
+    return [*statements, f"RENAME TABLE {dialect.target_table(before)} TO {dialect.target_table(after)}"]
