@@ -120,7 +120,16 @@ class CommitLog:
         return [known[name] for name in sorted(known) if name.startswith("snapshot-")]
 
     def binlog(self) -> dict[str, Any] | None:
-        return self._known().get(BINLOG_ENTRY)
+        known = self._known()
+        if BINLOG_ENTRY in known:
+            return known[BINLOG_ENTRY]
+        # A log of Sluice 0.1 has an entry per binlog commit (and one "binlog-idle"): the
+        # last of them, so that an upgraded run keeps those commits' directories.
+        legacy = [entry for name, entry in known.items() if name.startswith("binlog-")]
+        if not legacy:
+            return None
+        ends = [BinlogOffset.from_json(entry["end"]) for entry in legacy]
+        return {"commit": max(e.get("commit", SNAPSHOT_COMMIT) for e in legacy), "end": max(ends).to_json()}
 
     def last_binlog_commit(self) -> int:
         entry = self.binlog()
