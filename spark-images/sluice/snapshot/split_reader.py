@@ -71,9 +71,11 @@ class ChunkScan:
         self._conn, self._sql, self._params = conn, sql, params
         self.decoder, self._fetch_size = decoder, fetch_size
         self.count = 0  # rows of the last complete pass
+        self._cursor: MySQLdb.cursors.SSCursor | None = None
 
     def __iter__(self) -> Iterator[Row]:
-        cur = self._conn.cursor(MySQLdb.cursors.SSCursor)
+        self.close()  # a pass abandoned part way (a COPY that failed)
+        cur = self._cursor = self._conn.cursor(MySQLdb.cursors.SSCursor)
         try:
             cur.execute(self._sql, self._params)
             count = 0
@@ -82,6 +84,16 @@ class ChunkScan:
                 yield from map(self.decoder.from_select, batch)
             self.count = count
         finally:
+            if self._cursor is cur:  # not if a later pass took over
+                self.close()
+
+    def close(self) -> None:
+        """Ends the current pass. The server streams the result: it must be read to its end
+        before the connection takes another statement."""
+        cur, self._cursor = self._cursor, None
+        if cur is not None:
+            while cur.fetchmany(10_000):
+                pass
             cur.close()
 
 

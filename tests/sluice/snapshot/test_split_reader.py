@@ -153,3 +153,27 @@ def test_the_fold_of_a_bag_counts_equal_rows():
         (_change(RowKind.UPDATE_AFTER, (2, "b"), (3, "c")), True, True),
     ]
     assert sorted(fold(rows, changes, RowDecoder(_schema(primary_key=())))) == [(1, "a"), (2, "b"), (3, "c")]
+
+
+def test_a_chunk_read_again_after_an_abandoned_pass_gives_every_row(mariadb, source_db):
+    """A sink whose COPY fails part way (rows already in the target) writes the chunk again
+    by upsert: the second pass starts while the first one's rows are still unread."""
+    mariadb.execute(
+        "CREATE TABLE t (id INT PRIMARY KEY, v VARCHAR(10))",
+        "INSERT INTO t SELECT seq, 'v' FROM seq_1_to_5000",
+        database=source_db,
+    )
+    conn = mariadb.connect(source_db)
+    schema = read_table_schema(conn, source_db, "t", None)
+    conn.close()
+    endpoint = mariadb.endpoint()
+    scan_conn = connect_scan(endpoint)
+    try:  # an open read view holds a lock the test database's DROP would wait on
+        task = SplitTask(SnapshotSplit(schema.table_id, 0, None, None), schema, endpoint, 5404, 100)
+        rows, _, _ = read_split(task, scan_conn)
+        first = iter(rows)
+        assert [next(first) for _ in range(10)][0] == (1, "v")  # abandoned after 10 of 5,000 rows
+
+        assert len(list(rows)) == 5000
+    finally:
+        scan_conn.close()
