@@ -176,8 +176,14 @@ def _rename_tables(pairs: str, default_database: str, captured: Captured, statem
     return events
 
 
+_TABLE_DDL = re.compile(r"^\s*(ALTER|CREATE|DROP|RENAME|TRUNCATE)\s+(TEMPORARY\s+)?TABLES?\b", re.IGNORECASE)
+
+
 def _touches_captured(statement: str, default_database: str, captured: Captured) -> bool:
-    """For a statement sqlglot could only read as a command: does it name a captured table?"""
+    """For a statement sqlglot could only read as a command: is it a table DDL naming a
+    captured table? (Users, grants, procedures and the like are no schema change.)"""
+    if not _TABLE_DDL.match(statement):
+        return False
     words = re.findall(rf"{_NAME}(?:\s*\.\s*{_NAME})?", statement)
     for word in words:
         name = _unquote(word)

@@ -9,6 +9,7 @@ before it.
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
@@ -23,11 +24,13 @@ from pymysqlreplication.event import (
     XidEvent,
 )
 
+from sluice.binlog.ddl_parser import Captured, UnparsableDdl, parse_ddl
 from sluice.binlog.event_reader import ROW_EVENTS, event_start, open_stream, row_changes
 from sluice.binlog.gtid_state import GtidState, gtid_state
 from sluice.binlog.row_image_decoder import RowImageDecoders
 from sluice.errors import SourceError
 from sluice.event.row_change import RowChange
+from sluice.event.schema_change import SchemaChangeEvent
 from sluice.source.connection import SourceEndpoint
 from sluice.source.offset import BinlogOffset
 from sluice.source.schema import TableSchema
@@ -41,6 +44,19 @@ class Transaction:
 
     changes: list[RowChange]
     end: BinlogOffset  # where reading resumes after these changes
+    timestamp: int
+
+
+@dataclass(frozen=True)
+class SchemaChange:
+    """A DDL statement on captured tables. The binlog phase commits everything before
+    `position` before it lets the coordinator decide on it."""
+
+    position: BinlogOffset  # where the DDL starts: its change id
+    resume_at: BinlogOffset  # right after it
+    statement: str
+    events: tuple[SchemaChangeEvent, ...]
+    problem: str  # why the statement could not be read ("" when it was)
     timestamp: int
 
 
@@ -61,9 +77,11 @@ def read_transactions(
     heartbeat_seconds: float,
     stopping: threading.Event,
     by_gtid: bool = False,
-) -> Iterator[Transaction | Heartbeat]:
+    captured: Captured | None = None,
+) -> Iterator[Transaction | SchemaChange | Heartbeat]:
     """Transactions from `start` (its file/position, or after its GTID set if `by_gtid`): up
-    to `stop_at` if given, else following the binlog."""
+    to `stop_at` if given, else following the binlog. With `captured`, a DDL on a captured
+    table comes as a SchemaChange between the transactions around it."""
     decoders = RowImageDecoders(schemas)
     stream = open_stream(
         endpoint,
@@ -80,7 +98,7 @@ def read_transactions(
     gtids = gtid_state(start.gtid, mariadb) if start.gtid else None
     try:
         resume_after = start if start.transaction else None
-        yield from _transactions(stream, decoders, stop_at, stopping, gtids, resume_after)
+        yield from _transactions(stream, decoders, stop_at, stopping, gtids, resume_after, captured)
     except pymysql.err.OperationalError as exc:
         where = f"after GTID set {start.gtid}" if by_gtid else f"from {start}"
         raise replication_error(exc, server_id, where) from exc
@@ -106,8 +124,14 @@ def replication_error(exc: pymysql.err.OperationalError, server_id: int, where: 
 
 
 def _transactions(
-    stream, decoders, stop_at, stopping, gtids: GtidState | None, resume_after: BinlogOffset | None
-) -> Iterator[Transaction | Heartbeat]:
+    stream,
+    decoders,
+    stop_at,
+    stopping,
+    gtids: GtidState | None,
+    resume_after: BinlogOffset | None,
+    captured: Captured | None,
+) -> Iterator[Transaction | SchemaChange | Heartbeat]:
     changes: list[RowChange] = []
     pending_gtid = ""  # the GTID of the transaction being read, executed once it ends
     began: int | None = None  # where the transaction being read begins (GTID or BEGIN event)
@@ -160,3 +184,21 @@ def _transactions(
             yield Transaction(changes, resume_point(event.packet.log_pos), event.timestamp)
             changes = []
             began = None
+        elif isinstance(event, QueryEvent) and captured is not None:
+            change = _schema_change(stream, event, captured)
+            if change is not None:
+                yield dataclasses.replace(change, resume_at=resume_point(event.packet.log_pos))
+                began = None
+
+
+def _schema_change(stream, event: QueryEvent, captured: Captured) -> SchemaChange | None:
+    """The DDL in `event` as a SchemaChange, if it touches a captured table (resume_at unset)."""
+    database = event.schema.decode() if isinstance(event.schema, bytes) else str(event.schema or "")
+    try:
+        events, problem = tuple(parse_ddl(event.query, database, captured)), ""
+    except UnparsableDdl as exc:
+        events, problem = (), str(exc)
+    if not events and not problem:
+        return None
+    start = event_start(stream, event)
+    return SchemaChange(start, start, event.query, events, problem, event.timestamp)

@@ -73,7 +73,7 @@ def decide(
 ) -> Verdict:
     """What `behavior` does with one change's events (after the flush)."""
     if behavior == "exception":
-        return Verdict(Decision.FAIL, reason=f"schema.change.behavior is exception and the source changed: {change}")
+        return Verdict(Decision.FAIL, reason="pipeline.schema.change.behavior is exception")
     if behavior == "ignore":
         return Verdict(Decision.SKIP, reason="schema.change.behavior is ignore")
     if behavior == "manual" and change not in approved:

@@ -17,8 +17,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from sluice.binlog.binlog_split import BinlogSplit
+from sluice.binlog.ddl_parser import Captured
 from sluice.binlog.emit_rule import emit
-from sluice.binlog.transaction_reader import Heartbeat, Transaction, read_transactions
+from sluice.binlog.transaction_reader import Heartbeat, SchemaChange, Transaction, read_transactions
 from sluice.sink.base import ChangeBatch, SinkWriter
 from sluice.source.connection import SourceEndpoint, connect, is_mariadb
 from sluice.source.key_order import key_order_for
@@ -51,12 +52,16 @@ def run_binlog_phase(
     on_commit: Callable[[BinlogSplit, list[str]], None],
     on_progress: Callable[[BinlogOffset, int, float], None],
     skip_before_millis: int = 0,
+    captured: Captured | None = None,
+    on_schema_change: Callable[[SchemaChange], None] | None = None,
 ) -> None:
     """Reads from split.offset until stop_at (bounded) or until `stopping` is set.
 
     on_commit(split, tables that entered pure binlog phase) follows every commit;
     on_progress(offset, rows committed, lag in seconds) follows every commit, and every
     heartbeat when nothing is pending: caught up with the server, the lag is zero.
+    on_schema_change(change) is called for a DDL on a `captured` table once everything
+    before it is committed; it raises to stop the pipeline there.
 
     skip_before_millis: transactions from seconds before this (scan.startup.mode timestamp)
     only advance the offset; those of the starting second itself are kept, never lost.
@@ -80,6 +85,7 @@ def run_binlog_phase(
                 settings.heartbeat_seconds,
                 stopping,
                 by_gtid=settings.start_by_gtid,
+                captured=captured if on_schema_change is not None else None,
             ):
                 inbox.put(item)
         except BaseException as exc:  # noqa: BLE001 - handed to the committing thread
@@ -123,6 +129,11 @@ def run_binlog_phase(
                     _emit(item, split, decoders, orders, schemas, batch)
                 end = item.end
                 latest_event_time = item.timestamp
+            elif isinstance(item, SchemaChange) and on_schema_change is not None:
+                if batch or end != split.offset:
+                    commit()  # the flush: everything before the DDL is in the target
+                on_schema_change(item)
+                end = item.resume_at
             elif isinstance(item, Heartbeat):
                 end = max(end, item.end)
                 caught_up = True

@@ -14,6 +14,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sluice.binlog.binlog_split import BinlogSplit
+from sluice.binlog.transaction_reader import SchemaChange
+from sluice.coordinator.schema_change import Decision, SchemaChangeInFlight, Step, change_id, decide
 from sluice.errors import SluiceError
 from sluice.pipeline.definition import PipelineDefinition
 from sluice.runtime.binlog_phase import BinlogSettings, run_binlog_phase
@@ -259,6 +261,8 @@ class LocalRunner:
                 self._binlog_committed,
                 progress.committed,
                 skip_before_millis=source.startup.timestamp_millis if source.startup.mode == "timestamp" else 0,
+                captured=source.tables.selects,
+                on_schema_change=lambda change: self._schema_change(change, schemas),
             )
         finally:
             writer.close()
@@ -296,6 +300,28 @@ class LocalRunner:
                 "rows": sum(f.get("rows", 0) for f in snapshot["finished"].values()),
             }
         self.store.save(self.state)
+
+    def _schema_change(self, change: SchemaChange, schemas: dict[str, TableSchema]) -> None:
+        """Everything before the DDL is committed (the flush): decide on it. Stopping at it
+        is what is built so far; any other decision reads past it, as before."""
+        tables = tuple(dict.fromkeys(e.table_id for e in change.events))
+        inflight = SchemaChangeInFlight(
+            change_id(change.position), change.position, change.resume_at, change.statement, tables
+        )
+        inflight.advance(Step.FLUSHED)
+        verdict = decide(self.definition.schema_change_behavior, inflight.id, change.events, schemas)
+        what = f"schema change {inflight.id} ({change.statement.strip()[:120]})"
+        if verdict.decision is Decision.FAIL:
+            inflight.advance(Step.FAILED, verdict.reason)
+            self.state["schema_change"] = inflight.to_json()
+            self.store.save(self.state)
+            raise SluiceError(f"{what}: {verdict.reason}; the pipeline stopped before it, with all before it committed")
+        log.warning(
+            "%s read past: Sluice does not apply schema changes yet; pipeline.schema.change.behavior: exception "
+            "stops at them%s",
+            what,
+            f" ({change.problem})" if change.problem else "",
+        )
 
     def _install_signal_handlers(self) -> dict[int, Any]:
         if threading.current_thread() is not threading.main_thread():

@@ -81,3 +81,9 @@ def test_what_cannot_be_read_on_a_captured_table_is_refused_naming_the_statement
     with pytest.raises(UnparsableDdl, match="cannot read the DDL statement 'ALTER TABLE t1 ADD COLUMN"):
         parse("ALTER TABLE t1 ADD COLUMN (a INT, b INT)")
     assert parse("ALTER TABLE other ADD COLUMN (a INT, b INT)") == []
+
+
+def test_statements_that_are_no_table_ddl_give_nothing_even_naming_a_captured_table():
+    assert parse("CREATE USER 't1'@'%' IDENTIFIED BY 'x'") == []
+    assert parse("GRANT SELECT ON app.t1 TO 'u'@'%'") == []
+    assert parse("CREATE DATABASE t1") == []
