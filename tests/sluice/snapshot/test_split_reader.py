@@ -55,15 +55,17 @@ def test_select_and_binlog_decode_every_type_to_the_same_row(mariadb, source_db)
     assert sorted(selected, key=lambda r: r[0]) == from_binlog
 
 
-def test_split_reads_only_its_chunk_and_folds_changes_made_while_reading(mariadb, source_db):
-    mariadb.execute(
-        "CREATE TABLE t (id INT PRIMARY KEY, v VARCHAR(10))",
-        "INSERT INTO t VALUES (1, 'a'), (5, 'b'), (10, 'c'), (15, 'd')",
-        database=source_db,
-    )
-    conn = mariadb.connect(source_db)
-    schema = read_table_schema(conn, source_db, "t", None)
+def _table_t(mariadb, db: str, *statements: str) -> TableSchema:
+    """Table t (id INT PRIMARY KEY, v VARCHAR(10)), filled by `statements`: its schema."""
+    mariadb.execute("CREATE TABLE t (id INT PRIMARY KEY, v VARCHAR(10))", *statements, database=db)
+    conn = mariadb.connect(db)
+    schema = read_table_schema(conn, db, "t", None)
     conn.close()
+    return schema
+
+
+def test_split_reads_only_its_chunk_and_folds_changes_made_while_reading(mariadb, source_db):
+    schema = _table_t(mariadb, source_db, "INSERT INTO t VALUES (1, 'a'), (5, 'b'), (10, 'c'), (15, 'd')")
     split = SnapshotSplit(schema.table_id, 1, 5, 15)
 
     endpoint = mariadb.endpoint()
@@ -92,9 +94,8 @@ def _writers(mariadb, db: str, stop: threading.Event, count: int = 4) -> list[th
 def test_the_low_watermark_matches_the_selects_read_view_while_transactions_commit(mariadb, source_db):
     """Every row the SELECT sees was written before the low watermark, and every row written
     before it is seen: the chunk is exactly the table as of that binlog position."""
-    mariadb.execute("CREATE TABLE t (id INT PRIMARY KEY, v VARCHAR(10))", database=source_db)
+    schema = _table_t(mariadb, source_db)
     conn = mariadb.connect(source_db)
-    schema = read_table_schema(conn, source_db, "t", None)
     start = current_offset(conn)
     stop = threading.Event()
     writers = _writers(mariadb, source_db, stop)
@@ -158,14 +159,7 @@ def test_the_fold_of_a_bag_counts_equal_rows():
 def test_a_chunk_read_again_after_an_abandoned_pass_gives_every_row(mariadb, source_db):
     """A sink whose COPY fails part way (rows already in the target) writes the chunk again
     by upsert: the second pass starts while the first one's rows are still unread."""
-    mariadb.execute(
-        "CREATE TABLE t (id INT PRIMARY KEY, v VARCHAR(10))",
-        "INSERT INTO t SELECT seq, 'v' FROM seq_1_to_5000",
-        database=source_db,
-    )
-    conn = mariadb.connect(source_db)
-    schema = read_table_schema(conn, source_db, "t", None)
-    conn.close()
+    schema = _table_t(mariadb, source_db, "INSERT INTO t SELECT seq, 'v' FROM seq_1_to_5000")
     endpoint = mariadb.endpoint()
     scan_conn = connect_scan(endpoint)
     try:  # an open read view holds a lock the test database's DROP would wait on
