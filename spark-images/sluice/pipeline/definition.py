@@ -16,6 +16,7 @@ from typing import Any
 import yaml
 
 from sluice.errors import DefinitionError
+from sluice.pipeline.jdbc_url import parse_jdbc_url, redacted
 from sluice.pipeline.options import Option, parse_duration, parsed_by, port_number, positive, resolve
 from sluice.pipeline.options import duration as duration_check
 from sluice.pipeline.table_selector import TableSelector, parse_patterns
@@ -240,8 +241,6 @@ def _refuse_writing_into_the_source(source: SourceConfig, sink: SinkConfig) -> N
     itself that would overwrite the very tables being captured."""
     if sink.type != "jdbc":
         return
-    from sluice.sink.jdbc_url import parse_jdbc_url, redacted
-
     url = parse_jdbc_url(sink.options["url"])
     local = {"localhost", "127.0.0.1", "::1"}
     same_host = url.host == source.hostname or {url.host, source.hostname} <= local
@@ -325,8 +324,6 @@ def _sink(raw: Any) -> SinkConfig:
         raise DefinitionError(f"sink.type: '{sink_type}' is not one of {', '.join(SINK_TYPES)}")
     values = resolve("sink", raw, SINK_OPTIONS[sink_type])
     if sink_type == "jdbc":
-        from sluice.sink.jdbc_url import parse_jdbc_url
-
         parse_jdbc_url(values["url"])
     return SinkConfig(type=sink_type, name=values["name"], options=values)
 

@@ -18,9 +18,9 @@ from typing import Any
 
 from sluice.errors import SinkError
 from sluice.event.row_change import RowKind
+from sluice.pipeline.jdbc_url import JdbcUrl, parse_jdbc_url
 from sluice.sink.base import ChangeBatch, Sink, SinkWriter
 from sluice.sink.jdbc_dialects import DIALECTS, JdbcDialect
-from sluice.sink.jdbc_url import JdbcUrl, parse_jdbc_url
 from sluice.snapshot.snapshot_split import SnapshotSplit
 from sluice.source.offset import BinlogOffset
 from sluice.source.row_decoding import Row, RowDecoder

@@ -14,7 +14,7 @@ from typing import Any
 import psycopg
 import pymysql
 
-from sluice.sink.jdbc_url import JdbcUrl
+from sluice.pipeline.jdbc_url import JdbcUrl
 from sluice.sink.type_mapping import mysql_type, postgres_type
 from sluice.source.offset import BinlogOffset
 from sluice.source.row_decoding import Row

@@ -18,6 +18,7 @@ from sluice.event.schema_change import (
     RenameTable,
     TruncateTable,
 )
+from sluice.pipeline.jdbc_url import parse_jdbc_url
 from sluice.sink.jdbc_dialects import DIALECTS
 from sluice.sink.metadata_applier import schema_change_statements
 from sluice.source.schema import Column
@@ -71,8 +72,6 @@ def target(request, postgresql, mariadb_target):
 
 
 def _url(server, dialect: str):
-    from sluice.sink.jdbc_url import parse_jdbc_url
-
     database = server.database if dialect == "postgresql" else "mysql"
     return parse_jdbc_url(f"{dialect}://{server.host}:{server.port}/{database}")
 
