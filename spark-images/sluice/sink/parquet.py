@@ -100,6 +100,7 @@ class CommitLog:
         self.root = root
         self.directory = root / LOG_DIRECTORY
         self._entries: dict[str, dict[str, Any]] | None = None
+        self._snapshot_directories: set[str] | None = None  # derived from the entries, once
 
     def _known(self) -> dict[str, dict[str, Any]]:
         if self._entries is None:
@@ -114,6 +115,7 @@ class CommitLog:
         known = self._known()
         write_json_atomically(self.directory / f"{name}.json", entry)
         known[name] = entry
+        self._snapshot_directories = None
 
     def snapshot_jobs(self) -> list[dict[str, Any]]:
         known = self._known()
@@ -145,8 +147,12 @@ class CommitLog:
         return str(directory.relative_to(self.root)) in self.snapshot_directories()
 
     def snapshot_directories(self) -> set[str]:
-        compacted = self._known().get(SNAPSHOT_ENTRY, {}).get("directories", [])
-        return {*compacted, *(d for job in self.snapshot_jobs() for d in job["directories"])}
+        """Asked once per table directory at start: built from the entries once."""
+        if self._snapshot_directories is None:
+            compacted = self._known().get(SNAPSHOT_ENTRY, {}).get("directories", [])
+            jobs = (d for job in self.snapshot_jobs() for d in job["directories"])
+            self._snapshot_directories = {*compacted, *jobs}
+        return self._snapshot_directories
 
     def compact_snapshot(self) -> None:
         """Once no split's high watermark is needed: one entry for all snapshot jobs."""
@@ -157,6 +163,7 @@ class CommitLog:
         for name in jobs:  # a crash part way leaves entries the compacted one already covers
             (self.directory / f"{name}.json").unlink(missing_ok=True)
             del self._known()[name]
+        self._snapshot_directories = None
 
 
 class _SplitResults(AccumulatorParam):
