@@ -45,7 +45,7 @@ def main(argv: list[str] | None = None) -> int:
     from sluice.runtime.local_runner import LocalRunner
 
     try:
-        LocalRunner(definition, state_dir).run()
+        LocalRunner(definition, state_dir, args.pipeline).run()
     except SluiceError as exc:
         print(f"sluice: error: {exc}", file=sys.stderr)
         return EXIT_FAILED

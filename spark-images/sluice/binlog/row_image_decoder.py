@@ -26,6 +26,7 @@ from pymysqlreplication.constants import FIELD_TYPE
 from pymysqlreplication.json_binary import parse_json
 
 from sluice.errors import SourceError
+from sluice.event.schema_change import RenameTable, SchemaChangeEvent, apply_events
 from sluice.source.row_decoding import Row
 from sluice.source.schema import TableSchema
 
@@ -442,12 +443,20 @@ class RowImageDecoders:
     """The compiled decoder for each captured table's current table map.
 
     Every statement's rows come after a fresh table map; a decoder is compiled again only
-    when the table's columns changed."""
+    when the table's columns changed. The schemas are the reader's own copy: a DDL moves
+    them on (`evolve`) where the binlog has it, so rows after it are decoded with the
+    schema in force at their event, however far the committing side lags behind."""
 
     def __init__(self, schemas: Mapping[str, TableSchema]) -> None:
-        self._schemas = schemas
+        self._schemas = dict(schemas)
         self._current: dict[str, tuple[Any, RowImageDecoder]] = {}
         self._compiled: dict[tuple[str, tuple], RowImageDecoder] = {}
+
+    def evolve(self, events: Sequence[SchemaChangeEvent]) -> None:
+        changed = {e.table_id for e in events} | {e.new_table_id for e in events if isinstance(e, RenameTable)}
+        self._schemas = apply_events(self._schemas, events)
+        self._current = {t: d for t, d in self._current.items() if t not in changed}
+        self._compiled = {key: d for key, d in self._compiled.items() if key[0] not in changed}
 
     def for_table(self, table_id: str, table: Any) -> RowImageDecoder | None:
         """`table`: python-mysql-replication's Table from the event's table map."""

@@ -188,6 +188,7 @@ def _transactions(
             change = _schema_change(stream, event, captured)
             if change is not None:
                 yield dataclasses.replace(change, resume_at=resume_point(event.packet.log_pos))
+                decoders.evolve(change.events)
                 began = None
 
 

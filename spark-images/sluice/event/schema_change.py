@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import dataclasses
 from abc import ABC, abstractmethod
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from typing import Any, ClassVar
 
 from sluice.source.schema import Column, TableSchema
 
@@ -17,6 +19,8 @@ from sluice.source.schema import Column, TableSchema
 @dataclass(frozen=True)
 class SchemaChangeEvent(ABC):
     table_id: str
+
+    tag: ClassVar[str]  # Flink CDC's event type name, as include/exclude.schema.changes name it
 
     @abstractmethod
     def applied_to(self, schema: TableSchema | None) -> TableSchema | None:
@@ -50,6 +54,7 @@ def _renamed(name: str, old: str, new: str) -> str:
 
 @dataclass(frozen=True)
 class CreateTable(SchemaChangeEvent):
+    tag = "create.table"
     columns: tuple[Column, ...]
     primary_key: tuple[str, ...]
 
@@ -64,6 +69,7 @@ class CreateTable(SchemaChangeEvent):
 
 @dataclass(frozen=True)
 class AddColumn(SchemaChangeEvent):
+    tag = "add.column"
     column: Column
     position: str = "LAST"  # LAST, FIRST, or AFTER
     after: str | None = None  # the column it follows, for AFTER
@@ -86,6 +92,7 @@ class AddColumn(SchemaChangeEvent):
 
 @dataclass(frozen=True)
 class DropColumn(SchemaChangeEvent):
+    tag = "drop.column"
     name: str
 
     def applied_to(self, schema: TableSchema | None) -> TableSchema:
@@ -98,6 +105,7 @@ class DropColumn(SchemaChangeEvent):
 
 @dataclass(frozen=True)
 class RenameColumn(SchemaChangeEvent):
+    tag = "rename.column"
     old_name: str
     new_name: str
 
@@ -121,6 +129,7 @@ class RenameColumn(SchemaChangeEvent):
 
 @dataclass(frozen=True)
 class AlterColumnType(SchemaChangeEvent):
+    tag = "alter.column.type"
     column: Column
 
     def applied_to(self, schema: TableSchema | None) -> TableSchema:
@@ -133,12 +142,16 @@ class AlterColumnType(SchemaChangeEvent):
 
 @dataclass(frozen=True)
 class TruncateTable(SchemaChangeEvent):
+    tag = "truncate.table"
+
     def applied_to(self, schema: TableSchema | None) -> TableSchema | None:
         return schema
 
 
 @dataclass(frozen=True)
 class DropTable(SchemaChangeEvent):
+    tag = "drop.table"
+
     def applied_to(self, schema: TableSchema | None) -> None:
         return None
 
@@ -147,6 +160,7 @@ class DropTable(SchemaChangeEvent):
 class RenameTable(SchemaChangeEvent):
     """`applied_to` gives the schema under its new id; the old id has none after it."""
 
+    tag = "rename.table"
     new_table_id: str
 
     def applied_to(self, schema: TableSchema | None) -> TableSchema | None:
@@ -157,3 +171,51 @@ class RenameTable(SchemaChangeEvent):
 
     def _fields(self) -> list[tuple[str, object]]:
         return [("newTableId", self.new_table_id)]
+
+
+EVENT_CLASSES: dict[str, type[SchemaChangeEvent]] = {
+    cls.tag: cls
+    for cls in (
+        CreateTable,
+        AddColumn,
+        DropColumn,
+        RenameColumn,
+        AlterColumnType,
+        TruncateTable,
+        DropTable,
+        RenameTable,
+    )
+}
+
+
+def event_to_json(event: SchemaChangeEvent) -> dict[str, Any]:
+    data: dict[str, Any] = {"type": event.tag}
+    for f in dataclasses.fields(event):
+        value = getattr(event, f.name)
+        if isinstance(value, Column):
+            value = value.__dict__
+        elif isinstance(value, tuple):
+            value = [v.__dict__ if isinstance(v, Column) else v for v in value]
+        data[f.name] = value
+    return data
+
+
+def event_from_json(data: dict[str, Any]) -> SchemaChangeEvent:
+    values = dict(data)
+    cls = EVENT_CLASSES[values.pop("type")]
+    for name, value in values.items():
+        if isinstance(value, dict):
+            values[name] = Column(**value)
+        elif isinstance(value, list):
+            values[name] = tuple(Column(**v) if isinstance(v, dict) else v for v in value)
+    return cls(**values)
+
+
+def apply_events(schemas: Mapping[str, TableSchema], events: Iterable[SchemaChangeEvent]) -> dict[str, TableSchema]:
+    """The tables' schemas after `events`, by table id (a dropped table leaves, a renamed one moves)."""
+    result = dict(schemas)
+    for event in events:
+        after = event.applied_to(result.pop(event.table_id, None))
+        if after is not None:
+            result[after.table_id] = after
+    return result

@@ -19,6 +19,7 @@ from sluice.errors import DefinitionError
 from sluice.pipeline.jdbc_url import parse_jdbc_url, redacted
 from sluice.pipeline.options import Option, parse_duration, parsed_by, port_number, positive, resolve
 from sluice.pipeline.options import duration as duration_check
+from sluice.pipeline.schema_change_types import accepted_types, event_types
 from sluice.pipeline.table_selector import TableSelector, parse_patterns
 from sluice.pipeline.time_zone import parse_zone_id
 
@@ -56,11 +57,27 @@ SOURCE_OPTIONS = [
     Option("connect.max-retries", int, 3, check=lambda v: None if v >= 0 else "must be >= 0"),
 ]
 
+
+def _schema_change_types(names: tuple[str, ...]) -> str | None:
+    try:
+        event_types(names)
+    except ValueError as exc:
+        return str(exc)
+    return None
+
+
+# Which schema change event types the sink's metadata applier is given (Flink CDC's options).
+SCHEMA_CHANGE_FILTERS = [
+    Option("include.schema.changes", tuple, (), check=_schema_change_types),
+    Option("exclude.schema.changes", tuple, (), check=_schema_change_types),
+]
+
 SINK_OPTIONS = {
-    "values": [Option("type", str), Option("name", str, "values")],
+    "values": [Option("type", str), Option("name", str, "values"), *SCHEMA_CHANGE_FILTERS],
     "jdbc": [
         Option("type", str),
         Option("name", str, "jdbc"),
+        *SCHEMA_CHANGE_FILTERS,
         Option("url", str),
         Option("username", str),
         Option("password", str, ""),
@@ -69,6 +86,7 @@ SINK_OPTIONS = {
     "parquet": [
         Option("type", str),
         Option("name", str, "parquet"),
+        *SCHEMA_CHANGE_FILTERS,
         Option("path", str, description="directory of the changelog; a local path or a mounted volume"),
     ],
 }
@@ -77,6 +95,8 @@ PIPELINE_OPTIONS = [
     Option("name", str, "sluice-pipeline"),
     Option("parallelism", int, 1, check=positive),
     Option("schema.change.behavior", str, "lenient", choices=SCHEMA_CHANGE_BEHAVIORS),
+    # Ids of the changes a `manual` pipeline may apply; re-read while a change waits.
+    Option("schema-change.approved", tuple, ()),
 ]
 
 _UNSUPPORTED_SECTIONS = ("route", "transform")
@@ -156,6 +176,13 @@ class PipelineDefinition:
     source: SourceConfig
     sink: SinkConfig
     state_identity: Mapping[str, str] = field(default_factory=dict)  # see STATE_SOURCE_KEYS
+    approved_schema_changes: tuple[str, ...] = ()
+
+    @property
+    def accepted_schema_changes(self) -> frozenset[str]:
+        """The event types the sink's metadata applier is given."""
+        options = self.sink.options
+        return accepted_types(options["include.schema.changes"], options["exclude.schema.changes"])
 
 
 def load_definition(path: str | Path, env: Mapping[str, str] | None = None) -> PipelineDefinition:
@@ -205,6 +232,7 @@ def build_definition(document: Mapping[str, Any], env: Mapping[str, str]) -> Pip
         name=pipeline["name"],
         parallelism=pipeline["parallelism"],
         schema_change_behavior=pipeline["schema.change.behavior"],
+        approved_schema_changes=pipeline["schema-change.approved"],
         source=source,
         sink=sink,
         state_identity=_state_identity(source_values, sink),

@@ -119,6 +119,11 @@ def _coerce(where: str, value: Any, kind: type) -> Any:
         if isinstance(value, (str, int, float)) and not isinstance(value, bool):
             return str(value)
         raise DefinitionError(f"{where}: expected a string, got {type(value).__name__}")
+    if kind is tuple:  # of strings: a YAML list, or one comma-separated string
+        items = value.split(",") if isinstance(value, str) else value
+        if isinstance(items, list) and all(isinstance(v, (str, int)) and not isinstance(v, bool) for v in items):
+            return tuple(s for s in (str(v).strip() for v in items) if s)
+        raise DefinitionError(f"{where}: expected a list of strings, got {value!r}")
     raise AssertionError(f"unsupported option kind {kind}")
 
 

@@ -15,16 +15,19 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from sluice.binlog.binlog_split import BinlogSplit
 from sluice.binlog.ddl_parser import Captured
 from sluice.binlog.emit_rule import emit
 from sluice.binlog.transaction_reader import Heartbeat, SchemaChange, Transaction, read_transactions
+from sluice.event.projection import projection
+from sluice.event.row_change import ChangeRow
 from sluice.sink.base import ChangeBatch, SinkWriter
 from sluice.source.connection import SourceEndpoint, connect, is_mariadb
 from sluice.source.key_order import key_order_for
 from sluice.source.offset import BinlogOffset
-from sluice.source.row_decoding import RowDecoder
+from sluice.source.row_decoding import Row, RowDecoder
 from sluice.source.schema import TableSchema
 
 log = logging.getLogger(__name__)
@@ -53,23 +56,27 @@ def run_binlog_phase(
     on_progress: Callable[[BinlogOffset, int, float], None],
     skip_before_millis: int = 0,
     captured: Captured | None = None,
-    on_schema_change: Callable[[SchemaChange], None] | None = None,
+    on_schema_change: Callable[[SchemaChange, BinlogSplit], Resumed | None] | None = None,
+    targets: Mapping[str, TableSchema] | None = None,
 ) -> None:
     """Reads from split.offset until stop_at (bounded) or until `stopping` is set.
 
     on_commit(split, tables that entered pure binlog phase) follows every commit;
     on_progress(offset, rows committed, lag in seconds) follows every commit, and every
     heartbeat when nothing is pending: caught up with the server, the lag is zero.
-    on_schema_change(change) is called for a DDL on a `captured` table once everything
-    before it is committed; it raises to stop the pipeline there.
+    on_schema_change(change, split) is called for a DDL on a `captured` table once
+    everything before it is committed. It resolves the change, moves the split past it and
+    gives the source's and the target's schemas from then on; it raises to stop the
+    pipeline there, and gives None when the pipeline stops while the change waits.
+    `targets`: the target's schemas where they differ from the source's (rows are
+    projected onto them).
 
     skip_before_millis: transactions from seconds before this (scan.startup.mode timestamp)
     only advance the offset; those of the starting second itself are kept, never lost.
     """
     control = connect(endpoint)
     mariadb = is_mariadb(control)
-    decoders = {t: RowDecoder(s) for t, s in schemas.items()}
-    orders = {t: key_order_for(s.column(s.chunk_key), control) for t, s in schemas.items()}
+    tables = _Tables(schemas, targets or schemas, control)
     inbox: queue.Queue = queue.Queue(maxsize=64)  # of transactions or pieces: bounded rows
     failure: list[BaseException] = []
 
@@ -126,14 +133,17 @@ def run_binlog_phase(
                 if not batch:
                     first_pending = time.monotonic()
                 if item.timestamp >= skip_before_millis // 1000:  # binlog times are whole seconds
-                    _emit(item, split, decoders, orders, schemas, batch)
+                    _emit(item, split, tables, batch)
                 end = item.end
                 latest_event_time = item.timestamp
             elif isinstance(item, SchemaChange) and on_schema_change is not None:
                 if batch or end != split.offset:
                     commit()  # the flush: everything before the DDL is in the target
-                on_schema_change(item)
-                end = item.resume_at
+                resumed = on_schema_change(item, split)
+                if resumed is None:
+                    break  # stopped while the change waited: the next run takes it up again
+                tables.update(*resumed)
+                end = split.offset
             elif isinstance(item, Heartbeat):
                 end = max(end, item.end)
                 caught_up = True
@@ -155,14 +165,35 @@ def run_binlog_phase(
         control.close()
 
 
-def _emit(
-    transaction: Transaction,
-    split: BinlogSplit,
-    decoders: Mapping[str, RowDecoder],
-    orders: Mapping,
-    schemas: Mapping[str, TableSchema],
-    batch: ChangeBatch,
-) -> None:
+Resumed = tuple[Mapping[str, TableSchema], Mapping[str, TableSchema]]  # source's and target's schemas
+
+
+class _Tables:
+    """Per captured table: the source's schema its rows are decoded with, the key order the
+    emit rule compares in, and the projection onto the target's schema."""
+
+    def __init__(self, sources: Mapping[str, TableSchema], targets: Mapping[str, TableSchema], control) -> None:  # noqa: ANN001
+        self._control = control
+        self.schemas: dict[str, TableSchema] = {}
+        self.targets: dict[str, TableSchema] = {}
+        self.decoders: dict[str, RowDecoder] = {}
+        self.orders: dict[str, Any] = {}
+        self.projections: dict[str, Callable[[Row], Row] | None] = {}
+        self.update(sources, targets)
+
+    def update(self, sources: Mapping[str, TableSchema], targets: Mapping[str, TableSchema]) -> None:
+        for table_id, schema in sources.items():
+            target = targets.get(table_id, schema)
+            if self.schemas.get(table_id) == schema and self.targets.get(table_id) == target:
+                continue
+            self.decoders[table_id] = RowDecoder(schema)
+            self.orders[table_id] = key_order_for(schema.column(schema.chunk_key), self._control)
+            self.projections[table_id] = projection(schema, target)
+            self.targets[table_id] = target
+        self.schemas = dict(sources)
+
+
+def _emit(transaction: Transaction, split: BinlogSplit, tables: _Tables, batch: ChangeBatch) -> None:
     """Applies the emit rule per run of same-table changes, keeping binlog order."""
     runs: list[tuple[str, list]] = []
     for change in transaction.changes:
@@ -171,6 +202,10 @@ def _emit(
         else:
             runs.append((change.table_id, [change]))
     for table_id, changes in runs:
-        batch.extend(
-            emit(changes, split.watermarks.get(table_id), decoders[table_id], orders[table_id], schemas[table_id])
-        )
+        schema = tables.schemas[table_id]
+        rows = emit(changes, split.watermarks.get(table_id), tables.decoders[table_id], tables.orders[table_id], schema)
+        project = tables.projections[table_id]
+        if project is not None:
+            target = tables.targets[table_id]
+            rows = [ChangeRow(target, kind, project(row), ts, offset) for _, kind, row, ts, offset in rows]
+        batch.extend(rows)

@@ -10,17 +10,28 @@ from __future__ import annotations
 import logging
 import signal
 import threading
+from collections.abc import Collection
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sluice.binlog.binlog_split import BinlogSplit
 from sluice.binlog.transaction_reader import SchemaChange
-from sluice.coordinator.schema_change import Decision, SchemaChangeInFlight, Step, change_id, decide
-from sluice.errors import SluiceError
-from sluice.pipeline.definition import PipelineDefinition
-from sluice.runtime.binlog_phase import BinlogSettings, run_binlog_phase
+from sluice.coordinator.schema_change import (
+    Effects,
+    SchemaChangeFailed,
+    SchemaChangeHistory,
+    SchemaChangeInFlight,
+    Step,
+    change_id,
+    coordinate,
+)
+from sluice.errors import DefinitionError, SluiceError
+from sluice.event.schema_change import SchemaChangeEvent
+from sluice.failpoints import failpoint
+from sluice.pipeline.definition import PipelineDefinition, load_definition
+from sluice.runtime.binlog_phase import BinlogSettings, Resumed, run_binlog_phase
 from sluice.runtime.progress import BinlogProgress
-from sluice.sink.base import Sink
+from sluice.sink.base import ChangeBatch, SchemaChangeRefused, Sink, SinkWriter
 from sluice.sink.factory import create_sink
 from sluice.snapshot.chunk_splitter import split_table
 from sluice.snapshot.snapshot_split import SplitResult
@@ -38,6 +49,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 SOURCE_ADDRESS = ("source.hostname", "source.port")
+APPROVAL_POLL_SECONDS = 1.0  # how often a waiting `manual` change reads the approvals again
 
 
 def source_endpoint(definition: PipelineDefinition) -> SourceEndpoint:
@@ -52,9 +64,16 @@ def source_endpoint(definition: PipelineDefinition) -> SourceEndpoint:
     )
 
 
+def _short(statement: str) -> str:
+    return " ".join(statement.split())[:120]
+
+
 class LocalRunner:
-    def __init__(self, definition: PipelineDefinition, state_dir: str | Path) -> None:
+    def __init__(
+        self, definition: PipelineDefinition, state_dir: str | Path, definition_path: Path | None = None
+    ) -> None:
         self.definition = definition
+        self.definition_path = definition_path  # read again for schema-change approvals
         self.store = StateStore(state_dir)
         self.endpoint = source_endpoint(definition)
         self.sink: Sink = create_sink(definition)
@@ -84,12 +103,11 @@ class LocalRunner:
                 check_select(conn, list(self.state["tables"]))
             if startup.takes_snapshot:
                 snapshot = self._snapshot_plan(conn)
-                schemas = snapshot.tables if snapshot else self._saved_tables()
             else:
-                schemas = self._tables(conn)
+                self._tables(conn)
         finally:
             conn.close()
-        self.sink.prepare(list(schemas.values()))
+        self.sink.prepare(list(self._saved_targets().values()))
         self._check_target_holds_the_snapshot(snapshot)
         try:
             if snapshot is not None:
@@ -101,7 +119,7 @@ class LocalRunner:
                     return  # the next run resumes with the splits still to read
             if not self.sink.writes_changes_with_spark:
                 self._stop_spark()  # one binlog reader needs no Spark
-            self._run_binlog(schemas, snapshot)
+            self._run_binlog(snapshot)
         finally:
             self._stop_spark()
 
@@ -220,7 +238,7 @@ class LocalRunner:
 
     # -- binlog -----------------------------------------------------------------------------
 
-    def _run_binlog(self, schemas: dict[str, TableSchema], snapshot: SnapshotAssignerState | None) -> None:
+    def _run_binlog(self, snapshot: SnapshotAssignerState | None) -> None:
         source = self.definition.source
         if self.sink.writes_changes_with_spark:
             self._spark_session()
@@ -231,6 +249,7 @@ class LocalRunner:
             committed = writer.committed_binlog_offset()
             if committed is not None and committed.is_after(split.offset):
                 split.advance(committed)
+            self._finish_schema_change(split, writer, committed)
             stop_at = BinlogOffset.from_json(self.state["stop_at"]) if "stop_at" in self.state else None
             # A GTID set means the same on every server of the topology, file/position only on
             # the one that wrote it: resuming by GTID follows a failover to a promoted replica.
@@ -254,7 +273,7 @@ class LocalRunner:
                 self.endpoint,
                 settings,
                 split,
-                schemas,
+                self._saved_tables(),
                 writer,
                 stop_at,
                 self.stopping,
@@ -262,7 +281,8 @@ class LocalRunner:
                 progress.committed,
                 skip_before_millis=source.startup.timestamp_millis if source.startup.mode == "timestamp" else 0,
                 captured=source.tables.selects,
-                on_schema_change=lambda change: self._schema_change(change, schemas),
+                on_schema_change=lambda change, at: self._schema_change(change, at, writer, progress),
+                targets=self._saved_targets(),
             )
         finally:
             writer.close()
@@ -301,27 +321,140 @@ class LocalRunner:
             }
         self.store.save(self.state)
 
-    def _schema_change(self, change: SchemaChange, schemas: dict[str, TableSchema]) -> None:
-        """Everything before the DDL is committed (the flush): decide on it. Stopping at it
-        is what is built so far; any other decision reads past it, as before."""
-        tables = tuple(dict.fromkeys(e.table_id for e in change.events))
-        inflight = SchemaChangeInFlight(
-            change_id(change.position), change.position, change.resume_at, change.statement, tables
+    # -- schema changes ---------------------------------------------------------------------
+
+    def _saved_targets(self) -> dict[str, TableSchema]:
+        """The target's schemas, where a schema change left them other than the source's."""
+        saved = self.state.get("target_tables")
+        if saved is None:
+            return self._saved_tables()
+        return {t: TableSchema.from_json(s) for t, s in saved.items()}
+
+    def _schema_change(
+        self, change: SchemaChange, split: BinlogSplit, writer: SinkWriter, progress: BinlogProgress
+    ) -> Resumed | None:
+        """The pause: everything before the DDL is committed. The coordinator moves the change
+        through its steps from the one the state recorded (a rerun after a crash goes on
+        where it stopped), then reading resumes after it with the new schemas."""
+        inflight = self._inflight(change.position)
+        if inflight is None:
+            inflight = SchemaChangeInFlight(
+                change_id(change.position), change.position, change.resume_at, change.statement, change.events
+            )
+            self._record(inflight)
+        what = f"schema change {inflight.id} ({_short(change.statement)})"
+        progress.note(
+            f"{what}: paused, everything before it committed; {', '.join(map(str, change.events)) or change.problem}"
         )
-        inflight.advance(Step.FLUSHED)
-        verdict = decide(self.definition.schema_change_behavior, inflight.id, change.events, schemas)
-        what = f"schema change {inflight.id} ({change.statement.strip()[:120]})"
-        if verdict.decision is Decision.FAIL:
-            inflight.advance(Step.FAILED, verdict.reason)
-            self.state["schema_change"] = inflight.to_json()
-            self.store.save(self.state)
-            raise SluiceError(f"{what}: {verdict.reason}; the pipeline stopped before it, with all before it committed")
-        log.warning(
-            "%s read past: Sluice does not apply schema changes yet; pipeline.schema.change.behavior: exception "
-            "stops at them%s",
-            what,
-            f" ({change.problem})" if change.problem else "",
+        if change.problem and self.definition.schema_change_behavior != "ignore":
+            inflight.advance(Step.FAILED, change.problem)
+            self._record(inflight)
+            raise SluiceError(
+                f"{what}: {change.problem}; rows after it cannot be decoded without its effect. Set "
+                "pipeline.schema.change.behavior: ignore to read past it"
+            )
+        sources, targets = self._saved_tables(), self._saved_targets()
+        effects = Effects(
+            record=self._record,
+            apply=lambda events: self._apply(writer, inflight.id, events, targets),
+            approved=self._approved_changes,
+            wait=lambda: not self.stopping.wait(APPROVAL_POLL_SECONDS),
         )
+        try:
+            if not coordinate(
+                inflight,
+                self.definition.schema_change_behavior,
+                targets,
+                effects,
+                self.definition.accepted_schema_changes,
+            ):
+                progress.note(f"{what}: stopped while waiting for approval")
+                return None
+        except SchemaChangeFailed as exc:
+            raise SluiceError(f"{what}: {exc}; the pipeline stopped before it, with all before it committed") from exc
+        if inflight.step is Step.APPLIED:
+            progress.note(f"{what}: applied to the target: {', '.join(map(str, inflight.target_events))}")
+        else:
+            progress.note(f"{what}: {inflight.step.value.lower()}: {inflight.message}")
+        resumed = self._resume(inflight, split, writer, sources, targets)
+        progress.note(f"{what}: resumed after it")
+        return resumed
+
+    def _inflight(self, position: BinlogOffset | None = None) -> SchemaChangeInFlight | None:
+        """The change the state has in flight (at `position`, if given)."""
+        data = self.state.get("schema_change")
+        if data is None:
+            return None
+        inflight = SchemaChangeInFlight.from_json(data)
+        return inflight if position is None or inflight.position == position else None
+
+    def _record(self, inflight: SchemaChangeInFlight) -> None:
+        self.state["schema_change"] = inflight.to_json()
+        self.state["phase"] = "SchemaChangePaused" if inflight.paused else "Failed"
+        self.store.save(self.state)
+        failpoint(f"schema-change:{inflight.step.value}")
+
+    def _apply(
+        self, writer: SinkWriter, change: str, events: tuple[SchemaChangeEvent, ...], targets: dict[str, TableSchema]
+    ) -> tuple[int, str]:
+        try:
+            writer.apply_schema_change(change, events, targets)
+        except SchemaChangeRefused as exc:
+            return exc.applied, str(exc)
+        failpoint("schema-change:applied-to-target")
+        return len(events), ""
+
+    def _approved_changes(self) -> Collection[str]:
+        """Read again from the pipeline file each time: approving is editing the file."""
+        if self.definition_path is None:
+            return self.definition.approved_schema_changes
+        try:
+            return load_definition(self.definition_path).approved_schema_changes
+        except DefinitionError as exc:
+            log.warning("pipeline.schema-change.approved: %s (approvals unchanged)", exc)
+            return self.definition.approved_schema_changes
+
+    def _resume(
+        self,
+        inflight: SchemaChangeInFlight,
+        split: BinlogSplit,
+        writer: SinkWriter,
+        sources: dict[str, TableSchema],
+        targets: dict[str, TableSchema],
+    ) -> Resumed:
+        """Past the DDL with the new schemas: the target's offset, then the state, in that
+        order (a crash between the two finds the target past it: `_finish_schema_change`)."""
+        sources, targets = inflight.schemas_after(sources, targets)
+        entered = split.advance(inflight.resume_at)
+        writer.write_changes(
+            ChangeBatch(), inflight.resume_at, drop_split_records=bool(entered) and not split.watermarks
+        )
+        failpoint("schema-change:target-resumed")
+        inflight.advance(Step.RESUMED)
+        history = SchemaChangeHistory(self.state.get("schema_change_history", []))
+        history.record(inflight)
+        self.state["schema_change_history"] = history.entries
+        self.state.pop("schema_change", None)
+        self.state["phase"] = "Streaming"
+        self.state["tables"] = {t: s.to_json() for t, s in sources.items()}
+        if targets == sources:
+            self.state.pop("target_tables", None)
+        else:
+            self.state["target_tables"] = {t: s.to_json() for t, s in targets.items()}
+        self.state["binlog"] = split.to_json()
+        self.store.save(self.state)
+        failpoint("schema-change:Resumed")
+        return sources, targets
+
+    def _finish_schema_change(self, split: BinlogSplit, writer: SinkWriter, committed: BinlogOffset | None) -> None:
+        """A crash after the target took the change's offset and before the state said so:
+        the reader starts past the DDL, so the change is finished here first."""
+        inflight = self._inflight()
+        if inflight is None or not inflight.paused or committed is None or committed.is_before(inflight.resume_at):
+            return
+        if inflight.step is Step.APPLYING:
+            inflight.advance(Step.APPLIED)
+        self._resume(inflight, split, writer, self._saved_tables(), self._saved_targets())
 
     def _install_signal_handlers(self) -> dict[int, Any]:
         if threading.current_thread() is not threading.main_thread():

@@ -93,3 +93,8 @@ class BinlogProgress:
             sys.stderr.write(line + "\n")
             self._last = now
         sys.stderr.flush()
+
+    def note(self, line: str) -> None:
+        """A line of its own, between progress lines (schema change steps)."""
+        sys.stderr.write(("\r\033[K" if self._tty else "") + line + "\n")
+        sys.stderr.flush()

@@ -11,7 +11,9 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from sluice.errors import SinkError
 from sluice.event.row_change import ChangeRow
+from sluice.event.schema_change import SchemaChangeEvent
 from sluice.snapshot.snapshot_split import ReadSplits, SnapshotSplit, SplitResult, SplitTask
 from sluice.source.offset import BinlogOffset
 from sluice.source.row_decoding import Row
@@ -38,6 +40,14 @@ class ChangeBatch:
         return iter(self.rows)
 
 
+class SchemaChangeRefused(SinkError):
+    """The target refused a schema change event; `applied` events before it took effect."""
+
+    def __init__(self, applied: int, message: str) -> None:
+        super().__init__(message)
+        self.applied = applied
+
+
 class SinkWriter(ABC):
     """Executor side (snapshot splits) or driver side (binlog batches); closed after use."""
 
@@ -59,6 +69,15 @@ class SinkWriter(ABC):
     def committed_binlog_offset(self) -> BinlogOffset | None:
         """Where the binlog reader resumes according to the target (transactional sinks)."""
         return None
+
+    @abstractmethod
+    def apply_schema_change(
+        self, change_id: str, events: Sequence[SchemaChangeEvent], before: Mapping[str, TableSchema]
+    ) -> None:
+        """The metadata applier: applies `events` to the target, whose tables' schemas are
+        `before`. Idempotent: after a crash part way it applies again only what the target
+        lacks. Raises SchemaChangeRefused when the target refuses one; rows after the
+        change come with their new schemas (per-table caches must not outlive it)."""
 
     def close(self) -> None:  # noqa: B027 - optional hook
         pass

@@ -18,9 +18,11 @@ from typing import Any
 
 from sluice.errors import SinkError
 from sluice.event.row_change import RowKind
+from sluice.event.schema_change import SchemaChangeEvent, apply_events
 from sluice.pipeline.jdbc_url import JdbcUrl, parse_jdbc_url
-from sluice.sink.base import ChangeBatch, Sink, SinkWriter
+from sluice.sink.base import ChangeBatch, SchemaChangeRefused, Sink, SinkWriter
 from sluice.sink.jdbc_dialects import DIALECTS, JdbcDialect
+from sluice.sink.metadata_applier import is_applied, schema_change_statements
 from sluice.snapshot.snapshot_split import SnapshotSplit
 from sluice.source.offset import BinlogOffset
 from sluice.source.row_decoding import Row, RowDecoder
@@ -121,6 +123,29 @@ class JdbcWriter(SinkWriter):
         except Exception as exc:
             self._abort()
             raise SinkError(f"sink {self.target!r}: committing changes up to {end} failed: {_first_line(exc)}") from exc
+
+    def apply_schema_change(
+        self, change_id: str, events: Sequence[SchemaChangeEvent], before: Mapping[str, TableSchema]
+    ) -> None:
+        """PostgreSQL applies the events in one transaction; a MySQL-dialect target commits
+        each DDL on its own, so what a crash left applied is found by `is_applied`."""
+        dialect = self.target.dialect
+        schemas = dict(before)
+        self._decoders.clear()
+        self._fence()
+        cur = self.conn.cursor()
+        for applied, event in enumerate(events):
+            schema = schemas.get(event.table_id)
+            try:
+                if not is_applied(event, schema, lambda db, table: dialect.column_names(cur, db, table)):
+                    for statement in schema_change_statements(dialect, event, schema):
+                        cur.execute(statement)
+            except Exception as exc:
+                self._abort()
+                done = 0 if dialect.transactional_ddl else applied
+                raise SchemaChangeRefused(done, f"{event} on sink {self.target!r}: {_first_line(exc)}") from exc
+            schemas = apply_events(schemas, [event])
+        self.conn.commit()
 
     def _upsert(self, schema: TableSchema, rows: list[Row]) -> None:
         """In slices of sink.batch-size (a bag has no key: its upserts are inserts)."""

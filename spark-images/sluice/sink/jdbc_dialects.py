@@ -6,7 +6,9 @@ rows in bulk, and keep the offsets table. Everything runs inside the caller's tr
 
 from __future__ import annotations
 
+import itertools
 import json
+import zlib
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
@@ -33,6 +35,7 @@ class JdbcDialect(ABC):
     def quote(self, name: str) -> str: ...
 
     container: str  # what holds a source database's tables: SCHEMA or DATABASE
+    transactional_ddl: bool  # whether a DDL waits for the transaction's commit (PostgreSQL) or commits at once
     column_type: Callable[[Column], str]
 
     def create_table_statements(self, schema: TableSchema) -> list[str]:
@@ -106,6 +109,14 @@ class JdbcDialect(ABC):
     @abstractmethod
     def save_offsets(self, conn: Any, pipeline: str, offsets: Mapping[str, BinlogOffset]) -> None: ...
 
+    def column_names(self, cur: Any, database: str, table: str) -> set[str]:
+        """The target table's columns (none if there is no such table)."""
+        cur.execute(
+            "SELECT column_name FROM information_schema.columns WHERE table_schema = %s AND table_name = %s",
+            (database, table),
+        )
+        return {name for (name,) in cur.fetchall()}
+
     def target_table(self, schema: TableSchema) -> str:
         return f"{self.quote(schema.database)}.{self.quote(schema.table)}"
 
@@ -130,6 +141,7 @@ class JdbcDialect(ABC):
 
 class PostgresDialect(JdbcDialect):
     container = "SCHEMA"
+    transactional_ddl = True
     column_type = staticmethod(postgres_type)
 
     def connect(self, url: JdbcUrl, username: str, password: str) -> psycopg.Connection:
@@ -167,8 +179,10 @@ class PostgresDialect(JdbcDialect):
         return row[0]
 
     def _staging(self, conn: psycopg.Connection, schema: TableSchema, columns: Sequence[str]) -> str:
-        """A temporary table shaped like the target's given columns, emptied at commit."""
-        name = self.quote(f"stage_{schema.database}_{schema.table}_{len(columns)}")
+        """A temporary table shaped like the target's given columns, emptied at commit; one
+        per shape, so a schema change gets a new one."""
+        shape = zlib.crc32(repr([(c, schema.column(c).column_type) for c in columns]).encode())
+        name = self.quote(f"stage_{schema.database}_{schema.table}_{shape:08x}")
         conn.execute(
             f"CREATE TEMP TABLE IF NOT EXISTS {name} ON COMMIT DELETE ROWS AS "
             f"SELECT {', '.join(map(self.quote, columns))} FROM {self.target_table(schema)} WITH NO DATA"
@@ -233,6 +247,7 @@ class PostgresDialect(JdbcDialect):
 
 class MySqlDialect(JdbcDialect):
     container = "DATABASE"
+    transactional_ddl = False
     column_type = staticmethod(mysql_type)
 
     def connect(self, url: JdbcUrl, username: str, password: str) -> pymysql.connections.Connection:
@@ -282,8 +297,12 @@ class MySqlDialect(JdbcDialect):
             f"VALUES ({placeholders}) ON DUPLICATE KEY UPDATE "
             + ", ".join(f"{self.quote(n)} = VALUES({self.quote(n)})" for n in updates)
         )
+        rows = iter(rows)
+        first = next(rows, None)
+        if first is None:  # PyMySQL's multi-row INSERT takes the first row unasked (an empty chunk)
+            return
         with conn.cursor() as cur:
-            cur.executemany(sql, rows)
+            cur.executemany(sql, itertools.chain([first], rows))
 
     def delete(
         self, conn: pymysql.connections.Connection, schema: TableSchema, keys: Sequence[tuple[Any, ...]]

@@ -10,6 +10,9 @@ Layout under `path`:
                                          then compacted into _sluice_log/snapshot.json
     _sluice_log/binlog.json              the last binlog commit N and its end position,
                                          replaced atomically by every commit
+    _sluice_log/schemas.json             the schema changes applied, each with the first
+                                         commit written after it and the tables' columns
+                                         from then on: the changelog's schema versions
 
 A commit exists once the log says so (written atomically after Spark's job commit): a
 snapshot job once its entry exists, binlog commit N once binlog.json reaches N. Directories
@@ -37,6 +40,17 @@ from pyspark.sql import SparkSession
 from pyspark.sql import types as T
 
 from sluice.errors import SinkError
+from sluice.event.schema_change import (
+    AddColumn,
+    DropColumn,
+    DropTable,
+    RenameColumn,
+    SchemaChangeEvent,
+    TruncateTable,
+    apply_events,
+    event_from_json,
+    event_to_json,
+)
 from sluice.sink.base import ChangeBatch, Sink, SinkWriter
 from sluice.sink.type_mapping import SPARK_MAX_DECIMAL_PRECISION, spark_type
 from sluice.snapshot.snapshot_split import ReadSplits, SplitResult, SplitTask
@@ -48,6 +62,7 @@ from sluice.state.state_store import write_json_atomically
 LOG_DIRECTORY = "_sluice_log"
 BINLOG_ENTRY = "binlog"  # the last binlog commit and its end
 SNAPSHOT_ENTRY = "snapshot"  # the snapshot's directories, once compacted
+SCHEMAS_ENTRY = "schemas"  # the schema changes, in binlog order
 ATTEMPT = re.compile(r"^(snapshot-\d{6}-[0-9a-f]{8}|binlog-(\d{12}))$")  # directories Sluice writes
 METADATA = [
     T.StructField("_op", T.StringType(), False),
@@ -132,6 +147,9 @@ class CommitLog:
             return None
         ends = [BinlogOffset.from_json(entry["end"]) for entry in legacy]
         return {"commit": max(e.get("commit", SNAPSHOT_COMMIT) for e in legacy), "end": max(ends).to_json()}
+
+    def schema_changes(self) -> list[dict[str, Any]]:
+        return list(self._known().get(SCHEMAS_ENTRY, {}).get("changes", []))
 
     def last_binlog_commit(self) -> int:
         entry = self.binlog()
@@ -266,6 +284,25 @@ class ParquetWriter(SinkWriter):
         self.commit = sink.log.last_binlog_commit()  # the last one with rows
         self._values: dict[str, Callable[[Row], tuple[Any, ...]]] = {}
 
+    def apply_schema_change(
+        self, change_id: str, events: Sequence[SchemaChangeEvent], before: Mapping[str, TableSchema]
+    ) -> None:
+        """A new schema version: commits from the next one on hold the tables' new columns
+        (every commit directory is a parquet dataset of its own schema)."""
+        self._values.clear()
+        log = self.sink.log
+        changes = log.schema_changes()
+        if any(entry["id"] == change_id for entry in changes):
+            return  # recorded before a crash
+        after = apply_events(before, events)
+        entry = {
+            "id": change_id,
+            "fromCommit": self.commit + 1,
+            "events": [event_to_json(e) for e in events],
+            "tables": {t: after[t].to_json() if t in after else None for t in {e.table_id for e in events}},
+        }
+        log.write(SCHEMAS_ENTRY, {"changes": [*changes, entry]})
+
     def write_changes(self, batch: ChangeBatch, end: BinlogOffset, drop_split_records: bool) -> None:
         if len(batch):
             self._write(batch, self.commit + 1)
@@ -300,11 +337,18 @@ class ParquetWriter(SinkWriter):
 
 
 def read_changelog(path: str | Path, table_id: str) -> list[dict[str, Any]]:
-    """A table's committed changelog rows in replay order (for tools and tests)."""
+    """A table's committed changelog rows in replay order (for tools and tests), in the
+    table's current schema version: a row written before a schema change is read as that
+    change left it (a renamed column under its new name, an added one NULL, a dropped one
+    gone), and rows before a TRUNCATE or DROP of the table are not read at all."""
     import pyarrow.parquet as pq
 
     root = Path(path)
     log = CommitLog(root)
+    changes = [
+        (entry["fromCommit"], [e for e in map(event_from_json, entry["events"]) if e.table_id == table_id])
+        for entry in log.schema_changes()
+    ]
     database, table = table_id.split(".", 1)
     table_dir = root / database / table
     rows: list[dict[str, Any]] = []
@@ -320,6 +364,26 @@ def read_changelog(path: str | Path, table_id: str) -> list[dict[str, Any]]:
             for name in intervals:
                 if row[name] is not None:
                     row[name] = timedelta(microseconds=row[name])
-            rows.append(row)
+            upgraded = _in_current_version(row, [events for since, events in changes if since > row["_commit"]])
+            if upgraded is not None:
+                rows.append(upgraded)
+    versions = [entry["tables"][table_id] for entry in log.schema_changes() if entry["tables"].get(table_id)]
+    if versions:  # in the current version's column order
+        order = [field.name for field in METADATA] + [column["name"] for column in versions[-1]["columns"]]
+        rows = [{name: row.get(name) for name in order} for row in rows]
     rows.sort(key=lambda r: (r["_commit"], r["_index"]))
     return rows
+
+
+def _in_current_version(row: dict[str, Any], later: list[list[SchemaChangeEvent]]) -> dict[str, Any] | None:
+    for events in later:
+        for event in events:
+            if isinstance(event, (TruncateTable, DropTable)):
+                return None
+            if isinstance(event, AddColumn):
+                row[event.column.name] = None
+            elif isinstance(event, DropColumn):
+                row.pop(event.name, None)
+            elif isinstance(event, RenameColumn):
+                row[event.new_name] = row.pop(event.old_name, None)
+    return row

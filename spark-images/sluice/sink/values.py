@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime, timezone, tzinfo
 from typing import TYPE_CHECKING, Any
 
 from sluice.event.row_change import RowKind
+from sluice.event.schema_change import SchemaChangeEvent
 from sluice.sink.base import ChangeBatch, Sink, SinkWriter
 from sluice.snapshot.snapshot_split import ReadSplits, SplitResult, SplitTask
 from sluice.source.offset import BinlogOffset
@@ -34,6 +35,13 @@ class ValuesWriter(SinkWriter):
         for row in rows:
             out.write(self._format(schema, RowKind.INSERT, row) + "\n")
         out.flush()
+
+    def apply_schema_change(
+        self, change_id: str, events: Sequence[SchemaChangeEvent], before: Mapping[str, TableSchema]
+    ) -> None:
+        self._formats.clear()
+        sys.stdout.write("".join(f"{event}\n" for event in events))
+        sys.stdout.flush()
 
     def write_changes(self, batch: ChangeBatch, end: BinlogOffset, drop_split_records: bool) -> None:
         out = sys.stdout

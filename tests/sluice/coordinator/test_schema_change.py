@@ -11,10 +11,13 @@ import pytest
 from sluice.coordinator.schema_change import (
     HISTORY,
     Decision,
+    Effects,
+    SchemaChangeFailed,
     SchemaChangeHistory,
     SchemaChangeInFlight,
     Step,
     change_id,
+    coordinate,
     decide,
     lenient_events,
 )
@@ -26,6 +29,7 @@ from sluice.event.schema_change import (
     RenameColumn,
     TruncateTable,
 )
+from sluice.pipeline.schema_change_types import accepted_types
 from sluice.source.offset import BinlogOffset
 from sluice.source.schema import Column, TableSchema
 
@@ -73,24 +77,132 @@ def test_lenient_keeps_everything_the_target_holds():
     assert decide("lenient", "x", [DropTable("app.t1")], SCHEMAS).decision is Decision.SKIP
 
 
-def test_a_change_moves_through_its_steps_and_survives_a_restart():
-    position = BinlogOffset("mysql-bin.000001", 400)
-    change = SchemaChangeInFlight(
-        change_id(position), position, BinlogOffset("mysql-bin.000001", 520), "ALTER TABLE t1 ADD c0 INT", ("app.t1",)
+POSITION = BinlogOffset("mysql-bin.000001", 400)
+
+
+def _change(*events) -> SchemaChangeInFlight:
+    return SchemaChangeInFlight(
+        change_id(POSITION), POSITION, BinlogOffset("mysql-bin.000001", 520), "ALTER TABLE t1 ADD c0 INT", events
     )
-    change.advance(Step.FLUSHED)
-    change.advance(Step.AWAITING_APPROVAL, "waits")
+
+
+class Recorder:
+    """The caller's side of the coordinator: records every step it is given."""
+
+    def __init__(self, approved=(), refuse_at: int | None = None, waits: int = 0) -> None:
+        self.steps: list[str] = []
+        self.applied: list = []
+        self.approved = list(approved)
+        self.refuse_at = refuse_at
+        self.waits = waits
+
+    def effects(self) -> Effects:
+        return Effects(self.record, self.apply, lambda: self.approved, self.wait)
+
+    def record(self, change: SchemaChangeInFlight) -> None:
+        self.steps.append(change.step.value)
+        assert SchemaChangeInFlight.from_json(change.to_json()) == change
+
+    def apply(self, events):
+        if self.refuse_at is not None:
+            self.applied.extend(events[: self.refuse_at])
+            return self.refuse_at, "ERROR: type text cannot be cast"
+        self.applied.extend(events)
+        return len(events), ""
+
+    def wait(self) -> bool:
+        self.waits -= 1
+        return self.waits >= 0
+
+
+def test_an_evolved_change_is_recorded_at_each_step_before_the_next():
+    recorder, change = Recorder(), _change(ADD)
+    assert coordinate(change, "evolve", SCHEMAS, recorder.effects())
+    assert recorder.steps == ["Applying", "Applied"] and recorder.applied == [ADD]
+    source, target = change.schemas_after(SCHEMAS, SCHEMAS)
+    assert source["app.t1"].column_names == target["app.t1"].column_names == ("id", "name", "c0")
+
+
+def test_a_change_recorded_at_applying_is_applied_again_after_a_crash():
+    """The applier is idempotent; the coordinator only has to go on where the state says."""
+    recorder, change = Recorder(), _change(ADD)
+    change.target_events, change.step = (ADD,), Step.APPLYING
     restored = SchemaChangeInFlight.from_json(change.to_json())
-    assert restored == change and restored.id == "mysql-bin.000001:400"
-    restored.advance(Step.APPLIED)
-    restored.advance(Step.RESUMED)
+    assert coordinate(restored, "evolve", SCHEMAS, recorder.effects())
+    assert recorder.steps == ["Applied"] and recorder.applied == [ADD]
+
+
+def test_ignore_skips_and_rows_keep_the_target_schema():
+    recorder, change = Recorder(), _change(ADD)
+    assert coordinate(change, "ignore", SCHEMAS, recorder.effects())
+    assert recorder.steps == ["Skipped"] and recorder.applied == []
+    source, target = change.schemas_after(SCHEMAS, SCHEMAS)
+    assert "c0" in source["app.t1"].column_names and target == SCHEMAS
+
+
+def test_try_evolve_goes_on_with_what_the_target_took():
+    drop = DropColumn("app.t1", "name")
+    recorder, change = Recorder(refuse_at=1), _change(ADD, drop)
+    assert coordinate(change, "try_evolve", SCHEMAS, recorder.effects())
+    assert change.step is Step.APPLY_FAILED and "type text cannot be cast" in change.message
+    _, target = change.schemas_after(SCHEMAS, SCHEMAS)
+    assert target["app.t1"].column_names == ("id", "name", "c0")
+
+
+def test_evolve_fails_when_the_target_refuses():
+    recorder, change = Recorder(refuse_at=0), _change(ADD)
+    with pytest.raises(SchemaChangeFailed, match="type text cannot be cast"):
+        coordinate(change, "evolve", SCHEMAS, recorder.effects())
+    assert recorder.steps == ["Applying", "Failed"]
+
+
+def test_exception_fails_and_a_rerun_with_another_behaviour_decides_again():
+    recorder, change = Recorder(), _change(ADD)
+    with pytest.raises(SchemaChangeFailed, match="behavior is exception"):
+        coordinate(change, "exception", SCHEMAS, recorder.effects())
+    assert coordinate(change, "evolve", SCHEMAS, recorder.effects())
+    assert recorder.steps == ["Failed", "Applying", "Applied"]
+
+
+def test_manual_waits_recorded_once_and_applies_when_approved_meanwhile():
+    recorder = Recorder(waits=3)
+    change = _change(ADD)
+
+    def approve_on_second_wait() -> bool:
+        if recorder.waits == 2:
+            recorder.approved.append(change.id)
+        return Recorder.wait(recorder)
+
+    recorder.wait = approve_on_second_wait  # type: ignore[method-assign]
+    assert coordinate(change, "manual", SCHEMAS, recorder.effects())
+    assert recorder.steps == ["AwaitingApproval", "Applying", "Applied"] and recorder.applied == [ADD]
+
+
+def test_manual_leaves_the_change_waiting_when_the_pipeline_stops():
+    recorder, change = Recorder(waits=0), _change(ADD)
+    assert not coordinate(change, "manual", SCHEMAS, recorder.effects())
+    assert change.step is Step.AWAITING_APPROVAL and recorder.applied == []
+    assert "add 'mysql-bin.000001:400' to schema-change.approved" in change.message
+
+
+def test_the_sinks_schema_change_filters_decide_what_reaches_it():
+    drop = DropColumn("app.t1", "name")
+    accepted = accepted_types([], ["drop"])
+    verdict = decide("evolve", "x", [ADD, drop], SCHEMAS, accepted=accepted)
+    assert verdict.decision is Decision.APPLY and verdict.events == (ADD,)
+    assert decide("evolve", "x", [drop], SCHEMAS, accepted=accepted).decision is Decision.SKIP
+    assert accepted_types(["column"], ["add"]) == {"alter.column.type", "drop.column", "rename.column", "create.table"}
+    with pytest.raises(ValueError, match="'drop.index' is no schema change type"):
+        accepted_types(["drop.index"], [])
+
+
+def test_steps_only_go_forward():
+    change = _change(ADD)
+    with pytest.raises(ValueError, match="Flushed cannot go to Applied"):
+        change.advance(Step.APPLIED)
+    change.advance(Step.SKIPPED)
+    change.advance(Step.RESUMED)
     with pytest.raises(ValueError, match="Resumed cannot go to Applied"):
-        restored.advance(Step.APPLIED)
-
-
-def test_nothing_is_applied_before_the_flush():
-    change = SchemaChangeInFlight("x", BinlogOffset("f", 4), BinlogOffset("f", 9), "DDL", ())
-    with pytest.raises(ValueError, match="Detected cannot go to Applied"):
         change.advance(Step.APPLIED)
 
 

@@ -1,0 +1,200 @@
+"""Schema changes reach the target as the pipeline's schema.change.behavior promises.
+
+One script of DDL, each with DML on the table right before and right after it, runs while
+pipelines into PostgreSQL, MariaDB and the parquet changelog stream. Afterwards each target
+holds what the behaviour promises: evolve, the source itself; lenient, every column it
+ever had (rows written after a column left the source have NULL there) and the rows of
+truncated or dropped tables; ignore, the first schema, with rows projected onto it.
+"""
+
+from __future__ import annotations
+
+import signal
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from sluice.sink.parquet import read_changelog
+from tests.harness import compare
+from tests.harness.pipelines import (
+    kill_pipeline,
+    mysql_sink,
+    pipeline_per_sink,
+    postgres_sink,
+    read_state,
+    sluice_env,
+    start_sluice,
+    wait_until_in_binlog_phase,
+)
+
+Table = dict[int, dict[str, Any]]  # id -> column -> value
+
+SCRIPT = [
+    "INSERT INTO t VALUES (1, 'a', 10)",
+    "ALTER TABLE t ADD COLUMN c0 VARCHAR(10) AFTER id",
+    "INSERT INTO t VALUES (2, 'x', 'b', 20)",
+    "UPDATE t SET c0 = 'y' WHERE id = 1",
+    "ALTER TABLE t MODIFY qty BIGINT",
+    "INSERT INTO t VALUES (3, 'z', 'c', 30)",
+    "ALTER TABLE t RENAME COLUMN name TO title",
+    "INSERT INTO t VALUES (4, 'w', 'd', 40)",
+    "UPDATE t SET title = 'bb' WHERE id = 2",
+    "ALTER TABLE t DROP COLUMN qty",
+    "INSERT INTO t VALUES (5, 'v', 'e')",
+    "UPDATE t SET title = 'cc' WHERE id = 3",
+    "DELETE FROM t WHERE id = 4",
+    # Table-level changes, each with DML right before and after.
+    "INSERT INTO u VALUES (1)",
+    "TRUNCATE TABLE u",
+    "INSERT INTO u VALUES (2)",
+    "INSERT INTO w VALUES (1)",
+    "DROP TABLE w",
+]
+
+SOURCE_T = {
+    1: {"id": 1, "c0": "y", "title": "a"},
+    2: {"id": 2, "c0": "x", "title": "bb"},
+    3: {"id": 3, "c0": "z", "title": "cc"},
+    5: {"id": 5, "c0": "v", "title": "e"},
+}
+
+EXPECTED: dict[str, dict[str, Table | None]] = {
+    "evolve": {"t": SOURCE_T, "u": {2: {"id": 2}}, "w": None},
+    "lenient": {
+        "t": {
+            1: {"id": 1, "name": "a", "qty": 10, "c0": "y", "title": None},
+            2: {"id": 2, "name": None, "qty": 20, "c0": "x", "title": "bb"},
+            3: {"id": 3, "name": None, "qty": None, "c0": "z", "title": "cc"},
+            5: {"id": 5, "name": None, "qty": None, "c0": "v", "title": "e"},
+        },
+        "u": {1: {"id": 1}, 2: {"id": 2}},
+        "w": {1: {"id": 1}},
+    },
+    "ignore": {
+        "t": {
+            1: {"id": 1, "name": "a", "qty": 10},
+            2: {"id": 2, "name": None, "qty": 20},
+            3: {"id": 3, "name": None, "qty": None},
+            5: {"id": 5, "name": None, "qty": None},
+        },
+        "u": {1: {"id": 1}, 2: {"id": 2}},
+        "w": {1: {"id": 1}},
+    },
+}
+
+
+def _rows_by_id(columns: list[str], rows: list[tuple]) -> Table:
+    return {row[columns.index("id")]: dict(zip(columns, row, strict=True)) for row in rows}
+
+
+def postgres_table(postgresql, db: str) -> Callable[[str], Table | None]:
+    def read(table: str) -> Table | None:
+        with postgresql.connect() as conn:
+            exists = conn.execute("SELECT to_regclass(%s)", (f'"{db}"."{table}"',)).fetchone()[0]
+            if exists is None:
+                return None
+            cur = conn.execute(f'SELECT * FROM "{db}"."{table}"')
+            return _rows_by_id([c.name for c in cur.description], cur.fetchall())
+
+    return read
+
+
+def mariadb_table(server, db: str) -> Callable[[str], Table | None]:
+    def read(table: str) -> Table | None:
+        conn = server.connect()
+        try:
+            with conn.cursor() as cur:
+                cur.execute(
+                    "SELECT 1 FROM information_schema.tables WHERE table_schema=%s AND table_name=%s", (db, table)
+                )
+                if not cur.fetchall():
+                    return None
+                cur.execute(f"SELECT * FROM `{db}`.`{table}`")
+                return _rows_by_id([c[0] for c in cur.description], cur.fetchall())
+        finally:
+            conn.close()
+
+    return read
+
+
+def parquet_table(lake: Path, db: str) -> Callable[[str], Table | None]:
+    """The changelog replayed by key, in the current schema version. (A removal is matched
+    by key: after a lenient or ignored change a before-image carries NULLs where the row
+    written earlier has values.)"""
+
+    def read(table: str) -> Table | None:
+        changelog = read_changelog(lake, f"{db}.{table}")
+        held: Table = {}
+        for change in changelog:
+            row = {k: v for k, v in change.items() if not k.startswith("_")}
+            if change["_op"] in ("-U", "-D"):
+                held.pop(row["id"])
+            else:
+                held[row["id"]] = row
+        return held or None
+
+    return read
+
+
+@pytest.mark.parametrize("behavior", ["evolve", "lenient", "ignore"])
+def test_each_ddl_reaches_every_target_as_the_behaviour_promises(
+    behavior, tmp_path, mariadb, mariadb_target, postgresql, source_db
+):
+    # Lenient makes a column the source renames or drops nullable in the target; ignore
+    # leaves the target as it was, so there a NOT NULL `name` would refuse the rows after.
+    not_null = "" if behavior == "ignore" else "NOT NULL"
+    mariadb.execute(
+        f"CREATE TABLE t (id INT PRIMARY KEY, name VARCHAR(20) {not_null}, qty INT)",
+        "CREATE TABLE u (id INT PRIMARY KEY)",
+        "CREATE TABLE w (id INT PRIMARY KEY)",
+        database=source_db,
+    )
+    lake = tmp_path / "lake"
+    ids = {"evolve": 7100, "lenient": 7110, "ignore": 7120}[behavior]
+    sinks = {
+        "postgres": (postgres_sink(postgresql), f"{ids}-{ids + 1}"),
+        "mariadb": (mysql_sink(mariadb_target), f"{ids + 2}-{ids + 3}"),
+        "parquet": ({"type": "parquet", "path": str(lake)}, f"{ids + 4}-{ids + 5}"),
+    }
+    pipelines = pipeline_per_sink(
+        tmp_path, mariadb, f"{source_db}.t,{source_db}.u,{source_db}.w", sinks, f"evolution-{behavior}", **{"scan.startup.mode": "initial"}
+    )
+    for path, _ in pipelines.values():
+        text = path.read_text().replace("parallelism: 2", f"parallelism: 1\n  schema.change.behavior: {behavior}")
+        path.write_text(text)
+    readers = {
+        "postgres": postgres_table(postgresql, source_db),
+        "mariadb": mariadb_table(mariadb_target, source_db),
+        "parquet": parquet_table(lake, source_db),
+    }
+    env = sluice_env(mariadb, postgresql, mariadb_target)
+    processes = {name: start_sluice(path, state, env) for name, (path, state) in pipelines.items()}
+    try:
+        deadline = time.monotonic() + 180
+        for name, (_, state) in pipelines.items():
+            wait_until_in_binlog_phase(processes[name], state, deadline)
+        mariadb.execute(*SCRIPT, database=source_db)
+        for name, read in readers.items():
+            state = pipelines[name][1]
+            while len(read_state(state).get("schema_change_history", [])) < 6:
+                assert processes[name].poll() is None, f"{name}: {processes[name].communicate()[1]}"
+                assert time.monotonic() < deadline, f"{name}: {read_state(state).get('schema_change')}"
+                time.sleep(0.2)
+            want = EXPECTED[behavior]
+            while (actual := {table: read(table) for table in want}) != want:
+                assert processes[name].poll() is None, f"{name}: {processes[name].communicate()[1]}"
+                assert time.monotonic() < deadline, f"{name}: {actual} != {want}"
+                time.sleep(0.2)
+        for name, process in processes.items():
+            process.send_signal(signal.SIGTERM)
+            _, err = process.communicate(timeout=60)
+            assert process.returncode == 0, f"{name}: {err}"
+    finally:
+        for process in processes.values():
+            if process.poll() is None:
+                kill_pipeline(process)
+    if behavior == "evolve":  # the target's columns are the source's
+        assert compare.source_rows(mariadb_target, source_db, "t") == compare.source_rows(mariadb, source_db, "t")
