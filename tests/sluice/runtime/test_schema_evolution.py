@@ -160,7 +160,12 @@ def test_each_ddl_reaches_every_target_as_the_behaviour_promises(
         "parquet": ({"type": "parquet", "path": str(lake)}, f"{ids + 4}-{ids + 5}"),
     }
     pipelines = pipeline_per_sink(
-        tmp_path, mariadb, f"{source_db}.t,{source_db}.u,{source_db}.w", sinks, f"evolution-{behavior}", **{"scan.startup.mode": "initial"}
+        tmp_path,
+        mariadb,
+        f"{source_db}.t,{source_db}.u,{source_db}.w",
+        sinks,
+        f"evolution-{behavior}",
+        **{"scan.startup.mode": "initial"},
     )
     for path, _ in pipelines.values():
         text = path.read_text().replace("parallelism: 2", f"parallelism: 1\n  schema.change.behavior: {behavior}")
