@@ -430,7 +430,7 @@ class LocalRunner:
             ChangeBatch(), inflight.resume_at, drop_split_records=bool(entered) and not split.watermarks
         )
         failpoint("schema-change:target-resumed")
-        inflight.advance(Step.RESUMED)
+        inflight.advance(Step.RESUMED, inflight.message)  # why it resumed as it did stays in the history
         history = SchemaChangeHistory(self.state.get("schema_change_history", []))
         history.record(inflight)
         self.state["schema_change_history"] = history.entries

@@ -11,7 +11,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from tests.harness.pipelines import SLUICE, wait_until_in_binlog_phase
+from tests.harness.pipelines import SLUICE, read_state, wait_until_in_binlog_phase
 
 SEED = Path(__file__).parents[3].parent / "shared" / "seeds" / "flink-cdc-3-schema-evolution.md"
 
@@ -52,8 +52,16 @@ def test_the_seed_pipeline_runs_unchanged_into_the_values_sink(tmp_path, mariadb
         start_new_session=True,
     )
     wait_until_in_binlog_phase(process, tmp_path / "state", time.monotonic() + 120)
-    mariadb.execute("INSERT INTO t1 VALUES (13, 'm', NULL)", database=source_db)
-    time.sleep(2)
+    mariadb.execute(
+        "INSERT INTO t1 VALUES (13, 'm', NULL)",
+        "ALTER TABLE t1 ADD COLUMN c0 VARCHAR(255)",
+        "INSERT INTO t1 VALUES (14, 'n', NULL, 'x')",
+        database=source_db,
+    )
+    deadline = time.monotonic() + 60
+    while not read_state(tmp_path / "state").get("schema_change_history") and time.monotonic() < deadline:
+        time.sleep(0.2)
+    time.sleep(1)
     process.send_signal(signal.SIGTERM)
     out, err = process.communicate(timeout=60)
 
@@ -63,3 +71,9 @@ def test_the_seed_pipeline_runs_unchanged_into_the_values_sink(tmp_path, mariadb
     # A TIMESTAMP is shown as its instant in server-time-zone (04:00 UTC is 12:00 at UTC+8).
     assert f"{source_db}.t1> +I[12, 'l', 2024-06-01T12:00:00+08:00]" in lines
     assert f"{source_db}.t1> +I[13, 'm', None]" in lines
+    # The article's ALTER TABLE: the event first, then rows with the new column.
+    added = (
+        f"AddColumnEvent{{tableId={source_db}.t1, addedColumns=[ColumnWithPosition{{column=`c0` VARCHAR(255), "
+        "position=LAST}]}"
+    )
+    assert lines.index(added) < lines.index(f"{source_db}.t1> +I[14, 'n', None, 'x']")

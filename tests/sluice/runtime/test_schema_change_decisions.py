@@ -1,0 +1,146 @@
+"""Decisions that need someone or something to say yes: `manual` waits for the change's id
+in the pipeline file's approved list; evolve and try_evolve part ways when the target
+refuses a change."""
+
+from __future__ import annotations
+
+import signal
+import time
+
+import yaml
+
+from tests.harness import compare
+from tests.harness.pipelines import (
+    kill_pipeline,
+    pipeline_yaml,
+    postgres_sink,
+    read_state,
+    sluice_env,
+    start_sluice,
+    wait_until_in_binlog_phase,
+    write_pipeline,
+)
+
+
+def _wait_for(process, what: str, condition, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert process.poll() is None, process.communicate()[1]
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.2)
+
+
+def _columns(postgresql, db: str) -> list[str]:
+    with postgresql.connect() as conn:
+        rows = conn.execute(
+            "SELECT column_name FROM information_schema.columns WHERE table_schema = %s AND table_name = 't' "
+            "ORDER BY ordinal_position",
+            (db,),
+        ).fetchall()
+    return [c for (c,) in rows]
+
+
+def test_manual_waits_for_approval_in_the_file_and_never_applies_before(tmp_path, mariadb, postgresql, source_db):
+    mariadb.execute("CREATE TABLE t (id INT PRIMARY KEY, v VARCHAR(10))", database=source_db)
+    definition = pipeline_yaml(
+        mariadb,
+        f"{source_db}.t",
+        postgres_sink(postgresql),
+        **{"server-id": "7300-7301", "scan.startup.mode": "latest-offset"},
+    )
+    definition["pipeline"]["schema.change.behavior"] = "manual"
+    path, state = write_pipeline(tmp_path / "p.yaml", definition), tmp_path / "state"
+    env = sluice_env(mariadb, postgresql)
+    process = start_sluice(path, state, env)
+    try:
+        wait_until_in_binlog_phase(process, state, time.monotonic() + 60)
+        mariadb.execute(
+            "INSERT INTO t VALUES (1, 'a')",
+            "ALTER TABLE t DROP COLUMN v",
+            "INSERT INTO t VALUES (2)",
+            database=source_db,
+        )
+        _wait_for(process, "the change to wait", lambda: read_state(state).get("phase") == "SchemaChangePaused")
+        change = read_state(state)["schema_change"]
+        _wait_for(
+            process, "approval to be asked", lambda: read_state(state)["schema_change"]["step"] == "AwaitingApproval"
+        )
+        change = read_state(state)["schema_change"]
+        assert f"add '{change['id']}' to schema-change.approved" in change["message"]
+        time.sleep(2)  # it keeps waiting: nothing after the DDL, and not the DDL, reaches the target
+        assert _columns(postgresql, source_db) == ["id", "v"]
+        assert compare.postgres_rows(postgresql, source_db, "t") == [(1, "a")]
+
+        definition["pipeline"]["schema-change.approved"] = ["mysql-bin.000001:4", change["id"]]
+        path.write_text(yaml.safe_dump(definition, sort_keys=False))
+        _wait_for(
+            process, "the approved change", lambda: compare.postgres_rows(postgresql, source_db, "t") == [(1,), (2,)]
+        )
+        assert _columns(postgresql, source_db) == ["id"]
+        process.send_signal(signal.SIGTERM)
+        _, err = process.communicate(timeout=60)
+    finally:
+        if process.poll() is None:
+            kill_pipeline(process)
+    assert process.returncode == 0, err
+    assert f"schema change {change['id']}" in err and "resumed after it" in err
+    assert [entry["id"] for entry in read_state(state)["schema_change_history"]] == [change["id"]]
+
+
+def test_try_evolve_goes_on_when_the_target_refuses_and_evolve_stops(tmp_path, mariadb, postgresql, source_db):
+    """A view on the target column makes PostgreSQL refuse to change its type."""
+    mariadb.execute("CREATE TABLE t (id INT PRIMARY KEY, qty INT)", database=source_db)
+    env = sluice_env(mariadb, postgresql)
+    outcomes = {}
+    for behavior, ids in (("try_evolve", "7310-7311"), ("evolve", "7312-7313")):
+        definition = pipeline_yaml(
+            mariadb,
+            f"{source_db}.t",
+            postgres_sink(postgresql),
+            **{"server-id": ids, "scan.startup.mode": "latest-offset"},
+        )
+        definition["pipeline"]["schema.change.behavior"] = behavior
+        path, state = write_pipeline(tmp_path / f"{behavior}.yaml", definition), tmp_path / f"state-{behavior}"
+        outcomes[behavior] = (path, state)
+    # Both pipelines write the same target table; each runs on its own below.
+    path, state = outcomes["try_evolve"]
+    process = start_sluice(path, state, env)
+    try:
+        wait_until_in_binlog_phase(process, state, time.monotonic() + 60)
+        with postgresql.connect() as conn:
+            conn.execute(f'CREATE VIEW "{source_db}".v AS SELECT qty FROM "{source_db}".t')
+        mariadb.execute(
+            "INSERT INTO t VALUES (1, 10)",
+            "ALTER TABLE t MODIFY qty BIGINT, ADD COLUMN note VARCHAR(5)",
+            "INSERT INTO t VALUES (2, 20, 'n')",
+            database=source_db,
+        )
+        want = [(1, 10), (2, 20)]
+        _wait_for(
+            process, "rows after the refused change", lambda: compare.postgres_rows(postgresql, source_db, "t") == want
+        )
+        (entry,) = read_state(state)["schema_change_history"]
+        assert "cannot alter type of a column used by a view" in entry["message"]
+        assert _columns(postgresql, source_db) == ["id", "qty"]  # PostgreSQL rolled back the whole change
+        process.send_signal(signal.SIGTERM)
+        process.communicate(timeout=60)
+    finally:
+        if process.poll() is None:
+            kill_pipeline(process)
+
+    path, state = outcomes["evolve"]
+    process = start_sluice(path, state, env)
+    try:
+        wait_until_in_binlog_phase(process, state, time.monotonic() + 60)
+        mariadb.execute(
+            "ALTER TABLE t MODIFY qty DECIMAL(20,0)", "INSERT INTO t VALUES (3, 30, 'm')", database=source_db
+        )
+        _, err = process.communicate(timeout=60)
+    finally:
+        if process.poll() is None:
+            kill_pipeline(process)
+    assert process.returncode == 1
+    assert "the target refused it" in err and "cannot alter type of a column used by a view" in err
+    assert "Traceback" not in err
+    assert read_state(state)["schema_change"]["step"] == "Failed"
+    assert (3, 30) not in compare.postgres_rows(postgresql, source_db, "t")
