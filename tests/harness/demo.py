@@ -1,6 +1,7 @@
 """`make demo`: a local MariaDB with sample data → Sluice on local Spark → a local PostgreSQL.
 
-Shows the snapshot, then changes made on the source while Sluice streams, then the target.
+Shows the snapshot, then changes made on the source while Sluice streams, then a schema
+change (the pipeline pauses, applies it to the target and resumes), then the target.
 """
 
 from __future__ import annotations
@@ -21,12 +22,10 @@ from tests.harness.services import running_services, scratch_directory
 WATCHED = "id <= 6 OR id >= 50000"  # the rows the live changes touch
 
 
-def show(postgresql, title: str) -> list[tuple]:
+def show(postgresql, title: str, columns: str = "id, customer, amount, status") -> list[tuple]:
     with postgresql.connect() as conn:
         (count,) = conn.execute("SELECT count(*) FROM shop.orders").fetchone()
-        rows = conn.execute(
-            f"SELECT id, customer, amount, status FROM shop.orders WHERE {WATCHED} ORDER BY id"
-        ).fetchall()
+        rows = conn.execute(f"SELECT {columns} FROM shop.orders WHERE {WATCHED} ORDER BY id").fetchall()
     print(f"\n--- {title}: shop.orders in PostgreSQL, {count:,} rows; those with {WATCHED}: ---")
     for row in rows:
         print("   ", row)
@@ -76,12 +75,19 @@ def main() -> None:
         )
         wait_for(postgresql, "id = 60000")
         show(postgresql, "after live changes")
+        print("\nchanging the schema while Sluice streams: ALTER TABLE ADD COLUMN, then rows that use it")
+        mariadb.execute(
+            "UPDATE shop.orders SET status = 'paid' WHERE id = 6",
+            "ALTER TABLE shop.orders ADD COLUMN channel VARCHAR(10) AFTER customer",
+            "UPDATE shop.orders SET channel = 'web' WHERE id = 1",
+            "INSERT INTO shop.orders VALUES (60001, 'mobile-user', 'app', 7.25, 'new')",
+        )
+        wait_for(postgresql, "id = 60001")
+        show(postgresql, "after the schema change", "id, customer, channel, amount, status")
         process.send_signal(signal.SIGTERM)
         _, err = process.communicate(timeout=60)
-        print(
-            "\nsluice output:\n"
-            + "\n".join("    " + line for line in err.splitlines() if line.startswith(("snapshot", "binlog")))
-        )
+        shown = ("snapshot", "binlog", "schema change")
+        print("\nsluice output:\n" + "\n".join("    " + line for line in err.splitlines() if line.startswith(shown)))
         print(f"\nsluice exited with {process.returncode} after SIGTERM (changes committed, position saved).")
 
 

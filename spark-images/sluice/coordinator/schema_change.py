@@ -122,7 +122,7 @@ def lenient_events(event: SchemaChangeEvent, schema: TableSchema | None) -> list
     if isinstance(event, (TruncateTable, DropTable)):
         return []
     if isinstance(event, AddColumn):
-        return [AddColumn(event.table_id, dataclasses.replace(event.column, nullable=True))]
+        return [dataclasses.replace(event, column=dataclasses.replace(event.column, nullable=True))]
     if isinstance(event, DropColumn):
         return _nullable(event.table_id, schema, event.name)
     if isinstance(event, RenameColumn):
