@@ -71,6 +71,7 @@ def pipeline_per_sink(
     tables: str,
     sinks: dict[str, tuple[dict[str, Any], str]],
     prefix: str,
+    pipeline_options: dict[str, Any] | None = None,
     **source_options: Any,
 ) -> dict[str, tuple[Path, Path]]:
     """One pipeline over `tables` per named (sink, server-id range): its YAML and state directory."""
@@ -79,6 +80,7 @@ def pipeline_per_sink(
         definition = pipeline_yaml(
             mariadb, tables, sink, name=f"{prefix}-{name}", **source_options, **{"server-id": server_ids}
         )
+        definition["pipeline"].update(pipeline_options or {})
         pipelines[name] = (write_pipeline(directory / f"{name}.yaml", definition), directory / f"state-{name}")
     return pipelines
 

@@ -1,5 +1,6 @@
 """A random OLTP workload on the source: inserts, updates (some changing the primary key),
-deletes and multi-statement transactions, from a seeded generator so failures replay."""
+deletes and multi-statement transactions, and, once allowed, schema changes (ADD, RENAME,
+DROP and MODIFY COLUMN), from a seeded generator so failures replay."""
 
 from __future__ import annotations
 
@@ -50,19 +51,31 @@ def _row(rng: random.Random, key: int) -> tuple:
     )
 
 
+INSERT = "INSERT INTO {table} (id, name, amount, qty, updated, note) VALUES (%s, %s, %s, %s, %s, %s)"
+DDL_RATE = 0.02  # of operations, once schema changes are allowed
+
+
 def _insert(cur, table: str, rows: list[tuple]) -> None:
     if rows:
-        cur.executemany(f"INSERT INTO {table} VALUES (%s, %s, %s, %s, %s, %s)", rows)
+        cur.executemany(INSERT.format(table=table), rows)
 
 
 class RandomWorkload:
     """Runs random changes against tables of TABLE_DDL's shape until stopped."""
 
     def __init__(
-        self, mariadb: MariaDB, db: str, tables: Sequence[str], seed: int, max_key: int, bags: Sequence[str] = ()
+        self,
+        mariadb: MariaDB,
+        db: str,
+        tables: Sequence[str],
+        seed: int,
+        max_key: int,
+        bags: Sequence[str] = (),
+        ddl_tables: Sequence[str] = (),
     ) -> None:
         """`bags`: tables without a key, where an operation touches one of the equal rows
-        (LIMIT 1) and some inserts copy an existing row."""
+        (LIMIT 1) and some inserts copy an existing row. `ddl_tables`: tables whose columns
+        change once `allow_schema_changes` is set."""
         self.mariadb = mariadb
         self.db = db
         self.tables = list(tables)
@@ -73,6 +86,10 @@ class RandomWorkload:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self.error: BaseException | None = None
+        self.ddl_tables = list(ddl_tables)
+        self.allow_schema_changes = threading.Event()
+        self.extras: dict[str, list[str]] = {table: [] for table in ddl_tables}  # columns the DDL added
+        self.schema_changes: list[str] = []
 
     def run(self, operations: int, rate: float = 0) -> None:
         """`rate`: operations per second at most (0: as fast as the server takes them)."""
@@ -94,6 +111,9 @@ class RandomWorkload:
             conn.close()
 
     def _one(self, cur) -> None:
+        if self.ddl_tables and self.allow_schema_changes.is_set() and self.rng.random() < DDL_RATE:
+            self._schema_change(cur, self.rng.choice(self.ddl_tables))
+            return
         table = self.rng.choice(self.tables)
         roll = self.rng.random()
         key = self._existing_key(cur, table)
@@ -103,10 +123,11 @@ class RandomWorkload:
             cur.execute(f"INSERT INTO {table} SELECT * FROM {table} WHERE id = %s LIMIT 1", (key,))
         elif roll < 0.35 or key is None:
             self.next_key += 1
-            cur.execute(f"INSERT INTO {table} VALUES (%s, %s, %s, %s, %s, %s)", _row(self.rng, self.next_key))
+            cur.execute(INSERT.format(table=table), _row(self.rng, self.next_key))
         elif roll < 0.70:
+            extra = "".join(f", {c} = {self.rng.randrange(10**6)}" for c in self.extras.get(table, [])[-1:])
             cur.execute(
-                f"UPDATE {table} SET name = %s, amount = amount + 1, qty = %s WHERE id = %s{one}",
+                f"UPDATE {table} SET name = %s, amount = amount + 1, qty = %s{extra} WHERE id = %s{one}",
                 (f"upd-{self.rng.randrange(10**6)}", self.rng.randrange(1000), key),
             )
         elif roll < 0.82:
@@ -115,6 +136,26 @@ class RandomWorkload:
             cur.execute(f"UPDATE {table} SET id = %s WHERE id = %s{one}", (self.next_key, key))
         else:
             cur.execute(f"DELETE FROM {table} WHERE id = %s{one}", (key,))
+        self.operations += 1
+
+    def _schema_change(self, cur, table: str) -> None:
+        """One DDL on `table`; the workload's own columns stay (only their types widen)."""
+        extras = self.extras[table]
+        roll = self.rng.random()
+        self.next_key += 1
+        if not extras or roll < 0.4:
+            extras.append(f"x{self.next_key}")
+            ddl = f"ALTER TABLE {table} ADD COLUMN {extras[-1]} INT"
+        elif roll < 0.6:
+            old, extras[-1] = extras[-1], f"x{self.next_key}"
+            ddl = f"ALTER TABLE {table} RENAME COLUMN {old} TO {extras[-1]}"
+        elif roll < 0.8:
+            ddl = f"ALTER TABLE {table} DROP COLUMN {extras.pop(0)}"
+        else:
+            column = self.rng.choice([*extras, "qty"])
+            ddl = f"ALTER TABLE {table} MODIFY {column} {self.rng.choice(['BIGINT', 'INT', 'DECIMAL(20,0)'])}"
+        cur.execute(ddl)
+        self.schema_changes.append(ddl)
         self.operations += 1
 
     def _existing_key(self, cur, table: str) -> int | None:

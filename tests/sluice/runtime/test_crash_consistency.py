@@ -1,6 +1,7 @@
 """The core correctness test: random writes while pipelines snapshot, switch to the binlog
 and stream, each pipeline SIGKILLed again and again and restarted; at the end every
-target equals the source row for row.
+target equals the source row for row. Once every pipeline streams, the writes include
+schema changes (ADD, RENAME, DROP, MODIFY COLUMN) on random tables, applied by evolve.
 
 CI runs it with a fixed seed and a small size. `make soak` runs it bigger with a random
 seed: SLUICE_SOAK_SEED, SLUICE_SOAK_ROWS and SLUICE_SOAK_KILLS override the defaults.
@@ -36,6 +37,7 @@ KILLS = int(os.environ.get("SLUICE_SOAK_KILLS", "5"))
 # Table -> how `id` identifies its rows (see workload.KEYS).
 TABLES = {"orders": "primary", "customers": "primary", "shipments": "primary", "items": "unique", "events": "bag"}
 BAGS = [table for table, key in TABLES.items() if key == "bag"]
+DDL_TABLES = [table for table in TABLES if table not in BAGS]
 CHUNK = max(ROWS // 8, 100)
 WRITES_PER_SECOND = 150
 
@@ -109,14 +111,19 @@ def test_targets_equal_the_source_after_repeated_sigkills(tmp_path, mariadb, mar
         f"{source_db}.({'|'.join(TABLES)})",
         sinks,
         "crash",
+        pipeline_options={"schema.change.behavior": "evolve"},
         **{
             "scan.incremental.snapshot.chunk.size": CHUNK,
             "scan.incremental.snapshot.chunk.key-column": ";".join(f"{source_db}.{t}:id" for t in BAGS),
         },
     )
 
-    workload = RandomWorkload(mariadb, source_db, list(TABLES), seed=SEED, max_key=ROWS * 10, bags=BAGS)
+    workload = RandomWorkload(
+        mariadb, source_db, list(TABLES), seed=SEED, max_key=ROWS * 10, bags=BAGS, ddl_tables=DDL_TABLES
+    )
     workload.start(operations=10**9, rate=WRITES_PER_SECOND)
+    # The snapshot reads with the schema it planned with: schema changes wait for the binlog.
+    threading.Thread(target=_allow_schema_changes, args=(pipelines, workload), daemon=True).start()
     final: dict = {}
     threads = [
         threading.Thread(target=_run_with_kills, args=(name, path, state, env, SEED + i, final))
@@ -131,6 +138,8 @@ def test_targets_equal_the_source_after_repeated_sigkills(tmp_path, mariadb, mar
     time.sleep(2)  # some streaming after the last restart
     workload.join()
     print(f"seed {SEED}: {workload.operations} random operations on {len(TABLES)} tables of {ROWS} rows")
+    print(f"{len(workload.schema_changes)} schema changes: {workload.schema_changes}")
+    assert workload.schema_changes, "no schema change ran while the pipelines streamed"
 
     conn = mariadb.connect()
     end = current_offset(conn)
@@ -153,6 +162,12 @@ def test_targets_equal_the_source_after_repeated_sigkills(tmp_path, mariadb, mar
         changelog = read_changelog(lake, f"{source_db}.{table}")
         replayed = compare.replay_changelog(changelog, key=None if table in BAGS else "id")
         assert replayed == expected, f"parquet {table}: " + compare.diff(expected, replayed)
+
+
+def _allow_schema_changes(pipelines: dict, workload: RandomWorkload) -> None:
+    while not all("binlog" in read_state(state) for _, state in pipelines.values()):
+        time.sleep(0.1)
+    workload.allow_schema_changes.set()
 
 
 def _caught_up(state: dict, end: BinlogOffset) -> bool:

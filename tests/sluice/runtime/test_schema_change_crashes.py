@@ -46,10 +46,14 @@ def test_a_crash_at_each_step_applies_the_change_once(
         "mariadb": (mysql_sink(mariadb_target), f"{ids + 2}-{ids + 3}"),
     }
     pipelines = pipeline_per_sink(
-        tmp_path, mariadb, f"{source_db}.t", sinks, f"crash-{ids}", **{"scan.startup.mode": "latest-offset"}
+        tmp_path,
+        mariadb,
+        f"{source_db}.t",
+        sinks,
+        f"crash-{ids}",
+        pipeline_options={"parallelism": 1, "schema.change.behavior": "evolve"},
+        **{"scan.startup.mode": "latest-offset"},
     )
-    for path, _ in pipelines.values():
-        path.write_text(path.read_text().replace("parallelism: 2", "parallelism: 1\n  schema.change.behavior: evolve"))
     env = sluice_env(mariadb, postgresql, mariadb_target)
     crashing = {
         name: start_sluice(path, state, {**env, "SLUICE_FAILPOINT": failpoint})
