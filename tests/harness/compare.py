@@ -50,6 +50,16 @@ def postgres_rows(postgresql: PostgreSQL, schema: str, table: str) -> list[tuple
         return _rows(conn.execute(f'SELECT * FROM "{schema}"."{table}"').fetchall())
 
 
+def postgres_columns(postgresql: PostgreSQL, schema: str, table: str) -> list[str]:
+    with postgresql.connect() as conn:
+        rows = conn.execute(
+            "SELECT column_name FROM information_schema.columns WHERE table_schema = %s AND table_name = %s "
+            "ORDER BY ordinal_position",
+            (schema, table),
+        ).fetchall()
+    return [name for (name,) in rows]
+
+
 def diff(expected: list[tuple], actual: list[tuple], limit: int = 5) -> str:
     """A short description of how two row lists differ (for assertion messages)."""
     missing = sorted(set(expected) - set(actual))

@@ -172,13 +172,13 @@ def stream_until_equal(
     pipelines: dict[str, tuple[Path, Path]],
     env: dict[str, str],
     write: Callable[[], None],
-    expected: Callable[[], list[tuple]],
-    targets: dict[str, Callable[[], list[tuple]]],
+    expected: Callable[[], Any],
+    targets: dict[str, Callable[[], Any]],
     timeout: float = 240,
 ) -> None:
     """Starts every pipeline, calls `write` once all of them stream, waits until each
-    pipeline's target (same name) reads equal to `expected()`, then stops them with SIGTERM
-    and checks they exit 0."""
+    pipeline's target (same name) reads equal to `expected()` (rows, or any value that
+    describes the target), then stops them with SIGTERM and checks they exit 0."""
     processes = {name: start_sluice(path, state, env) for name, (path, state) in pipelines.items()}
     try:
         deadline = time.monotonic() + timeout
@@ -189,7 +189,8 @@ def stream_until_equal(
         for name, rows in targets.items():
             while (actual := rows()) != want:
                 assert processes[name].poll() is None, f"{name}: {processes[name].communicate()[1]}"
-                assert time.monotonic() < deadline, f"{name}: {diff(want, actual)}"
+                differs = diff(want, actual) if isinstance(want, list) else f"{actual} != {want}"
+                assert time.monotonic() < deadline, f"{name}: {differs}"
                 time.sleep(0.2)
         for name, process in processes.items():
             process.send_signal(signal.SIGTERM)

@@ -99,10 +99,4 @@ def test_a_crash_at_each_step_applies_the_change_once(
     finally:
         for process in reruns.values():
             kill_pipeline(process)
-    with postgresql.connect() as conn:
-        columns = conn.execute(
-            "SELECT column_name FROM information_schema.columns WHERE table_schema = %s AND table_name = 't' "
-            "ORDER BY ordinal_position",
-            (source_db,),
-        ).fetchall()
-    assert [c for (c,) in columns] == ["id", "w", "c0"]
+    assert compare.postgres_columns(postgresql, source_db, "t") == ["id", "w", "c0"]

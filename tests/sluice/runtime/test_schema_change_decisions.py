@@ -30,16 +30,6 @@ def _wait_for(process, what: str, condition, timeout: float = 60) -> None:
         time.sleep(0.2)
 
 
-def _columns(postgresql, db: str) -> list[str]:
-    with postgresql.connect() as conn:
-        rows = conn.execute(
-            "SELECT column_name FROM information_schema.columns WHERE table_schema = %s AND table_name = 't' "
-            "ORDER BY ordinal_position",
-            (db,),
-        ).fetchall()
-    return [c for (c,) in rows]
-
-
 def test_manual_waits_for_approval_in_the_file_and_never_applies_before(tmp_path, mariadb, postgresql, source_db):
     mariadb.execute("CREATE TABLE t (id INT PRIMARY KEY, v VARCHAR(10))", database=source_db)
     definition = pipeline_yaml(
@@ -68,7 +58,7 @@ def test_manual_waits_for_approval_in_the_file_and_never_applies_before(tmp_path
         change = read_state(state)["schema_change"]
         assert f"add '{change['id']}' to schema-change.approved" in change["message"]
         time.sleep(2)  # it keeps waiting: nothing after the DDL, and not the DDL, reaches the target
-        assert _columns(postgresql, source_db) == ["id", "v"]
+        assert compare.postgres_columns(postgresql, source_db, "t") == ["id", "v"]
         assert compare.postgres_rows(postgresql, source_db, "t") == [(1, "a")]
 
         definition["pipeline"]["schema-change.approved"] = ["mysql-bin.000001:4", change["id"]]
@@ -76,7 +66,7 @@ def test_manual_waits_for_approval_in_the_file_and_never_applies_before(tmp_path
         _wait_for(
             process, "the approved change", lambda: compare.postgres_rows(postgresql, source_db, "t") == [(1,), (2,)]
         )
-        assert _columns(postgresql, source_db) == ["id"]
+        assert compare.postgres_columns(postgresql, source_db, "t") == ["id"]
         process.send_signal(signal.SIGTERM)
         _, err = process.communicate(timeout=60)
     finally:
@@ -121,7 +111,10 @@ def test_try_evolve_goes_on_when_the_target_refuses_and_evolve_stops(tmp_path, m
         )
         (entry,) = read_state(state)["schema_change_history"]
         assert "cannot alter type of a column used by a view" in entry["message"]
-        assert _columns(postgresql, source_db) == ["id", "qty"]  # PostgreSQL rolled back the whole change
+        assert compare.postgres_columns(postgresql, source_db, "t") == [
+            "id",
+            "qty",
+        ]  # PostgreSQL rolled back the whole change
         process.send_signal(signal.SIGTERM)
         process.communicate(timeout=60)
     finally:

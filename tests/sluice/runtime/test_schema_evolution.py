@@ -9,8 +9,6 @@ truncated or dropped tables; ignore, the first schema, with rows projected onto 
 
 from __future__ import annotations
 
-import signal
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -20,14 +18,12 @@ import pytest
 from sluice.sink.parquet import read_changelog
 from tests.harness import compare
 from tests.harness.pipelines import (
-    kill_pipeline,
     mysql_sink,
     pipeline_per_sink,
     postgres_sink,
     read_state,
     sluice_env,
-    start_sluice,
-    wait_until_in_binlog_phase,
+    stream_until_equal,
 )
 
 Table = dict[int, dict[str, Any]]  # id -> column -> value
@@ -173,30 +169,19 @@ def test_each_ddl_reaches_every_target_as_the_behaviour_promises(
         "parquet": parquet_table(lake, source_db),
     }
     env = sluice_env(mariadb, postgresql, mariadb_target)
-    processes = {name: start_sluice(path, state, env) for name, (path, state) in pipelines.items()}
-    try:
-        deadline = time.monotonic() + 180
-        for name, (_, state) in pipelines.items():
-            wait_until_in_binlog_phase(processes[name], state, deadline)
-        mariadb.execute(*SCRIPT, database=source_db)
-        for name, read in readers.items():
-            state = pipelines[name][1]
-            while len(read_state(state).get("schema_change_history", [])) < 6:
-                assert processes[name].poll() is None, f"{name}: {processes[name].communicate()[1]}"
-                assert time.monotonic() < deadline, f"{name}: {read_state(state).get('schema_change')}"
-                time.sleep(0.2)
-            want = EXPECTED[behavior]
-            while (actual := {table: read(table) for table in want}) != want:
-                assert processes[name].poll() is None, f"{name}: {processes[name].communicate()[1]}"
-                assert time.monotonic() < deadline, f"{name}: {actual} != {want}"
-                time.sleep(0.2)
-        for name, process in processes.items():
-            process.send_signal(signal.SIGTERM)
-            _, err = process.communicate(timeout=60)
-            assert process.returncode == 0, f"{name}: {err}"
-    finally:
-        for process in processes.values():
-            if process.poll() is None:
-                kill_pipeline(process)
+    want = EXPECTED[behavior]
+
+    def target(name: str) -> Callable[[], tuple[int, dict]]:
+        """The schema changes the pipeline resolved, and its target's tables."""
+        read, state = readers[name], pipelines[name][1]
+        return lambda: (len(read_state(state).get("schema_change_history", [])), {t: read(t) for t in want})
+
+    stream_until_equal(
+        pipelines,
+        env,
+        lambda: mariadb.execute(*SCRIPT, database=source_db),
+        lambda: (6, want),
+        {name: target(name) for name in readers},
+    )
     if behavior == "evolve":  # the target's columns are the source's
         assert compare.source_rows(mariadb_target, source_db, "t") == compare.source_rows(mariadb, source_db, "t")
