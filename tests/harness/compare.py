@@ -44,10 +44,10 @@ def source_rows(mariadb: MariaDB, db: str, table: str) -> list[tuple]:
     return rows
 
 
-def postgres_rows(postgresql: PostgreSQL, schema: str, table: str) -> list[tuple]:
+def postgres_rows(postgresql: PostgreSQL, schema: str, table: str, columns: str = "*") -> list[tuple]:
     with postgresql.connect() as conn:
         conn.execute("SET TIME ZONE 'UTC'")
-        return _rows(conn.execute(f'SELECT * FROM "{schema}"."{table}"').fetchall())
+        return _rows(conn.execute(f'SELECT {columns} FROM "{schema}"."{table}"').fetchall())
 
 
 def postgres_columns(postgresql: PostgreSQL, schema: str, table: str) -> list[str]:
@@ -103,7 +103,8 @@ def selected_rows(server: MariaDB, db: str, table: str) -> list[tuple]:
     conn = connect_scan(server.endpoint())
     try:
         sql, params = chunk_query(schema, SnapshotSplit(schema.table_id, 0, None, None))
-        return sorted(ChunkScan(conn, sql, params, RowDecoder(schema), 1000), key=lambda row: row[0])
+        by_id = schema.position("id")
+        return sorted(ChunkScan(conn, sql, params, RowDecoder(schema), 1000), key=lambda row: row[by_id])
     finally:
         conn.close()
 
@@ -113,7 +114,9 @@ def typed_rows(rows: list[tuple], schema: TableSchema) -> list[tuple]:
     inet, numeric for unsigned BIGINT, bytea, text for a too-wide decimal) compare with the
     source's values."""
     types = [c.data_type for c in schema.columns]
-    return sorted((tuple(_typed(v, t) for v, t in zip(row, types, strict=True)) for row in rows), key=lambda r: r[0])
+    by_id = schema.position("id")
+    typed = (tuple(_typed(v, t) for v, t in zip(row, types, strict=True)) for row in rows)
+    return sorted(typed, key=lambda r: r[by_id])
 
 
 def _typed(value: Any, data_type: str) -> Any:
