@@ -185,3 +185,36 @@ def test_each_ddl_reaches_every_target_as_the_behaviour_promises(
     )
     if behavior == "evolve":  # the target's columns are the source's
         assert compare.source_rows(mariadb_target, source_db, "t") == compare.source_rows(mariadb, source_db, "t")
+
+
+def test_a_column_added_while_the_pipeline_was_stopped_is_applied_before_the_rows_after_it(
+    tmp_path, mariadb, postgresql, source_db
+):
+    """FLINK-35936: the change sits in the binlog between the stop and the restart; the
+    rerun reads it there, before any row of the new shape."""
+    mariadb.execute("CREATE TABLE t (id INT PRIMARY KEY, v VARCHAR(10))", database=source_db)
+    sinks = {"postgres": (postgres_sink(postgresql), "7130-7131")}
+    pipelines = pipeline_per_sink(
+        tmp_path, mariadb, f"{source_db}.t", sinks, "stopped", {"schema.change.behavior": "evolve"}
+    )
+    env = sluice_env(mariadb, postgresql)
+    stream_until_equal(
+        pipelines,
+        env,
+        lambda: mariadb.execute("INSERT INTO t VALUES (1, 'a')", database=source_db),
+        lambda: [(1, "a")],
+        {"postgres": lambda: compare.postgres_rows(postgresql, source_db, "t")},
+    )
+    mariadb.execute(
+        "ALTER TABLE t ADD COLUMN c0 INT NOT NULL",
+        "INSERT INTO t VALUES (2, 'b', 20)",
+        "UPDATE t SET c0 = 10 WHERE id = 1",
+        database=source_db,
+    )
+    stream_until_equal(
+        pipelines,
+        env,
+        lambda: None,
+        lambda: [(1, "a", 10), (2, "b", 20)],
+        {"postgres": lambda: compare.postgres_rows(postgresql, source_db, "t")},
+    )
