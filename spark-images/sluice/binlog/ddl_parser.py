@@ -125,6 +125,7 @@ def column_from_definition(definition: exp.ColumnDef, primary_key: list[str] | t
     is_key = definition.name in primary_key or any(
         isinstance(c.kind, exp.PrimaryKeyColumnConstraint) for c in _constraints(definition)
     )
+    defaults = [c.kind.this for c in _constraints(definition) if isinstance(c.kind, exp.DefaultColumnConstraint)]
     return Column(
         name=definition.name,
         data_type=data_type,
@@ -133,6 +134,7 @@ def column_from_definition(definition: exp.ColumnDef, primary_key: list[str] | t
         char_length=params[0] if data_type in ("char", "varchar", "binary", "varbinary") and params else None,
         numeric_precision=params[0] if data_type == "decimal" and params else (10 if data_type == "decimal" else None),
         numeric_scale=(params[1] if len(params) > 1 else 0) if data_type == "decimal" else None,
+        default=defaults[0].sql(dialect="mysql") if defaults else None,
     )
 
 

@@ -5,14 +5,17 @@ MySQL-dialect target's DDL (which commits on its own) and the offset that record
 rerun finds the change in place and does not apply it twice.
 
 PostgreSQL cannot place a column FIRST or AFTER another (an added column goes last there),
-and cannot add a NOT NULL column to a table that has rows without a default, so an added
-column is nullable there; a MySQL-dialect target takes both as the source had them.
+and an added column is nullable there (rows of the new shape may come before the old rows
+are updated); a MySQL-dialect target takes both as the source had them. Both fill the rows
+they hold as the source filled its own (the DEFAULT, or MySQL's implicit one).
 """
 
 from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Collection
+
+import sqlglot
 
 from sluice.event.schema_change import (
     AddColumn,
@@ -26,7 +29,7 @@ from sluice.event.schema_change import (
     TruncateTable,
 )
 from sluice.sink.jdbc_dialects import JdbcDialect, MySqlDialect, PostgresDialect
-from sluice.source.schema import TableSchema
+from sluice.source.schema import Column, TableSchema
 
 
 def schema_change_statements(dialect: JdbcDialect, event: SchemaChangeEvent, before: TableSchema | None) -> list[str]:
@@ -54,10 +57,28 @@ def schema_change_statements(dialect: JdbcDialect, event: SchemaChangeEvent, bef
     raise ValueError(f"{event}: no metadata applier for {type(dialect).__name__}")
 
 
+_EMPTY_STRING_TYPES = ("char", "varchar", "tinytext", "text", "mediumtext", "longtext")
+
+
+def _default(column: Column, dialect: str) -> str:
+    """The DEFAULT clause of an added column: the source fills the rows it already has with
+    it, and so must the target. Without one, MySQL fills a NOT NULL column with its type's
+    implicit default (0, ''), which PostgreSQL must be told. (An expression such as
+    CURRENT_TIMESTAMP is evaluated by the target when it applies the change, not at the
+    source's instant.)"""
+    value = column.default
+    if value is None and not column.nullable and dialect == "postgres":
+        value = "0" if column.is_numeric else "''" if column.data_type in _EMPTY_STRING_TYPES else None
+    if value is None:
+        return ""
+    return f" DEFAULT {sqlglot.transpile(value, read='mysql', write=dialect)[0]}"
+
+
 def _postgres(dialect: PostgresDialect, event: SchemaChangeEvent, table: str) -> list[str]:
     if isinstance(event, AddColumn):
-        column = dataclasses.replace(event.column, nullable=True)
-        return [f"ALTER TABLE {table} ADD COLUMN {dialect.quote(column.name)} {dialect.column_type(column)}"]
+        column = event.column
+        name, column_type = dialect.quote(column.name), dialect.column_type(column)
+        return [f"ALTER TABLE {table} ADD COLUMN {name} {column_type}{_default(column, 'postgres')}"]
     if isinstance(event, AlterColumnType):
         name, new_type = dialect.quote(event.column.name), dialect.column_type(event.column)
         null = "DROP NOT NULL" if event.column.nullable else "SET NOT NULL"
@@ -71,7 +92,8 @@ def _postgres(dialect: PostgresDialect, event: SchemaChangeEvent, table: str) ->
 def _mysql(dialect: MySqlDialect, event: SchemaChangeEvent, table: str) -> list[str]:
     if isinstance(event, AddColumn):
         where = {"FIRST": " FIRST", "AFTER": f" AFTER {dialect.quote(event.after or '')}"}.get(event.position, "")
-        return [f"ALTER TABLE {table} ADD COLUMN {_mysql_column(dialect, event.column)}{where}"]
+        default = _default(event.column, "mysql")
+        return [f"ALTER TABLE {table} ADD COLUMN {_mysql_column(dialect, event.column)}{default}{where}"]
     if isinstance(event, AlterColumnType):
         return [f"ALTER TABLE {table} MODIFY COLUMN {_mysql_column(dialect, event.column)}"]
     raise ValueError(f"{event}: no MySQL statement for it")

@@ -21,6 +21,7 @@ class Column:
     char_length: int | None = None
     numeric_precision: int | None = None
     numeric_scale: int | None = None
+    default: str | None = None  # an added column's DEFAULT, as the DDL wrote it (MySQL syntax)
 
     @property
     def unsigned(self) -> bool:

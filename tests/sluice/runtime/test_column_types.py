@@ -81,6 +81,7 @@ def test_every_column_type_reaches_every_target_as_in_the_source(
         "mariadb": lambda: compare.selected_rows(mariadb_target, source_db, "every_type"),
         "parquet": lambda: compare.replay_changelog(read_changelog(lake, schema.table_id), key="id"),
     }
+
     def in_source_form(rows) -> list[tuple] | Exception:
         """The target's rows, or why they cannot be read in the source's shape (yet: before
         the target has the new column, its rows have the old one)."""
