@@ -27,6 +27,22 @@ log = logging.getLogger(__name__)
 ROW_EVENTS = (WriteRowsEvent, UpdateRowsEvent, DeleteRowsEvent)
 
 
+class WatchedTables:
+    """The databases and table names whose rows events the stream parses (others it skips
+    unread). The stream keeps these very lists, so a table that joins the capture (a CREATE
+    TABLE matching `tables`) is watched from the next event on."""
+
+    def __init__(self, schemas: Mapping[str, TableSchema]) -> None:
+        self.databases = sorted({s.database for s in schemas.values()})
+        self.tables = sorted({s.table for s in schemas.values()})
+
+    def add(self, table_id: str) -> None:
+        database, table = table_id.split(".", 1)
+        for names, name in ((self.databases, database), (self.tables, table)):
+            if name not in names:
+                names.append(name)
+
+
 def open_stream(
     endpoint: SourceEndpoint,
     server_id: int,
@@ -37,8 +53,10 @@ def open_stream(
     heartbeat_seconds: float | None = None,
     extra_events: tuple[type, ...] = (),
     gtid_set: str = "",
+    watched: WatchedTables | None = None,
 ) -> BinLogStreamReader:
     """A stream from `start` (file/position), or from just after `gtid_set` when given."""
+    watched = watched or WatchedTables(schemas)
     if gtid_set:
         where = {"auto_position": gtid_set, "is_mariadb": mariadb}
     else:
@@ -51,8 +69,8 @@ def open_stream(
         server_id=server_id,
         blocking=blocking,
         only_events=[*ROW_EVENTS, RotateEvent, *extra_events],
-        only_schemas=sorted({s.database for s in schemas.values()}),
-        only_tables=sorted({s.table for s in schemas.values()}),
+        only_schemas=watched.databases,
+        only_tables=watched.tables,
         slave_heartbeat=heartbeat_seconds,
         enable_logging=False,
         # Parse a table id's table map once, not once per transaction (it costs more than a

@@ -25,12 +25,12 @@ from pymysqlreplication.event import (
 )
 
 from sluice.binlog.ddl_parser import Captured, UnparsableDdl, parse_ddl
-from sluice.binlog.event_reader import ROW_EVENTS, event_start, open_stream, row_changes
+from sluice.binlog.event_reader import ROW_EVENTS, WatchedTables, event_start, open_stream, row_changes
 from sluice.binlog.gtid_state import GtidState, gtid_state
 from sluice.binlog.row_image_decoder import RowImageDecoders
 from sluice.errors import SourceError
 from sluice.event.row_change import RowChange
-from sluice.event.schema_change import SchemaChangeEvent
+from sluice.event.schema_change import CreateTable, SchemaChangeEvent
 from sluice.source.connection import SourceEndpoint
 from sluice.source.offset import BinlogOffset
 from sluice.source.schema import TableSchema
@@ -83,6 +83,7 @@ def read_transactions(
     to `stop_at` if given, else following the binlog. With `captured`, a DDL on a captured
     table comes as a SchemaChange between the transactions around it."""
     decoders = RowImageDecoders(schemas)
+    watched = WatchedTables(schemas)
     stream = open_stream(
         endpoint,
         server_id,
@@ -93,12 +94,13 @@ def read_transactions(
         heartbeat_seconds=heartbeat_seconds if stop_at is None else None,
         extra_events=(XidEvent, QueryEvent, HeartbeatLogEvent, GtidEvent, MariadbGtidEvent),
         gtid_set=start.gtid if by_gtid else "",
+        watched=watched,
     )
     # Without the GTID set at `start` (a MySQL file/position start), no set can be kept.
     gtids = gtid_state(start.gtid, mariadb) if start.gtid else None
     try:
         resume_after = start if start.transaction else None
-        yield from _transactions(stream, decoders, stop_at, stopping, gtids, resume_after, captured)
+        yield from _transactions(stream, decoders, watched, stop_at, stopping, gtids, resume_after, captured)
     except pymysql.err.OperationalError as exc:
         where = f"after GTID set {start.gtid}" if by_gtid else f"from {start}"
         raise replication_error(exc, server_id, where) from exc
@@ -125,7 +127,8 @@ def replication_error(exc: pymysql.err.OperationalError, server_id: int, where: 
 
 def _transactions(
     stream,
-    decoders,
+    decoders: RowImageDecoders,
+    watched: WatchedTables,
     stop_at,
     stopping,
     gtids: GtidState | None,
@@ -189,6 +192,9 @@ def _transactions(
             if change is not None:
                 yield dataclasses.replace(change, resume_at=resume_point(event.packet.log_pos))
                 decoders.evolve(change.events)
+                for event in change.events:
+                    if isinstance(event, CreateTable):
+                        watched.add(event.table_id)
                 began = None
 
 

@@ -28,6 +28,7 @@ from typing import Any
 from sluice.event.schema_change import (
     AddColumn,
     AlterColumnType,
+    CreateTable,
     DropColumn,
     DropTable,
     RenameColumn,
@@ -102,8 +103,9 @@ def _decide(
 ) -> Verdict:
     if behavior == "exception":
         return Verdict(Decision.FAIL, reason="pipeline.schema.change.behavior is exception")
-    if behavior == "ignore":
-        return Verdict(Decision.SKIP, reason="schema.change.behavior is ignore")
+    if behavior == "ignore":  # but a new table's rows need the table (FLINK-37837)
+        created = tuple(e for e in events if isinstance(e, CreateTable))
+        return Verdict(Decision.APPLY if created else Decision.SKIP, created, "schema.change.behavior is ignore")
     if behavior == "manual" and change not in approved:
         return Verdict(
             Decision.WAIT,

@@ -10,6 +10,7 @@ truncated or dropped tables; ignore, the first schema, with rows projected onto 
 from __future__ import annotations
 
 from collections.abc import Callable
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -217,4 +218,43 @@ def test_a_column_added_while_the_pipeline_was_stopped_is_applied_before_the_row
         lambda: None,
         lambda: [(1, "a", 7), (2, "b", 20)],
         {"postgres": lambda: compare.postgres_rows(postgresql, source_db, "t")},
+    )
+
+
+def test_a_table_created_to_match_tables_is_captured_from_its_creation(
+    tmp_path, mariadb, mariadb_target, postgresql, source_db
+):
+    mariadb.execute("CREATE TABLE t1 (id INT PRIMARY KEY)", database=source_db)
+    lake = tmp_path / "lake"
+    sinks = {
+        "postgres": (postgres_sink(postgresql), "7140-7141"),
+        "mariadb": (mysql_sink(mariadb_target), "7142-7143"),
+        "parquet": ({"type": "parquet", "path": str(lake)}, "7144-7145"),
+    }
+    pipelines = pipeline_per_sink(tmp_path, mariadb, f"{source_db}.t\\d+", sinks, "created", {"parallelism": 1})
+
+    def created() -> None:
+        mariadb.execute(
+            "CREATE TABLE t2 (id INT PRIMARY KEY, v VARCHAR(5) NOT NULL, at DATETIME)",
+            "INSERT INTO t2 VALUES (1, 'a', '2026-11-22 10:00:00'), (2, 'b', NULL)",
+            "UPDATE t2 SET v = 'c' WHERE id = 2",
+            "CREATE TABLE other (id INT PRIMARY KEY)",  # outside `tables`
+            "INSERT INTO other VALUES (1)",
+            database=source_db,
+        )
+
+    tables = {"t2", "other"}
+    stream_until_equal(
+        pipelines,
+        sluice_env(mariadb, postgresql, mariadb_target),
+        created,
+        lambda: {
+            "t2": {1: {"id": 1, "v": "a", "at": datetime(2026, 11, 22, 10)}, 2: {"id": 2, "v": "c", "at": None}},
+            "other": None,
+        },
+        {
+            "postgres": lambda: {t: postgres_table(postgresql, source_db)(t) for t in tables},
+            "mariadb": lambda: {t: mariadb_table(mariadb_target, source_db)(t) for t in tables},
+            "parquet": lambda: {t: parquet_table(lake, source_db)(t) for t in tables},
+        },
     )
