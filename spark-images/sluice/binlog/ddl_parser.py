@@ -10,6 +10,7 @@ never a silent skip.
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import Callable
 
@@ -29,6 +30,10 @@ from sluice.event.schema_change import (
 )
 from sluice.source.schema import Column
 
+# sqlglot warns on stderr about every statement it reads only as a command (GRANT, CREATE
+# USER, ...): those are no schema change, and the CLI's output is no place for them.
+logging.getLogger("sqlglot").setLevel(logging.ERROR)
+
 Captured = Callable[[str, str], bool]  # (database, table) -> whether the pipeline captures it
 
 # Alterations that leave the columns as they are.
@@ -46,13 +51,19 @@ class UnparsableDdl(ValueError):
         self.statement = statement
 
 
+# MariaDB types sqlglot does not know, read as a SET of one marker value and turned back.
+_MARIADB_TYPES = re.compile(r"\b(INET4|INET6)\b", re.IGNORECASE)
+_MARKED_TYPE = re.compile(r"^set\('sluice:(inet4|inet6)'\)$")
+
+
 def parse_ddl(statement: str, default_database: str, captured: Captured) -> list[SchemaChangeEvent]:
     """The schema change events `statement` makes on captured tables (maybe none)."""
     renamed = _RENAME_TABLES.match(statement)
     if renamed:
         return _rename_tables(renamed.group(1), default_database, captured, statement)
+    readable = _MARIADB_TYPES.sub(lambda m: f"SET('sluice:{m.group(1).lower()}')", statement)
     try:
-        tree = sqlglot.parse_one(statement, read="mysql", error_level=sqlglot.ErrorLevel.RAISE)
+        tree = sqlglot.parse_one(readable, read="mysql", error_level=sqlglot.ErrorLevel.RAISE)
     except sqlglot.errors.SqlglotError as exc:
         raise UnparsableDdl(statement, str(exc).splitlines()[0]) from exc
     if isinstance(tree, exp.Alter) and tree.args.get("kind") == "TABLE":
@@ -116,6 +127,9 @@ def column_from_definition(definition: exp.ColumnDef, primary_key: list[str] | t
     """A Column as information_schema would describe it, from a column definition."""
     kind = definition.args["kind"]
     column_type = kind.sql(dialect="mysql").lower().replace(", ", ",")
+    marked = _MARKED_TYPE.match(column_type)
+    if marked:
+        column_type = marked.group(1)
     data_type = re.split(r"[\s(]", column_type, maxsplit=1)[0]
     params = [int(p.this.name) for p in kind.expressions if isinstance(p, exp.DataTypeParam) and p.this.is_int]
     not_null = any(

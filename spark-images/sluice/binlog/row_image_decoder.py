@@ -452,6 +452,10 @@ class RowImageDecoders:
         self._current: dict[str, tuple[Any, RowImageDecoder]] = {}
         self._compiled: dict[tuple[str, tuple], RowImageDecoder] = {}
 
+    def columns(self, database: str, table: str) -> tuple[str, ...]:
+        schema = self._schemas.get(f"{database}.{table}")
+        return schema.column_names if schema else ()
+
     def evolve(self, events: Sequence[SchemaChangeEvent]) -> None:
         changed = {e.table_id for e in events} | {e.new_table_id for e in events if isinstance(e, RenameTable)}
         self._schemas = apply_events(self._schemas, events)

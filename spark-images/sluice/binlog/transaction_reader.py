@@ -30,7 +30,7 @@ from sluice.binlog.gtid_state import GtidState, gtid_state
 from sluice.binlog.row_image_decoder import RowImageDecoders
 from sluice.errors import SourceError
 from sluice.event.row_change import RowChange
-from sluice.event.schema_change import CreateTable, SchemaChangeEvent
+from sluice.event.schema_change import CreateTable, SchemaChangeEvent, is_reflected
 from sluice.source.connection import SourceEndpoint
 from sluice.source.offset import BinlogOffset
 from sluice.source.schema import TableSchema
@@ -188,7 +188,7 @@ def _transactions(
             changes = []
             began = None
         elif isinstance(event, QueryEvent) and captured is not None:
-            change = _schema_change(stream, event, captured)
+            change = _schema_change(stream, event, captured, decoders)
             if change is not None:
                 yield dataclasses.replace(change, resume_at=resume_point(event.packet.log_pos))
                 decoders.evolve(change.events)
@@ -198,11 +198,14 @@ def _transactions(
                 began = None
 
 
-def _schema_change(stream, event: QueryEvent, captured: Captured) -> SchemaChange | None:
-    """The DDL in `event` as a SchemaChange, if it touches a captured table (resume_at unset)."""
+def _schema_change(stream, event: QueryEvent, captured: Captured, decoders: RowImageDecoders) -> SchemaChange | None:
+    """The DDL in `event` as a SchemaChange, if it changes a captured table (resume_at
+    unset). What the schemas already show is left out: a run started at an older position
+    (earliest-offset, timestamp) reads the history of tables it found as they are now."""
     database = event.schema.decode() if isinstance(event.schema, bytes) else str(event.schema or "")
     try:
-        events, problem = tuple(parse_ddl(event.query, database, captured)), ""
+        parsed = parse_ddl(event.query, database, captured)
+        events, problem = tuple(e for e in parsed if not is_reflected(e, decoders.columns)), ""
     except UnparsableDdl as exc:
         events, problem = (), str(exc)
     if not events and not problem:

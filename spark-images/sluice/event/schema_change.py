@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -219,3 +219,23 @@ def apply_events(schemas: Mapping[str, TableSchema], events: Iterable[SchemaChan
         if after is not None:
             result[after.table_id] = after
     return result
+
+
+def is_reflected(event: SchemaChangeEvent, columns: Callable[[str, str], Collection[str]]) -> bool:
+    """Whether a table already shows `event`; `columns(database, table)` gives its column
+    names (none when there is no such table). The metadata appliers ask it of the target
+    (to apply a change once across a crash), the binlog reader of its schemas (a history
+    read from before the pipeline found its tables repeats what they already show).
+    Type changes and TRUNCATE say no: doing them again changes nothing."""
+    present = columns(*event.table_id.split(".", 1))
+    if isinstance(event, CreateTable):
+        return bool(present)
+    if isinstance(event, AddColumn):
+        return event.column.name in present
+    if isinstance(event, DropColumn):
+        return bool(present) and event.name not in present
+    if isinstance(event, RenameColumn):
+        return bool(present) and event.old_name not in present and event.new_name in present
+    if isinstance(event, RenameTable):
+        return not present and bool(columns(*event.new_table_id.split(".", 1)))
+    return False

@@ -18,11 +18,11 @@ from typing import Any
 
 from sluice.errors import SinkError
 from sluice.event.row_change import RowKind
-from sluice.event.schema_change import SchemaChangeEvent, apply_events
+from sluice.event.schema_change import SchemaChangeEvent, apply_events, is_reflected
 from sluice.pipeline.jdbc_url import JdbcUrl, parse_jdbc_url
 from sluice.sink.base import ChangeBatch, SchemaChangeRefused, Sink, SinkWriter
 from sluice.sink.jdbc_dialects import DIALECTS, JdbcDialect
-from sluice.sink.metadata_applier import is_applied, schema_change_statements
+from sluice.sink.metadata_applier import schema_change_statements
 from sluice.snapshot.snapshot_split import SnapshotSplit
 from sluice.source.offset import BinlogOffset
 from sluice.source.row_decoding import Row, RowDecoder
@@ -137,7 +137,7 @@ class JdbcWriter(SinkWriter):
         for applied, event in enumerate(events):
             schema = schemas.get(event.table_id)
             try:
-                if not is_applied(event, schema, lambda db, table: dialect.column_names(cur, db, table)):
+                if not is_reflected(event, lambda db, table: dialect.column_names(cur, db, table)):
                     for statement in schema_change_statements(dialect, event, schema):
                         cur.execute(statement)
             except Exception as exc:

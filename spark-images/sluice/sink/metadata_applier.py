@@ -1,6 +1,6 @@
 """The jdbc sinks' metadata appliers: a schema change event as the target's DDL.
 
-Applying is made idempotent by looking first (`is_applied`): after a crash between a
+Applying is made idempotent by looking first (`is_reflected`): after a crash between a
 MySQL-dialect target's DDL (which commits on its own) and the offset that records it, the
 rerun finds the change in place and does not apply it twice.
 
@@ -13,7 +13,6 @@ they hold as the source filled its own (the DEFAULT, or MySQL's implicit one).
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Collection
 
 import sqlglot
 
@@ -113,24 +112,3 @@ def _rename_table(dialect: JdbcDialect, before: TableSchema, after: TableSchema)
             statements.append(f"ALTER TABLE {dialect.target_table(moved)} RENAME TO {dialect.quote(after.table)}")
         return statements
     return [*statements, f"RENAME TABLE {dialect.target_table(before)} TO {dialect.target_table(after)}"]
-
-
-def is_applied(
-    event: SchemaChangeEvent, before: TableSchema | None, columns: Callable[[str, str], Collection[str]]
-) -> bool:
-    """Whether the target already shows `event`; `columns(database, table)` gives the
-    target table's column names (none when there is no such table). Events whose
-    statements are idempotent themselves (type changes, TRUNCATE, IF [NOT] EXISTS) say no."""
-    if before is None:
-        return False
-    present = columns(before.database, before.table)
-    if isinstance(event, AddColumn):
-        return event.column.name in present
-    if isinstance(event, DropColumn):
-        return event.name not in present
-    if isinstance(event, RenameColumn):
-        return event.old_name not in present and event.new_name in present
-    if isinstance(event, RenameTable):
-        database, table = event.new_table_id.split(".", 1)
-        return not present and bool(columns(database, table))
-    return False

@@ -41,6 +41,14 @@ def test_add_column_with_its_position_and_type():
     )
 
 
+def test_defaults_and_mariadb_only_types_are_kept():
+    (inet, default) = parse("ALTER TABLE t1 ADD COLUMN ip INET6 NOT NULL, ADD c VARCHAR(5) DEFAULT 'web'")
+    assert (inet.column.data_type, inet.column.column_type, inet.column.nullable) == ("inet6", "inet6", False)
+    assert default.column.default == "'web'"
+    (created,) = parse("CREATE TABLE t9 (id INT PRIMARY KEY, a INET4, u UUID)")
+    assert [c.column_type for c in created.columns] == ["int", "inet4", "uuid"]
+
+
 def test_several_alterations_in_one_statement_are_several_events_in_order():
     events = parse("ALTER TABLE app.t2 DROP COLUMN a, RENAME COLUMN b TO c, MODIFY d BIGINT, CHANGE e f TEXT")
     assert events == [

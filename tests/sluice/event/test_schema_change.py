@@ -2,7 +2,15 @@
 
 from __future__ import annotations
 
-from sluice.event.schema_change import AddColumn, DropColumn, DropTable, RenameColumn, RenameTable
+from sluice.event.schema_change import (
+    AddColumn,
+    CreateTable,
+    DropColumn,
+    DropTable,
+    RenameColumn,
+    RenameTable,
+    is_reflected,
+)
 from sluice.source.schema import Column, TableSchema
 
 SCHEMA = TableSchema(
@@ -28,3 +36,22 @@ def test_events_print_as_flink_cdc_prints_them():
         "position=AFTER `id`}]}"
     )
     assert str(DropColumn("app.t1", "c0")) == "DropColumnEvent{tableId=app.t1, droppedColumnNames=['c0']}"
+
+
+def test_an_event_a_table_already_shows_is_recognised():
+    """What makes applying idempotent across a crash, and history read from an older
+    position harmless."""
+    tables = {("app", "t1"): ("id", "name")}
+
+    def columns(database: str, table: str) -> tuple[str, ...]:
+        return tables.get((database, table), ())
+
+    created = CreateTable("app.t1", SCHEMA.columns, ("id",))
+    assert is_reflected(created, columns) and not is_reflected(CreateTable("app.t2", SCHEMA.columns, ()), columns)
+    assert is_reflected(AddColumn("app.t1", Column("name", "text", "text", True)), columns)
+    assert not is_reflected(AddColumn("app.t1", Column("c0", "int", "int", True)), columns)
+    assert is_reflected(DropColumn("app.t1", "c0"), columns) and not is_reflected(DropColumn("app.t1", "name"), columns)
+    assert is_reflected(RenameColumn("app.t1", "old", "name"), columns)
+    assert not is_reflected(RenameColumn("app.t1", "name", "title"), columns)
+    assert is_reflected(RenameTable("app.t0", "app.t1"), columns)
+    assert not is_reflected(DropColumn("app.t3", "c0"), columns)  # no such table: nothing shown
