@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import signal
+import sys
 import threading
 from collections.abc import Collection
 from pathlib import Path
@@ -49,6 +50,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 SOURCE_ADDRESS = ("source.hostname", "source.port")
+CAPTURE = ("source.tables", "source.tables.exclude")  # may change once the pipeline streams
 APPROVAL_POLL_SECONDS = 1.0  # how often a waiting `manual` change reads the approvals again
 
 
@@ -80,6 +82,7 @@ class LocalRunner:
         self.state: dict[str, Any] = {}
         self.stopping = threading.Event()
         self._spark: SparkSession | None = None
+        self._capture_changed = False
 
     def run(self) -> None:
         """Runs until the pipeline is done or SIGTERM/SIGINT: then what is in flight (Spark
@@ -99,6 +102,8 @@ class LocalRunner:
         try:
             check_binlog_settings(conn)
             check_privileges(conn)
+            if self._capture_changed:
+                self._change_capture(conn)
             if "tables" in self.state:  # a rerun: grants may have changed since discovery
                 check_select(conn, list(self.state["tables"]))
             if startup.takes_snapshot:
@@ -156,6 +161,10 @@ class LocalRunner:
             if key in SOURCE_ADDRESS and self._resumes_by_gtid():
                 saved[key] = value  # a failover: the set means the same on the promoted server
                 continue
+            if key in CAPTURE and self._streams_past_the_snapshot():
+                saved[key] = value  # tables join or leave the capture: _change_capture
+                self._capture_changed = True
+                continue
             raise SluiceError(
                 f"{key} changed from '{saved[key]}' to '{value}' since --state-dir {self.store.directory} was "
                 "written; its progress belongs to the old value: put the old value back, or run the changed "
@@ -163,9 +172,14 @@ class LocalRunner:
                 + (
                     " (another source address is taken once the pipeline streams by GTID)"
                     if key in SOURCE_ADDRESS
+                    else " (the tables may change once the pipeline streams past its snapshot)"
+                    if key in CAPTURE
                     else ""
                 )
             )
+
+    def _streams_past_the_snapshot(self) -> bool:
+        return "binlog" in self.state and "snapshot" not in self.state and "stop_at" not in self.state
 
     def _resumes_by_gtid(self) -> bool:
         """Past the snapshot's watermarks with a GTID set: the position means the same on
@@ -200,6 +214,33 @@ class LocalRunner:
         check_select(conn, [s.table_id for s in schemas])
         self.state["tables"] = {s.table_id: s.to_json() for s in schemas}
         return schemas
+
+    def _change_capture(self, conn) -> None:
+        """`tables` changed on a streaming pipeline. Tables it no longer selects leave the
+        capture (their targets stay); tables it newly selects join it: in `initial` mode
+        they are snapshotted first, and the binlog reader then takes them with the emit rule
+        from where it is (Flink CDC's scan.newly-added-table.enabled). The other tables are
+        not read again."""
+        known = self._saved_tables()
+        selected = {s.table_id: s for s in discover_tables(conn, self.definition.source)}
+        added = [schema for table_id, schema in selected.items() if table_id not in known]
+        removed = [table_id for table_id in known if table_id not in selected]
+        check_select(conn, [s.table_id for s in added])
+        for key in ("tables", "target_tables"):
+            if key in self.state:
+                kept = {t: s for t, s in self.state[key].items() if t in selected}
+                self.state[key] = {**kept, **{s.table_id: s.to_json() for s in added}}
+        if added and self.definition.source.startup.takes_snapshot:
+            chunk_size = self.definition.source.chunk_size
+            splits = [s for schema in added for s in split_table(conn, schema, chunk_size)]
+            self.state["snapshot"] = SnapshotAssignerState.plan(added, splits).to_json()
+            self.state["adding_tables"] = [s.table_id for s in added]
+        self.store.save(self.state)
+        if added or removed:
+            sys.stderr.write(
+                f"capture: {len(added)} tables added ({', '.join(s.table_id for s in added) or '-'}), "
+                f"{len(removed)} removed ({', '.join(removed) or '-'})\n"
+            )
 
     def _saved_tables(self) -> dict[str, TableSchema]:
         return {t: TableSchema.from_json(s) for t, s in self.state["tables"].items()}
@@ -290,7 +331,14 @@ class LocalRunner:
 
     def _binlog_split(self, conn, snapshot: SnapshotAssignerState | None) -> BinlogSplit:
         if "binlog" in self.state:
-            return BinlogSplit.from_json(self.state["binlog"])
+            split = BinlogSplit.from_json(self.state["binlog"])
+            if snapshot is not None and self.state.pop("adding_tables", None):
+                # Tables added to a streaming pipeline: the reader goes on from where it is,
+                # which is before their high watermarks, so their emit rule holds.
+                split.watermarks.update(snapshot.binlog_split().watermarks)
+                self.state["binlog"] = split.to_json()
+                self.store.save(self.state)
+            return split
         if snapshot is not None:
             split = snapshot.binlog_split()
             if not self.definition.source.startup.streams:

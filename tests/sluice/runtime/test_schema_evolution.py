@@ -9,21 +9,26 @@ truncated or dropped tables; ignore, the first schema, with rows projected onto 
 
 from __future__ import annotations
 
+import signal
+import time
 from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from sluice.sink.parquet import read_changelog
 from tests.harness import compare
 from tests.harness.pipelines import (
+    kill_pipeline,
     mysql_sink,
     pipeline_per_sink,
     postgres_sink,
     read_state,
     sluice_env,
+    start_sluice,
     stream_until_equal,
 )
 
@@ -258,3 +263,62 @@ def test_a_table_created_to_match_tables_is_captured_from_its_creation(
             "parquet": lambda: {t: parquet_table(lake, source_db)(t) for t in tables},
         },
     )
+
+
+def test_a_table_added_to_tables_is_snapshotted_and_joins_the_binlog_alone(tmp_path, mariadb, postgresql, source_db):
+    """Flink CDC's scan.newly-added-table.enabled: the rerun snapshots only the new table,
+    while its rows change, and streams it from there; the table already captured is not
+    read again. A table taken out of `tables` leaves the capture."""
+    mariadb.execute(
+        "CREATE TABLE t1 (id INT PRIMARY KEY, v INT)",
+        "INSERT INTO t1 VALUES " + ", ".join(f"({i}, {i})" for i in range(50)),
+        "CREATE TABLE t2 (id INT PRIMARY KEY, v INT)",
+        "INSERT INTO t2 VALUES " + ", ".join(f"({i}, {i})" for i in range(30)),
+        database=source_db,
+    )
+    sinks = {"postgres": (postgres_sink(postgresql), "7150-7151")}
+    options = {"scan.incremental.snapshot.chunk.size": 10}
+    pipelines = pipeline_per_sink(tmp_path, mariadb, f"{source_db}.t1", sinks, "added", **options)
+    env = sluice_env(mariadb, postgresql)
+    t1 = lambda: compare.postgres_rows(postgresql, source_db, "t1")  # noqa: E731
+    stream_until_equal(
+        pipelines,
+        env,
+        lambda: mariadb.execute("UPDATE t1 SET v = -1 WHERE id = 1", database=source_db),
+        lambda: compare.source_rows(mariadb, source_db, "t1"),
+        {"postgres": t1},
+    )
+
+    path, state = pipelines["postgres"]
+    definition = yaml.safe_load(path.read_text())
+    definition["source"]["tables"] = f"{source_db}.t2"
+    path.write_text(yaml.safe_dump(definition))
+    process = start_sluice(path, state, env)
+    try:
+        deadline = time.monotonic() + 120
+
+        def saved(condition) -> None:
+            while not condition(read_state(state)):
+                assert process.poll() is None, process.communicate()[1]
+                assert time.monotonic() < deadline, read_state(state)
+                time.sleep(0.05)
+
+        saved(lambda s: s["definition"]["source.tables"] == f"{source_db}.t2")  # planned, Spark starting
+        mariadb.execute("UPDATE t2 SET v = -2 WHERE id < 5", "DELETE FROM t2 WHERE id = 7", database=source_db)
+        saved(lambda s: "adding_tables" not in s)  # snapshotted, streaming
+        mariadb.execute("INSERT INTO t2 VALUES (100, 100)", "UPDATE t1 SET v = -3", database=source_db)
+        want = compare.source_rows(mariadb, source_db, "t2")
+        while (actual := compare.postgres_rows(postgresql, source_db, "t2")) != want:
+            assert process.poll() is None, process.communicate()[1]
+            assert time.monotonic() < deadline, compare.diff(want, actual)
+            time.sleep(0.2)
+        process.send_signal(signal.SIGTERM)
+        _, err = process.communicate(timeout=60)
+    finally:
+        if process.poll() is None:
+            kill_pipeline(process)
+    assert process.returncode == 0, err
+    assert f"capture: 1 tables added ({source_db}.t2), 1 removed ({source_db}.t1)" in err
+    assert "snapshot: 3/3 splits" in err  # t2's chunks only
+    assert (1, -1) in t1() and (2, 2) in t1()  # t1 left the capture: its later update is not in the target
+    assert list(read_state(state)["tables"]) == [f"{source_db}.t2"]
