@@ -15,3 +15,20 @@ class SourceError(SluiceError):
 
 class SinkError(SluiceError):
     """The target refused or lost something."""
+
+
+class SchemaDrift(SourceError):
+    """A table's columns changed while the snapshot read it: its splits are read again once
+    the binlog reader has brought the target to the new columns."""
+
+    def __init__(self, table_id: str) -> None:
+        super().__init__(f"{table_id} changed during the snapshot")
+        self.table_id = table_id
+
+    @classmethod
+    def in_text(cls, text: str) -> str | None:
+        """The table of a SchemaDrift named in a (Spark task's) error text, if any."""
+        marker = f"{cls.__module__}.{cls.__name__}: "
+        if marker not in text:
+            return None
+        return text.split(marker, 1)[1].split(" ", 1)[0]

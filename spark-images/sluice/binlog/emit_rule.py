@@ -19,6 +19,10 @@ from sluice.source.offset import BinlogOffset
 from sluice.source.row_decoding import RowDecoder
 from sluice.source.schema import TableSchema
 
+# The high watermark of a chunk that will be read again (its table changed during the
+# snapshot): after every real position, so the emit rule leaves every change in it to that read.
+PENDING = BinlogOffset("pending-reread.999999999999", 0)
+
 
 @dataclass
 class TableWatermarks:

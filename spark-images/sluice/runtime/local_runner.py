@@ -26,7 +26,7 @@ from sluice.coordinator.schema_change import (
     change_id,
     coordinate,
 )
-from sluice.errors import DefinitionError, SluiceError
+from sluice.errors import DefinitionError, SchemaDrift, SluiceError
 from sluice.event.schema_change import SchemaChangeEvent
 from sluice.failpoints import failpoint
 from sluice.pipeline.definition import PipelineDefinition, load_definition
@@ -35,12 +35,13 @@ from sluice.runtime.progress import BinlogProgress
 from sluice.sink.base import ChangeBatch, SchemaChangeRefused, Sink, SinkWriter
 from sluice.sink.factory import create_sink
 from sluice.snapshot.chunk_splitter import split_table
-from sluice.snapshot.snapshot_split import SplitResult
+from sluice.snapshot.snapshot_split import SplitResult, SplitTask
 from sluice.snapshot.snapshot_split_assigner import SnapshotAssignerState
+from sluice.snapshot.split_reader import reads_onto
 from sluice.source.checks import check_binlog_settings, check_privileges, check_select
 from sluice.source.connection import SourceEndpoint, connect, current_offset, executed_gtids
 from sluice.source.offset import BinlogOffset
-from sluice.source.schema import TableSchema, discover_tables
+from sluice.source.schema import TableSchema, discover_tables, live_shape
 from sluice.source.startup import check_offset_available, startup_offset
 from sluice.state.state_store import StateStore
 
@@ -64,6 +65,10 @@ def source_endpoint(definition: PipelineDefinition) -> SourceEndpoint:
         source.connect_timeout_seconds,
         source.connect_max_retries,
     )
+
+
+def _shape_now(conn, table_id: str) -> tuple[tuple[str, str], ...]:  # noqa: ANN001 - a source connection
+    return live_shape(conn, *table_id.split(".", 1))
 
 
 def _short(statement: str) -> str:
@@ -222,6 +227,7 @@ class LocalRunner:
         from where it is (Flink CDC's scan.newly-added-table.enabled). The other tables are
         not read again."""
         known = self._saved_tables()
+        planned_at = current_offset(conn)  # before the schemas are read
         selected = {s.table_id: s for s in discover_tables(conn, self.definition.source)}
         added = [schema for table_id, schema in selected.items() if table_id not in known]
         removed = [table_id for table_id in known if table_id not in selected]
@@ -233,7 +239,7 @@ class LocalRunner:
         if added and self.definition.source.startup.takes_snapshot:
             chunk_size = self.definition.source.chunk_size
             splits = [s for schema in added for s in split_table(conn, schema, chunk_size)]
-            self.state["snapshot"] = SnapshotAssignerState.plan(added, splits).to_json()
+            self.state["snapshot"] = SnapshotAssignerState.plan(added, splits, planned_at).to_json()
             self.state["adding_tables"] = [s.table_id for s in added]
         self.store.save(self.state)
         if added or removed:
@@ -251,10 +257,11 @@ class LocalRunner:
             return SnapshotAssignerState.from_json(self.state["snapshot"])
         if "tables" in self.state:
             return None
+        planned_at = current_offset(conn)  # before the schemas are read
         schemas = self._discover_tables(conn)
         chunk_size = self.definition.source.chunk_size
         splits = [s for schema in schemas for s in split_table(conn, schema, chunk_size)]
-        plan = SnapshotAssignerState.plan(schemas, splits)
+        plan = SnapshotAssignerState.plan(schemas, splits, planned_at)
         self._save_snapshot(plan)  # before any split is read: a rerun must read the same chunks
         log.info("snapshot plan: %d tables, %d splits", len(schemas), len(splits))
         return plan
@@ -271,9 +278,20 @@ class LocalRunner:
             # One journal line per split, not the whole plan again.
             self.store.append(("snapshot", "finished", result.split_id), snapshot.finished[result.split_id].to_json())
 
+        def table_changed(table_id: str) -> None:
+            snapshot.adopt_committed(self.sink.committed_splits())  # what the failed job's splits committed
+            deferred = snapshot.defer(table_id)
+            self._save_snapshot(snapshot)
+            sys.stderr.write(
+                f"snapshot: {table_id} changed while it was read; its {len(deferred)} unfinished splits are read "
+                "again once the binlog reader has applied the change\n"
+            )
+
         sc = self._spark_session().sparkContext
         try:
-            run_snapshot_phase(sc, self.definition, self.endpoint, self.sink, snapshot, finished, self.stopping)
+            run_snapshot_phase(
+                sc, self.definition, self.endpoint, self.sink, snapshot, finished, self.stopping, table_changed
+            )
         finally:
             self._save_snapshot(snapshot)  # the journal folded into the document
 
@@ -291,6 +309,7 @@ class LocalRunner:
             if committed is not None and committed.is_after(split.offset):
                 split.advance(committed)
             self._finish_schema_change(split, writer, committed)
+            self._reread_deferred(split)
             stop_at = BinlogOffset.from_json(self.state["stop_at"]) if "stop_at" in self.state else None
             # A GTID set means the same on every server of the topology, file/position only on
             # the one that wrote it: resuming by GTID follows a failover to a promoted replica.
@@ -369,6 +388,48 @@ class LocalRunner:
             }
         self.store.save(self.state)
 
+    def _reread_deferred(self, split: BinlogSplit) -> None:
+        """Reads the splits deferred by a schema change during the snapshot, for each table
+        whose columns the binlog reader (and so the target) has caught up with: their new
+        high watermarks are after the reader's position, so the emit rule holds for them."""
+        snapshot = SnapshotAssignerState.from_json(self.state["snapshot"]) if "snapshot" in self.state else None
+        if snapshot is None or not snapshot.deferred:
+            return
+        sources, targets = self._saved_tables(), self._saved_targets()
+        conn = connect(self.endpoint)
+        try:
+            waiting = {snapshot.splits_table(i) for i in snapshot.deferred}
+            ready = [
+                t for t in sorted(waiting) if t in sources and live_shape(conn, *t.split(".", 1)) == sources[t].shape
+            ]
+        finally:
+            conn.close()
+        source = self.definition.source
+        server_id = source.server_ids.pick(min(1, len(source.server_ids) - 1))  # the reader has the first
+        for table_id in ready:
+            tasks = [
+                SplitTask(s, sources[table_id], self.endpoint, server_id, source.fetch_size)
+                for s in snapshot.deferred_splits(table_id)
+            ]
+            read = reads_onto(targets.get(table_id, sources[table_id]))
+            try:
+                results = self.sink.write_splits_now(tasks, read)
+            except Exception as exc:  # noqa: BLE001 - changed again: the next change of it tries again
+                if SchemaDrift.in_text(str(exc)) is None and not isinstance(exc, SchemaDrift):
+                    from sluice.runtime.snapshot_phase import task_failure
+
+                    raise task_failure(exc) from exc
+                continue
+            boundaries = split.watermarks[table_id]
+            for result in results:
+                snapshot.record(result.split_id, result.high_watermark, result.rows)
+                index = int(result.split_id.rsplit(":", 1)[1])
+                boundaries.high_watermarks[index] = result.high_watermark
+            self.state["snapshot"] = snapshot.to_json()
+            self.state["binlog"] = split.to_json()
+            self.store.save(self.state)
+            sys.stderr.write(f"snapshot: read the {len(results)} deferred splits of {table_id} again\n")
+
     # -- schema changes ---------------------------------------------------------------------
 
     def _saved_targets(self) -> dict[str, TableSchema]:
@@ -425,6 +486,7 @@ class LocalRunner:
         else:
             progress.note(f"{what}: {inflight.step.value.lower()}: {inflight.message}")
         resumed = self._resume(inflight, split, writer, sources, targets)
+        self._reread_deferred(split)
         progress.note(f"{what}: resumed after it")
         return resumed
 

@@ -18,7 +18,7 @@ from collections.abc import Callable
 
 from pyspark import SparkContext
 
-from sluice.errors import SluiceError
+from sluice.errors import SchemaDrift, SluiceError
 from sluice.pipeline.definition import PipelineDefinition
 from sluice.runtime.progress import SnapshotProgress
 from sluice.sink.base import Sink
@@ -62,9 +62,12 @@ def run_snapshot_phase(
     state: SnapshotAssignerState,
     on_split_finished: Callable[[SplitResult], None],
     stopping: threading.Event,
+    on_table_changed: Callable[[str], None],
 ) -> None:
     """Reads the remaining splits; once `stopping` is set, no new Spark job starts and the
-    running ones finish and are recorded."""
+    running ones finish and are recorded. A table whose columns changed meanwhile (a split
+    read refused to mix two schemas) is handed to `on_table_changed`, which defers its
+    unfinished splits; the other tables go on."""
     progress = SnapshotProgress(len(state.splits), len(state.finished), state.rows_done)
     progress.resuming()
     progress.show()
@@ -81,13 +84,21 @@ def run_snapshot_phase(
             splits = pending.take()
             if not splits:
                 return
+            if splits[0].split_id in state.deferred:
+                continue
             tasks = [SplitTask(s, state.tables[s.table_id], endpoint, server_id, source.fetch_size) for s in splits]
             try:
                 sc.setJobDescription(f"snapshot splits {splits[0].split_id} .. {splits[-1].split_id}")
                 results = sink.write_snapshot_job(sc, tasks, read_splits)
             except BaseException as exc:  # noqa: BLE001 - reported by the driver thread below
-                failures.append(exc)
-                return
+                changed = exc.table_id if isinstance(exc, SchemaDrift) else SchemaDrift.in_text(str(exc))
+                if changed is None:
+                    failures.append(exc)
+                    return
+                with lock:
+                    if changed not in {state.splits_table(i) for i in state.deferred}:
+                        on_table_changed(changed)
+                continue
             with lock:
                 for result in results:
                     on_split_finished(result)

@@ -98,6 +98,11 @@ class Sink(ABC):
         (results,) = sc.parallelize([tasks], 1).map(lambda t: _write_splits(t, sink, read)).collect()
         return results
 
+    def write_splits_now(self, tasks: list[SplitTask], read: ReadSplits) -> list[SplitResult]:
+        """Reads and writes splits in this process, while the binlog reader streams (chunks
+        read again after a schema change): a few, and maybe no Spark session at hand."""
+        return _write_splits(tasks, self, read)
+
     @abstractmethod
     def prepare(self, schemas: Sequence[TableSchema]) -> None:
         """Creates what the pipeline writes into (target tables, offsets table)."""

@@ -195,7 +195,7 @@ class _SplitResults(AccumulatorParam):
         return value1
 
 
-def _snapshot_rows(tasks: list[SplitTask], read: ReadSplits, results: Any) -> Iterator[tuple[Any, ...]]:
+def _snapshot_rows(tasks: list[SplitTask], read: ReadSplits, results: Any, commit: int) -> Iterator[tuple[Any, ...]]:
     """Runs on an executor: the splits' rows as changelog rows, results to the accumulator."""
     schema = tasks[0].schema
     convert = spark_values(schema)
@@ -204,7 +204,7 @@ def _snapshot_rows(tasks: list[SplitTask], read: ReadSplits, results: Any) -> It
     for split in read(tasks):
         position = str(split.high_watermark)
         for row in split.rows:
-            yield ("+I", schema.table_id, position, 0, SNAPSHOT_COMMIT, index, *convert(row))
+            yield ("+I", schema.table_id, position, 0, commit, index, *convert(row))
             index += 1
         finished.append(split.result())
     results.add(finished)
@@ -259,13 +259,23 @@ class ParquetSink(Sink):
         name = f"snapshot-{tasks[0].split.index:06d}-{uuid.uuid4().hex[:8]}"
         directory = f"{schema.database}/{schema.table}/{name}"
         results = spark.sparkContext.accumulator([], _SplitResults())
-        rows = spark.sparkContext.parallelize([tasks], 1).flatMap(lambda t: _snapshot_rows(t, read, results))
+        # The snapshot replays first (SNAPSHOT_COMMIT). Splits read while the binlog reader
+        # streams (a table added, a chunk read again after a schema change) take the next
+        # commit number: they replay after what was committed before them, in their schema.
+        binlog = self.log.binlog()
+        commit = binlog["commit"] + 1 if binlog else SNAPSHOT_COMMIT
+        rows = spark.sparkContext.parallelize([tasks], 1).flatMap(lambda t: _snapshot_rows(t, read, results, commit))
         spark.createDataFrame(rows, changelog_schema(schema)).write.parquet(str(self.path / directory))
         finished: list[SplitResult] = results.value
+        if binlog:  # the commit number is taken before the job's entry makes its rows count
+            self.log.write(BINLOG_ENTRY, {**binlog, "commit": commit})
         self.log.write(
             name, {"directories": [directory], "splits": {r.split_id: r.high_watermark.to_json() for r in finished}}
         )
         return finished
+
+    def write_splits_now(self, tasks: list[SplitTask], read: ReadSplits) -> list[SplitResult]:
+        return self.write_snapshot_job(self._session().sparkContext, tasks, read)  # its session writes changes too
 
     def writer(self) -> ParquetWriter:
         return ParquetWriter(self)
@@ -281,7 +291,6 @@ class ParquetWriter(SinkWriter):
 
     def __init__(self, sink: ParquetSink) -> None:
         self.sink = sink
-        self.commit = sink.log.last_binlog_commit()  # the last one with rows
         self._values: dict[str, Callable[[Row], tuple[Any, ...]]] = {}
 
     def apply_schema_change(
@@ -297,17 +306,18 @@ class ParquetWriter(SinkWriter):
         after = apply_events(before, events)
         entry = {
             "id": change_id,
-            "fromCommit": self.commit + 1,
+            "fromCommit": log.last_binlog_commit() + 1,
             "events": [event_to_json(e) for e in events],
             "tables": {t: after[t].to_json() if t in after else None for t in {e.table_id for e in events}},
         }
         log.write(SCHEMAS_ENTRY, {"changes": [*changes, entry]})
 
     def write_changes(self, batch: ChangeBatch, end: BinlogOffset, drop_split_records: bool) -> None:
+        commit = self.sink.log.last_binlog_commit()  # the last one with rows
         if len(batch):
-            self._write(batch, self.commit + 1)
-            self.commit += 1
-        self.sink.log.write(BINLOG_ENTRY, {"commit": self.commit, "end": end.to_json()})
+            commit += 1
+            self._write(batch, commit)
+        self.sink.log.write(BINLOG_ENTRY, {"commit": commit, "end": end.to_json()})
         if drop_split_records:
             self.sink.log.compact_snapshot()
 

@@ -62,21 +62,27 @@ def row_format(schema: TableSchema, zone: tzinfo) -> Callable[[Row], str]:
     return lambda row: ", ".join(show(i, v) for i, v in enumerate(row))
 
 
+def _read(tasks: list[SplitTask], read: ReadSplits) -> list[tuple[TableSchema, list[Row], SplitResult]]:
+    return [(split.task.schema, list(split.rows), split.result()) for split in read(tasks)]
+
+
 class ValuesSink(Sink):
     def __init__(self, zone: tzinfo) -> None:
         self.zone = zone  # source.server-time-zone
 
     def write_snapshot_job(self, sc: SparkContext, tasks: list[SplitTask], read: ReadSplits) -> list[SplitResult]:
         """Executors read; the driver prints (an executor's stdout is not the CLI's)."""
-        (read,) = (
-            sc.parallelize([tasks], 1)
-            .map(lambda t: [(split.task.schema, list(split.rows), split.result()) for split in read(t)])
-            .collect()
-        )
+        (splits,) = sc.parallelize([tasks], 1).map(lambda t: _read(t, read)).collect()
+        return self._print(splits)
+
+    def write_splits_now(self, tasks: list[SplitTask], read: ReadSplits) -> list[SplitResult]:
+        return self._print(_read(tasks, read))
+
+    def _print(self, splits: list[tuple[TableSchema, list[Row], SplitResult]]) -> list[SplitResult]:
         writer = ValuesWriter(self.zone)
-        for schema, rows, _ in read:
+        for schema, rows, _ in splits:
             writer.write_snapshot_rows(schema, rows)
-        return [result for _, _, result in read]
+        return [result for _, _, result in splits]
 
     def prepare(self, schemas: Sequence[TableSchema]) -> None:
         for schema in schemas:

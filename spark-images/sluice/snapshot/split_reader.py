@@ -17,24 +17,29 @@ still be missed there: the residual window documented in the README.
 from __future__ import annotations
 
 import collections
+import dataclasses
 import logging
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 import MySQLdb.cursors
 
 from sluice.binlog.emit_rule import image_chunks
 from sluice.binlog.event_reader import read_window
+from sluice.errors import SchemaDrift
+from sluice.event.projection import projection
 from sluice.event.row_change import RowChange, RowKind
-from sluice.snapshot.snapshot_split import SnapshotSplit, SplitRead, SplitTask
+from sluice.snapshot.snapshot_split import ReadSplits, SnapshotSplit, SplitRead, SplitTask
 from sluice.source.connection import connect_scan, current_offset, is_mariadb
 from sluice.source.key_order import KeyOrder, key_order_for
 from sluice.source.offset import BinlogOffset
 from sluice.source.row_decoding import Row, RowDecoder
-from sluice.source.schema import Column, TableSchema
+from sluice.source.schema import Column, TableSchema, live_shape
 from sluice.source.sql import qualified, quote
 
 log = logging.getLogger(__name__)
+
+ER_TABLE_DEF_CHANGED = 1412  # "Table definition has changed, please retry transaction"
 
 
 def _selected(column: Column) -> str:
@@ -116,8 +121,31 @@ def read_split(task: SplitTask, conn: MySQLdb.connections.Connection) -> tuple[I
     consistent snapshot the caller ends (end_split) once the rows are written."""
     if is_mariadb(conn):
         exact = begin_consistent_snapshot(conn)
+        _check_unchanged(task.schema, conn, in_read_view=True)
         return _scan(task, conn), exact, 0
-    return read_split_with_window(task, conn)
+    _check_unchanged(task.schema, conn, in_read_view=False)
+    rows, high, folded = read_split_with_window(task, conn)
+    _check_unchanged(task.schema, conn, in_read_view=False)  # no change inside the window either
+    return rows, high, folded
+
+
+def _check_unchanged(schema: TableSchema, conn: MySQLdb.connections.Connection, in_read_view: bool) -> None:
+    """Raises SchemaDrift if the table's columns are no longer the planned ones: the chunk
+    would mix two schemas. In a read view, touching the table first takes its metadata
+    lock, so no DDL lands until the split ends; a DDL after the view began makes InnoDB
+    refuse the table (1412), which is a change too."""
+    if in_read_view:
+        cur = conn.cursor()
+        try:
+            cur.execute(f"SELECT 1 FROM {qualified(schema.database, schema.table)} LIMIT 0")
+        except MySQLdb.OperationalError as exc:
+            if exc.args and exc.args[0] == ER_TABLE_DEF_CHANGED:
+                raise SchemaDrift(schema.table_id) from exc
+            raise
+        finally:
+            cur.close()
+    if live_shape(conn, schema.database, schema.table) != schema.shape:
+        raise SchemaDrift(schema.table_id)
 
 
 def _scan(task: SplitTask, conn: MySQLdb.connections.Connection) -> ChunkScan:
@@ -208,3 +236,29 @@ def read_splits(tasks: list[SplitTask]) -> Iterator[SplitRead]:
             end_split(conn)
     finally:
         conn.close()
+
+
+class _Projected:
+    """A split's rows in the target's columns, as often as they are iterated."""
+
+    def __init__(self, rows: Iterable[Row], project: Callable[[Row], Row]) -> None:
+        self._rows, self._project = rows, project
+
+    def __iter__(self) -> Iterator[Row]:
+        return map(self._project, self._rows)
+
+
+def reads_onto(target: TableSchema) -> ReadSplits:
+    """read_splits for a target whose columns a schema change left other than the source's
+    (lenient, ignore): rows are projected onto them, and the sink is given the target's."""
+
+    def read(tasks: list[SplitTask]) -> Iterator[SplitRead]:
+        for split in read_splits(tasks):
+            project = projection(split.task.schema, target)
+            if project is None:
+                yield split
+                continue
+            task = dataclasses.replace(split.task, schema=target)
+            yield SplitRead(task, _Projected(split.rows, project), split.high_watermark, split.rows_read)
+
+    return read

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -92,6 +93,11 @@ class TableSchema:
         return self._positions[name]
 
     @property
+    def shape(self) -> tuple[tuple[str, str], ...]:
+        """What rows of the table look like: column names and types, in order."""
+        return tuple((c.name, _comparable_type(c.column_type)) for c in self.columns)
+
+    @property
     def row_key(self) -> tuple[str, ...]:
         """Identifies a row, and keys the target table: the primary key, else a UNIQUE key
         over NOT NULL columns; empty for a bag (a table that may hold equal rows)."""
@@ -140,6 +146,29 @@ def discover_tables(conn: pymysql.connections.Connection, config: SourceConfig) 
             "privilege on the ones that do: GRANT SELECT ON <database>.* TO the user)"
         )
     return [read_table_schema(conn, db, t, config.chunk_key_column_for(db, t)) for db, t in names]
+
+
+def live_shape(conn: Any, database: str, table: str) -> tuple[tuple[str, str], ...]:
+    """The table's shape on the server now (TableSchema.shape); empty if it is gone."""
+    cur = conn.cursor()
+    try:
+        cur.execute(
+            "SELECT COLUMN_NAME, COLUMN_TYPE FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = %s "
+            "AND TABLE_NAME = %s ORDER BY ORDINAL_POSITION",
+            (database, table),
+        )
+        return tuple((name, _comparable_type(column_type)) for name, column_type in cur.fetchall())
+    finally:
+        cur.close()
+
+
+def _comparable_type(column_type: str) -> str:
+    """A column type as information_schema and a parsed DDL both give it: MariaDB writes an
+    integer's display width (int(11)), a DDL may not."""
+    return _DISPLAY_WIDTH.sub(r"\1", column_type.lower().replace(", ", ","))
+
+
+_DISPLAY_WIDTH = re.compile(r"\b(tinyint|smallint|mediumint|int|bigint)\(\d+\)")
 
 
 def read_table_schema(
