@@ -78,7 +78,8 @@ def split_plan(splits: int) -> dict:
     from sluice.snapshot.snapshot_split_assigner import SnapshotAssignerState
     from sluice.source.offset import BinlogOffset
     from sluice.source.schema import Column, TableSchema
-    from sluice.state.state_store import StateStore
+    from sluice.state.pipeline_state import PipelineState
+    from sluice.state.state_store import DirectoryStateStore
 
     before = peak_rss_mb()
     started = time.perf_counter()
@@ -88,16 +89,17 @@ def split_plan(splits: int) -> dict:
         [schema], [SnapshotSplit("bench.t", i, edges[i], edges[i + 1]) for i in range(splits)]
     )
     with tempfile.TemporaryDirectory() as directory:
-        store = StateStore(directory)
-        state = {"version": 1, "pipeline": "bench", "snapshot": plan.to_json()}
+        store = DirectoryStateStore(directory)
+        state = PipelineState("bench", {}, tables={schema.table_id: schema}, snapshot=plan)
         store.save(state)
         for i, split in enumerate(plan.splits):
             plan.record(split.split_id, BinlogOffset("mysql-bin.000001", 4 + i), 1000)
-            store.append(("snapshot", "finished", split.split_id), plan.finished[split.split_id].to_json())
+            store.record_split_finished(split.split_id, plan.finished[split.split_id])
         written = sum(p.stat().st_size for p in Path(directory).iterdir())
-        loaded = SnapshotAssignerState.from_json(store.load()["snapshot"])
-        state["binlog"] = loaded.binlog_split().to_json()
-        store.save(state)
+        loaded = store.load()
+        assert loaded is not None and loaded.snapshot is not None
+        loaded.binlog = loaded.snapshot.binlog_split()
+        store.save(loaded)
         final = (Path(directory) / "state.json").stat().st_size
     return {
         "seconds": time.perf_counter() - started,

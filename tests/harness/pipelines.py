@@ -15,7 +15,7 @@ from typing import Any
 
 import yaml
 
-from sluice.state.state_store import STATE_FILE, StateStore
+from sluice.state.state_store import STATE_FILE, DirectoryStateStore
 from tests.harness.compare import diff
 from tests.harness.services import MariaDB, PostgreSQL
 
@@ -123,7 +123,7 @@ def read_state(state_dir: Path) -> dict[str, Any]:
     first save."""
     if not (state_dir / STATE_FILE).exists():
         return {}
-    return StateStore(state_dir).load()
+    return DirectoryStateStore(state_dir).load_document() or {}
 
 
 def wait_until_in_binlog_phase(process: subprocess.Popen, state_dir: Path, deadline: float) -> None:

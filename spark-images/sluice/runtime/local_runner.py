@@ -11,28 +11,16 @@ import logging
 import signal
 import sys
 import threading
-from collections.abc import Collection
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sluice.binlog.binlog_split import BinlogSplit
-from sluice.binlog.transaction_reader import SchemaChange
-from sluice.coordinator.schema_change import (
-    Effects,
-    SchemaChangeFailed,
-    SchemaChangeHistory,
-    SchemaChangeInFlight,
-    Step,
-    change_id,
-    coordinate,
-)
-from sluice.errors import DefinitionError, SchemaDrift, SluiceError
-from sluice.event.schema_change import SchemaChangeEvent
-from sluice.failpoints import failpoint
-from sluice.pipeline.definition import PipelineDefinition, load_definition
-from sluice.runtime.binlog_phase import BinlogSettings, Resumed, run_binlog_phase
+from sluice.errors import SchemaDrift, SluiceError
+from sluice.pipeline.definition import PipelineDefinition
+from sluice.runtime.binlog_phase import BinlogSettings, run_binlog_phase
 from sluice.runtime.progress import BinlogProgress
-from sluice.sink.base import ChangeBatch, SchemaChangeRefused, Sink, SinkWriter
+from sluice.runtime.schema_change_handler import SchemaChangeHandler
+from sluice.sink.base import Sink
 from sluice.sink.factory import create_sink
 from sluice.snapshot.chunk_splitter import split_table
 from sluice.snapshot.snapshot_split import SplitResult, SplitTask
@@ -40,10 +28,10 @@ from sluice.snapshot.snapshot_split_assigner import SnapshotAssignerState
 from sluice.snapshot.split_reader import reads_onto
 from sluice.source.checks import check_binlog_settings, check_privileges, check_select
 from sluice.source.connection import SourceEndpoint, connect, current_offset, executed_gtids
-from sluice.source.offset import BinlogOffset
 from sluice.source.schema import TableSchema, discover_tables, live_shape
 from sluice.source.startup import check_offset_available, startup_offset
-from sluice.state.state_store import StateStore
+from sluice.state.pipeline_state import PipelineState
+from sluice.state.state_store import DirectoryStateStore
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -52,7 +40,6 @@ log = logging.getLogger(__name__)
 
 SOURCE_ADDRESS = ("source.hostname", "source.port")
 CAPTURE = ("source.tables", "source.tables.exclude")  # may change once the pipeline streams
-APPROVAL_POLL_SECONDS = 1.0  # how often a waiting `manual` change reads the approvals again
 
 
 def source_endpoint(definition: PipelineDefinition) -> SourceEndpoint:
@@ -67,24 +54,16 @@ def source_endpoint(definition: PipelineDefinition) -> SourceEndpoint:
     )
 
 
-def _shape_now(conn, table_id: str) -> tuple[tuple[str, str], ...]:  # noqa: ANN001 - a source connection
-    return live_shape(conn, *table_id.split(".", 1))
-
-
-def _short(statement: str) -> str:
-    return " ".join(statement.split())[:120]
-
-
 class LocalRunner:
     def __init__(
         self, definition: PipelineDefinition, state_dir: str | Path, definition_path: Path | None = None
     ) -> None:
         self.definition = definition
         self.definition_path = definition_path  # read again for schema-change approvals
-        self.store = StateStore(state_dir)
+        self.store = DirectoryStateStore(state_dir)
         self.endpoint = source_endpoint(definition)
         self.sink: Sink = create_sink(definition)
-        self.state: dict[str, Any] = {}
+        self.state = PipelineState(definition.name, dict(definition.state_identity))
         self.stopping = threading.Event()
         self._spark: SparkSession | None = None
         self._capture_changed = False
@@ -99,7 +78,7 @@ class LocalRunner:
             self._restore_signal_handlers(previous)
 
     def _run(self) -> None:
-        self.state = self.store.load()
+        self.state = self.store.load() or self.state
         self._check_pipeline_identity()
         startup = self.definition.source.startup
         snapshot: SnapshotAssignerState | None = None
@@ -109,15 +88,15 @@ class LocalRunner:
             check_privileges(conn)
             if self._capture_changed:
                 self._change_capture(conn)
-            if "tables" in self.state:  # a rerun: grants may have changed since discovery
-                check_select(conn, list(self.state["tables"]))
+            if self.state.tables is not None:  # a rerun: grants may have changed since discovery
+                check_select(conn, list(self.state.tables))
             if startup.takes_snapshot:
                 snapshot = self._snapshot_plan(conn)
             else:
                 self._tables(conn)
         finally:
             conn.close()
-        self.sink.prepare(list(self._saved_targets().values()))
+        self.sink.prepare(list(self.state.targets.values()))
         self._check_target_holds_the_snapshot(snapshot)
         try:
             if snapshot is not None:
@@ -153,13 +132,13 @@ class LocalRunner:
     def _check_pipeline_identity(self) -> None:
         """A state belongs to the definition it was made for: refuse a changed one that would
         make its plan, watermarks or offsets describe something else."""
-        name = self.state.setdefault("pipeline", self.definition.name)
+        name = self.state.pipeline
         if name != self.definition.name:
             raise SluiceError(
                 f"--state-dir {self.store.directory} belongs to pipeline '{name}', not "
                 f"'{self.definition.name}'; give each pipeline its own state directory"
             )
-        saved = self.state.setdefault("definition", dict(self.definition.state_identity))
+        saved = self.state.definition
         for key, value in self.definition.state_identity.items():
             if saved.get(key, value) == value:
                 continue
@@ -184,22 +163,20 @@ class LocalRunner:
             )
 
     def _streams_past_the_snapshot(self) -> bool:
-        return "binlog" in self.state and "snapshot" not in self.state and "stop_at" not in self.state
+        return self.state.binlog is not None and self.state.snapshot is None and self.state.stop_at is None
 
     def _resumes_by_gtid(self) -> bool:
         """Past the snapshot's watermarks with a GTID set: the position means the same on
         every server of the replication topology."""
-        binlog = self.state.get("binlog")
-        return bool(
-            binlog and binlog["offset"].get("gtid") and not binlog["watermarks"] and "stop_at" not in self.state
-        )
+        binlog = self.state.binlog
+        return bool(binlog and binlog.offset.gtid and not binlog.watermarks and self.state.stop_at is None)
 
     def _check_target_holds_the_snapshot(self, snapshot: SnapshotAssignerState | None) -> None:
         """Streaming into a target that lost its snapshot would leave the snapshot out of it
         for good: a state past (part of) the snapshot needs the target's committed offsets."""
         if not self.definition.source.startup.takes_snapshot:
             return
-        past_snapshot = "binlog" in self.state or (snapshot is not None and bool(snapshot.finished))
+        past_snapshot = self.state.binlog is not None or (snapshot is not None and bool(snapshot.finished))
         if past_snapshot and self.sink.holds_commits() is False:
             raise SluiceError(
                 f"--state-dir {self.store.directory} says the snapshot was (partly) written, but sink "
@@ -207,17 +184,16 @@ class LocalRunner:
                 "target was emptied or replaced. Run with a new --state-dir to take the snapshot again"
             )
 
-    def _tables(self, conn) -> dict[str, TableSchema]:
-        if "tables" not in self.state:
+    def _tables(self, conn) -> None:
+        if self.state.tables is None:
             self._discover_tables(conn)
             self.store.save(self.state)
-        return self._saved_tables()
 
     def _discover_tables(self, conn) -> list[TableSchema]:
         """Captured tables' schemas, kept in the state: a rerun reads the same tables."""
         schemas = discover_tables(conn, self.definition.source)
         check_select(conn, [s.table_id for s in schemas])
-        self.state["tables"] = {s.table_id: s.to_json() for s in schemas}
+        self.state.tables = {s.table_id: s for s in schemas}
         return schemas
 
     def _change_capture(self, conn) -> None:
@@ -226,21 +202,21 @@ class LocalRunner:
         they are snapshotted first, and the binlog reader then takes them with the emit rule
         from where it is (Flink CDC's scan.newly-added-table.enabled). The other tables are
         not read again."""
-        known = self._saved_tables()
+        known = self.state.tables or {}
         planned_at = current_offset(conn)  # before the schemas are read
         selected = {s.table_id: s for s in discover_tables(conn, self.definition.source)}
         added = [schema for table_id, schema in selected.items() if table_id not in known]
         removed = [table_id for table_id in known if table_id not in selected]
         check_select(conn, [s.table_id for s in added])
-        for key in ("tables", "target_tables"):
-            if key in self.state:
-                kept = {t: s for t, s in self.state[key].items() if t in selected}
-                self.state[key] = {**kept, **{s.table_id: s.to_json() for s in added}}
+        self.state.tables = {**{t: s for t, s in known.items() if t in selected}, **{s.table_id: s for s in added}}
+        if self.state.target_tables is not None:
+            kept = {t: s for t, s in self.state.target_tables.items() if t in selected}
+            self.state.target_tables = {**kept, **{s.table_id: s for s in added}}
         if added and self.definition.source.startup.takes_snapshot:
             chunk_size = self.definition.source.chunk_size
             splits = [s for schema in added for s in split_table(conn, schema, chunk_size)]
-            self.state["snapshot"] = SnapshotAssignerState.plan(added, splits, planned_at).to_json()
-            self.state["adding_tables"] = [s.table_id for s in added]
+            self.state.snapshot = SnapshotAssignerState.plan(added, splits, planned_at)
+            self.state.adding_tables = [s.table_id for s in added]
         self.store.save(self.state)
         if added or removed:
             sys.stderr.write(
@@ -248,14 +224,11 @@ class LocalRunner:
                 f"{len(removed)} removed ({', '.join(removed) or '-'})\n"
             )
 
-    def _saved_tables(self) -> dict[str, TableSchema]:
-        return {t: TableSchema.from_json(s) for t, s in self.state["tables"].items()}
-
     def _snapshot_plan(self, conn) -> SnapshotAssignerState | None:
         """The saved plan, a new one, or None once the binlog split has dropped it."""
-        if "snapshot" in self.state:
-            return SnapshotAssignerState.from_json(self.state["snapshot"])
-        if "tables" in self.state:
+        if self.state.snapshot is not None:
+            return self.state.snapshot
+        if self.state.tables is not None:
             return None
         planned_at = current_offset(conn)  # before the schemas are read
         schemas = self._discover_tables(conn)
@@ -267,7 +240,7 @@ class LocalRunner:
         return plan
 
     def _save_snapshot(self, snapshot: SnapshotAssignerState) -> None:
-        self.state["snapshot"] = snapshot.to_json()
+        self.state.snapshot = snapshot
         self.store.save(self.state)
 
     def _run_snapshot(self, snapshot: SnapshotAssignerState) -> None:
@@ -275,8 +248,8 @@ class LocalRunner:
 
         def finished(result: SplitResult) -> None:
             snapshot.record(result.split_id, result.high_watermark, result.rows)
-            # One journal line per split, not the whole plan again.
-            self.store.append(("snapshot", "finished", result.split_id), snapshot.finished[result.split_id].to_json())
+            # A record of the split, not the whole plan again.
+            self.store.record_split_finished(result.split_id, snapshot.finished[result.split_id])
 
         def table_changed(table_id: str) -> None:
             snapshot.adopt_committed(self.sink.committed_splits())  # what the failed job's splits committed
@@ -308,9 +281,20 @@ class LocalRunner:
             committed = writer.committed_binlog_offset()
             if committed is not None and committed.is_after(split.offset):
                 split.advance(committed)
-            self._finish_schema_change(split, writer, committed)
+            progress = BinlogProgress()
+            changes = SchemaChangeHandler(
+                self.definition,
+                self.definition_path,
+                self.state,
+                self.store,
+                writer,
+                progress,
+                self.stopping,
+                self._reread_deferred,
+            )
+            changes.finish_after_crash(split, committed)
             self._reread_deferred(split)
-            stop_at = BinlogOffset.from_json(self.state["stop_at"]) if "stop_at" in self.state else None
+            stop_at = self.state.stop_at
             # A GTID set means the same on every server of the topology, file/position only on
             # the one that wrote it: resuming by GTID follows a failover to a promoted replica.
             # (The emit rule's watermarks and a bounded run's end are positions, so those runs
@@ -327,13 +311,12 @@ class LocalRunner:
             max_batch_delay=self.sink.max_batch_delay,
             start_by_gtid=by_gtid,
         )
-        progress = BinlogProgress()
         try:
             run_binlog_phase(
                 self.endpoint,
                 settings,
                 split,
-                self._saved_tables(),
+                self.state.tables or {},
                 writer,
                 stop_at,
                 self.stopping,
@@ -341,21 +324,21 @@ class LocalRunner:
                 progress.committed,
                 skip_before_millis=source.startup.timestamp_millis if source.startup.mode == "timestamp" else 0,
                 captured=source.tables.selects,
-                on_schema_change=lambda change, at: self._schema_change(change, at, writer, progress),
-                targets=self._saved_targets(),
+                on_schema_change=changes.handle,
+                targets=self.state.targets,
             )
         finally:
             writer.close()
             progress.show(final=True)
 
     def _binlog_split(self, conn, snapshot: SnapshotAssignerState | None) -> BinlogSplit:
-        if "binlog" in self.state:
-            split = BinlogSplit.from_json(self.state["binlog"])
-            if snapshot is not None and self.state.pop("adding_tables", None):
+        if self.state.binlog is not None:
+            split = self.state.binlog
+            if snapshot is not None and self.state.adding_tables:
                 # Tables added to a streaming pipeline: the reader goes on from where it is,
                 # which is before their high watermarks, so their emit rule holds.
                 split.watermarks.update(snapshot.binlog_split().watermarks)
-                self.state["binlog"] = split.to_json()
+                self.state.adding_tables = []
                 self.store.save(self.state)
             return split
         if snapshot is not None:
@@ -363,39 +346,35 @@ class LocalRunner:
             if not self.definition.source.startup.streams:
                 # A snapshot-only run ends consistent as of now: everything committed before
                 # this position is in the target when it exits.
-                self.state["stop_at"] = current_offset(conn).to_json()
+                self.state.stop_at = current_offset(conn)
         else:
             source = self.definition.source
             split = BinlogSplit(startup_offset(conn, source.startup, self.endpoint, source.server_ids.pick(0)))
         split.offset = executed_gtids(conn, split.offset)
-        self.state["binlog"] = split.to_json()
+        self.state.binlog = split
         self.store.save(self.state)
         return split
 
     def _binlog_committed(self, split: BinlogSplit, entered: list[str]) -> None:
-        if split.watermarks and not entered and "binlog" in self.state:
+        self.state.binlog = split
+        if split.watermarks and not entered:
             # Until every table is past its watermarks the state holds the whole plan: a
-            # commit journals its position instead of rewriting it all.
-            self.state["binlog"]["offset"] = split.offset.to_json()
-            self.store.append(("binlog", "offset"), self.state["binlog"]["offset"])
+            # commit records its position instead of rewriting it all.
+            self.store.record_binlog_offset(split.offset)
             return
-        self.state["binlog"] = split.to_json()
-        if not split.watermarks and "snapshot" in self.state:
-            snapshot = self.state.pop("snapshot")
-            self.state["snapshot_summary"] = {
-                "splits": len(snapshot["splits"]),
-                "rows": sum(f.get("rows", 0) for f in snapshot["finished"].values()),
-            }
+        if not split.watermarks and self.state.snapshot is not None:
+            snapshot, self.state.snapshot = self.state.snapshot, None
+            self.state.snapshot_summary = {"splits": len(snapshot.splits), "rows": snapshot.rows_done}
         self.store.save(self.state)
 
     def _reread_deferred(self, split: BinlogSplit) -> None:
         """Reads the splits deferred by a schema change during the snapshot, for each table
         whose columns the binlog reader (and so the target) has caught up with: their new
         high watermarks are after the reader's position, so the emit rule holds for them."""
-        snapshot = SnapshotAssignerState.from_json(self.state["snapshot"]) if "snapshot" in self.state else None
+        snapshot = self.state.snapshot
         if snapshot is None or not snapshot.deferred:
             return
-        sources, targets = self._saved_tables(), self._saved_targets()
+        sources, targets = self.state.tables or {}, self.state.targets
         conn = connect(self.endpoint)
         try:
             waiting = {snapshot.splits_table(i) for i in snapshot.deferred}
@@ -425,146 +404,9 @@ class LocalRunner:
                 snapshot.record(result.split_id, result.high_watermark, result.rows)
                 index = int(result.split_id.rsplit(":", 1)[1])
                 boundaries.high_watermarks[index] = result.high_watermark
-            self.state["snapshot"] = snapshot.to_json()
-            self.state["binlog"] = split.to_json()
+            self.state.binlog = split
             self.store.save(self.state)
             sys.stderr.write(f"snapshot: read the {len(results)} deferred splits of {table_id} again\n")
-
-    # -- schema changes ---------------------------------------------------------------------
-
-    def _saved_targets(self) -> dict[str, TableSchema]:
-        """The target's schemas, where a schema change left them other than the source's."""
-        saved = self.state.get("target_tables")
-        if saved is None:
-            return self._saved_tables()
-        return {t: TableSchema.from_json(s) for t, s in saved.items()}
-
-    def _schema_change(
-        self, change: SchemaChange, split: BinlogSplit, writer: SinkWriter, progress: BinlogProgress
-    ) -> Resumed | None:
-        """The pause: everything before the DDL is committed. The coordinator moves the change
-        through its steps from the one the state recorded (a rerun after a crash goes on
-        where it stopped), then reading resumes after it with the new schemas."""
-        inflight = self._inflight(change.position)
-        if inflight is None:
-            inflight = SchemaChangeInFlight(
-                change_id(change.position), change.position, change.resume_at, change.statement, change.events
-            )
-            self._record(inflight)
-        what = f"schema change {inflight.id} ({_short(change.statement)})"
-        progress.note(
-            f"{what}: paused, everything before it committed; {', '.join(map(str, change.events)) or change.problem}"
-        )
-        if change.problem and self.definition.schema_change_behavior != "ignore":
-            inflight.advance(Step.FAILED, change.problem)
-            self._record(inflight)
-            raise SluiceError(
-                f"{what}: {change.problem}; rows after it cannot be decoded without its effect. Set "
-                "pipeline.schema.change.behavior: ignore to read past it"
-            )
-        sources, targets = self._saved_tables(), self._saved_targets()
-        effects = Effects(
-            record=self._record,
-            apply=lambda events: self._apply(writer, inflight.id, events, targets),
-            approved=self._approved_changes,
-            wait=lambda: not self.stopping.wait(APPROVAL_POLL_SECONDS),
-        )
-        try:
-            if not coordinate(
-                inflight,
-                self.definition.schema_change_behavior,
-                targets,
-                effects,
-                self.definition.accepted_schema_changes,
-            ):
-                progress.note(f"{what}: stopped while waiting for approval")
-                return None
-        except SchemaChangeFailed as exc:
-            raise SluiceError(f"{what}: {exc}; the pipeline stopped before it, with all before it committed") from exc
-        if inflight.step is Step.APPLIED:
-            progress.note(f"{what}: applied to the target: {', '.join(map(str, inflight.target_events))}")
-        else:
-            progress.note(f"{what}: {inflight.step.value.lower()}: {inflight.message}")
-        resumed = self._resume(inflight, split, writer, sources, targets)
-        self._reread_deferred(split)
-        progress.note(f"{what}: resumed after it")
-        return resumed
-
-    def _inflight(self, position: BinlogOffset | None = None) -> SchemaChangeInFlight | None:
-        """The change the state has in flight (at `position`, if given)."""
-        data = self.state.get("schema_change")
-        if data is None:
-            return None
-        inflight = SchemaChangeInFlight.from_json(data)
-        return inflight if position is None or inflight.position == position else None
-
-    def _record(self, inflight: SchemaChangeInFlight) -> None:
-        self.state["schema_change"] = inflight.to_json()
-        self.state["phase"] = "SchemaChangePaused" if inflight.paused else "Failed"
-        self.store.save(self.state)
-        failpoint(f"schema-change:{inflight.step.value}")
-
-    def _apply(
-        self, writer: SinkWriter, change: str, events: tuple[SchemaChangeEvent, ...], targets: dict[str, TableSchema]
-    ) -> tuple[int, str]:
-        try:
-            writer.apply_schema_change(change, events, targets)
-        except SchemaChangeRefused as exc:
-            return exc.applied, str(exc)
-        failpoint("schema-change:applied-to-target")
-        return len(events), ""
-
-    def _approved_changes(self) -> Collection[str]:
-        """Read again from the pipeline file each time: approving is editing the file."""
-        if self.definition_path is None:
-            return self.definition.approved_schema_changes
-        try:
-            return load_definition(self.definition_path).approved_schema_changes
-        except DefinitionError as exc:
-            log.warning("pipeline.schema-change.approved: %s (approvals unchanged)", exc)
-            return self.definition.approved_schema_changes
-
-    def _resume(
-        self,
-        inflight: SchemaChangeInFlight,
-        split: BinlogSplit,
-        writer: SinkWriter,
-        sources: dict[str, TableSchema],
-        targets: dict[str, TableSchema],
-    ) -> Resumed:
-        """Past the DDL with the new schemas: the target's offset, then the state, in that
-        order (a crash between the two finds the target past it: `_finish_schema_change`)."""
-        sources, targets = inflight.schemas_after(sources, targets)
-        entered = split.advance(inflight.resume_at)
-        writer.write_changes(
-            ChangeBatch(), inflight.resume_at, drop_split_records=bool(entered) and not split.watermarks
-        )
-        failpoint("schema-change:target-resumed")
-        inflight.advance(Step.RESUMED, inflight.message)  # why it resumed as it did stays in the history
-        history = SchemaChangeHistory(self.state.get("schema_change_history", []))
-        history.record(inflight)
-        self.state["schema_change_history"] = history.entries
-        self.state.pop("schema_change", None)
-        self.state["phase"] = "Streaming"
-        self.state["tables"] = {t: s.to_json() for t, s in sources.items()}
-        if targets == sources:
-            self.state.pop("target_tables", None)
-        else:
-            self.state["target_tables"] = {t: s.to_json() for t, s in targets.items()}
-        self.state["binlog"] = split.to_json()
-        self.store.save(self.state)
-        failpoint("schema-change:Resumed")
-        return sources, targets
-
-    def _finish_schema_change(self, split: BinlogSplit, writer: SinkWriter, committed: BinlogOffset | None) -> None:
-        """A crash after the target took the change's offset and before the state said so:
-        the reader starts past the DDL, so the change is finished here first."""
-        inflight = self._inflight()
-        if inflight is None or not inflight.paused or committed is None or committed.is_before(inflight.resume_at):
-            return
-        if inflight.step is Step.APPLYING:
-            inflight.advance(Step.APPLIED)
-        self._resume(inflight, split, writer, self._saved_tables(), self._saved_targets())
 
     def _install_signal_handlers(self) -> dict[int, Any]:
         if threading.current_thread() is not threading.main_thread():

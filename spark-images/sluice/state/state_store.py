@@ -1,10 +1,12 @@
-"""A state directory: one JSON document, replaced atomically (write, fsync, rename), and a
-journal of small updates appended between replacements.
+"""Where a pipeline's state lives: the StateStore interface, and the state directory the
+local runner uses (the operator adds a store that keeps it in the CdcPipeline's status).
 
-A crash at any instant leaves either the old document or the new one, never half of one;
-a journal line cut short by a crash is ignored (its update was not acknowledged). The
-journal is what keeps a snapshot of many splits from rewriting the whole plan after each
-finished split, which would cost O(splits²) bytes.
+A state directory is one JSON document, replaced atomically (write, fsync, rename), and a
+journal of small updates appended between replacements. A crash at any instant leaves
+either the old document or the new one, never half of one; a journal line cut short by a
+crash is ignored (its update was not acknowledged). The journal is what keeps a snapshot
+of many splits from rewriting the whole plan after each finished split, which would cost
+O(splits²) bytes.
 """
 
 from __future__ import annotations
@@ -12,28 +14,54 @@ from __future__ import annotations
 import json
 import os
 import tempfile
+from abc import ABC, abstractmethod
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 from sluice.errors import SluiceError
+from sluice.snapshot.snapshot_split_assigner import FinishedSplit
+from sluice.source.offset import BinlogOffset
+from sluice.state.pipeline_state import STATE_VERSION, PipelineState
 
-STATE_VERSION = 1
 STATE_FILE = "state.json"
 JOURNAL_FILE = "journal.jsonl"
 
 
-class StateStore:
+class StateStore(ABC):
+    """Saves the whole state at phase changes, and records the frequent small updates
+    (a finished split, a committed binlog offset) without rewriting it."""
+
+    @abstractmethod
+    def load(self) -> PipelineState | None:
+        """The saved state with every recorded update in it; None before the first save."""
+
+    @abstractmethod
+    def save(self, state: PipelineState) -> None: ...
+
+    @abstractmethod
+    def record_split_finished(self, split_id: str, finished: FinishedSplit) -> None: ...
+
+    @abstractmethod
+    def record_binlog_offset(self, offset: BinlogOffset) -> None: ...
+
+
+class DirectoryStateStore(StateStore):
     def __init__(self, directory: str | Path) -> None:
         self.directory = Path(directory)
         self.path = self.directory / STATE_FILE
         self.journal = self.directory / JOURNAL_FILE
 
-    def load(self) -> dict[str, Any]:
+    def load(self) -> PipelineState | None:
+        data = self.load_document()
+        return PipelineState.from_json(data) if data is not None else None
+
+    def load_document(self) -> dict[str, Any] | None:
+        """The state's JSON form (what `load` reads), for tools and tests."""
         try:
             data = json.loads(self.path.read_text())
         except FileNotFoundError:
-            return {"version": STATE_VERSION}
+            return None
         except (OSError, ValueError) as exc:
             raise SluiceError(f"--state-dir {self.directory}: {STATE_FILE} is unreadable: {exc}") from exc
         if not isinstance(data, dict) or "version" not in data or "pipeline" not in data:
@@ -50,12 +78,18 @@ class StateStore:
             _set(data, path, value)
         return data
 
-    def save(self, data: dict[str, Any]) -> None:
+    def save(self, state: PipelineState) -> None:
         """Replaces the document (which holds every journalled update), then the journal."""
-        write_json_atomically(self.path, data)
+        write_json_atomically(self.path, state.to_json())
         self.journal.unlink(missing_ok=True)  # a crash before this replays updates already in
 
-    def append(self, path: Sequence[str], value: Any) -> None:
+    def record_split_finished(self, split_id: str, finished: FinishedSplit) -> None:
+        self._append(("snapshot", "finished", split_id), finished.to_json())
+
+    def record_binlog_offset(self, offset: BinlogOffset) -> None:
+        self._append(("binlog", "offset"), offset.to_json())
+
+    def _append(self, path: Sequence[str], value: Any) -> None:
         """Records `document[path[0]]...[path[-1]] = value` durably, in one line."""
         with self.journal.open("a") as f:
             f.write(json.dumps([list(path), value], separators=(",", ":")) + "\n")

@@ -1,0 +1,165 @@
+"""The pause for a schema change, as the local runner drives it: the binlog phase has
+committed everything before the DDL; the coordinator moves the change through its steps
+from the one the state recorded (so a rerun after a crash goes on where it stopped); the
+sink's metadata applier changes the target; reading resumes after the DDL with the new
+schemas. Every step is in the state before the next begins."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Collection
+from pathlib import Path
+
+from sluice.binlog.binlog_split import BinlogSplit
+from sluice.binlog.transaction_reader import SchemaChange
+from sluice.coordinator.schema_change import (
+    Effects,
+    SchemaChangeFailed,
+    SchemaChangeHistory,
+    SchemaChangeInFlight,
+    Step,
+    change_id,
+    coordinate,
+)
+from sluice.errors import DefinitionError, SluiceError
+from sluice.event.schema_change import SchemaChangeEvent
+from sluice.failpoints import failpoint
+from sluice.pipeline.definition import PipelineDefinition, load_definition
+from sluice.runtime.binlog_phase import Resumed
+from sluice.runtime.progress import BinlogProgress
+from sluice.sink.base import ChangeBatch, SchemaChangeRefused, SinkWriter
+from sluice.source.offset import BinlogOffset
+from sluice.source.schema import TableSchema
+from sluice.state.pipeline_state import PipelineState
+from sluice.state.state_store import StateStore
+
+log = logging.getLogger(__name__)
+
+APPROVAL_POLL_SECONDS = 1.0  # how often a waiting `manual` change reads the approvals again
+
+
+def _short(statement: str) -> str:
+    return " ".join(statement.split())[:120]
+
+
+class SchemaChangeHandler:
+    def __init__(
+        self,
+        definition: PipelineDefinition,
+        definition_path: Path | None,
+        state: PipelineState,
+        store: StateStore,
+        writer: SinkWriter,
+        progress: BinlogProgress,
+        stopping: threading.Event,
+        after_resume: Callable[[BinlogSplit], None],
+    ) -> None:
+        self.definition = definition
+        self.definition_path = definition_path  # read again for approvals
+        self.state = state
+        self.store = store
+        self.writer = writer
+        self.progress = progress
+        self.stopping = stopping
+        self.after_resume = after_resume  # what waits on the new schemas (deferred splits)
+
+    def handle(self, change: SchemaChange, split: BinlogSplit) -> Resumed | None:
+        """Resolves `change` and moves `split` past it; None when the pipeline stops while
+        the change waits for approval. Raises SluiceError where the pipeline stops before it."""
+        inflight = self.state.schema_change
+        if inflight is None or inflight.position != change.position:
+            inflight = SchemaChangeInFlight(
+                change_id(change.position), change.position, change.resume_at, change.statement, change.events
+            )
+            self._record(inflight)
+        what = f"schema change {inflight.id} ({_short(change.statement)})"
+        described = ", ".join(map(str, change.events)) or change.problem
+        self.progress.note(f"{what}: paused, everything before it committed; {described}")
+        if change.problem and self.definition.schema_change_behavior != "ignore":
+            inflight.advance(Step.FAILED, change.problem)
+            self._record(inflight)
+            raise SluiceError(
+                f"{what}: {change.problem}; rows after it cannot be decoded without its effect. Set "
+                "pipeline.schema.change.behavior: ignore to read past it"
+            )
+        targets = self.state.targets
+        effects = Effects(
+            record=self._record,
+            apply=lambda events: self._apply(inflight.id, events, targets),
+            approved=self._approved,
+            wait=lambda: not self.stopping.wait(APPROVAL_POLL_SECONDS),
+        )
+        behavior, accepted = self.definition.schema_change_behavior, self.definition.accepted_schema_changes
+        try:
+            if not coordinate(inflight, behavior, targets, effects, accepted):
+                self.progress.note(f"{what}: stopped while waiting for approval")
+                return None
+        except SchemaChangeFailed as exc:
+            raise SluiceError(f"{what}: {exc}; the pipeline stopped before it, with all before it committed") from exc
+        if inflight.step is Step.APPLIED:
+            self.progress.note(f"{what}: applied to the target: {', '.join(map(str, inflight.target_events))}")
+        else:
+            self.progress.note(f"{what}: {inflight.step.value.lower()}: {inflight.message}")
+        resumed = self._resume(inflight, split)
+        self.after_resume(split)
+        self.progress.note(f"{what}: resumed after it")
+        return resumed
+
+    def finish_after_crash(self, split: BinlogSplit, committed: BinlogOffset | None) -> None:
+        """A crash after the target took the change's resume offset and before the state
+        said so: the reader starts past the DDL, so the change is finished first."""
+        inflight = self.state.schema_change
+        if inflight is None or not inflight.paused or committed is None or committed.is_before(inflight.resume_at):
+            return
+        if inflight.step is Step.APPLYING:
+            inflight.advance(Step.APPLIED)
+        self._resume(inflight, split)
+
+    def _record(self, inflight: SchemaChangeInFlight) -> None:
+        self.state.schema_change = inflight
+        self.state.phase = "SchemaChangePaused" if inflight.paused else "Failed"
+        self.store.save(self.state)
+        failpoint(f"schema-change:{inflight.step.value}")
+
+    def _apply(
+        self, change: str, events: tuple[SchemaChangeEvent, ...], targets: dict[str, TableSchema]
+    ) -> tuple[int, str]:
+        try:
+            self.writer.apply_schema_change(change, events, targets)
+        except SchemaChangeRefused as exc:
+            return exc.applied, str(exc)
+        failpoint("schema-change:applied-to-target")
+        return len(events), ""
+
+    def _approved(self) -> Collection[str]:
+        """Read again from the pipeline file each time: approving is editing the file."""
+        if self.definition_path is None:
+            return self.definition.approved_schema_changes
+        try:
+            return load_definition(self.definition_path).approved_schema_changes
+        except DefinitionError as exc:
+            log.warning("pipeline.schema-change.approved: %s (approvals unchanged)", exc)
+            return self.definition.approved_schema_changes
+
+    def _resume(self, inflight: SchemaChangeInFlight, split: BinlogSplit) -> Resumed:
+        """Past the DDL with the new schemas: the target's offset, then the state, in that
+        order (a crash between the two is `finish_after_crash`'s)."""
+        sources, targets = inflight.schemas_after(self.state.tables or {}, self.state.targets)
+        entered = split.advance(inflight.resume_at)
+        self.writer.write_changes(
+            ChangeBatch(), inflight.resume_at, drop_split_records=bool(entered) and not split.watermarks
+        )
+        failpoint("schema-change:target-resumed")
+        inflight.advance(Step.RESUMED, inflight.message)  # why it resumed as it did stays in the history
+        history = SchemaChangeHistory(self.state.schema_change_history)
+        history.record(inflight)
+        self.state.schema_change_history = history.entries
+        self.state.schema_change = None
+        self.state.phase = "Streaming"
+        self.state.tables = sources
+        self.state.target_tables = None if targets == sources else targets
+        self.state.binlog = split
+        self.store.save(self.state)
+        failpoint("schema-change:Resumed")
+        return sources, targets
