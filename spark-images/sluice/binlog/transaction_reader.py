@@ -10,9 +10,9 @@ before it.
 from __future__ import annotations
 
 import dataclasses
-import threading
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
+from typing import Protocol
 
 import pymysql
 from pymysqlreplication.event import (
@@ -60,6 +60,12 @@ class SchemaChange:
     timestamp: int
 
 
+class Stop(Protocol):
+    """Set when the reader is to stop (a threading.Event will do)."""
+
+    def is_set(self) -> bool: ...
+
+
 @dataclass(frozen=True)
 class Heartbeat:
     """The server had nothing more to send: everything before `end` has been read."""
@@ -75,7 +81,7 @@ def read_transactions(
     mariadb: bool,
     stop_at: BinlogOffset | None,
     heartbeat_seconds: float,
-    stopping: threading.Event,
+    stopping: Stop,
     by_gtid: bool = False,
     captured: Captured | None = None,
 ) -> Iterator[Transaction | SchemaChange | Heartbeat]:

@@ -67,6 +67,11 @@ class CreateTable(SchemaChangeEvent):
         return [("columns", f"[{', '.join(map(_column, self.columns))}]"), ("primaryKeys", list(self.primary_key))]
 
 
+def create_table_event(schema: TableSchema) -> CreateTable:
+    """A table as it is now, as the event that creates it (a table joining the capture)."""
+    return CreateTable(schema.table_id, schema.columns, schema.primary_key)
+
+
 @dataclass(frozen=True)
 class AddColumn(SchemaChangeEvent):
     tag = "add.column"

@@ -13,7 +13,7 @@ import logging
 import queue
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -77,31 +77,24 @@ def run_binlog_phase(
     control = connect(endpoint)
     mariadb = is_mariadb(control)
     tables = _Tables(schemas, targets or schemas, control)
-    inbox: queue.Queue = queue.Queue(maxsize=64)  # of transactions or pieces: bounded rows
-    failure: list[BaseException] = []
 
-    def produce() -> None:
-        try:
-            for item in read_transactions(
-                endpoint,
-                settings.server_id,
-                split.offset,
-                schemas,
-                mariadb,
-                stop_at,
-                settings.heartbeat_seconds,
-                stopping,
-                by_gtid=settings.start_by_gtid,
-                captured=captured if on_schema_change is not None else None,
-            ):
-                inbox.put(item)
-        except BaseException as exc:  # noqa: BLE001 - handed to the committing thread
-            failure.append(exc)
-        finally:
-            inbox.put(_END)
+    def transactions(start: BinlogOffset, sources: Mapping[str, TableSchema], by_gtid: bool, halt: _Halt) -> Iterator:
+        return read_transactions(
+            endpoint,
+            settings.server_id,
+            start,
+            sources,
+            mariadb,
+            stop_at,
+            settings.heartbeat_seconds,
+            halt,
+            by_gtid=by_gtid,
+            captured=captured if on_schema_change is not None else None,
+        )
 
-    reader = threading.Thread(target=produce, name="binlog-reader", daemon=True)
-    reader.start()
+    reader = _Reader(transactions, stopping)
+    reader.start(split.offset, schemas, settings.start_by_gtid)
+    inbox = reader.inbox
     batch = ChangeBatch()
     end = split.offset
     first_pending = 0.0
@@ -142,8 +135,12 @@ def run_binlog_phase(
                 resumed = on_schema_change(item, split)
                 if resumed is None:
                     break  # stopped while the change waited: the next run takes it up again
-                tables.update(*resumed)
+                tables.update(resumed.sources, resumed.targets)
                 end = split.offset
+                if resumed.read_again:  # a table joined: the reader starts again, knowing it
+                    reader.stop()
+                    reader.start(split.offset, resumed.sources, by_gtid=False)
+                    inbox = reader.inbox
             elif isinstance(item, Heartbeat):
                 end = max(end, item.end)
                 caught_up = True
@@ -156,8 +153,8 @@ def run_binlog_phase(
                 commit()
             if stopping.is_set() and not batch:
                 break
-        if failure:
-            raise failure[0]
+        if reader.failure:
+            raise reader.failure[0]
         if batch or end != split.offset or split.watermarks:
             commit()  # also drops the snapshot's watermarks once the reader is past them
     finally:
@@ -165,7 +162,61 @@ def run_binlog_phase(
         control.close()
 
 
-Resumed = tuple[Mapping[str, TableSchema], Mapping[str, TableSchema]]  # source's and target's schemas
+@dataclass(frozen=True)
+class Resumed:
+    """How reading goes on after a schema change."""
+
+    sources: Mapping[str, TableSchema]  # the schemas rows are decoded with
+    targets: Mapping[str, TableSchema]  # the target's, which rows are projected onto
+    read_again: bool = False  # from the split's offset: a table joined the capture (its rows were skipped)
+
+
+class _Halt:
+    """The reader stops when the pipeline stops, or when it is to start again elsewhere."""
+
+    def __init__(self, stopping: threading.Event) -> None:
+        self._stopping = stopping
+        self.restarting = threading.Event()
+
+    def is_set(self) -> bool:
+        return self._stopping.is_set() or self.restarting.is_set()
+
+
+class _Reader:
+    """The thread that reads the binlog ahead of the committing thread, into a bounded inbox."""
+
+    def __init__(self, transactions: Callable[..., Iterator], stopping: threading.Event) -> None:
+        self._transactions = transactions
+        self._stopping = stopping
+        self._halt = _Halt(stopping)
+        self._thread: threading.Thread | None = None
+        self.inbox: queue.Queue = queue.Queue(maxsize=64)  # of transactions or pieces: bounded rows
+        self.failure: list[BaseException] = []
+
+    def start(self, offset: BinlogOffset, sources: Mapping[str, TableSchema], by_gtid: bool) -> None:
+        self._halt = _Halt(self._stopping)
+        self.inbox = queue.Queue(maxsize=64)
+        halt, inbox, failure = self._halt, self.inbox, self.failure
+
+        def produce() -> None:
+            try:
+                for item in self._transactions(offset, sources, by_gtid, halt):
+                    inbox.put(item)
+            except BaseException as exc:  # noqa: BLE001 - handed to the committing thread
+                failure.append(exc)
+            finally:
+                inbox.put(_END)
+
+        self._thread = threading.Thread(target=produce, name="binlog-reader", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        """Stops the thread, dropping what it read ahead."""
+        self._halt.restarting.set()
+        while self.inbox.get() is not _END:
+            pass
+        if self._thread is not None:
+            self._thread.join()
 
 
 class _Tables:

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from sluice.binlog.binlog_split import BinlogSplit
 from sluice.errors import SchemaDrift, SluiceError
+from sluice.event.schema_change import create_table_event
 from sluice.pipeline.definition import PipelineDefinition
 from sluice.runtime.binlog_phase import BinlogSettings, run_binlog_phase
 from sluice.runtime.progress import BinlogProgress
@@ -25,10 +26,10 @@ from sluice.sink.factory import create_sink
 from sluice.snapshot.chunk_splitter import split_table
 from sluice.snapshot.snapshot_split import SplitResult, SplitTask
 from sluice.snapshot.snapshot_split_assigner import SnapshotAssignerState
-from sluice.snapshot.split_reader import reads_onto
+from sluice.snapshot.split_reader import read_splits, reads_onto
 from sluice.source.checks import check_binlog_settings, check_privileges, check_select
 from sluice.source.connection import SourceEndpoint, connect, current_offset, executed_gtids
-from sluice.source.schema import TableSchema, discover_tables, live_shape
+from sluice.source.schema import TableSchema, discover_tables, live_shape, read_table_schema
 from sluice.source.startup import check_offset_available, startup_offset
 from sluice.state.pipeline_state import PipelineState
 from sluice.state.state_store import DirectoryStateStore
@@ -290,10 +291,10 @@ class LocalRunner:
                 writer,
                 progress,
                 self.stopping,
-                self._reread_deferred,
+                self._after_schema_change,
             )
             changes.finish_after_crash(split, committed)
-            self._reread_deferred(split)
+            self._after_schema_change(split)
             stop_at = self.state.stop_at
             # A GTID set means the same on every server of the topology, file/position only on
             # the one that wrote it: resuming by GTID follows a failover to a promoted replica.
@@ -366,6 +367,57 @@ class LocalRunner:
             snapshot, self.state.snapshot = self.state.snapshot, None
             self.state.snapshot_summary = {"splits": len(snapshot.splits), "rows": snapshot.rows_done}
         self.store.save(self.state)
+
+    def _after_schema_change(self, split: BinlogSplit) -> bool:
+        """What waited on a schema change; True if the binlog reader must start again."""
+        joined = self._capture_joined(split)
+        self._reread_deferred(split)
+        return joined
+
+    def _capture_joined(self, split: BinlogSplit) -> bool:
+        """Tables renamed into `tables`: created in the target and snapshotted now (on this
+        process, split by split), then read from the binlog with the emit rule from the
+        rename on (their high watermarks are after it)."""
+        joining = [t for t in self.state.joining if t not in (self.state.tables or {})]
+        if not joining:
+            self.state.joining = []
+            return False
+        source = self.definition.source
+        conn = connect(self.endpoint)
+        try:
+            planned_at = current_offset(conn)
+            schemas = [
+                read_table_schema(conn, *t.split(".", 1), source.chunk_key_column_for(*t.split(".", 1)))
+                for t in joining
+            ]
+            check_select(conn, joining)
+            splits = [s for schema in schemas for s in split_table(conn, schema, source.chunk_size)]
+        finally:
+            conn.close()
+        writer = self.sink.writer()
+        try:
+            for schema in schemas:
+                writer.apply_schema_change(
+                    f"capture:{schema.table_id}@{split.offset}", [create_table_event(schema)], {}
+                )
+        finally:
+            writer.close()
+        plan = SnapshotAssignerState.plan(schemas, splits, planned_at)
+        server_id = source.server_ids.pick(min(1, len(source.server_ids) - 1))  # the reader has the first
+        tasks = [SplitTask(s, plan.tables[s.table_id], self.endpoint, server_id, source.fetch_size) for s in splits]
+        for result in self.sink.write_splits_now(tasks, read_splits):
+            plan.record(result.split_id, result.high_watermark, result.rows)
+        split.watermarks.update(plan.binlog_split().watermarks)
+        self.state.tables = {**(self.state.tables or {}), **plan.tables}
+        if self.state.target_tables is not None:
+            self.state.target_tables = {**self.state.target_tables, **plan.tables}
+        self.state.joining = []
+        self.state.binlog = split
+        self.store.save(self.state)
+        sys.stderr.write(
+            f"capture: {', '.join(joining)} renamed into source.tables: snapshotted ({len(splits)} splits), streaming\n"
+        )
+        return True
 
     def _reread_deferred(self, split: BinlogSplit) -> None:
         """Reads the splits deferred by a schema change during the snapshot, for each table

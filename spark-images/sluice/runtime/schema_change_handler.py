@@ -23,7 +23,7 @@ from sluice.coordinator.schema_change import (
     coordinate,
 )
 from sluice.errors import DefinitionError, SluiceError
-from sluice.event.schema_change import SchemaChangeEvent
+from sluice.event.schema_change import RenameTable, SchemaChangeEvent
 from sluice.failpoints import failpoint
 from sluice.pipeline.definition import PipelineDefinition, load_definition
 from sluice.runtime.binlog_phase import Resumed
@@ -53,7 +53,7 @@ class SchemaChangeHandler:
         writer: SinkWriter,
         progress: BinlogProgress,
         stopping: threading.Event,
-        after_resume: Callable[[BinlogSplit], None],
+        after_resume: Callable[[BinlogSplit], bool],
     ) -> None:
         self.definition = definition
         self.definition_path = definition_path  # read again for approvals
@@ -62,15 +62,22 @@ class SchemaChangeHandler:
         self.writer = writer
         self.progress = progress
         self.stopping = stopping
-        self.after_resume = after_resume  # what waits on the new schemas (deferred splits)
+        # What waits on the new schemas: tables renamed into the capture (state.joining:
+        # snapshotted, then read from the DDL on, so it says True), deferred splits.
+        self.after_resume = after_resume
 
     def handle(self, change: SchemaChange, split: BinlogSplit) -> Resumed | None:
         """Resolves `change` and moves `split` past it; None when the pipeline stops while
         the change waits for approval. Raises SluiceError where the pipeline stops before it."""
+        known = self.state.tables or {}
+        # A table renamed into `tables` is new to the target: it joins the capture after the
+        # change (it is no change of a table the target has).
+        joined = [e for e in change.events if isinstance(e, RenameTable) and e.table_id not in known]
+        events = tuple(e for e in change.events if e not in joined)
         inflight = self.state.schema_change
         if inflight is None or inflight.position != change.position:
             inflight = SchemaChangeInFlight(
-                change_id(change.position), change.position, change.resume_at, change.statement, change.events
+                change_id(change.position), change.position, change.resume_at, change.statement, events
             )
             self._record(inflight)
         what = f"schema change {inflight.id} ({_short(change.statement)})"
@@ -101,10 +108,10 @@ class SchemaChangeHandler:
             self.progress.note(f"{what}: applied to the target: {', '.join(map(str, inflight.target_events))}")
         else:
             self.progress.note(f"{what}: {inflight.step.value.lower()}: {inflight.message}")
-        resumed = self._resume(inflight, split)
-        self.after_resume(split)
+        resumed = self._resume(inflight, split, [e.new_table_id for e in joined])
+        read_again = self.after_resume(split)
         self.progress.note(f"{what}: resumed after it")
-        return resumed
+        return Resumed(self.state.tables or {}, self.state.targets, read_again) if read_again else resumed
 
     def finish_after_crash(self, split: BinlogSplit, committed: BinlogOffset | None) -> None:
         """A crash after the target took the change's resume offset and before the state
@@ -142,7 +149,7 @@ class SchemaChangeHandler:
             log.warning("pipeline.schema-change.approved: %s (approvals unchanged)", exc)
             return self.definition.approved_schema_changes
 
-    def _resume(self, inflight: SchemaChangeInFlight, split: BinlogSplit) -> Resumed:
+    def _resume(self, inflight: SchemaChangeInFlight, split: BinlogSplit, joined: list[str] = ()) -> Resumed:  # type: ignore[assignment]
         """Past the DDL with the new schemas: the target's offset, then the state, in that
         order (a crash between the two is `finish_after_crash`'s)."""
         sources, targets = inflight.schemas_after(self.state.tables or {}, self.state.targets)
@@ -160,6 +167,7 @@ class SchemaChangeHandler:
         self.state.tables = sources
         self.state.target_tables = None if targets == sources else targets
         self.state.binlog = split
+        self.state.joining = [*self.state.joining, *joined]
         self.store.save(self.state)
         failpoint("schema-change:Resumed")
-        return sources, targets
+        return Resumed(sources, targets)

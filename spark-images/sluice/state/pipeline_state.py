@@ -27,6 +27,7 @@ class PipelineState:
     snapshot: SnapshotAssignerState | None = None  # until the binlog reader is past every high watermark
     snapshot_summary: dict[str, int] | None = None  # splits and rows, once the plan is dropped
     adding_tables: list[str] = field(default_factory=list)  # tables added to a streaming pipeline, being snapshotted
+    joining: list[str] = field(default_factory=list)  # tables renamed into `tables`, to snapshot where the DDL was
     binlog: BinlogSplit | None = None
     stop_at: BinlogOffset | None = None  # a bounded run's end (scan.startup.mode snapshot)
     schema_change: SchemaChangeInFlight | None = None
@@ -45,6 +46,7 @@ class PipelineState:
             "snapshot": self.snapshot.to_json() if self.snapshot else None,
             "snapshot_summary": self.snapshot_summary,
             "adding_tables": self.adding_tables or None,
+            "joining": self.joining or None,
             "binlog": self.binlog.to_json() if self.binlog else None,
             "stop_at": self.stop_at.to_json() if self.stop_at else None,
             "schema_change": self.schema_change.to_json() if self.schema_change else None,
@@ -64,6 +66,7 @@ class PipelineState:
             snapshot=SnapshotAssignerState.from_json(data["snapshot"]) if "snapshot" in data else None,
             snapshot_summary=data.get("snapshot_summary"),
             adding_tables=list(data.get("adding_tables", [])),
+            joining=list(data.get("joining", [])),
             binlog=BinlogSplit.from_json(data["binlog"]) if "binlog" in data else None,
             stop_at=BinlogOffset.from_json(data["stop_at"]) if "stop_at" in data else None,
             schema_change=SchemaChangeInFlight.from_json(data["schema_change"]) if "schema_change" in data else None,

@@ -322,3 +322,49 @@ def test_a_table_added_to_tables_is_snapshotted_and_joins_the_binlog_alone(tmp_p
     assert "snapshot: 3/3 splits" in err  # t2's chunks only
     assert (1, -1) in t1() and (2, 2) in t1()  # t1 left the capture: its later update is not in the target
     assert list(read_state(state)["tables"]) == [f"{source_db}.t2"]
+
+
+def test_a_table_renamed_into_tables_is_snapshotted_and_streamed_from_the_rename(
+    tmp_path, mariadb, mariadb_target, postgresql, source_db
+):
+    mariadb.execute(
+        "CREATE TABLE t1 (id INT PRIMARY KEY)",
+        "CREATE TABLE staging (id INT PRIMARY KEY, v INT)",
+        "INSERT INTO staging VALUES " + ", ".join(f"({i}, {i})" for i in range(40)),
+        database=source_db,
+    )
+    lake = tmp_path / "lake"
+    sinks = {
+        "postgres": (postgres_sink(postgresql), "7160-7161"),
+        "mariadb": (mysql_sink(mariadb_target), "7162-7163"),
+        "parquet": ({"type": "parquet", "path": str(lake)}, "7164-7165"),
+    }
+    pipelines = pipeline_per_sink(
+        tmp_path, mariadb, f"{source_db}.t\\d+", sinks, "renamed", **{"scan.incremental.snapshot.chunk.size": 10}
+    )
+
+    def renamed() -> None:
+        mariadb.execute(
+            "UPDATE staging SET v = -1 WHERE id = 1",  # before the rename: only the snapshot has it
+            "RENAME TABLE staging TO t5",
+            "UPDATE t5 SET v = -2 WHERE id < 5",
+            "INSERT INTO t5 VALUES (100, 100)",
+            "DELETE FROM t5 WHERE id = 7",
+            database=source_db,
+        )
+
+    def source() -> dict:
+        rows = compare.source_rows(mariadb, source_db, "t5")
+        return {"t5": {row[0]: {"id": row[0], "v": row[1]} for row in rows}}
+
+    stream_until_equal(
+        pipelines,
+        sluice_env(mariadb, postgresql, mariadb_target),
+        renamed,
+        source,
+        {
+            "postgres": lambda: {"t5": postgres_table(postgresql, source_db)("t5")},
+            "mariadb": lambda: {"t5": mariadb_table(mariadb_target, source_db)("t5")},
+            "parquet": lambda: {"t5": parquet_table(lake, source_db)("t5")},
+        },
+    )
