@@ -348,10 +348,14 @@ def test_a_table_renamed_into_tables_is_snapshotted_and_streamed_from_the_rename
             "UPDATE staging SET v = -1 WHERE id = 1",  # before the rename: only the snapshot has it
             "RENAME TABLE staging TO t5",
             "UPDATE t5 SET v = -2 WHERE id < 5",
-            "INSERT INTO t5 VALUES (100, 100)",
-            "DELETE FROM t5 WHERE id = 7",
             database=source_db,
         )
+        deadline = time.monotonic() + 60
+        while not all(f"{source_db}.t5" in read_state(state).get("tables", {}) for _, state in pipelines.values()):
+            assert time.monotonic() < deadline, "t5 did not join the capture"
+            time.sleep(0.1)
+        # After its snapshot: only the binlog reader can bring these.
+        mariadb.execute("INSERT INTO t5 VALUES (100, 100)", "DELETE FROM t5 WHERE id = 7", database=source_db)
 
     def source() -> dict:
         rows = compare.source_rows(mariadb, source_db, "t5")
