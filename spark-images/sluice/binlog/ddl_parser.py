@@ -61,6 +61,14 @@ def parse_ddl(statement: str, default_database: str, captured: Captured) -> list
     renamed = _RENAME_TABLES.match(statement)
     if renamed:
         return _rename_tables(renamed.group(1), default_database, captured, statement)
+    if _PARTITIONING.match(statement):  # sqlglot reads partitioning partly, and not as Sluice needs
+        if _PARTITION_ROWS_GONE.match(statement) and _touches_captured(statement, default_database, captured):
+            raise UnparsableDdl(
+                statement,
+                "it removes or swaps rows without row events in the binlog, so the target cannot follow; take a "
+                "new snapshot after it (a new --state-dir), or set schema.change.behavior ignore to go on",
+            )
+        return []  # rows and columns stay as they are
     readable = _MARIADB_TYPES.sub(lambda m: f"SET('sluice:{m.group(1).lower()}')", statement)
     try:
         tree = sqlglot.parse_one(readable, read="mysql", error_level=sqlglot.ErrorLevel.RAISE)
@@ -191,6 +199,15 @@ def _rename_tables(pairs: str, default_database: str, captured: Captured, statem
             events.append(RenameTable(old_id, new_id))
     return events
 
+
+_ALTER = r"^\s*ALTER\s+(?:ONLINE\s+)?(?:IGNORE\s+)?TABLE\s+\S+\s+"
+# Partitioning that keeps every row (sqlglot reads these only as commands).
+_PARTITIONING = re.compile(
+    _ALTER + r"(?:PARTITION\s+BY|REMOVE\s+PARTITIONING|(?:ADD|COALESCE|REORGANIZE|ANALYZE|CHECK|OPTIMIZE|REBUILD"
+    r"|REPAIR|DROP|TRUNCATE|EXCHANGE)\s+PARTITION)\b",
+    re.IGNORECASE,
+)
+_PARTITION_ROWS_GONE = re.compile(_ALTER + r"(?:DROP|TRUNCATE|EXCHANGE)\s+PARTITION\b", re.IGNORECASE)
 
 _TABLE_DDL = re.compile(r"^\s*(ALTER|CREATE|DROP|RENAME|TRUNCATE)\s+(TEMPORARY\s+)?TABLES?\b", re.IGNORECASE)
 

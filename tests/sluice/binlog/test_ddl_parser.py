@@ -49,6 +49,14 @@ def test_defaults_and_mariadb_only_types_are_kept():
     assert [c.column_type for c in created.columns] == ["int", "inet4", "uuid"]
 
 
+def test_partitioning_keeps_the_columns_but_losing_rows_without_row_events_is_refused():
+    assert parse("ALTER TABLE t1 PARTITION BY HASH(id) PARTITIONS 4") == []
+    assert parse("ALTER TABLE t1 REORGANIZE PARTITION p0 INTO (PARTITION p0 VALUES LESS THAN (5))") == []
+    for statement in ("ALTER TABLE t1 DROP PARTITION p0", "ALTER TABLE t1 TRUNCATE PARTITION p0"):
+        with pytest.raises(UnparsableDdl, match="without row events in the binlog"):
+            parse(statement)
+
+
 def test_several_alterations_in_one_statement_are_several_events_in_order():
     events = parse("ALTER TABLE app.t2 DROP COLUMN a, RENAME COLUMN b TO c, MODIFY d BIGINT, CHANGE e f TEXT")
     assert events == [
