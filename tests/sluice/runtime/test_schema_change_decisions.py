@@ -137,3 +137,47 @@ def test_try_evolve_goes_on_when_the_target_refuses_and_evolve_stops(tmp_path, m
     assert "Traceback" not in err
     assert read_state(state)["schema_change"]["step"] == "Failed"
     assert (3, 30) not in compare.postgres_rows(postgresql, source_db, "t")
+
+
+def test_a_ddl_sluice_cannot_read_stops_the_pipeline_naming_it_unless_ignored(tmp_path, mariadb, postgresql, source_db):
+    mariadb.execute("CREATE TABLE t (id INT PRIMARY KEY, v INT)", database=source_db)
+    definition = pipeline_yaml(
+        mariadb,
+        f"{source_db}.t",
+        postgres_sink(postgresql),
+        **{"server-id": "7320-7321", "scan.startup.mode": "latest-offset"},
+    )
+    path, state = write_pipeline(tmp_path / "p.yaml", definition), tmp_path / "state"
+    env = sluice_env(mariadb, postgresql)
+    process = start_sluice(path, state, env)
+    try:
+        wait_until_in_binlog_phase(process, state, time.monotonic() + 60)
+        mariadb.execute(
+            "INSERT INTO t VALUES (1, 1)",
+            "ALTER TABLE t ADD COLUMN w INT AS (v + 1) PERSISTENT",
+            "INSERT INTO t (id, v) VALUES (2, 2)",
+            database=source_db,
+        )
+        _, err = process.communicate(timeout=60)
+    finally:
+        if process.poll() is None:
+            kill_pipeline(process)
+    assert process.returncode == 1 and "Traceback" not in err
+    last = err.strip().splitlines()[-1]
+    assert "cannot read the DDL statement 'ALTER TABLE t ADD COLUMN w INT AS (v + 1) PERSISTENT'" in last
+    assert "Set pipeline.schema.change.behavior: ignore to read past it" in last
+    assert compare.postgres_rows(postgresql, source_db, "t") == [(1, 1)]
+
+    definition["pipeline"]["schema.change.behavior"] = "ignore"
+    write_pipeline(path, definition)
+    process = start_sluice(path, state, env)
+    try:
+        _wait_for(
+            process, "the row after it", lambda: compare.postgres_rows(postgresql, source_db, "t") == [(1, 1), (2, 2)]
+        )
+        process.send_signal(signal.SIGTERM)
+        process.communicate(timeout=60)
+    finally:
+        if process.poll() is None:
+            kill_pipeline(process)
+    assert read_state(state)["schema_change_history"][-1]["step"] == "Resumed"
