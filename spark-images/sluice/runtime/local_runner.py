@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sluice.binlog.binlog_split import BinlogSplit
+from sluice.binlog.startup_offset import check_offset_available, startup_offset
 from sluice.errors import SchemaDrift, SluiceError
 from sluice.event.schema_change import create_table_event
 from sluice.pipeline.definition import PipelineDefinition
@@ -30,7 +31,6 @@ from sluice.snapshot.split_reader import read_splits, reads_onto
 from sluice.source.checks import check_binlog_settings, check_privileges, check_select
 from sluice.source.connection import SourceEndpoint, connect, current_offset, executed_gtids
 from sluice.source.schema import TableSchema, discover_tables, live_shape, read_table_schema
-from sluice.source.startup import check_offset_available, startup_offset
 from sluice.state.pipeline_state import PipelineState
 from sluice.state.state_store import DirectoryStateStore
 

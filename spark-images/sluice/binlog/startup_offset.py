@@ -1,4 +1,5 @@
-"""Where the binlog reader starts for each scan.startup.mode that skips the snapshot."""
+"""Where the binlog reader starts for each scan.startup.mode that skips the snapshot (a GTID
+set is turned into a position by asking the server for a binlog dump after it)."""
 
 from __future__ import annotations
 
