@@ -61,4 +61,4 @@ def test_a_log_of_one_entry_per_commit_keeps_its_commits(tmp_path):
     assert sorted(p.name for p in (lake / "db" / "t").iterdir()) == ["binlog-000000000001", "binlog-000000000002"]
     writer = sink.writer()
     assert writer.committed_binlog_offset() == BinlogOffset("mysql-bin.000001", 800)
-    assert writer.commit == 2
+    assert sink.log.last_binlog_commit() == 2  # the next commit is 3
