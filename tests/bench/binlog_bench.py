@@ -39,6 +39,9 @@ class NullWriter(SinkWriter):
     def write_changes(self, batch: ChangeBatch, end: BinlogOffset, drop_split_records: bool) -> None:
         pass
 
+    def apply_schema_change(self, change_id, events, before) -> None:  # noqa: ANN001 - the bench has no DDL
+        pass
+
 
 class LatencyWriter(SinkWriter):
     """Commits through another writer and records, per row, commit time minus write time."""
@@ -52,6 +55,9 @@ class LatencyWriter(SinkWriter):
         self.inner.write_changes(batch, end, drop_split_records)
         now = time.time()
         self.latencies.extend(now - change.row[self.created].timestamp() for change in batch)
+
+    def apply_schema_change(self, change_id, events, before) -> None:  # noqa: ANN001
+        self.inner.apply_schema_change(change_id, events, before)
 
     def close(self) -> None:
         self.inner.close()
