@@ -1,4 +1,9 @@
 """The Sluice Kubernetes operator (kopf): reconciles CdcPipeline resources into SparkApplications.
 
-The control plane arrives with its own issue; the contract it will honour is crds/.
+Built like the Flink Kubernetes Operator, observe -> validate -> reconcile -> act, each a
+small module testable without kopf. So far: reading a CdcPipeline's spec (pipeline_spec),
+and what it owns: the SparkApplication in its snapshot and streaming shapes and the
+pipeline ConfigMap (spark_application), the driver's identity (rbac), owner references
+and labels (owned). The reconcile loop, the status state store and the Spark Operator test
+double come next (issue 10).
 """

@@ -1,0 +1,96 @@
+"""A CdcPipeline's spec, read: the Flink CDC pipeline definition the Spark job runs (the
+same document `sluice run` takes, checked by the same parser), and the Kubernetes-only
+fields (Spark resources, Secret references, suspend, approvals).
+
+Passwords never enter the definition: it names environment variables, which the
+SparkApplication fills from the referenced Secrets.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from sluice.errors import DefinitionError
+from sluice.pipeline.definition import PipelineDefinition, build_definition
+
+SOURCE_PASSWORD_ENV = "SLUICE_SOURCE_PASSWORD"
+SINK_PASSWORD_ENV = "SLUICE_SINK_PASSWORD"
+DEFAULT_IMAGE = "sluice-spark:0.1.0"  # the image spark-images/Dockerfile builds
+SPARK_ONLY_SINKS = ("parquet",)  # sinks that write changes with Spark: streaming keeps an executor
+
+
+@dataclass(frozen=True)
+class SecretKey:
+    name: str
+    key: str
+
+    @classmethod
+    def from_spec(cls, ref: Mapping[str, Any], where: str) -> SecretKey:
+        if not isinstance(ref, Mapping) or not ref.get("name") or not ref.get("key"):
+            raise DefinitionError(f"{where}: expected a Secret reference with name and key")
+        return cls(str(ref["name"]), str(ref["key"]))
+
+
+@dataclass(frozen=True)
+class SparkResources:
+    image: str = DEFAULT_IMAGE
+    driver_cores: int = 1
+    driver_memory: str = "1g"
+    executor_cores: int = 1
+    executor_memory: str = "1g"
+    snapshot_executors: int = 1  # defaults to pipeline.parallelism
+    streaming_executors: int = 0  # 0: the driver alone reads the binlog
+
+
+@dataclass(frozen=True)
+class PipelineSpec:
+    definition: dict[str, Any]  # the Flink CDC document, with ${...} for the passwords
+    secrets: dict[str, SecretKey]  # environment variable -> where its value is
+    spark: SparkResources
+    suspend: bool = False
+    approved: tuple[str, ...] = field(default_factory=tuple)
+
+    def check(self) -> PipelineDefinition:
+        """Sluice's own checks of the definition (option names, types, values), as
+        `sluice run` makes them; DefinitionError names the option."""
+        return build_definition(self.definition, dict.fromkeys(self.secrets, "checked-without-the-secret"))
+
+
+def read_spec(name: str, namespace: str, spec: Mapping[str, Any]) -> PipelineSpec:
+    """The CdcPipeline `namespace/name`'s spec, read (DefinitionError names what is wrong)."""
+    definition: dict[str, Any] = {}
+    secrets: dict[str, SecretKey] = {}
+    for section, variable in (("source", SOURCE_PASSWORD_ENV), ("sink", SINK_PASSWORD_ENV)):
+        options = dict(spec.get(section) or {})
+        if "password" in options:
+            raise DefinitionError(f"spec.{section}.password: give passwordSecretRef (a Secret's name and key) instead")
+        ref = options.pop("passwordSecretRef", None)
+        if ref is not None:
+            secrets[variable] = SecretKey.from_spec(ref, f"spec.{section}.passwordSecretRef")
+            options["password"] = f"${{{variable}}}"
+        definition[section] = options
+    pipeline = dict(spec.get("pipeline") or {})
+    # Targets keep their offsets per pipeline name: one per CdcPipeline, unless given.
+    pipeline.setdefault("name", f"{namespace}.{name}")
+    approved = tuple(str(i) for i in (spec.get("schemaChanges") or {}).get("approved", []))
+    if approved:
+        pipeline["schema-change.approved"] = list(approved)
+    definition["pipeline"] = pipeline
+    for section in ("route", "transform"):
+        if section in spec:
+            definition[section] = spec[section]
+    parallelism = int(pipeline.get("parallelism", 1))
+    spark = spec.get("spark") or {}
+    sink_type = str(definition["sink"].get("type", ""))
+    resources = SparkResources(
+        image=str(spark.get("image", DEFAULT_IMAGE)),
+        driver_cores=int(spark.get("driverCores", 1)),
+        driver_memory=str(spark.get("driverMemory", "1g")),
+        executor_cores=int(spark.get("executorCores", 1)),
+        executor_memory=str(spark.get("executorMemory", "1g")),
+        snapshot_executors=int(spark.get("snapshotExecutors", parallelism)),
+        streaming_executors=int(spark.get("streamingExecutors", 1 if sink_type in SPARK_ONLY_SINKS else 0)),
+    )
+    return PipelineSpec(definition, secrets, resources, bool(spec.get("suspend", False)), approved)

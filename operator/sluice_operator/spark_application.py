@@ -1,0 +1,120 @@
+"""The SparkApplication (sparkoperator.k8s.io/v1beta2) that runs a CdcPipeline, in one of
+its two shapes: `snapshot` with the snapshot executors, `streaming` with the streaming
+ones (the Spark Operator cannot resize a running application; it reruns one whose spec
+changed, and the rerun resumes from the state in the CdcPipeline's status).
+
+Passwords reach the driver and executors only as environment variables from Secrets; the
+pipeline definition comes from a mounted ConfigMap.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+import yaml
+
+from sluice_operator import owned
+from sluice_operator.pipeline_spec import PipelineSpec
+
+Shape = Literal["snapshot", "streaming"]
+
+API_VERSION = "sparkoperator.k8s.io/v1beta2"
+SPARK_VERSION = "4.3.0"  # the pyspark the image pins
+DRIVER = "local:///opt/sluice/driver.py"  # the image's entry point: sluice's Kubernetes driver
+PIPELINE_MOUNT = "/etc/sluice"
+PIPELINE_FILE = "pipeline.yaml"
+
+
+def names(cdc_pipeline: str) -> dict[str, str]:
+    """What the operator names the objects it creates for a CdcPipeline."""
+    return {
+        "application": f"{cdc_pipeline}-sluice",
+        "config": f"{cdc_pipeline}-sluice-pipeline",
+        "service_account": f"{cdc_pipeline}-sluice-driver",
+    }
+
+
+def pipeline_config_map(owner: dict[str, Any], spec: PipelineSpec) -> dict[str, Any]:
+    """The pipeline definition the driver reads, as `sluice run` would (no passwords in it)."""
+    name = owner["metadata"]["name"]
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": owned.metadata(owner, names(name)["config"]),
+        "data": {PIPELINE_FILE: yaml.safe_dump(spec.definition, sort_keys=False)},
+    }
+
+
+def spark_application(owner: dict[str, Any], spec: PipelineSpec, shape: Shape) -> dict[str, Any]:
+    meta = owner["metadata"]
+    named = names(meta["name"])
+    resources = spec.spark
+    executors = resources.snapshot_executors if shape == "snapshot" else resources.streaming_executors
+    env = [
+        {"name": variable, "valueFrom": {"secretKeyRef": {"name": secret.name, "key": secret.key}}}
+        for variable, secret in sorted(spec.secrets.items())
+    ]
+    pod_labels = {**owned.labels(meta["name"]), f"{owned.GROUP}/shape": shape}
+    mounts = [{"name": "pipeline", "mountPath": PIPELINE_MOUNT, "readOnly": True}]
+    application: dict[str, Any] = {
+        "apiVersion": API_VERSION,
+        "kind": "SparkApplication",
+        "metadata": owned.metadata(owner, named["application"]),
+        "spec": {
+            "type": "Python",
+            "pythonVersion": "3",
+            "mode": "cluster",
+            "image": resources.image,
+            "imagePullPolicy": "IfNotPresent",
+            "mainApplicationFile": DRIVER,
+            "arguments": [
+                "--pipeline",
+                f"{PIPELINE_MOUNT}/{PIPELINE_FILE}",
+                "--cdc-pipeline",
+                f"{meta['namespace']}/{meta['name']}",
+            ],
+            "sparkVersion": SPARK_VERSION,
+            # The job keeps its progress in the CdcPipeline's status, so a rerun resumes: retry.
+            "restartPolicy": {
+                "type": "OnFailure",
+                "onFailureRetries": 3,
+                "onFailureRetryInterval": 10,
+                "onSubmissionFailureRetries": 5,
+                "onSubmissionFailureRetryInterval": 20,
+            },
+            "sparkConf": {
+                "spark.sql.session.timeZone": "UTC",
+                "spark.kubernetes.executor.deleteOnTermination": "true",
+            },
+            "volumes": [{"name": "pipeline", "configMap": {"name": named["config"]}}],
+            "driver": {
+                "cores": resources.driver_cores,
+                "memory": resources.driver_memory,
+                "serviceAccount": named["service_account"],
+                "labels": pod_labels,
+                "env": env,
+                "volumeMounts": mounts,
+            },
+            "executor": {
+                "cores": resources.executor_cores,
+                "memory": resources.executor_memory,
+                "labels": pod_labels,
+                "env": env,  # snapshot splits read the source and write the target on executors
+                "volumeMounts": mounts,
+            },
+        },
+    }
+    if executors:
+        application["spec"]["executor"]["instances"] = executors
+    else:
+        # The driver alone; an executor only while a job needs one (chunks read again after a
+        # schema change, a table that joins the capture), and gone when it idles.
+        application["spec"]["dynamicAllocation"] = {
+            "enabled": True,
+            "initialExecutors": 0,
+            "minExecutors": 0,
+            "maxExecutors": 1,
+        }
+    if spec.suspend:
+        application["spec"]["suspend"] = True
+    return application

@@ -1,0 +1,150 @@
+"""What the operator creates for a CdcPipeline: a SparkApplication the Kubeflow Spark
+Operator's own CRD schema accepts, in a snapshot and a streaming shape; the pipeline
+definition in a ConfigMap, which Sluice's own parser accepts; passwords only as Secret
+references; a driver identity that may touch only its own CdcPipeline; and an owner
+reference on everything, so deleting the CdcPipeline deletes them."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import jsonschema
+import pytest
+import yaml
+
+from sluice.errors import DefinitionError
+from sluice.pipeline.definition import build_definition
+from sluice_operator.pipeline_spec import SINK_PASSWORD_ENV, SOURCE_PASSWORD_ENV, read_spec
+from sluice_operator.rbac import driver_rbac
+from sluice_operator.spark_application import pipeline_config_map, spark_application
+
+REFERENCE = Path(__file__).parents[2].parent / "shared" / "reference" / "sparkoperator.k8s.io_sparkapplications.yaml"
+
+CDC_PIPELINE = {
+    "apiVersion": "sluice.io/v1alpha1",
+    "kind": "CdcPipeline",
+    "metadata": {"name": "orders", "namespace": "data", "uid": "5f2c-uid"},
+    "spec": {
+        "source": {
+            "type": "mysql",
+            "hostname": "mariadb.data.svc",
+            "port": 3306,
+            "username": "cdc",
+            "tables": "shop.orders",
+            "passwordSecretRef": {"name": "mariadb-cdc", "key": "password"},
+        },
+        "sink": {
+            "type": "jdbc",
+            "url": "postgresql://pg.data.svc:5432/lake",
+            "username": "writer",
+            "passwordSecretRef": {"name": "pg-writer", "key": "pw"},
+        },
+        "pipeline": {"parallelism": 3, "schema.change.behavior": "manual"},
+        "schemaChanges": {"approved": ["mysql-bin.000003:1234"]},
+        "spark": {"image": "registry.example/sluice-spark:0.1.0", "executorMemory": "2g"},
+    },
+}
+
+
+def _rendered(cdc_pipeline: dict = CDC_PIPELINE, shape: str = "snapshot") -> tuple[dict, dict, list[dict]]:
+    meta = cdc_pipeline["metadata"]
+    spec = read_spec(meta["name"], meta["namespace"], cdc_pipeline["spec"])
+    return (
+        spark_application(cdc_pipeline, spec, shape),
+        pipeline_config_map(cdc_pipeline, spec),
+        driver_rbac(cdc_pipeline),
+    )
+
+
+def spark_application_schema() -> dict:
+    crd = yaml.safe_load(REFERENCE.read_text())
+    (version,) = [v for v in crd["spec"]["versions"] if v["name"] == "v1beta2"]
+    return version["schema"]["openAPIV3Schema"]
+
+
+@pytest.mark.parametrize("shape", ["snapshot", "streaming"])
+def test_the_spark_application_is_valid_for_the_spark_operators_schema(shape):
+    application, _, _ = _rendered(shape=shape)
+    jsonschema.Draft7Validator(spark_application_schema()).validate(application)
+    assert application["spec"]["type"] == "Python" and application["spec"]["restartPolicy"]["type"] == "OnFailure"
+
+
+def test_snapshot_runs_with_parallelism_executors_and_streaming_with_the_driver_alone():
+    snapshot, _, _ = _rendered(shape="snapshot")
+    streaming, _, _ = _rendered(shape="streaming")
+    assert snapshot["spec"]["executor"]["instances"] == 3  # pipeline.parallelism
+    # The jdbc sink's binlog phase needs no executor: none runs unless a job asks for one.
+    assert "instances" not in streaming["spec"]["executor"]
+    assert streaming["spec"]["dynamicAllocation"] == {
+        "enabled": True,
+        "initialExecutors": 0,
+        "minExecutors": 0,
+        "maxExecutors": 1,
+    }
+    assert snapshot["spec"]["executor"]["memory"] == "2g"
+    assert snapshot["spec"]["image"] == "registry.example/sluice-spark:0.1.0"
+    lake = {**CDC_PIPELINE, "spec": {**CDC_PIPELINE["spec"], "sink": {"type": "parquet", "path": "/lake"}}}
+    assert _rendered(lake, "streaming")[0]["spec"]["executor"]["instances"] == 1  # parquet writes with Spark
+
+
+def test_passwords_come_only_from_secret_references():
+    application, config, _ = _rendered()
+    env = {e["name"]: e["valueFrom"]["secretKeyRef"] for e in application["spec"]["driver"]["env"]}
+    assert env == {
+        SINK_PASSWORD_ENV: {"name": "pg-writer", "key": "pw"},
+        SOURCE_PASSWORD_ENV: {"name": "mariadb-cdc", "key": "password"},
+    }
+    assert application["spec"]["executor"]["env"] == application["spec"]["driver"]["env"]
+    document = yaml.safe_load(config["data"]["pipeline.yaml"])
+    assert document["source"]["password"] == f"${{{SOURCE_PASSWORD_ENV}}}"
+    assert document["sink"]["password"] == f"${{{SINK_PASSWORD_ENV}}}"
+    literal = {**CDC_PIPELINE["spec"], "source": {**CDC_PIPELINE["spec"]["source"], "password": "hunter2"}}
+    with pytest.raises(DefinitionError, match=r"spec.source.password: give passwordSecretRef"):
+        read_spec("orders", "data", literal)
+
+
+def test_the_mounted_definition_is_the_pipeline_sluice_run_would_take():
+    _, config, _ = _rendered()
+    document = yaml.safe_load(config["data"]["pipeline.yaml"])
+    definition = build_definition(document, {SOURCE_PASSWORD_ENV: "s", SINK_PASSWORD_ENV: "t"})
+    assert definition.name == "data.orders"  # one per CdcPipeline: targets keep offsets by it
+    assert definition.parallelism == 3 and definition.schema_change_behavior == "manual"
+    assert definition.approved_schema_changes == ("mysql-bin.000003:1234",)
+    assert definition.source.password == "s" and definition.sink.options["password"] == "t"
+
+
+def test_a_bad_option_is_named_by_sluices_own_checks():
+    bad = {**CDC_PIPELINE["spec"], "source": {**CDC_PIPELINE["spec"]["source"], "server-time-zone": "Mars/Olympus"}}
+    with pytest.raises(DefinitionError, match="source.server-time-zone"):
+        read_spec("orders", "data", bad).check()
+
+
+def test_the_driver_may_touch_only_its_own_cdc_pipeline_and_everything_is_owned():
+    application, config, rbac = _rendered()
+    role = next(o for o in rbac if o["kind"] == "Role")
+    (own,) = [rule for rule in role["rules"] if rule["apiGroups"] == ["sluice.io"]]
+    assert own["resourceNames"] == ["orders"] and set(own["verbs"]) == {"get", "patch"}
+    account = next(o for o in rbac if o["kind"] == "ServiceAccount")["metadata"]["name"]
+    assert application["spec"]["driver"]["serviceAccount"] == account
+    for obj in [application, config, *rbac]:
+        (owner,) = obj["metadata"]["ownerReferences"]
+        assert (owner["kind"], owner["name"], owner["uid"], owner["controller"]) == (
+            "CdcPipeline",
+            "orders",
+            "5f2c-uid",
+            True,
+        )
+        assert obj["metadata"]["namespace"] == "data"
+        assert obj["metadata"]["labels"]["sluice.io/pipeline"] == "orders"
+
+
+def test_the_operators_modules_need_no_spark():
+    """The operator's image has no pyspark."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, sluice_operator.spark_application, sluice_operator.rbac, sluice_operator.pipeline_spec; "
+        "assert 'pyspark' not in sys.modules"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
