@@ -1,0 +1,277 @@
+"""The CdcPipeline CustomResourceDefinition, made from the option tables `sluice run`
+checks definitions against: every option of the local YAML is typed the same way in the
+CRD, and one cannot drift from the other. crds/ and the chart hold its output
+(`python -m sluice_operator.crd > crds/cdcpipelines.sluice.io.yaml`); a test keeps them equal.
+
+CEL rules (x-kubernetes-validations) say what a schema cannot: no literal password
+anywhere, and no other source server or sink target under a pipeline that has run.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterable
+from typing import Any
+
+import yaml
+
+from sluice.pipeline.definition import PIPELINE_OPTIONS, SINK_OPTIONS, SOURCE_OPTIONS
+from sluice.pipeline.options import Option
+from sluice_operator.owned import GROUP, KIND, VERSION
+
+PHASES = ["Pending", "Snapshotting", "Streaming", "SchemaChangePaused", "Suspended", "Failed", "Completed"]
+CONDITION_TYPES = ["Ready", "Progressing", "Degraded", "SchemaChangePending"]
+
+_SECRET_REF = {
+    "type": "object",
+    "description": "The Secret key holding the password (passwords never go in the spec).",
+    "required": ["name", "key"],
+    "properties": {"name": {"type": "string", "minLength": 1}, "key": {"type": "string", "minLength": 1}},
+}
+_NO_LITERAL_PASSWORD = {
+    "rule": "!has(self.password)",
+    "message": "a password cannot be given in the spec: put it in a Secret and name it in passwordSecretRef",
+}
+# A pipeline that has run keeps its offsets in its target and its plan in its status: both
+# belong to this source server and this target.
+_TARGETS = {
+    "source": ("hostname", "port"),
+    "sink": ("url", "path"),
+}
+
+
+def _property(option: Option) -> dict[str, Any]:
+    if option.kind is int:
+        schema: dict[str, Any] = {"type": "integer"}
+    elif option.kind is tuple:
+        schema = {"type": "array", "items": {"type": "string"}}
+    elif option.kind is bool:
+        schema = {"type": "boolean"}
+    else:
+        schema = {"type": "string"}
+    if option.choices:
+        schema["enum"] = list(option.choices)
+    if option.description:
+        schema["description"] = option.description
+    return schema
+
+
+def _options(options: Iterable[Option], extra: dict[str, Any] | None = None) -> dict[str, Any]:
+    properties = {o.key: _property(o) for o in options if o.key != "password"}
+    properties["password"] = {"type": "string", "description": "Refused: use passwordSecretRef."}
+    properties.update(extra or {})
+    return properties
+
+
+def _sink_schema() -> dict[str, Any]:
+    merged: dict[str, Option] = {}
+    for options in SINK_OPTIONS.values():
+        for option in options:
+            merged.setdefault(option.key, option)
+    properties = _options(merged.values(), {"passwordSecretRef": _SECRET_REF})
+    properties["type"] = {"type": "string", "enum": sorted(SINK_OPTIONS)}
+    rules = [_NO_LITERAL_PASSWORD]
+    for sink_type, options in SINK_OPTIONS.items():
+        required = [o.key for o in options if o.required and o.key != "type"]
+        if required:
+            has = " && ".join(f"has(self.{key})" for key in required)
+            rules.append(
+                {
+                    "rule": f"self.type != '{sink_type}' || ({has})",
+                    "message": f"a {sink_type} sink needs {', '.join(required)}",
+                }
+            )
+    return {
+        "type": "object",
+        "description": "Flink CDC sink options (values, jdbc or parquet).",
+        "required": ["type"],
+        "properties": properties,
+        "x-kubernetes-validations": rules,
+    }
+
+
+def _spec_schema() -> dict[str, Any]:
+    source_required = [o.key for o in SOURCE_OPTIONS if o.required]
+    pipeline = _options(PIPELINE_OPTIONS)
+    del pipeline["password"]
+    return {
+        "type": "object",
+        "description": "A Flink CDC 3 pipeline definition, plus the Kubernetes-only fields.",
+        "required": ["source", "sink"],
+        "properties": {
+            "source": {
+                "type": "object",
+                "description": "Flink CDC MySQL source options.",
+                "required": [*source_required, "passwordSecretRef"],
+                "properties": _options(SOURCE_OPTIONS, {"passwordSecretRef": _SECRET_REF}),
+                "x-kubernetes-validations": [_NO_LITERAL_PASSWORD],
+            },
+            "sink": _sink_schema(),
+            "pipeline": {"type": "object", "properties": pipeline},
+            "route": {"type": "array", "items": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}},
+            "transform": {"type": "array", "items": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}},
+            "spark": {
+                "type": "object",
+                "description": "How the SparkApplication runs.",
+                "properties": {
+                    "image": {"type": "string"},
+                    "driverCores": {"type": "integer", "minimum": 1},
+                    "driverMemory": {"type": "string"},
+                    "executorCores": {"type": "integer", "minimum": 1},
+                    "executorMemory": {"type": "string"},
+                    "snapshotExecutors": {
+                        "type": "integer",
+                        "minimum": 1,
+                        "description": "Executors while the snapshot runs (default: pipeline.parallelism).",
+                    },
+                    "streamingExecutors": {
+                        "type": "integer",
+                        "minimum": 0,
+                        "description": "Executors once the binlog reader takes over (default 0, the driver alone; "
+                        "1 for the parquet sink).",
+                    },
+                },
+            },
+            "suspend": {"type": "boolean", "description": "Stops the pipeline's Spark job; its state is kept."},
+            "schemaChanges": {
+                "type": "object",
+                "properties": {
+                    "approved": {
+                        "type": "array",
+                        "items": {"type": "string"},
+                        "description": "Ids of schema changes a `manual` pipeline may apply (file:position).",
+                    }
+                },
+            },
+        },
+    }
+
+
+def _status_schema() -> dict[str, Any]:
+    condition = {
+        "type": "object",
+        "required": ["type", "status"],
+        "properties": {
+            "type": {"type": "string", "enum": CONDITION_TYPES},
+            "status": {"type": "string", "enum": ["True", "False", "Unknown"]},
+            "reason": {"type": "string"},
+            "message": {"type": "string"},
+            "observedGeneration": {"type": "integer"},
+            "lastTransitionTime": {"type": "string", "format": "date-time"},
+        },
+    }
+    return {
+        "type": "object",
+        "properties": {
+            "phase": {"type": "string", "enum": PHASES},
+            "observedGeneration": {"type": "integer"},
+            "conditions": {"type": "array", "items": condition},
+            "snapshot": {
+                "type": "object",
+                "properties": {
+                    "splitsDone": {"type": "integer"},
+                    "splitsTotal": {"type": "integer"},
+                    "progress": {"type": "string", "description": "done/total splits"},
+                    "rows": {"type": "integer"},
+                },
+            },
+            "binlog": {
+                "type": "object",
+                "properties": {
+                    "position": {"type": "string"},
+                    "gtid": {"type": "string"},
+                    "lag": {"type": "string"},
+                    "lagSeconds": {"type": "number"},
+                },
+            },
+            "schemaChange": {"type": "object", "x-kubernetes-preserve-unknown-fields": True},
+            "schemaChangeHistory": {
+                "type": "array",
+                "items": {"type": "object", "x-kubernetes-preserve-unknown-fields": True},
+            },
+            "state": {
+                "type": "object",
+                "description": "The pipeline's state (plan, finished splits, binlog split): the job keeps it here.",
+                "x-kubernetes-preserve-unknown-fields": True,
+            },
+            "lastReconciledSpec": {"type": "string", "description": "The spec the operator last acted on (JSON)."},
+        },
+    }
+
+
+def _target_rules() -> list[dict[str, Any]]:
+    started = "has(oldSelf.status) && has(oldSelf.status.phase) && oldSelf.status.phase != 'Pending'"
+    rules = []
+    for section, keys in _TARGETS.items():
+        for key in keys:
+            new, old = f"self.spec.{section}.{key}", f"oldSelf.spec.{section}.{key}"
+            same = f"has({new}) == has({old}) && (!has({new}) || {new} == {old})"
+            rules.append(
+                {
+                    "rule": f"!({started}) || ({same})",
+                    "message": f"spec.{section}.{key} cannot change once the pipeline has run: its progress belongs "
+                    "to the old value; create a new CdcPipeline for the new one",
+                }
+            )
+    return rules
+
+
+def custom_resource_definition() -> dict[str, Any]:
+    return {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": f"cdcpipelines.{GROUP}"},
+        "spec": {
+            "group": GROUP,
+            "names": {
+                "kind": KIND,
+                "listKind": f"{KIND}List",
+                "plural": "cdcpipelines",
+                "singular": "cdcpipeline",
+                "shortNames": ["cdcp"],
+            },
+            "scope": "Namespaced",
+            "versions": [
+                {
+                    "name": VERSION,
+                    "served": True,
+                    "storage": True,
+                    "subresources": {"status": {}},
+                    "additionalPrinterColumns": [
+                        {"name": "Phase", "type": "string", "jsonPath": ".status.phase"},
+                        {"name": "Splits", "type": "string", "jsonPath": ".status.snapshot.progress"},
+                        {"name": "Lag", "type": "string", "jsonPath": ".status.binlog.lag"},
+                        {
+                            "name": "Ready",
+                            "type": "string",
+                            "jsonPath": '.status.conditions[?(@.type=="Ready")].status',
+                        },
+                        {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"},
+                    ],
+                    "schema": {
+                        "openAPIV3Schema": {
+                            "type": "object",
+                            "required": ["spec"],
+                            "properties": {
+                                "apiVersion": {"type": "string"},
+                                "kind": {"type": "string"},
+                                "metadata": {"type": "object"},
+                                "spec": _spec_schema(),
+                                "status": _status_schema(),
+                            },
+                            "x-kubernetes-validations": _target_rules(),
+                        }
+                    },
+                }
+            ],
+        },
+    }
+
+
+def main() -> None:
+    sys.stdout.write("# Generated by `python -m sluice_operator.crd` from Sluice's option tables: do not edit.\n")
+    sys.stdout.write(yaml.safe_dump(custom_resource_definition(), sort_keys=False, width=120))
+
+
+if __name__ == "__main__":
+    main()

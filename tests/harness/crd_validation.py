@@ -1,0 +1,39 @@
+"""Validates an object as the API server would against a CRD version's openAPIV3Schema:
+the schema itself (jsonschema), then every x-kubernetes-validations rule, evaluated with
+CEL at the node it is declared on (`self`; `oldSelf` on an update only, as transition
+rules are)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jsonschema
+from cel_expr_python import cel
+
+_ENV = cel.NewEnv(variables={"self": cel.Type.DYN, "oldSelf": cel.Type.DYN})
+_ABSENT = object()
+
+
+def violations(schema: dict[str, Any], obj: Any, old: Any = _ABSENT) -> list[str]:
+    """What the API server would refuse `obj` for (empty: accepted); `old` on an update."""
+    errors = [e.message for e in jsonschema.Draft7Validator(schema).iter_errors(obj)]
+    return errors + _rules(schema, obj, old)
+
+
+def _rules(schema: dict[str, Any], obj: Any, old: Any) -> list[str]:
+    messages = []
+    for rule in schema.get("x-kubernetes-validations", []):
+        transition = "oldSelf" in rule["rule"]
+        if transition and old is _ABSENT:
+            continue  # transition rules apply to updates only
+        data = {"self": obj, **({"oldSelf": old} if transition else {})}
+        if not _ENV.compile(rule["rule"]).eval(data=data).plain_value():
+            messages.append(rule.get("message", rule["rule"]))
+    if isinstance(obj, dict):
+        for key, child in (schema.get("properties") or {}).items():
+            if key in obj:
+                previous = old.get(key, _ABSENT) if isinstance(old, dict) else _ABSENT
+                messages += _rules(child, obj[key], previous)
+    elif isinstance(obj, list) and "items" in schema:
+        messages += [m for item in obj for m in _rules(schema["items"], item, _ABSENT)]
+    return messages

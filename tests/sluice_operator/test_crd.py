@@ -1,0 +1,77 @@
+"""The CdcPipeline CRD types every option of the local pipeline YAML as `sluice run` does,
+refuses a literal password and a new source or target under a pipeline that has run, and
+is the same in crds/ and in the chart."""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+
+import yaml
+
+from sluice_operator.crd import custom_resource_definition
+from tests.harness.crd_validation import violations
+from tests.sluice_operator.test_spark_application import CDC_PIPELINE
+
+ROOT = Path(__file__).parents[2]
+CRD_FILES = [
+    ROOT / "crds" / "cdcpipelines.sluice.io.yaml",
+    ROOT / "charts" / "sluice" / "files" / "cdcpipelines.sluice.io.yaml",
+]
+
+
+def schema() -> dict:
+    (version,) = custom_resource_definition()["spec"]["versions"]
+    return version["schema"]["openAPIV3Schema"]
+
+
+def test_the_committed_crds_are_what_the_option_tables_make():
+    made = custom_resource_definition()
+    for path in CRD_FILES:
+        assert yaml.safe_load(path.read_text()) == made, f"{path}: run `python -m sluice_operator.crd > {path}`"
+
+
+def test_a_pipeline_with_secret_references_is_accepted():
+    assert violations(schema(), CDC_PIPELINE) == []
+
+
+def test_an_option_of_the_wrong_type_or_value_is_refused():
+    bad = copy.deepcopy(CDC_PIPELINE)
+    bad["spec"]["source"]["port"] = "3306x"
+    bad["spec"]["pipeline"]["schema.change.behavior"] = "sometimes"
+    found = violations(schema(), bad)
+    assert any("'3306x' is not of type 'integer'" in m for m in found)
+    assert any("'sometimes' is not one of" in m for m in found)
+
+
+def test_a_literal_password_is_refused_anywhere():
+    for section in ("source", "sink"):
+        bad = copy.deepcopy(CDC_PIPELINE)
+        bad["spec"][section]["password"] = "hunter2"
+        assert violations(schema(), bad) == [
+            "a password cannot be given in the spec: put it in a Secret and name it in passwordSecretRef"
+        ]
+
+
+def test_a_sink_needs_its_types_options():
+    bad = copy.deepcopy(CDC_PIPELINE)
+    bad["spec"]["sink"] = {"type": "parquet"}
+    assert violations(schema(), bad) == ["a parquet sink needs path"]
+
+
+def test_the_source_server_and_the_target_stay_once_the_pipeline_has_run():
+    running = {**copy.deepcopy(CDC_PIPELINE), "status": {"phase": "Streaming"}}
+    moved = copy.deepcopy(running)
+    moved["spec"]["source"]["hostname"] = "other.data.svc"
+    moved["spec"]["sink"]["url"] = "postgresql://elsewhere:5432/lake"
+    assert violations(schema(), moved, old=running) == [
+        "spec.source.hostname cannot change once the pipeline has run: its progress belongs to the old value; "
+        "create a new CdcPipeline for the new one",
+        "spec.sink.url cannot change once the pipeline has run: its progress belongs to the old value; "
+        "create a new CdcPipeline for the new one",
+    ]
+    pending = {**copy.deepcopy(CDC_PIPELINE), "status": {"phase": "Pending"}}
+    assert violations(schema(), {**moved, "status": pending["status"]}, old=pending) == []
+    tuned = copy.deepcopy(running)
+    tuned["spec"]["pipeline"]["parallelism"] = 8  # what may change does
+    assert violations(schema(), tuned, old=running) == []
