@@ -60,6 +60,23 @@ def mysql_sink(target: MariaDB) -> dict[str, Any]:
     }
 
 
+def every_sink(
+    postgresql: PostgreSQL, target: MariaDB, lake: Path, first_server_id: int, ids_each: int = 2
+) -> dict[str, tuple[dict[str, Any], str]]:
+    """A PostgreSQL, a MariaDB and a parquet sink, each with a server-id range of its own
+    from `first_server_id` (for pipeline_per_sink)."""
+
+    def ids(i: int) -> str:
+        start = first_server_id + i * ids_each
+        return f"{start}-{start + ids_each - 1}"
+
+    return {
+        "postgres": (postgres_sink(postgresql), ids(0)),
+        "mariadb": (mysql_sink(target), ids(1)),
+        "parquet": ({"type": "parquet", "path": str(lake)}, ids(2)),
+    }
+
+
 def write_pipeline(path: Path, definition: dict[str, Any]) -> Path:
     path.write_text(yaml.safe_dump(definition, sort_keys=False))
     return path

@@ -13,9 +13,8 @@ from sluice.source.schema import read_table_schema
 from tests.harness import compare
 from tests.harness.column_types import COLUMNS, placeholder, random_value
 from tests.harness.pipelines import (
-    mysql_sink,
+    every_sink,
     pipeline_per_sink,
-    postgres_sink,
     sluice_env,
     start_sluice,
     wait_until_in_binlog_phase,
@@ -40,11 +39,7 @@ def test_every_column_type_reaches_every_target_as_in_the_source(
             cur.execute(insert, [row_id, *(random_value(rng, n) for n in names)])
     schema = read_table_schema(conn, source_db, "every_type", None)
     lake = tmp_path / "lake"
-    sinks = {
-        "postgres": (postgres_sink(postgresql), "6950-6951"),
-        "mariadb": (mysql_sink(mariadb_target), "6952-6953"),
-        "parquet": ({"type": "parquet", "path": str(lake)}, "6954-6955"),
-    }
+    sinks = every_sink(postgresql, mariadb_target, lake, 6950)
     pipelines = pipeline_per_sink(
         tmp_path, mariadb, f"{source_db}.every_type", sinks, "types", {"schema.change.behavior": "evolve"}
     )

@@ -21,10 +21,9 @@ from sluice.source.connection import current_offset
 from sluice.source.offset import BinlogOffset
 from tests.harness import compare
 from tests.harness.pipelines import (
+    every_sink,
     kill_pipeline,
-    mysql_sink,
     pipeline_per_sink,
-    postgres_sink,
     read_state,
     sluice_env,
     start_sluice,
@@ -100,11 +99,7 @@ def test_targets_equal_the_source_after_repeated_sigkills(tmp_path, mariadb, mar
         create_table(mariadb, source_db, table, ROWS, seed=SEED + i, key=key)
     env = sluice_env(mariadb, postgresql, mariadb_target)
     lake = tmp_path / "lake"
-    sinks = {
-        "pg": (postgres_sink(postgresql), "6500-6509"),
-        "mysql": (mysql_sink(mariadb_target), "6510-6519"),
-        "parquet": ({"type": "parquet", "path": str(lake)}, "6520-6529"),
-    }
+    sinks = every_sink(postgresql, mariadb_target, lake, 6500, ids_each=10)
     pipelines = pipeline_per_sink(
         tmp_path,
         mariadb,

@@ -10,10 +10,9 @@ import time
 from sluice.sink.parquet import read_changelog
 from tests.harness import compare
 from tests.harness.pipelines import (
+    every_sink,
     kill_pipeline,
-    mysql_sink,
     pipeline_per_sink,
-    postgres_sink,
     read_state,
     sluice_env,
     start_sluice,
@@ -33,11 +32,7 @@ def test_splits_read_after_a_ddl_are_read_again_with_the_new_columns(
         database=source_db,
     )
     lake = tmp_path / "lake"
-    sinks = {
-        "postgres": (postgres_sink(postgresql), "7400-7401"),
-        "mariadb": (mysql_sink(mariadb_target), "7402-7403"),
-        "parquet": ({"type": "parquet", "path": str(lake)}, "7404-7405"),
-    }
+    sinks = every_sink(postgresql, mariadb_target, lake, 7400)
     pipelines = pipeline_per_sink(
         tmp_path,
         mariadb,

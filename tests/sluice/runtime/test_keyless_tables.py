@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from sluice.sink.parquet import read_changelog
 from tests.harness import compare
-from tests.harness.pipelines import mysql_sink, pipeline_per_sink, postgres_sink, sluice_env, stream_until_equal
+from tests.harness.pipelines import every_sink, pipeline_per_sink, sluice_env, stream_until_equal
 
 TABLES = {"uniq": "code", "bag": None}  # table -> the key its parquet changelog replays by
 
@@ -27,11 +27,7 @@ def test_keyless_tables_keep_their_rows_through_snapshot_and_binlog(
         database=source_db,
     )
     lake = tmp_path / "lake"
-    sinks = {
-        "postgres": (postgres_sink(postgresql), "6980-6981"),
-        "mariadb": (mysql_sink(mariadb_target), "6982-6983"),
-        "parquet": ({"type": "parquet", "path": str(lake)}, "6984-6985"),
-    }
+    sinks = every_sink(postgresql, mariadb_target, lake, 6980)
     pipelines = pipeline_per_sink(
         tmp_path,
         mariadb,

@@ -22,8 +22,8 @@ import yaml
 from sluice.sink.parquet import read_changelog
 from tests.harness import compare
 from tests.harness.pipelines import (
+    every_sink,
     kill_pipeline,
-    mysql_sink,
     pipeline_per_sink,
     postgres_sink,
     read_state,
@@ -156,11 +156,7 @@ def test_each_ddl_reaches_every_target_as_the_behaviour_promises(
     )
     lake = tmp_path / "lake"
     ids = {"evolve": 7100, "lenient": 7110, "ignore": 7120}[behavior]
-    sinks = {
-        "postgres": (postgres_sink(postgresql), f"{ids}-{ids + 1}"),
-        "mariadb": (mysql_sink(mariadb_target), f"{ids + 2}-{ids + 3}"),
-        "parquet": ({"type": "parquet", "path": str(lake)}, f"{ids + 4}-{ids + 5}"),
-    }
+    sinks = every_sink(postgresql, mariadb_target, lake, ids)
     pipelines = pipeline_per_sink(
         tmp_path,
         mariadb,
@@ -231,11 +227,7 @@ def test_a_table_created_to_match_tables_is_captured_from_its_creation(
 ):
     mariadb.execute("CREATE TABLE t1 (id INT PRIMARY KEY)", database=source_db)
     lake = tmp_path / "lake"
-    sinks = {
-        "postgres": (postgres_sink(postgresql), "7140-7141"),
-        "mariadb": (mysql_sink(mariadb_target), "7142-7143"),
-        "parquet": ({"type": "parquet", "path": str(lake)}, "7144-7145"),
-    }
+    sinks = every_sink(postgresql, mariadb_target, lake, 7140)
     pipelines = pipeline_per_sink(tmp_path, mariadb, f"{source_db}.t\\d+", sinks, "created", {"parallelism": 1})
 
     def created() -> None:
@@ -334,11 +326,7 @@ def test_a_table_renamed_into_tables_is_snapshotted_and_streamed_from_the_rename
         database=source_db,
     )
     lake = tmp_path / "lake"
-    sinks = {
-        "postgres": (postgres_sink(postgresql), "7160-7161"),
-        "mariadb": (mysql_sink(mariadb_target), "7162-7163"),
-        "parquet": ({"type": "parquet", "path": str(lake)}, "7164-7165"),
-    }
+    sinks = every_sink(postgresql, mariadb_target, lake, 7160)
     pipelines = pipeline_per_sink(
         tmp_path, mariadb, f"{source_db}.t\\d+", sinks, "renamed", **{"scan.incremental.snapshot.chunk.size": 10}
     )

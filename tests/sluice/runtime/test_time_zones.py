@@ -12,7 +12,7 @@ import pytest
 
 from sluice.sink.parquet import read_changelog
 from tests.harness import compare
-from tests.harness.pipelines import mysql_sink, pipeline_per_sink, postgres_sink, sluice_env, stream_until_equal
+from tests.harness.pipelines import every_sink, pipeline_per_sink, sluice_env, stream_until_equal
 
 # Instants as epoch seconds: a summer noon with milliseconds; both 02:30 of the hour
 # Europe/Berlin repeats when DST ends (2024-10-27); the hour it skips in spring; the range's edges.
@@ -49,11 +49,7 @@ def test_timestamps_reach_every_target_as_the_same_instant(
         conn = mariadb.connect(source_db)
         _insert(conn, 0)  # read by the snapshot
         lake = tmp_path / "lake"
-        sinks = {
-            "postgres": (postgres_sink(postgresql), "6970-6971"),
-            "mariadb": (mysql_sink(mariadb_target), "6972-6973"),
-            "parquet": ({"type": "parquet", "path": str(lake)}, "6974-6975"),
-        }
+        sinks = every_sink(postgresql, mariadb_target, lake, 6970)
         pipelines = pipeline_per_sink(
             tmp_path, mariadb, f"{source_db}.stamps", sinks, "zones", **{"server-time-zone": zone}
         )
