@@ -1,0 +1,62 @@
+"""A CdcPipeline's conditions, as Strimzi and the Flink Kubernetes Operator report them:
+Ready, Progressing, Degraded and SchemaChangePending, each with reason, message,
+observedGeneration and lastTransitionTime. The time moves only when a condition's status
+does, so a reconcile that changes nothing writes nothing new."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import Any
+
+READY, PROGRESSING, DEGRADED, SCHEMA_CHANGE_PENDING = "Ready", "Progressing", "Degraded", "SchemaChangePending"
+
+
+@dataclass(frozen=True)
+class Condition:
+    type: str
+    status: bool
+    reason: str
+    message: str = ""
+
+
+def for_phase(phase: str, message: str = "") -> list[Condition]:
+    """The conditions a phase means; `message` says why (a failure's cause, the change to approve)."""
+    streaming = phase == "Streaming"
+    working = phase in ("Pending", "Snapshotting", "SchemaChangePaused")
+    return [
+        Condition(READY, streaming or phase == "Completed", phase, message if phase == "Failed" else ""),
+        Condition(PROGRESSING, working, phase, message if working else ""),
+        Condition(DEGRADED, phase == "Failed", phase, message if phase == "Failed" else ""),
+        Condition(
+            SCHEMA_CHANGE_PENDING,
+            phase == "SchemaChangePaused",
+            phase,
+            message if phase == "SchemaChangePaused" else "",
+        ),
+    ]
+
+
+def merge(
+    previous: Sequence[dict[str, Any]], conditions: Sequence[Condition], generation: int, now: datetime | None = None
+) -> list[dict[str, Any]]:
+    """The status's conditions list: lastTransitionTime kept where the status did not change."""
+    stamp = (now or datetime.now(timezone.utc)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    before = {c.get("type"): c for c in previous}
+    merged = []
+    for condition in conditions:
+        status = "True" if condition.status else "False"
+        old = before.get(condition.type)
+        moved = old is None or old.get("status") != status
+        merged.append(
+            {
+                "type": condition.type,
+                "status": status,
+                "reason": condition.reason,
+                "message": condition.message,
+                "observedGeneration": generation,
+                "lastTransitionTime": stamp if moved else old["lastTransitionTime"],
+            }
+        )
+    return merged
