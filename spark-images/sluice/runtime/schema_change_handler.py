@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Sequence
 from pathlib import Path
 
 from sluice.binlog.binlog_split import BinlogSplit
@@ -149,7 +149,7 @@ class SchemaChangeHandler:
             log.warning("pipeline.schema-change.approved: %s (approvals unchanged)", exc)
             return self.definition.approved_schema_changes
 
-    def _resume(self, inflight: SchemaChangeInFlight, split: BinlogSplit, joined: list[str] = ()) -> Resumed:  # type: ignore[assignment]
+    def _resume(self, inflight: SchemaChangeInFlight, split: BinlogSplit, joined: Sequence[str] = ()) -> Resumed:
         """Past the DDL with the new schemas: the target's offset, then the state, in that
         order (a crash between the two is `finish_after_crash`'s)."""
         sources, targets = inflight.schemas_after(self.state.tables or {}, self.state.targets)
