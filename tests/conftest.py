@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.harness.kube_api_double import RunningApiDouble
 from tests.harness.services import MariaDB, PostgreSQL, scratch_directory, start_mariadb, start_postgresql
 
 _names = itertools.count()
@@ -42,6 +43,19 @@ def postgresql(services_dir: Path) -> Iterator[PostgreSQL]:
     server = start_postgresql(services_dir / "target")
     yield server
     server.stop()
+
+
+@pytest.fixture(scope="session")
+def kube_api(services_dir: Path) -> Iterator[RunningApiDouble]:
+    """The Kubernetes API test double, serving the CdcPipeline and SparkApplication CRDs."""
+    repo = Path(__file__).parents[1]
+    directory = services_dir / "kube"
+    directory.mkdir()
+    double = RunningApiDouble(directory).start()
+    double.apply_file(repo / "crds" / "cdcpipelines.sluice.io.yaml")
+    double.apply_file(repo.parent / "shared" / "reference" / "sparkoperator.k8s.io_sparkapplications.yaml")
+    yield double
+    double.stop()
 
 
 @pytest.fixture

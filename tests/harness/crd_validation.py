@@ -14,13 +14,21 @@ _ENV = cel.NewEnv(variables={"self": cel.Type.DYN, "oldSelf": cel.Type.DYN})
 _ABSENT = object()
 
 
-def violations(schema: dict[str, Any], obj: Any, old: Any = _ABSENT) -> list[str]:
-    """What the API server would refuse `obj` for (empty: accepted); `old` on an update."""
-    errors = [e.message for e in jsonschema.Draft7Validator(schema).iter_errors(obj)]
-    return errors + _rules(schema, obj, old)
+def violations(schema: dict[str, Any], obj: Any, old: Any = _ABSENT, paths: bool = False) -> list[str]:
+    """What the API server would refuse `obj` for (empty: accepted); `old` on an update.
+    With `paths`, each message starts with the field it is about, as the API server's do."""
+    errors = [
+        (f"{_path(e.absolute_path)}: " if paths else "") + e.message
+        for e in jsonschema.Draft7Validator(schema).iter_errors(obj)
+    ]
+    return errors + _rules(schema, obj, old, [] if paths else None)
 
 
-def _rules(schema: dict[str, Any], obj: Any, old: Any) -> list[str]:
+def _path(parts: Any) -> str:
+    return ".".join(str(p) for p in parts) or "<root>"
+
+
+def _rules(schema: dict[str, Any], obj: Any, old: Any, at: list[Any] | None = None) -> list[str]:
     messages = []
     for rule in schema.get("x-kubernetes-validations", []):
         transition = "oldSelf" in rule["rule"]
@@ -28,12 +36,17 @@ def _rules(schema: dict[str, Any], obj: Any, old: Any) -> list[str]:
             continue  # transition rules apply to updates only
         data = {"self": obj, **({"oldSelf": old} if transition else {})}
         if not _ENV.compile(rule["rule"]).eval(data=data).plain_value():
-            messages.append(rule.get("message", rule["rule"]))
+            message = rule.get("message", rule["rule"])
+            messages.append(message if at is None else f"{_path(at)}: {message}")
     if isinstance(obj, dict):
         for key, child in (schema.get("properties") or {}).items():
             if key in obj:
                 previous = old.get(key, _ABSENT) if isinstance(old, dict) else _ABSENT
-                messages += _rules(child, obj[key], previous)
+                messages += _rules(child, obj[key], previous, None if at is None else [*at, key])
     elif isinstance(obj, list) and "items" in schema:
-        messages += [m for item in obj for m in _rules(schema["items"], item, _ABSENT)]
+        messages += [
+            m
+            for index, item in enumerate(obj)
+            for m in _rules(schema["items"], item, _ABSENT, None if at is None else [*at, index])
+        ]
     return messages

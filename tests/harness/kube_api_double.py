@@ -1,0 +1,642 @@
+"""A TEST DOUBLE of the Kubernetes API server, built on KMock's KubernetesEmulator.
+
+KMock serves discovery, watch streams and a JSON object store over real HTTP. On top of
+it this double keeps the API's semantics that the operator, the driver and kubectl rely on
+(each checked against the documented behaviour in tests/harness/test_kube_api_double.py):
+
+- resourceVersion bumped on every write; a stale one in an update or patch is 409 Conflict;
+- metadata.generation bumped when anything but metadata and status changes;
+- the status subresource: writes to the object ignore status, writes to /status take only status;
+- namespace from the URL, uid and creationTimestamp set on create, AlreadyExists on a second create;
+- PUT (replace), JSON merge patch, JSON patch; strategic merge patch as a merge patch (lists replaced);
+- label and field selectors on list and watch, and `kind` on lists; kubectl's Table form from a CRD's
+  additionalPrinterColumns;
+- finalizers and deletionTimestamp, and cascade deletion by ownerReferences (the garbage collector,
+  done at once);
+- CRDs: creating one serves its resource; every create and update of its objects is validated against
+  the openAPIV3Schema (unknown fields pruned, defaults applied) and its x-kubernetes-validations rules,
+  transition rules with oldSelf included (422 Invalid naming the field).
+
+Not a Kubernetes: no admission webhooks, no field managers, RBAC is not enforced, and built-in kinds
+(ConfigMap, Secret, ...) are stored unvalidated.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import re
+import threading
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import aiohttp.web
+import attrs
+import kmock
+import yaml
+from kmock._internal import enums, rendering
+
+from tests.harness.crd_validation import violations
+
+CORE_RESOURCES: dict[str, tuple[str, bool]] = {  # "group/version/plural" -> (kind, namespaced)
+    "v1/namespaces": ("Namespace", False),
+    "v1/events": ("Event", True),
+    "v1/configmaps": ("ConfigMap", True),
+    "v1/secrets": ("Secret", True),
+    "v1/serviceaccounts": ("ServiceAccount", True),
+    "v1/pods": ("Pod", True),
+    "v1/services": ("Service", True),
+    "events.k8s.io/v1/events": ("Event", True),
+    "rbac.authorization.k8s.io/v1/roles": ("Role", True),
+    "rbac.authorization.k8s.io/v1/rolebindings": ("RoleBinding", True),
+    "coordination.k8s.io/v1/leases": ("Lease", True),
+    "apiextensions.k8s.io/v1/customresourcedefinitions": ("CustomResourceDefinition", False),
+}
+VERBS = ["get", "list", "watch", "create", "patch", "update", "delete"]
+
+
+@dataclass
+class _Kind:
+    kind: str
+    namespaced: bool
+    api_version: str
+    schema: dict[str, Any] | None = None  # a CRD version's openAPIV3Schema
+    status_subresource: bool = False
+    printer_columns: list[dict[str, Any]] = field(default_factory=list)
+
+
+class ApiError(Exception):
+    """An API Status error: code, reason (NotFound, Conflict, Invalid...) and message."""
+
+    def __init__(self, code: int, reason: str, message: str) -> None:
+        super().__init__(message)
+        self.code, self.reason, self.message = code, reason, message
+
+
+@attrs.define(kw_only=True)
+class KubernetesApiDouble(kmock.KubernetesEmulator):
+    _kinds: dict[kmock.resource, _Kind] = attrs.field(factory=dict, init=False)
+    _version: int = attrs.field(default=1, init=False)
+    writes: list[dict[str, Any]] = attrs.field(factory=list, init=False)  # who wrote what, for tests
+
+    def __attrs_post_init__(self) -> None:
+        super().__attrs_post_init__()
+        for path, (kind, namespaced) in CORE_RESOURCES.items():
+            self._serve_kind(path, _Kind(kind, namespaced, path.rsplit("/", 1)[0]))
+
+    # -- resources -------------------------------------------------------------------------
+
+    def _serve_kind(self, path: str, kind: _Kind, short_names: tuple[str, ...] = (), plural: str = "") -> None:
+        resource = kmock.resource(path)
+        self._kinds[resource] = kind
+        info = self.resources[resource]
+        info.kind, info.namespaced, info.verbs = kind.kind, kind.namespaced, set(VERBS)
+        info.singular = kind.kind.lower()
+        info.shortnames = set(short_names)
+        info.subresources = {"status"} if kind.status_subresource else set()
+
+    def _serve_crd(self, crd: dict[str, Any]) -> None:
+        spec = crd["spec"]
+        for version in spec["versions"]:
+            if not version.get("served", True):
+                continue
+            path = f"{spec['group']}/{version['name']}/{spec['names']['plural']}"
+            self._serve_kind(
+                path,
+                _Kind(
+                    spec["names"]["kind"],
+                    spec.get("scope", "Namespaced") == "Namespaced",
+                    f"{spec['group']}/{version['name']}",
+                    version.get("schema", {}).get("openAPIV3Schema"),
+                    "status" in (version.get("subresources") or {}),
+                    version.get("additionalPrinterColumns", []),
+                ),
+                tuple(spec["names"].get("shortNames", [])),
+            )
+
+    # -- requests --------------------------------------------------------------------------
+
+    async def _handle(self, request: rendering.Request) -> aiohttp.web.StreamResponse:
+        resource = request.resource
+        if resource is None or request.action == enums.action.WATCH or resource not in self._kinds:
+            return await kmock.RawHandler._handle(self, request)  # discovery, watch streams, 404s
+        try:
+            async with self._lock:
+                code, body, events = self._serve(request, resource)
+                for event in events:
+                    await self._buses[event.pop("resource")].put(event)
+        except ApiError as exc:
+            code, body = exc.code, _status(exc.code, exc.reason, exc.message)
+        return aiohttp.web.json_response(body, status=code)
+
+    def _serve(self, request: rendering.Request, resource: kmock.resource) -> tuple[int, Any, list[dict[str, Any]]]:
+        kind = self._kinds[resource]
+        method = request.method.value.upper() if request.method else ""
+        if request.name is None:
+            if method == "GET":
+                return 200, self._list(request, resource, kind), []
+            if method == "POST":
+                return self._create(request, resource, kind)
+            raise ApiError(405, "MethodNotAllowed", f"{method} is not supported on a collection")
+        key = (resource, request.namespace, request.name)
+        if method == "GET":
+            obj = self._current(key, kind)
+            if "as=Table" in (request.headers.get("Accept") or ""):
+                return 200, _table(kind, [obj], obj["metadata"]["resourceVersion"]), []
+            return 200, obj, []
+        if method in ("PUT", "PATCH"):
+            return self._update(request, resource, kind, key, method)
+        if method == "DELETE":
+            return self._delete(resource, kind, key, request.data or {})
+        raise ApiError(405, "MethodNotAllowed", f"{method} is not supported")
+
+    def _current(self, key: tuple[Any, ...], kind: _Kind) -> dict[str, Any]:
+        if key not in self._objects or self._objects[key].deleted:
+            raise ApiError(404, "NotFound", f'{kind.kind.lower()}s "{key[2]}" not found')
+        return copy.deepcopy(self._objects[key].raw)
+
+    def _list(self, request: rendering.Request, resource: kmock.resource, kind: _Kind) -> dict[str, Any]:
+        items = [
+            copy.deepcopy(obj.raw)
+            for (res, namespace, _), obj in self._objects.items()
+            if res == resource and not obj.deleted and request.namespace in (None, namespace)
+        ]
+        items = [o for o in items if _selected(o, request.params)]
+        items.sort(key=lambda o: (o["metadata"].get("namespace", ""), o["metadata"]["name"]))
+        if "as=Table" in (request.headers.get("Accept") or ""):
+            return _table(kind, items, str(self._version))
+        return {
+            "apiVersion": kind.api_version,
+            "kind": f"{kind.kind}List",
+            "metadata": {"resourceVersion": str(self._version)},
+            "items": items,
+        }
+
+    def _create(
+        self, request: rendering.Request, resource: kmock.resource, kind: _Kind
+    ) -> tuple[int, Any, list[dict[str, Any]]]:
+        obj = copy.deepcopy(request.data)
+        if not isinstance(obj, dict):
+            raise ApiError(400, "BadRequest", "the body is not a JSON object")
+        meta = obj.setdefault("metadata", {})
+        if not meta.get("name") and meta.get("generateName"):
+            meta["name"] = meta["generateName"] + uuid.uuid4().hex[:5]
+        if not meta.get("name"):
+            raise ApiError(422, "Invalid", f"{kind.kind} is invalid: metadata.name: Required value")
+        if kind.namespaced:
+            if meta.get("namespace") not in (None, request.namespace):
+                raise ApiError(
+                    400, "BadRequest", "the namespace of the provided object does not match the namespace sent"
+                )
+            meta["namespace"] = request.namespace
+        else:
+            meta.pop("namespace", None)
+        key = (resource, meta.get("namespace"), meta["name"])
+        if key in self._objects and not self._objects[key].deleted:
+            raise ApiError(409, "AlreadyExists", f'{kind.kind.lower()}s "{meta["name"]}" already exists')
+        obj.setdefault("apiVersion", kind.api_version)
+        obj.setdefault("kind", kind.kind)
+        if kind.status_subresource:
+            obj.pop("status", None)  # status is written through /status only
+        for server_set in ("resourceVersion", "uid", "creationTimestamp", "deletionTimestamp", "generation"):
+            meta.pop(server_set, None)
+        meta.update(uid=str(uuid.uuid4()), creationTimestamp=_now(), generation=1)
+        obj = self._admit(kind, obj, None)
+        self._objects[key] = self._stamp(obj)
+        self.writes.append({"verb": "create", "kind": kind.kind, "name": meta["name"], "subresource": None})
+        if kind.kind == "CustomResourceDefinition":
+            self._serve_crd(obj)
+        return 201, copy.deepcopy(obj), [{"resource": resource, "type": "ADDED", "object": copy.deepcopy(obj)}]
+
+    def _update(
+        self, request: rendering.Request, resource: kmock.resource, kind: _Kind, key: tuple[Any, ...], method: str
+    ) -> tuple[int, Any, list[dict[str, Any]]]:
+        old = self._current(key, kind)
+        status_only = request.subresource == "status"
+        if request.subresource not in (None, "status") or (status_only and not kind.status_subresource):
+            raise ApiError(404, "NotFound", f"{kind.kind} has no subresource {request.subresource}")
+        body = request.data
+        if method == "PUT":
+            new = copy.deepcopy(body)
+            precondition = (body.get("metadata") or {}).get("resourceVersion") if isinstance(body, dict) else None
+            if not precondition:
+                raise ApiError(
+                    422, "Invalid", f"{kind.kind} is invalid: metadata.resourceVersion: must be specified for an update"
+                )
+        else:
+            new, precondition = _patched(old, body, request.headers.get("Content-Type", ""))
+        if precondition and precondition != old["metadata"]["resourceVersion"]:
+            raise ApiError(
+                409,
+                "Conflict",
+                f'Operation cannot be fulfilled on {kind.kind.lower()}s "{key[2]}": the object has been modified; '
+                "please apply your changes to the latest version and try again",
+            )
+        if kind.status_subresource:
+            if status_only:
+                new = {**old, "status": new.get("status")}
+                if new["status"] is None:
+                    new.pop("status")
+            elif "status" in old:
+                new["status"] = old["status"]
+            else:
+                new.pop("status", None)
+        meta = new.setdefault("metadata", {})
+        for server_set in ("uid", "creationTimestamp", "namespace", "name", "generation", "deletionTimestamp"):
+            if server_set in old["metadata"]:
+                meta[server_set] = old["metadata"][server_set]
+            else:
+                meta.pop(server_set, None)
+        new["apiVersion"], new["kind"] = old["apiVersion"], old["kind"]
+        if _without(new, "metadata", "status") != _without(old, "metadata", "status"):
+            meta["generation"] = old["metadata"].get("generation", 1) + 1
+        new = self._admit(kind, new, old)
+        if new == {**old, "metadata": {**old["metadata"], "resourceVersion": new["metadata"].get("resourceVersion")}}:
+            return 200, old, []  # a no-op write keeps the resourceVersion, as the API does
+        self.writes.append(
+            {"verb": method.lower(), "kind": kind.kind, "name": key[2], "subresource": request.subresource}
+        )
+        if meta.get("deletionTimestamp") and not meta.get("finalizers"):
+            return self._remove(resource, kind, key)
+        self._objects[key].create(self._stamp(new))
+        if kind.kind == "CustomResourceDefinition":
+            self._serve_crd(new)
+        return 200, copy.deepcopy(new), [{"resource": resource, "type": "MODIFIED", "object": copy.deepcopy(new)}]
+
+    def _delete(
+        self, resource: kmock.resource, kind: _Kind, key: tuple[Any, ...], options: dict[str, Any]
+    ) -> tuple[int, Any, list[dict[str, Any]]]:
+        obj = self._current(key, kind)
+        self.writes.append({"verb": "delete", "kind": kind.kind, "name": key[2], "subresource": None})
+        if obj["metadata"].get("finalizers"):
+            if not obj["metadata"].get("deletionTimestamp"):
+                obj["metadata"]["deletionTimestamp"] = _now()
+                self._objects[key].create(self._stamp(obj))
+                return 200, obj, [{"resource": resource, "type": "MODIFIED", "object": copy.deepcopy(obj)}]
+            return 200, obj, []
+        return self._remove(resource, kind, key, options.get("propagationPolicy") != "Orphan")
+
+    def _remove(
+        self, resource: kmock.resource, kind: _Kind, key: tuple[Any, ...], cascade: bool = True
+    ) -> tuple[int, Any, list[dict[str, Any]]]:
+        obj = copy.deepcopy(self._objects[key].raw)
+        self._objects[key].delete()
+        events = [{"resource": resource, "type": "DELETED", "object": obj}]
+        if cascade:
+            events += self._collect_dependents(obj["metadata"]["uid"])
+        return 200, obj, events
+
+    def _collect_dependents(self, owner_uid: str) -> list[dict[str, Any]]:
+        """The garbage collector's background propagation, done at once: dependents first
+        lose their owner reference; those left with no owner are deleted, and so on down."""
+        events: list[dict[str, Any]] = []
+        for key, stored in list(self._objects.items()):
+            if stored.deleted:
+                continue
+            refs = stored.raw["metadata"].get("ownerReferences") or []
+            if not any(r.get("uid") == owner_uid for r in refs):
+                continue
+            remaining = [r for r in refs if r.get("uid") != owner_uid]
+            if remaining:
+                obj = copy.deepcopy(stored.raw)
+                obj["metadata"]["ownerReferences"] = remaining
+                stored.create(self._stamp(obj))
+                events.append({"resource": key[0], "type": "MODIFIED", "object": copy.deepcopy(obj)})
+            else:
+                events += self._remove(key[0], self._kinds[key[0]], key)[2]
+        return events
+
+    def _admit(self, kind: _Kind, obj: dict[str, Any], old: dict[str, Any] | None) -> dict[str, Any]:
+        """Pruning, defaulting and validation, as the API server does for a CRD's objects."""
+        if kind.schema is None:
+            return obj
+        obj = _pruned(obj, kind.schema, top=True)
+        _default(obj, kind.schema)
+        problems = violations(kind.schema, obj, paths=True) if old is None else violations(kind.schema, obj, old, True)
+        if problems:
+            name = obj["metadata"]["name"]
+            raise ApiError(422, "Invalid", f'{kind.kind} "{name}" is invalid: ' + "; ".join(problems))
+        return obj
+
+    def _stamp(self, obj: dict[str, Any]) -> dict[str, Any]:
+        self._version += 1
+        obj["metadata"]["resourceVersion"] = str(self._version)
+        return obj
+
+    async def _serve_version(self, request: rendering.Request) -> rendering.Payload:
+        """KMock's discovery, with subresources as the API lists them: no short names, and
+        only the verbs a subresource has (kubectl otherwise warns that `cdcp` is ambiguous)."""
+        listing = await super()._serve_version(request)
+        for entry in listing["resources"]:
+            if "/" in entry["name"]:
+                entry.update(shortNames=[], categories=[], verbs=["get", "patch", "update"])
+        return listing
+
+    async def _serve_watch(self, request: rendering.Request) -> AsyncIterator[rendering.Payload]:
+        async for event in super()._serve_watch(request):
+            if not isinstance(event, dict) or _selected(event["object"], request.params):
+                yield event
+
+    # -- for tests -------------------------------------------------------------------------
+
+    def object(self, path: str, namespace: str | None, name: str) -> dict[str, Any] | None:
+        key = (kmock.resource(path), namespace, name)
+        return None if key not in self._objects or self._objects[key].deleted else copy.deepcopy(self._objects[key].raw)
+
+
+# -- patches, selectors, schemas ----------------------------------------------------------
+
+
+def _patched(old: dict[str, Any], body: Any, content_type: str) -> tuple[dict[str, Any], str | None]:
+    """The object after a patch, and the resourceVersion precondition the patch carried."""
+    if "json-patch" in content_type:
+        new = copy.deepcopy(old)
+        for op in body:
+            new = _json_patch_op(new, op)
+        return new, None
+    if "apply-patch" in content_type:
+        raise ApiError(415, "UnsupportedMediaType", "server-side apply is not supported by this test double")
+    if not isinstance(body, dict):
+        raise ApiError(400, "BadRequest", "a merge patch must be a JSON object")
+    precondition = (body.get("metadata") or {}).get("resourceVersion")
+    return _merge(old, body), precondition
+
+
+def _merge(target: Any, patch: Any) -> Any:
+    """RFC 7386 JSON merge patch."""
+    if not isinstance(patch, dict):
+        return copy.deepcopy(patch)
+    result = dict(target) if isinstance(target, dict) else {}
+    for key, value in patch.items():
+        if value is None:
+            result.pop(key, None)
+        else:
+            result[key] = _merge(result.get(key), value)
+    return result
+
+
+def _json_patch_op(doc: Any, op: dict[str, Any]) -> Any:
+    """RFC 6902, the operations kubectl and clients send."""
+    parts = [p.replace("~1", "/").replace("~0", "~") for p in op["path"].split("/")[1:]]
+    parent = doc
+    for part in parts[:-1]:
+        parent = parent[int(part)] if isinstance(parent, list) else parent[part]
+    last = parts[-1] if parts else None
+    kind = op["op"]
+    try:
+        if kind == "test":
+            current = parent[int(last)] if isinstance(parent, list) else parent.get(last)
+            if current != op.get("value"):
+                raise ApiError(422, "Invalid", f"the test of {op['path']} failed")
+        elif kind in ("add", "replace"):
+            if isinstance(parent, list):
+                index = len(parent) if last == "-" else int(last)
+                if kind == "add":
+                    parent.insert(index, op["value"])
+                else:
+                    parent[index] = op["value"]
+            else:
+                if kind == "replace" and last not in parent:
+                    raise ApiError(422, "Invalid", f"the path {op['path']} does not exist")
+                parent[last] = op["value"]
+        elif kind == "remove":
+            del parent[int(last) if isinstance(parent, list) else last]
+        else:
+            raise ApiError(400, "BadRequest", f"JSON patch operation {kind} is not supported by this test double")
+    except (KeyError, IndexError, TypeError) as exc:
+        raise ApiError(422, "Invalid", f"the path {op['path']} does not exist") from exc
+    return doc
+
+
+def _selected(obj: dict[str, Any], params: Any) -> bool:
+    labels = obj.get("metadata", {}).get("labels") or {}
+    for term in _terms((params or {}).get("labelSelector", "")):
+        if not _label_term(term, labels):
+            return False
+    for term in _terms((params or {}).get("fieldSelector", "")):
+        negate = "!=" in term
+        path, value = re.split(r"!=|==|=", term, maxsplit=1)
+        actual: Any = obj
+        for part in path.split("."):
+            actual = actual.get(part) if isinstance(actual, dict) else None
+        if (str(actual if actual is not None else "") == value) == negate:
+            return False
+    return True
+
+
+def _terms(selector: str) -> Iterator[str]:
+    """Comma-separated terms, keeping the commas inside `in (a,b)` sets."""
+    depth, term = 0, ""
+    for char in selector:
+        depth += char == "("
+        depth -= char == ")"
+        if char == "," and depth == 0:
+            yield term.strip()
+            term = ""
+        else:
+            term += char
+    if term.strip():
+        yield term.strip()
+
+
+def _label_term(term: str, labels: dict[str, str]) -> bool:
+    match = re.fullmatch(r"(\S+)\s+(in|notin)\s+\((.*)\)", term)
+    if match:
+        key, operator, values = match.group(1), match.group(2), {v.strip() for v in match.group(3).split(",")}
+        return (labels.get(key) in values) if operator == "in" else (labels.get(key) not in values)
+    if term.startswith("!"):
+        return term[1:] not in labels
+    if "!=" in term:
+        key, value = term.split("!=", 1)
+        return labels.get(key) != value
+    if "=" in term:
+        key, value = re.split("==|=", term, maxsplit=1)
+        return labels.get(key) == value
+    return term in labels
+
+
+def _without(obj: dict[str, Any], *keys: str) -> dict[str, Any]:
+    return {k: v for k, v in obj.items() if k not in keys}
+
+
+def _pruned(value: Any, schema: dict[str, Any], top: bool = False) -> Any:
+    """Drops fields the structural schema does not name (as the API server prunes them)."""
+    if isinstance(value, dict) and schema.get("type") == "object":
+        if schema.get("x-kubernetes-preserve-unknown-fields"):
+            return value
+        properties = schema.get("properties") or {}
+        additional = schema.get("additionalProperties")
+        result = {}
+        for key, child in value.items():
+            if top and key in ("apiVersion", "kind", "metadata"):
+                result[key] = child
+            elif key in properties:
+                result[key] = _pruned(child, properties[key])
+            elif isinstance(additional, dict):
+                result[key] = _pruned(child, additional)
+            elif additional is True:
+                result[key] = child
+        return result
+    if isinstance(value, list) and isinstance(schema.get("items"), dict):
+        return [_pruned(item, schema["items"]) for item in value]
+    return value
+
+
+def _default(value: Any, schema: dict[str, Any]) -> None:
+    if isinstance(value, dict):
+        for key, child in (schema.get("properties") or {}).items():
+            if key not in value and "default" in child:
+                value[key] = copy.deepcopy(child["default"])
+            if key in value:
+                _default(value[key], child)
+    elif isinstance(value, list) and isinstance(schema.get("items"), dict):
+        for item in value:
+            _default(item, schema["items"])
+
+
+def _table(kind: _Kind, items: list[dict[str, Any]], version: str) -> dict[str, Any]:
+    """The Table kubectl asks for: Name, then the CRD's printer columns."""
+    columns = [{"name": "Name", "type": "string", "format": "name", "description": "", "priority": 0}]
+    columns += [
+        {"name": c["name"], "type": c.get("type", "string"), "format": "", "description": "", "priority": 0}
+        for c in kind.printer_columns
+    ]
+    rows = []
+    for obj in items:
+        cells: list[Any] = [obj["metadata"]["name"]]
+        for column in kind.printer_columns:
+            value = _json_path(obj, column["jsonPath"])
+            cells.append(_age(value) if column.get("type") == "date" and value else value)
+        meta = {"apiVersion": "meta.k8s.io/v1", "kind": "PartialObjectMetadata", "metadata": obj["metadata"]}
+        rows.append({"cells": cells, "object": meta})
+    return {
+        "apiVersion": "meta.k8s.io/v1",
+        "kind": "Table",
+        "metadata": {"resourceVersion": version},
+        "columnDefinitions": columns,
+        "rows": rows,
+    }
+
+
+def _json_path(obj: Any, path: str) -> Any:
+    """The JSONPath subset printer columns use: .a.b and .a[?(@.k=="v")].b."""
+    for step in re.findall(r"\.([^.\[]+)|\[\?\(@\.(\w+)==\"([^\"]*)\"\)\]", path):
+        name, filter_key, filter_value = step
+        if name:
+            obj = obj.get(name) if isinstance(obj, dict) else None
+        else:
+            obj = next((i for i in obj or [] if isinstance(i, dict) and i.get(filter_key) == filter_value), None)
+        if obj is None:
+            return None
+    return obj
+
+
+def _age(stamp: str) -> str:
+    seconds = int((datetime.now(timezone.utc) - datetime.fromisoformat(stamp.replace("Z", "+00:00"))).total_seconds())
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if seconds >= size:
+            return f"{seconds // size}{unit}"
+    return f"{max(seconds, 0)}s"
+
+
+def _status(code: int, reason: str, message: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Status",
+        "metadata": {},
+        "status": "Failure",
+        "code": code,
+        "reason": reason,
+        "message": message,
+    }
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+# -- running it ---------------------------------------------------------------------------
+
+
+class RunningApiDouble:
+    """The double served on a local port from a thread of its own, with a kubeconfig for clients."""
+
+    def __init__(self, directory: Path) -> None:
+        self.double = KubernetesApiDouble()
+        self.kubeconfig = directory / "kubeconfig"
+        self._loop = asyncio.new_event_loop()
+        self._started = threading.Event()
+        self._stop: asyncio.Event | None = None
+        self._thread = threading.Thread(target=self._serve, name="kube-api-double", daemon=True)
+        self.url = ""
+
+    def start(self) -> RunningApiDouble:
+        self._thread.start()
+        if not self._started.wait(30):
+            raise RuntimeError("the Kubernetes API test double did not start")
+        self.kubeconfig.write_text(yaml.safe_dump(kubeconfig(self.url)))
+        return self
+
+    def client(self) -> Any:
+        """A kubernetes ApiClient configured from the kubeconfig, as a user's would be."""
+        from kubernetes import config
+
+        return config.new_client_from_config(str(self.kubeconfig))
+
+    def stop(self) -> None:
+        if self._stop is not None:
+            self._loop.call_soon_threadsafe(self._stop.set)
+        self._thread.join(10)
+
+    def apply_file(self, path: Path) -> None:
+        """Creates the objects in a YAML file (CRDs, for instance), as `kubectl create -f` does."""
+        for document in yaml.safe_load_all(path.read_text()):
+            if document:
+                self.call(self._create_directly(document))
+
+    def call(self, coroutine: Any) -> Any:
+        return asyncio.run_coroutine_threadsafe(coroutine, self._loop).result(30)
+
+    async def _create_directly(self, obj: dict[str, Any]) -> None:
+        api_version, plural = obj["apiVersion"], _plural(obj["kind"])
+        namespace = obj.get("metadata", {}).get("namespace")
+        base = f"/api/{api_version}" if "/" not in api_version else f"/apis/{api_version}"
+        url = f"{base}/namespaces/{namespace}/{plural}" if namespace else f"{base}/{plural}"
+        async with self.double.post(url, json=obj) as response:
+            if response.status >= 300:
+                raise RuntimeError(f"create {obj['kind']} {obj['metadata']['name']}: {await response.text()}")
+
+    def _serve(self) -> None:
+        asyncio.set_event_loop(self._loop)
+        self._loop.run_until_complete(self._main())
+
+    async def _main(self) -> None:
+        self._stop = asyncio.Event()
+        async with self.double, kmock.Server(self.double) as server:
+            self.url = str(server.url).rstrip("/")
+            self._started.set()
+            await self._stop.wait()
+
+
+def _plural(kind: str) -> str:
+    lower = kind.lower()
+    return lower + ("es" if lower.endswith("s") else "s")
+
+
+def kubeconfig(url: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [{"name": "double", "cluster": {"server": url}}],
+        "users": [{"name": "tester", "user": {"token": "test-double"}}],
+        "contexts": [{"name": "double", "context": {"cluster": "double", "user": "tester", "namespace": "default"}}],
+        "current-context": "double",
+    }
+
+
+def load_yaml(path: Path) -> list[dict[str, Any]]:
+    return [d for d in yaml.safe_load_all(path.read_text()) if d]
