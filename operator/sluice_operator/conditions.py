@@ -11,6 +11,8 @@ from datetime import datetime, timezone
 from typing import Any
 
 READY, PROGRESSING, DEGRADED, SCHEMA_CHANGE_PENDING = "Ready", "Progressing", "Degraded", "SchemaChangePending"
+CONDITION_TYPES = [READY, PROGRESSING, DEGRADED, SCHEMA_CHANGE_PENDING]
+PHASES = ["Pending", "Snapshotting", "Streaming", "SchemaChangePaused", "Suspended", "Failed", "Completed"]
 
 
 @dataclass(frozen=True)

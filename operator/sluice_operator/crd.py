@@ -17,10 +17,8 @@ import yaml
 
 from sluice.pipeline.definition import PIPELINE_OPTIONS, SINK_OPTIONS, SOURCE_OPTIONS
 from sluice.pipeline.options import Option
+from sluice_operator.conditions import CONDITION_TYPES, PHASES
 from sluice_operator.owned import GROUP, KIND, VERSION
-
-PHASES = ["Pending", "Snapshotting", "Streaming", "SchemaChangePaused", "Suspended", "Failed", "Completed"]
-CONDITION_TYPES = ["Ready", "Progressing", "Degraded", "SchemaChangePending"]
 
 _SECRET_REF = {
     "type": "object",
@@ -195,6 +193,21 @@ def _status_schema() -> dict[str, Any]:
                 "x-kubernetes-preserve-unknown-fields": True,
             },
             "lastReconciledSpec": {"type": "string", "description": "The spec the operator last acted on (JSON)."},
+            "driver": {
+                "type": "object",
+                "description": "The Spark driver run that owns `state`, and why it stopped if it failed.",
+                "properties": {"run": {"type": "string"}, "error": {"type": "string"}},
+            },
+            "application": {
+                "type": "object",
+                "description": "The SparkApplication running the pipeline, as the operator last saw it.",
+                "properties": {
+                    "name": {"type": "string"},
+                    "shape": {"type": "string", "enum": ["snapshot", "streaming"]},
+                    "state": {"type": "string"},
+                    "attempts": {"type": "integer"},
+                },
+            },
         },
     }
 

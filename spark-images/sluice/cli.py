@@ -42,10 +42,17 @@ def main(argv: list[str] | None = None) -> int:
         print(f"sluice: error: {exc}", file=sys.stderr)
         return EXIT_BAD_DEFINITION
     state_dir = args.state_dir or Path(".sluice") / definition.name
-    from sluice.runtime.local_runner import LocalRunner
+    from sluice.runtime.pipeline_runner import PipelineRunner, approvals_from_file
+    from sluice.state.state_store import DirectoryStateStore
 
     try:
-        LocalRunner(definition, state_dir, args.pipeline).run()
+        runner = PipelineRunner(
+            definition,
+            DirectoryStateStore(state_dir),
+            approvals_from_file(args.pipeline, definition),
+            master=f"local[{definition.parallelism}]",
+        )
+        runner.run()
     except SluiceError as exc:
         print(f"sluice: error: {exc}", file=sys.stderr)
         return EXIT_FAILED

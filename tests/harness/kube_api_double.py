@@ -81,7 +81,7 @@ class ApiError(Exception):
 class KubernetesApiDouble(kmock.KubernetesEmulator):
     _kinds: dict[kmock.resource, _Kind] = attrs.field(factory=dict, init=False)
     _version: int = attrs.field(default=1, init=False)
-    writes: list[dict[str, Any]] = attrs.field(factory=list, init=False)  # who wrote what, for tests
+    writes: list[dict[str, Any]] = attrs.field(factory=list, init=False)  # every change: who wrote what
 
     def __attrs_post_init__(self) -> None:
         super().__attrs_post_init__()
@@ -127,6 +127,16 @@ class KubernetesApiDouble(kmock.KubernetesEmulator):
         try:
             async with self._lock:
                 code, body, events = self._serve(request, resource)
+                if events:
+                    self.writes.append(
+                        {
+                            "method": request.method.value.upper(),
+                            "kind": self._kinds[resource].kind,
+                            "name": request.name or (body.get("metadata") or {}).get("name"),
+                            "subresource": request.subresource,
+                            "agent": request.headers.get("User-Agent", ""),
+                        }
+                    )
                 for event in events:
                     await self._buses[event.pop("resource")].put(event)
         except ApiError as exc:
@@ -207,7 +217,6 @@ class KubernetesApiDouble(kmock.KubernetesEmulator):
         meta.update(uid=str(uuid.uuid4()), creationTimestamp=_now(), generation=1)
         obj = self._admit(kind, obj, None)
         self._objects[key] = self._stamp(obj)
-        self.writes.append({"verb": "create", "kind": kind.kind, "name": meta["name"], "subresource": None})
         if kind.kind == "CustomResourceDefinition":
             self._serve_crd(obj)
         return 201, copy.deepcopy(obj), [{"resource": resource, "type": "ADDED", "object": copy.deepcopy(obj)}]
@@ -257,9 +266,6 @@ class KubernetesApiDouble(kmock.KubernetesEmulator):
         new = self._admit(kind, new, old)
         if new == {**old, "metadata": {**old["metadata"], "resourceVersion": new["metadata"].get("resourceVersion")}}:
             return 200, old, []  # a no-op write keeps the resourceVersion, as the API does
-        self.writes.append(
-            {"verb": method.lower(), "kind": kind.kind, "name": key[2], "subresource": request.subresource}
-        )
         if meta.get("deletionTimestamp") and not meta.get("finalizers"):
             return self._remove(resource, kind, key)
         self._objects[key].create(self._stamp(new))
@@ -271,7 +277,6 @@ class KubernetesApiDouble(kmock.KubernetesEmulator):
         self, resource: kmock.resource, kind: _Kind, key: tuple[Any, ...], options: dict[str, Any]
     ) -> tuple[int, Any, list[dict[str, Any]]]:
         obj = self._current(key, kind)
-        self.writes.append({"verb": "delete", "kind": kind.kind, "name": key[2], "subresource": None})
         if obj["metadata"].get("finalizers"):
             if not obj["metadata"].get("deletionTimestamp"):
                 obj["metadata"]["deletionTimestamp"] = _now()

@@ -276,6 +276,22 @@ def coordinate(
     return True
 
 
+def pending_message(change: SchemaChangeInFlight, how_to_approve: str) -> str:
+    """What a paused pipeline says about its change: which one, what it does, and, while it
+    waits for approval, how to give it (the pipeline file locally, the CdcPipeline's spec
+    on Kubernetes)."""
+    described = "; ".join(str(e) for e in change.events) or short_statement(change.statement)
+    if change.step is Step.AWAITING_APPROVAL:
+        return f"schema change {change.id} ({described}) waits for approval: {how_to_approve}"
+    return f"schema change {change.id} ({described}): {change.step.value}" + (
+        f": {change.message}" if change.message else ""
+    )
+
+
+def short_statement(statement: str) -> str:
+    return " ".join(statement.split())[:120]
+
+
 @dataclass
 class SchemaChangeHistory:
     """The last HISTORY resolved changes, newest last."""

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import sys
 import time
+from collections.abc import Callable
 from typing import TextIO
 
 from sluice.source.offset import BinlogOffset
@@ -68,7 +69,8 @@ class SnapshotProgress:
 class BinlogProgress:
     """Position, rows and lag of the binlog phase, on one redrawn line or periodic lines."""
 
-    def __init__(self) -> None:
+    def __init__(self, on_lag: Callable[[float], None] | None = None) -> None:
+        self.on_lag = on_lag  # where else the lag is shown (the CdcPipeline's status)
         self.rows = 0
         self.offset: BinlogOffset | None = None
         self.lag = 0.0
@@ -80,6 +82,8 @@ class BinlogProgress:
         self.rows += rows
         self.offset = offset
         self.lag = lag
+        if self.on_lag is not None:
+            self.on_lag(lag)
         self.show()
 
     def show(self, final: bool = False) -> None:

@@ -9,7 +9,6 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable, Collection, Sequence
-from pathlib import Path
 
 from sluice.binlog.binlog_split import BinlogSplit
 from sluice.binlog.transaction_reader import SchemaChange
@@ -21,11 +20,12 @@ from sluice.coordinator.schema_change import (
     Step,
     change_id,
     coordinate,
+    short_statement,
 )
-from sluice.errors import DefinitionError, SluiceError
+from sluice.errors import SluiceError
 from sluice.event.schema_change import RenameTable, SchemaChangeEvent
 from sluice.failpoints import failpoint
-from sluice.pipeline.definition import PipelineDefinition, load_definition
+from sluice.pipeline.definition import PipelineDefinition
 from sluice.runtime.binlog_phase import Resumed
 from sluice.runtime.progress import BinlogProgress
 from sluice.sink.base import ChangeBatch, SchemaChangeRefused, SinkWriter
@@ -39,15 +39,11 @@ log = logging.getLogger(__name__)
 APPROVAL_POLL_SECONDS = 1.0  # how often a waiting `manual` change reads the approvals again
 
 
-def _short(statement: str) -> str:
-    return " ".join(statement.split())[:120]
-
-
 class SchemaChangeHandler:
     def __init__(
         self,
         definition: PipelineDefinition,
-        definition_path: Path | None,
+        approvals: Callable[[], Collection[str]],
         state: PipelineState,
         store: StateStore,
         writer: SinkWriter,
@@ -56,7 +52,7 @@ class SchemaChangeHandler:
         after_resume: Callable[[BinlogSplit], bool],
     ) -> None:
         self.definition = definition
-        self.definition_path = definition_path  # read again for approvals
+        self.approvals = approvals  # asked again while a `manual` change waits
         self.state = state
         self.store = store
         self.writer = writer
@@ -80,7 +76,7 @@ class SchemaChangeHandler:
                 change_id(change.position), change.position, change.resume_at, change.statement, events
             )
             self._record(inflight)
-        what = f"schema change {inflight.id} ({_short(change.statement)})"
+        what = f"schema change {inflight.id} ({short_statement(change.statement)})"
         described = ", ".join(map(str, change.events)) or change.problem
         self.progress.note(f"{what}: paused, everything before it committed; {described}")
         if change.problem and self.definition.schema_change_behavior != "ignore":
@@ -94,7 +90,7 @@ class SchemaChangeHandler:
         effects = Effects(
             record=self._record,
             apply=lambda events: self._apply(inflight.id, events, targets),
-            approved=self._approved,
+            approved=self.approvals,
             wait=lambda: not self.stopping.wait(APPROVAL_POLL_SECONDS),
         )
         behavior, accepted = self.definition.schema_change_behavior, self.definition.accepted_schema_changes
@@ -138,16 +134,6 @@ class SchemaChangeHandler:
             return exc.applied, str(exc)
         failpoint("schema-change:applied-to-target")
         return len(events), ""
-
-    def _approved(self) -> Collection[str]:
-        """Read again from the pipeline file each time: approving is editing the file."""
-        if self.definition_path is None:
-            return self.definition.approved_schema_changes
-        try:
-            return load_definition(self.definition_path).approved_schema_changes
-        except DefinitionError as exc:
-            log.warning("pipeline.schema-change.approved: %s (approvals unchanged)", exc)
-            return self.definition.approved_schema_changes
 
     def _resume(self, inflight: SchemaChangeInFlight, split: BinlogSplit, joined: Sequence[str] = ()) -> Resumed:
         """Past the DDL with the new schemas: the target's offset, then the state, in that

@@ -1,4 +1,5 @@
-"""The Spark session a local run uses: local[N] in this process."""
+"""The Spark session a pipeline runs on: local[N] in this process for `sluice run`, or the
+one spark-submit set up (the SparkApplication's driver on Kubernetes)."""
 
 from __future__ import annotations
 
@@ -14,16 +15,17 @@ from sluice.errors import SluiceError
 LOG_CONFIG = Path(__file__).with_name("log4j2.properties")
 
 
-def local_session(app_name: str, parallelism: int) -> SparkSession:
+def spark_session(app_name: str, master: str | None) -> SparkSession:
+    """`master` for a local run; None keeps what spark-submit was given."""
     _check_java()
     # Python workers must run this interpreter: it is the one with Sluice installed.
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     java_options = f"-Dlog4j2.configurationFile=file:{LOG_CONFIG}"
     try:
+        builder = SparkSession.builder.master(master) if master else SparkSession.builder
         return (
-            SparkSession.builder.master(f"local[{parallelism}]")
-            .appName(app_name)
+            builder.appName(app_name)
             .config("spark.ui.enabled", "false")
             .config("spark.ui.showConsoleProgress", "false")
             .config("spark.driver.extraJavaOptions", java_options)

@@ -32,6 +32,9 @@ class StateStore(ABC):
     """Saves the whole state at phase changes, and records the frequent small updates
     (a finished split, a committed binlog offset) without rewriting it."""
 
+    where: str  # names the store in messages: "--state-dir .sluice/orders"
+    fresh_start: str  # how a user starts over: "run with a new --state-dir"
+
     @abstractmethod
     def load(self) -> PipelineState | None:
         """The saved state with every recorded update in it; None before the first save."""
@@ -45,10 +48,16 @@ class StateStore(ABC):
     @abstractmethod
     def record_binlog_offset(self, offset: BinlogOffset) -> None: ...
 
+    @abstractmethod
+    def record_lag(self, seconds: float) -> None:
+        """The binlog reader's lag, where the store shows progress."""
+
 
 class DirectoryStateStore(StateStore):
     def __init__(self, directory: str | Path) -> None:
         self.directory = Path(directory)
+        self.where = f"--state-dir {self.directory}"
+        self.fresh_start = "run with a new --state-dir"
         self.path = self.directory / STATE_FILE
         self.journal = self.directory / JOURNAL_FILE
 
@@ -88,6 +97,9 @@ class DirectoryStateStore(StateStore):
 
     def record_binlog_offset(self, offset: BinlogOffset) -> None:
         self._append(("binlog", "offset"), offset.to_json())
+
+    def record_lag(self, seconds: float) -> None:
+        """Not kept: the CLI shows the lag, and a rerun measures it anew."""
 
     def _append(self, path: Sequence[str], value: Any) -> None:
         """Records `document[path[0]]...[path[-1]] = value` durably, in one line."""

@@ -89,7 +89,7 @@ def test_a_finished_snapshot_into_an_emptied_target_is_refused(
 
     last = last_line_of_a_refusal(result)
     assert f"--state-dir {state} says the snapshot was (partly) written, but sink jdbc holds no committed" in last
-    assert "Run with a new --state-dir to take the snapshot again" in last
+    assert "run with a new --state-dir to take the snapshot again" in last
     assert compare.postgres_rows(postgresql, source_db, "t") == []
 
 

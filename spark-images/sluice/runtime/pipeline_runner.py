@@ -1,8 +1,9 @@
-"""The local runner: `sluice run` — plays the coordinator's part that the operator plays on Kubernetes.
+"""The pipeline runner: what `sluice run` runs with local Spark, and what the Spark driver
+runs on Kubernetes (runtime/kubernetes_driver.py), the same code with another state store.
 
-Checks the source, makes or resumes the snapshot plan, runs the snapshot on local Spark,
-then hands over to the single binlog reader, keeping the state directory current after
-every finished split and every committed batch.
+Checks the source, makes or resumes the snapshot plan, runs the snapshot on Spark, then
+hands over to the single binlog reader, keeping the state store current after every
+finished split and every committed batch.
 """
 
 from __future__ import annotations
@@ -11,14 +12,16 @@ import logging
 import signal
 import sys
 import threading
+from collections.abc import Callable, Collection
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sluice.binlog.binlog_split import BinlogSplit
 from sluice.binlog.startup_offset import check_offset_available, startup_offset
-from sluice.errors import SchemaDrift, SluiceError
+from sluice.errors import DefinitionError, SchemaDrift, SluiceError
 from sluice.event.schema_change import create_table_event
-from sluice.pipeline.definition import PipelineDefinition
+from sluice.failpoints import failpoint
+from sluice.pipeline.definition import PipelineDefinition, load_definition
 from sluice.runtime.binlog_phase import BinlogSettings, run_binlog_phase
 from sluice.runtime.progress import BinlogProgress
 from sluice.runtime.schema_change_handler import SchemaChangeHandler
@@ -32,7 +35,7 @@ from sluice.source.checks import check_binlog_settings, check_privileges, check_
 from sluice.source.connection import SourceEndpoint, connect, current_offset, executed_gtids
 from sluice.source.schema import TableSchema, discover_tables, live_shape, read_table_schema
 from sluice.state.pipeline_state import PipelineState
-from sluice.state.state_store import DirectoryStateStore
+from sluice.state.state_store import StateStore
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -55,13 +58,20 @@ def source_endpoint(definition: PipelineDefinition) -> SourceEndpoint:
     )
 
 
-class LocalRunner:
+class PipelineRunner:
     def __init__(
-        self, definition: PipelineDefinition, state_dir: str | Path, definition_path: Path | None = None
+        self,
+        definition: PipelineDefinition,
+        store: StateStore,
+        approvals: Callable[[], Collection[str]] | None = None,
+        master: str | None = None,
     ) -> None:
+        """`approvals` lists the `manual` schema changes approved so far (default: the
+        definition's); `master` is local Spark's, None where spark-submit gave one."""
         self.definition = definition
-        self.definition_path = definition_path  # read again for schema-change approvals
-        self.store = DirectoryStateStore(state_dir)
+        self.store = store
+        self.approvals = approvals or (lambda: definition.approved_schema_changes)
+        self.master = master
         self.endpoint = source_endpoint(definition)
         self.sink: Sink = create_sink(definition)
         self.state = PipelineState(definition.name, dict(definition.state_identity))
@@ -115,9 +125,9 @@ class LocalRunner:
 
     def _spark_session(self) -> SparkSession:
         if self._spark is None:
-            from sluice.runtime.spark_session import local_session
+            from sluice.runtime.spark_session import spark_session
 
-            self._spark = local_session(f"sluice-{self.definition.name}", self.definition.parallelism)
+            self._spark = spark_session(f"sluice-{self.definition.name}", self.master)
             self.sink.attach(self._spark)
         return self._spark
 
@@ -136,8 +146,8 @@ class LocalRunner:
         name = self.state.pipeline
         if name != self.definition.name:
             raise SluiceError(
-                f"--state-dir {self.store.directory} belongs to pipeline '{name}', not "
-                f"'{self.definition.name}'; give each pipeline its own state directory"
+                f"{self.store.where} belongs to pipeline '{name}', not "
+                f"'{self.definition.name}'; give each pipeline its own state"
             )
         saved = self.state.definition
         for key, value in self.definition.state_identity.items():
@@ -151,9 +161,9 @@ class LocalRunner:
                 self._capture_changed = True
                 continue
             raise SluiceError(
-                f"{key} changed from '{saved[key]}' to '{value}' since --state-dir {self.store.directory} was "
-                "written; its progress belongs to the old value: put the old value back, or run the changed "
-                "pipeline with a new --state-dir into an empty target"
+                f"{key} changed from '{saved[key]}' to '{value}' since {self.store.where} was "
+                "written; its progress belongs to the old value: put the old value back, or "
+                f"{self.store.fresh_start} into an empty target"
                 + (
                     " (another source address is taken once the pipeline streams by GTID)"
                     if key in SOURCE_ADDRESS
@@ -180,9 +190,9 @@ class LocalRunner:
         past_snapshot = self.state.binlog is not None or (snapshot is not None and bool(snapshot.finished))
         if past_snapshot and self.sink.holds_commits() is False:
             raise SluiceError(
-                f"--state-dir {self.store.directory} says the snapshot was (partly) written, but sink "
+                f"{self.store.where} says the snapshot was (partly) written, but sink "
                 f"{self.definition.sink.name} holds no committed offsets of pipeline '{self.definition.name}': the "
-                "target was emptied or replaced. Run with a new --state-dir to take the snapshot again"
+                f"target was emptied or replaced; {self.store.fresh_start} to take the snapshot again"
             )
 
     def _tables(self, conn) -> None:
@@ -251,6 +261,7 @@ class LocalRunner:
             snapshot.record(result.split_id, result.high_watermark, result.rows)
             # A record of the split, not the whole plan again.
             self.store.record_split_finished(result.split_id, snapshot.finished[result.split_id])
+            failpoint(f"snapshot:split-finished:{len(snapshot.finished)}")
 
         def table_changed(table_id: str) -> None:
             snapshot.adopt_committed(self.sink.committed_splits())  # what the failed job's splits committed
@@ -282,10 +293,10 @@ class LocalRunner:
             committed = writer.committed_binlog_offset()
             if committed is not None and committed.is_after(split.offset):
                 split.advance(committed)
-            progress = BinlogProgress()
+            progress = BinlogProgress(self.store.record_lag)
             changes = SchemaChangeHandler(
                 self.definition,
-                self.definition_path,
+                self.approvals,
                 self.state,
                 self.store,
                 writer,
@@ -472,3 +483,16 @@ class LocalRunner:
     def _restore_signal_handlers(self, previous: dict[int, Any]) -> None:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
+
+
+def approvals_from_file(path: Path, definition: PipelineDefinition) -> Callable[[], Collection[str]]:
+    """Approvals read again from the pipeline file each time: approving is editing the file."""
+
+    def approved() -> Collection[str]:
+        try:
+            return load_definition(path).approved_schema_changes
+        except DefinitionError as exc:
+            log.warning("pipeline.schema-change.approved: %s (approvals unchanged)", exc)
+            return definition.approved_schema_changes
+
+    return approved

@@ -1,0 +1,155 @@
+"""The kopf wiring: which changes start a reconcile pass, and one pass, observe -> reconcile
+-> act, for one CdcPipeline at a time. Level-triggered: a pass reads the CdcPipeline again
+and decides from what is, so a missed, repeated or reordered event changes nothing, and
+neither does an operator restart.
+
+Passes start on a CdcPipeline's events, on its SparkApplication's events, and every
+`SLUICE_OPERATOR_RESYNC_SECONDS` for all pipelines (a Secret created later, a clock-driven
+retry). kopf keeps no state on the CdcPipeline: only event handlers are used, which need
+no finalizers and no progress annotations, so the operator writes nothing but status.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+from dataclasses import dataclass
+from typing import Any
+
+import kopf
+
+from sluice.errors import SluiceError
+from sluice_operator import metrics, owned
+from sluice_operator.act import act, post_event
+from sluice_operator.observe import SPARK_GROUP, SPARK_PLURAL, SPARK_VERSION, observe
+from sluice_operator.pipeline_spec import read_spec
+from sluice_operator.reconcile import Event, reconcile
+
+log = logging.getLogger(__name__)
+
+PLURAL = "cdcpipelines"
+RESYNC_SECONDS = float(os.environ.get("SLUICE_OPERATOR_RESYNC_SECONDS", "30"))
+HTTP_PORT = int(os.environ.get("SLUICE_OPERATOR_HTTP_PORT", "8080"))
+
+
+@dataclass
+class Apis:
+    custom: Any
+    core: Any
+    rbac: Any
+
+
+_locks: dict[tuple[str, str], asyncio.Lock] = {}
+_health = metrics.HealthServer(HTTP_PORT)
+_apis: Apis | None = None
+
+
+def apis() -> Apis:
+    global _apis
+    if _apis is None:
+        from kubernetes import client, config
+
+        if os.environ.get("KUBERNETES_SERVICE_HOST"):
+            config.load_incluster_config()
+            api_client = client.ApiClient()
+        else:
+            api_client = config.new_client_from_config()
+        _apis = Apis(
+            client.CustomObjectsApi(api_client), client.CoreV1Api(api_client), client.RbacAuthorizationV1Api(api_client)
+        )
+    return _apis
+
+
+@kopf.on.startup()
+async def started(settings: kopf.OperatorSettings, **_: Any) -> None:
+    settings.posting.enabled = False  # our Events are our own, one per transition
+    settings.persistence.finalizer = "sluice.io/unused"  # never added: event handlers need none
+    settings.watching.server_timeout = 60
+    await _health.start()
+    asyncio.get_running_loop().create_task(_resync())
+
+
+@kopf.on.cleanup()
+async def stopped(**_: Any) -> None:
+    await _health.stop()
+
+
+@kopf.on.event(owned.GROUP, owned.VERSION, PLURAL)
+async def cdc_pipeline_changed(event: dict[str, Any], namespace: str, name: str, **_: Any) -> None:
+    if event.get("type") == "DELETED":
+        metrics.forget_pipeline(namespace, name)  # what it owned goes with it (ownerReferences)
+        return
+    await reconcile_pipeline(namespace, name)
+
+
+@kopf.on.event(SPARK_GROUP, SPARK_VERSION, SPARK_PLURAL, labels={"app.kubernetes.io/managed-by": owned.MANAGED_BY})
+async def spark_application_changed(labels: dict[str, str], namespace: str, **_: Any) -> None:
+    pipeline = labels.get(f"{owned.GROUP}/pipeline")
+    if pipeline:
+        await reconcile_pipeline(namespace, pipeline)
+
+
+async def _resync() -> None:
+    while True:
+        try:
+            listed = await asyncio.to_thread(
+                apis().custom.list_cluster_custom_object, owned.GROUP, owned.VERSION, PLURAL
+            )
+            for item in listed.get("items", []):
+                await reconcile_pipeline(item["metadata"]["namespace"], item["metadata"]["name"])
+            _health.ready = True
+        except Exception as exc:  # noqa: BLE001 - the API may be away for a while; try again
+            log.warning("resync: %s", exc)
+        await asyncio.sleep(RESYNC_SECONDS)
+
+
+async def reconcile_pipeline(namespace: str, name: str) -> None:
+    lock = _locks.setdefault((namespace, name), asyncio.Lock())
+    async with lock:
+        await asyncio.to_thread(reconcile_once, apis(), namespace, name)
+
+
+def reconcile_once(clients: Apis, namespace: str, name: str) -> str | None:
+    """One pass. Never raises: a failure is a metric, a log line and a Warning Event, and
+    the next pass tries again; other pipelines are not held up."""
+    from kubernetes.client.exceptions import ApiException
+
+    try:
+        cr = clients.custom.get_namespaced_custom_object(owned.GROUP, owned.VERSION, namespace, PLURAL, name)
+    except ApiException as exc:
+        if exc.status != 404:
+            metrics.ERRORS.inc()
+            log.warning("%s/%s: reading it failed: %s", namespace, name, exc.reason)
+        return None
+    try:
+        secret_names = _secret_names(cr)
+        observation = observe(clients, cr, secret_names)
+        plan = reconcile(observation)
+        act(clients, observation, plan)
+    except ApiException as exc:
+        metrics.RECONCILES.labels("conflict" if exc.status == 409 else "error").inc()
+        if exc.status != 409:  # a conflict: something moved meanwhile; the next pass sees it
+            metrics.ERRORS.inc()
+            log.warning("%s/%s: %s %s", namespace, name, exc.status, exc.reason)
+        return None
+    except Exception as exc:  # noqa: BLE001 - a bug of ours must not stop the other pipelines
+        metrics.RECONCILES.labels("error").inc()
+        metrics.ERRORS.inc()
+        log.exception("%s/%s: reconcile failed", namespace, name)
+        post_event(
+            clients, cr, Event("Warning", "Error", f"the operator failed to reconcile: {type(exc).__name__}: {exc}")
+        )
+        return None
+    metrics.RECONCILES.labels("ok").inc()
+    metrics.observe_pipeline(namespace, name, plan.phase, {**(cr.get("status") or {}), **plan.status})
+    return plan.phase
+
+
+def _secret_names(cr: dict[str, Any]) -> list[str]:
+    meta = cr["metadata"]
+    try:
+        spec = read_spec(meta["name"], meta["namespace"], cr.get("spec") or {})
+    except SluiceError:
+        return []  # reconcile reports the spec itself
+    return sorted({ref.name for ref in spec.secrets.values()})

@@ -1,0 +1,262 @@
+"""Reconcile: from an Observation to what should be, with no I/O. Level-triggered: the
+same observation gives the same plan, whatever happened before; `act` then makes it so.
+
+What it decides:
+- the objects the pipeline needs (ConfigMap, driver identity, SparkApplication in the
+  shape the state calls for: `snapshot` while splits are left, `streaming` after);
+- the status fields the operator owns (phase, conditions, observedGeneration,
+  lastReconciledSpec, application);
+- the Events a user reads in `kubectl describe`, one per transition.
+
+Bad input (an invalid spec, a missing Secret or key) is a Degraded condition and a Warning
+Event naming what to fix; what runs is left as it is.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from sluice.coordinator.schema_change import SchemaChangeInFlight, Step, pending_message
+from sluice.errors import DefinitionError
+from sluice.pipeline.definition import PipelineDefinition
+from sluice.state.compact_state import expand
+from sluice.state.pipeline_state import PipelineState
+from sluice_operator import conditions
+from sluice_operator.observe import Observation
+from sluice_operator.pipeline_spec import PipelineSpec, read_spec
+from sluice_operator.rbac import driver_rbac
+from sluice_operator.spark_application import Shape, names, pipeline_config_map, spark_application
+
+FAILED_STATES = ("FAILED", "SUBMISSION_FAILED")
+RETRYING_STATES = ("FAILING", "PENDING_RERUN")  # the Spark Operator's restartPolicy at work
+
+
+@dataclass(frozen=True)
+class Event:
+    type: str  # Normal or Warning
+    reason: str  # SpecChanged, Submit, ScaleDown, Suspended, Resumed, JobStatusChanged, ...
+    message: str
+
+
+@dataclass
+class Plan:
+    apply: list[dict[str, Any]] = field(default_factory=list)  # owned objects, as they should be
+    restart_application: bool = False  # delete it; the next pass submits it again
+    status: dict[str, Any] = field(default_factory=dict)  # the operator's status fields
+    events: list[Event] = field(default_factory=list)
+    phase: str = ""
+
+
+def reconcile(observation: Observation, now: datetime | None = None) -> Plan:
+    cr = observation.cdc_pipeline
+    meta, status = cr["metadata"], cr.get("status") or {}
+    spec = cr.get("spec") or {}
+    generation = int(meta.get("generation", 1))
+    spec_json = json.dumps(spec, sort_keys=True, separators=(",", ":"))
+    plan = Plan()
+    changed = bool(status.get("lastReconciledSpec")) and status["lastReconciledSpec"] != spec_json
+    if changed:
+        plan.events.append(Event("Normal", "SpecChanged", f"spec changed (generation {generation})"))
+    try:
+        pipeline = read_spec(meta["name"], meta["namespace"], spec)
+        definition = pipeline.check()
+    except DefinitionError as exc:
+        return _refused(plan, observation, "ValidationError", f"invalid spec: {exc}", generation, now)
+    missing = _missing_secrets(pipeline, observation)
+    if missing:
+        return _refused(plan, observation, "MissingSecret", missing, generation, now)
+
+    state = _state(status)
+    shape = _shape(definition, state)
+    application = spark_application(cr, pipeline, shape)
+    plan.apply = [pipeline_config_map(cr, pipeline), *driver_rbac(cr), application]
+    current = observation.application
+    app_status = (current or {}).get("status") or {}
+    app_state = (app_status.get("applicationState") or {}).get("state", "")
+    if current is not None:
+        plan.events += _application_changes(current, application, shape, definition)
+        if app_state == "COMPLETED" and not _bounded(state) and not pipeline.suspend:
+            plan.restart_application = True  # a streaming driver ended (evicted, stopped): run it again
+            plan.events.append(Event("Normal", "Submit", "the Spark job ended; submitting it again"))
+        elif app_state in FAILED_STATES and changed:
+            plan.restart_application = True  # the user changed the spec of a failed pipeline: try it
+    else:
+        plan.events.append(
+            Event("Normal", "Submit", f"submitting SparkApplication {names(meta['name'])['application']}")
+        )
+
+    phase, message = _phase(pipeline, shape, state, app_state, app_status, status, meta)
+    settled = current is not None and current.get("spec") == application["spec"]  # no rerun pending
+    ready = phase == "Streaming" and app_state == "RUNNING" and settled or phase == "Completed"
+    found = conditions.for_phase(phase, message)
+    error = (status.get("driver") or {}).get("error") or (app_status.get("applicationState") or {}).get("errorMessage")
+    if phase != "Failed" and app_state in RETRYING_STATES and error:
+        found = _with(found, conditions.DEGRADED, True, "DriverFailed", f"retrying: {error}")
+    found = _with(found, conditions.READY, ready, phase, "" if ready else found[0].message)
+    plan.events += _new_degradation(status, found)
+    plan.phase = phase
+    plan.status = {
+        "phase": phase,
+        "observedGeneration": generation,
+        "conditions": conditions.merge(status.get("conditions") or [], found, generation, now),
+        "lastReconciledSpec": spec_json,
+        "application": {
+            "name": names(meta["name"])["application"],
+            "shape": shape,
+            "state": app_state,
+            "attempts": int(app_status.get("executionAttempts", 0)),
+        },
+    }
+    plan.events += _transitions(status, phase, message, app_state)
+    return plan
+
+
+def _state(status: dict[str, Any]) -> PipelineState | None:
+    packed = status.get("state")
+    return PipelineState.from_json(expand(packed)) if packed else None
+
+
+def _shape(definition: PipelineDefinition, state: PipelineState | None) -> Shape:
+    """Snapshot while splits are left to read; streaming once the plan is read (the status
+    says so before the SparkApplication changes, so the rerun resumes the binlog phase)."""
+    if not definition.source.startup.takes_snapshot:
+        return "streaming"
+    if state is None or state.tables is None:
+        return "snapshot"
+    if state.snapshot is not None and not state.snapshot.is_finished:
+        return "snapshot"
+    return "streaming"
+
+
+def _bounded(state: PipelineState | None) -> bool:
+    return state is not None and state.stop_at is not None
+
+
+def _phase(
+    pipeline: PipelineSpec,
+    shape: Shape,
+    state: PipelineState | None,
+    app_state: str,
+    app_status: dict[str, Any],
+    status: dict[str, Any],
+    meta: dict[str, Any],
+) -> tuple[str, str]:
+    """The phase and what it means to the user (the message conditions carry)."""
+    if pipeline.suspend:
+        return "Suspended", "spec.suspend is set: no driver runs; the state is kept"
+    error = (status.get("driver") or {}).get("error") or (app_status.get("applicationState") or {}).get(
+        "errorMessage", ""
+    )
+    if app_state in FAILED_STATES:
+        return "Failed", error or f"the SparkApplication is {app_state}"
+    if state is not None and state.schema_change is not None:
+        change = state.schema_change
+        if change.step is Step.FAILED:
+            return "Failed", pending_message(change, "")
+        if change.paused:
+            return "SchemaChangePaused", pending_message(change, _how_to_approve(change, pipeline, meta))
+    if app_state == "COMPLETED" and _bounded(state):
+        return "Completed", "the snapshot is in the target"
+    if shape == "streaming":
+        return "Streaming", ""
+    if state is None or state.snapshot is None:
+        return "Pending", "planning the snapshot"
+    return "Snapshotting", f"{len(state.snapshot.finished)}/{len(state.snapshot.splits)} splits"
+
+
+def _how_to_approve(change: SchemaChangeInFlight, pipeline: PipelineSpec, meta: dict[str, Any]) -> str:
+    approved = json.dumps({"spec": {"schemaChanges": {"approved": [*pipeline.approved, change.id]}}})
+    return (
+        f"add {change.id} to spec.schemaChanges.approved (in Git, or kubectl patch cdcp {meta['name']} "
+        f"-n {meta['namespace']} --type merge -p '{approved}')"
+    )
+
+
+def _application_changes(
+    current: dict[str, Any], desired: dict[str, Any], shape: Shape, definition: PipelineDefinition
+) -> list[Event]:
+    if current.get("spec") == desired["spec"]:
+        return []
+    was = ((current.get("metadata") or {}).get("labels") or {}).get("sluice.io/shape")
+    was = was or ("snapshot" if current["spec"].get("executor", {}).get("instances") else "streaming")
+    before, after = bool(current["spec"].get("suspend")), bool(desired["spec"].get("suspend"))
+    if after and not before:
+        return [Event("Normal", "Suspended", "suspending: the driver stops, the state is kept")]
+    if before and not after:
+        return [Event("Normal", "Resumed", "resuming from the state in status")]
+    if shape == "streaming" and current["spec"].get("executor", {}).get("instances") != desired["spec"].get(
+        "executor", {}
+    ).get("instances"):
+        executors = desired["spec"]["executor"].get("instances", 0)
+        return [
+            Event(
+                "Normal",
+                "ScaleDown",
+                f"the snapshot is read: the single binlog reader takes over with {executors} executors",
+            )
+        ]
+    return [Event("Normal", "SpecChanged", "the SparkApplication changes; the Spark Operator reruns it")]
+
+
+def _transitions(status: dict[str, Any], phase: str, message: str, app_state: str) -> list[Event]:
+    events = []
+    before = status.get("phase")
+    if before != phase:
+        kind = "Warning" if phase == "Failed" else "Normal"
+        text = f"{before or 'new'} -> {phase}" + (f": {message}" if message else "")
+        events.append(Event(kind, "SchemaChangePending" if phase == "SchemaChangePaused" else "JobStatusChanged", text))
+    was = (status.get("application") or {}).get("state")
+    if app_state and was is not None and app_state != was:
+        kind = "Warning" if app_state in FAILED_STATES + ("FAILING",) else "Normal"
+        events.append(Event(kind, "JobStatusChanged", f"SparkApplication {was or 'new'} -> {app_state}"))
+    return events
+
+
+def _new_degradation(status: dict[str, Any], found: list[conditions.Condition]) -> list[Event]:
+    """A Warning when the Degraded condition comes up or says something new."""
+    degraded = next(c for c in found if c.type == conditions.DEGRADED)
+    previous = {c.get("type"): c for c in status.get("conditions") or []}.get(conditions.DEGRADED, {})
+    if not degraded.status or (previous.get("status") == "True" and previous.get("message") == degraded.message):
+        return []
+    return [Event("Warning", "Error", degraded.message)]
+
+
+def _missing_secrets(pipeline: PipelineSpec, observation: Observation) -> str:
+    namespace = observation.cdc_pipeline["metadata"]["namespace"]
+    for variable, ref in sorted(pipeline.secrets.items()):
+        keys = observation.secret_keys.get(ref.name)
+        side = "source" if "SOURCE" in variable else "sink"
+        if keys is None:
+            return f"spec.{side}.passwordSecretRef: Secret {namespace}/{ref.name} does not exist"
+        if ref.key not in keys:
+            return f"spec.{side}.passwordSecretRef: Secret {namespace}/{ref.name} has no key '{ref.key}'"
+    return ""
+
+
+def _refused(
+    plan: Plan, observation: Observation, reason: str, message: str, generation: int, now: datetime | None
+) -> Plan:
+    """Bad input: nothing changes in what runs; the status and an Event say what to fix."""
+    status = observation.cdc_pipeline.get("status") or {}
+    phase = status.get("phase") or "Failed"
+    found = conditions.for_phase(phase)
+    found = _with(found, conditions.DEGRADED, True, reason, message)
+    found = _with(found, conditions.READY, False, reason, message)
+    plan.phase = phase
+    plan.status = {
+        "phase": phase,
+        "observedGeneration": generation,
+        "conditions": conditions.merge(status.get("conditions") or [], found, generation, now),
+    }
+    if _new_degradation(status, found):
+        plan.events.append(Event("Warning", reason, message))
+    return plan
+
+
+def _with(
+    found: list[conditions.Condition], type_: str, status: bool, reason: str, message: str
+) -> list[conditions.Condition]:
+    return [conditions.Condition(type_, status, reason, message) if c.type == type_ else c for c in found]

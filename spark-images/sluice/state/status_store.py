@@ -1,0 +1,243 @@
+"""The state store of a pipeline run by the operator: the CdcPipeline's status subresource.
+
+The Spark driver owns a few status fields (`state`, `snapshot`, `binlog`, `schemaChange`,
+`schemaChangeHistory`, `driver`); the operator owns the rest (phase, conditions). Each
+write replaces the status with the driver's fields set, under the resourceVersion the
+driver last saw: a 409 (the operator wrote meanwhile) reads the object again and repeats
+the write, so neither side loses the other's fields.
+
+Writes are throttled: the whole state at phase changes (`save`), and finished splits,
+binlog offsets and lag at most every `interval` seconds. A crash loses at most that much
+progress, which costs no data: the sink's own records (committed splits, the committed
+binlog offset) are ahead of the state, and a rerun adopts them.
+
+Fencing: a run claims the status (`driver.run`) when it starts. A run that finds another
+run's claim on a conflict stops (StateFenced): the Spark Operator started a new driver.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import time
+import uuid
+from collections.abc import Collection
+from typing import Any
+
+from sluice.errors import SluiceError
+from sluice.snapshot.snapshot_split_assigner import FinishedSplit
+from sluice.source.offset import BinlogOffset
+from sluice.state.compact_state import compact, expand
+from sluice.state.pipeline_state import STATE_VERSION, PipelineState
+from sluice.state.state_store import StateStore
+
+log = logging.getLogger(__name__)
+
+GROUP, VERSION, PLURAL = "sluice.io", "v1alpha1", "cdcpipelines"
+DRIVER_FIELDS = ("state", "snapshot", "binlog", "schemaChange", "schemaChangeHistory", "driver")
+CONFLICT_RETRIES = 20
+
+
+class StateFenced(SluiceError):
+    """Another driver run has claimed this pipeline's status."""
+
+
+class StatusStateStore(StateStore):
+    def __init__(self, api: Any, namespace: str, name: str, interval: float = 3.0) -> None:
+        """`api`: a kubernetes CustomObjectsApi."""
+        self.api = api
+        self.namespace, self.name = namespace, name
+        self.where = f"the status of CdcPipeline {namespace}/{name}"
+        self.fresh_start = "create a new CdcPipeline (another name)"
+        self.interval = interval
+        self.run = uuid.uuid4().hex
+        self._lock = threading.RLock()
+        self._object: dict[str, Any] | None = None  # as last read or written
+        self._document: dict[str, Any] | None = None  # the state's JSON form, with recorded updates
+        self._lag: float | None = None
+        self._failure: str | None = None
+        self._dirty = False
+        self._last_write = 0.0
+        self._timer: threading.Timer | None = None
+
+    # -- StateStore --------------------------------------------------------------------------
+
+    def load(self) -> PipelineState | None:
+        with self._lock:
+            obj = self._read()
+            packed = (obj.get("status") or {}).get("state")
+            if not packed:
+                self._claim()
+                return None
+            if packed.get("version") != STATE_VERSION:
+                raise SluiceError(
+                    f"{self.where}: state version {packed.get('version')} is not {STATE_VERSION}; "
+                    "run the Sluice version that wrote it, or create a new CdcPipeline"
+                )
+            self._document = expand(packed)
+            self._claim()
+            return PipelineState.from_json(self._document)
+
+    def save(self, state: PipelineState) -> None:
+        with self._lock:
+            self._document = state.to_json()
+            self._write()
+
+    def record_split_finished(self, split_id: str, finished: FinishedSplit) -> None:
+        with self._lock:
+            if self._document is not None and "snapshot" in self._document:
+                self._document["snapshot"]["finished"][split_id] = finished.to_json()
+                self._soon()
+
+    def record_binlog_offset(self, offset: BinlogOffset) -> None:
+        with self._lock:
+            if self._document is not None and "binlog" in self._document:
+                self._document["binlog"]["offset"] = offset.to_json()
+                self._soon()
+
+    def record_lag(self, seconds: float) -> None:
+        with self._lock:
+            self._lag = seconds
+            self._soon()
+
+    # -- the CdcPipeline ---------------------------------------------------------------------
+
+    def approved_schema_changes(self) -> Collection[str]:
+        """spec.schemaChanges.approved, read now: approving is editing the CdcPipeline."""
+        spec = self._get().get("spec") or {}
+        return [str(i) for i in (spec.get("schemaChanges") or {}).get("approved", [])]
+
+    def report_failure(self, message: str) -> None:
+        """Why the run stopped, for the operator's Degraded condition (no passwords: Sluice's
+        messages name options, never their values)."""
+        with self._lock:
+            self._failure = message[:2000]
+            self._write()
+
+    def flush(self) -> None:
+        """Writes what the throttle held back (at the end of a run)."""
+        with self._lock:
+            if self._dirty:
+                self._write()
+
+    # -- writing -----------------------------------------------------------------------------
+
+    def _soon(self) -> None:
+        """Writes now if the last write is `interval` old, else once it is."""
+        self._dirty = True
+        wait = self._last_write + self.interval - time.monotonic()
+        if wait <= 0:
+            self._write()
+        elif self._timer is None:
+            self._timer = threading.Timer(wait, self._timed_flush)
+            self._timer.daemon = True
+            self._timer.start()
+
+    def _timed_flush(self) -> None:
+        with self._lock:
+            self._timer = None
+        try:
+            self.flush()
+        except Exception as exc:  # noqa: BLE001 - the next write tries again; the run goes on
+            log.warning("%s: progress not written: %s", self.where, exc)
+
+    def _claim(self) -> None:
+        self._write(claim=True)
+
+    def _write(self, claim: bool = False) -> None:
+        from kubernetes.client.exceptions import ApiException
+
+        obj = self._object if self._object is not None else self._read()
+        for _ in range(CONFLICT_RETRIES):
+            status = dict(obj.get("status") or {})
+            owner = (status.get("driver") or {}).get("run")
+            if not claim and owner != self.run:
+                raise StateFenced(
+                    f"{self.where} was claimed by another driver run ({owner}); this run ({self.run}) stops"
+                )
+            status.update(self._fields())
+            body = {**obj, "status": {k: v for k, v in status.items() if v is not None}}
+            try:
+                self._object = self.api.replace_namespaced_custom_object_status(
+                    GROUP, VERSION, self.namespace, PLURAL, self.name, body
+                )
+            except ApiException as exc:
+                if exc.status != 409:
+                    raise SluiceError(f"{self.where}: writing the state failed: {exc.status} {exc.reason}") from exc
+                obj = self._read()  # the operator wrote meanwhile: its fields, our fields again
+                claim = False
+                continue
+            self._dirty = False
+            self._last_write = time.monotonic()
+            return
+        raise SluiceError(f"{self.where}: {CONFLICT_RETRIES} conflicting writes in a row; giving up")
+
+    def _fields(self) -> dict[str, Any]:
+        """The driver's status fields, from the state; None removes a field."""
+        fields: dict[str, Any] = dict.fromkeys(DRIVER_FIELDS)
+        fields["driver"] = {"run": self.run, **({"error": self._failure} if self._failure else {})}
+        document = self._document
+        if document is None:
+            return fields
+        fields["state"] = compact(document)
+        fields["snapshot"] = _snapshot_progress(document)
+        fields["binlog"] = _binlog_progress(document, self._lag)
+        fields["schemaChange"] = document.get("schema_change")
+        fields["schemaChangeHistory"] = document.get("schema_change_history")
+        return fields
+
+    def _read(self) -> dict[str, Any]:
+        self._object = self._get()
+        return self._object
+
+    def _get(self) -> dict[str, Any]:
+        from kubernetes.client.exceptions import ApiException
+
+        try:
+            return self.api.get_namespaced_custom_object(GROUP, VERSION, self.namespace, PLURAL, self.name)
+        except ApiException as exc:
+            raise SluiceError(f"{self.where}: reading it failed: {exc.status} {exc.reason}") from exc
+
+
+def _snapshot_progress(document: dict[str, Any]) -> dict[str, Any] | None:
+    snapshot = document.get("snapshot")
+    if snapshot is not None:
+        done, total = len(snapshot.get("finished", {})), len(snapshot.get("splits", []))
+        rows = sum(f.get("rows", 0) for f in snapshot.get("finished", {}).values())
+    elif document.get("snapshot_summary"):
+        done = total = int(document["snapshot_summary"].get("splits", 0))
+        rows = int(document["snapshot_summary"].get("rows", 0))
+    else:
+        return None
+    return {"splitsDone": done, "splitsTotal": total, "progress": f"{done}/{total}", "rows": rows}
+
+
+def _binlog_progress(document: dict[str, Any], lag: float | None) -> dict[str, Any] | None:
+    binlog = document.get("binlog")
+    if binlog is None:
+        return None
+    offset = BinlogOffset.from_json(binlog["offset"])
+    progress: dict[str, Any] = {"position": f"{offset.file}:{offset.pos}"}
+    if offset.gtid:
+        progress["gtid"] = offset.gtid
+    if lag is not None:
+        progress["lagSeconds"] = round(lag, 3)
+        progress["lag"] = f"{lag:.0f}s" if lag < 120 else f"{lag / 60:.0f}m"
+    return progress
+
+
+def status_state_store(cdc_pipeline: str, interval: float = 3.0) -> StatusStateStore:
+    """The store of CdcPipeline `namespace/name`, through the kubernetes client: in-cluster
+    configuration in a pod, else the kubeconfig ($KUBECONFIG)."""
+    from kubernetes import client, config
+
+    namespace, _, name = cdc_pipeline.partition("/")
+    if not name:
+        raise SluiceError(f"--cdc-pipeline {cdc_pipeline}: expected namespace/name")
+    if os.environ.get("KUBERNETES_SERVICE_HOST"):
+        config.load_incluster_config()
+        api_client = client.ApiClient()
+    else:
+        api_client = config.new_client_from_config()
+    return StatusStateStore(client.CustomObjectsApi(api_client), namespace, name, interval)

@@ -1,0 +1,64 @@
+"""The Sluice operator as a real process (`python -m sluice_operator`) against the
+Kubernetes API test double, restartable like a pod."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+from tests.harness.services import free_port
+
+
+class OperatorProcess:
+    def __init__(self, kubeconfig: Path, log: Path, resync_seconds: float = 2.0) -> None:
+        self.kubeconfig, self.log, self.resync = kubeconfig, log, resync_seconds
+        self.port = free_port()
+        self.process: subprocess.Popen | None = None
+
+    def start(self) -> OperatorProcess:
+        env = {
+            **os.environ,
+            "KUBECONFIG": str(self.kubeconfig),
+            "SLUICE_OPERATOR_RESYNC_SECONDS": str(self.resync),
+            "SLUICE_OPERATOR_HTTP_PORT": str(self.port),
+        }
+        with self.log.open("a") as out:
+            self.process = subprocess.Popen(
+                [sys.executable, "-m", "sluice_operator", "-v"], env=env, stdout=out, stderr=subprocess.STDOUT
+            )
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"the operator exited: {self.log.read_text()[-3000:]}")
+            if self.get("/readyz")[0] == 200:
+                return self
+            time.sleep(0.3)
+        raise RuntimeError(f"the operator did not get ready: {self.log.read_text()[-3000:]}")
+
+    def get(self, path: str) -> tuple[int, str]:
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{self.port}{path}", timeout=5) as response:
+                return response.status, response.read().decode()
+        except urllib.error.HTTPError as exc:
+            return exc.code, ""
+        except OSError:
+            return 0, ""
+
+    def kill(self) -> None:
+        """SIGKILL, as a node loss does: no cleanup."""
+        if self.process is not None and self.process.poll() is None:
+            self.process.send_signal(signal.SIGKILL)
+            self.process.wait(10)
+
+    def stop(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(15)
+            except subprocess.TimeoutExpired:
+                self.kill()

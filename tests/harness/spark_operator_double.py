@@ -1,0 +1,263 @@
+"""A TEST DOUBLE of the Kubeflow Spark Operator (v2.x): it watches SparkApplications in the
+Kubernetes API test double and runs each as a local `spark-submit` of the real image entry
+point (spark-images/driver.py for local:///opt/sluice/driver.py), with local[N] standing
+in for N executors.
+
+It reproduces the documented state machine:
+- new: SUBMITTED, then RUNNING while the driver runs; COMPLETED on exit 0;
+- a driver failure: FAILING, then per restartPolicy (Never/OnFailure/Always with
+  onFailureRetries and onFailureRetryInterval, linear backoff interval x attempts)
+  PENDING_RERUN and SUBMITTED again, or FAILED with the driver's error message;
+- a spec change while it runs: INVALIDATING (the driver is stopped), PENDING_RERUN, SUBMITTED;
+- spec.suspend: SUSPENDING, SUSPENDED; unset: RESUMING, SUBMITTED;
+- deletion stops the driver.
+
+What a pod gets it gets here too: ConfigMap volumes become files (mount paths in the
+arguments rewritten to them), env from secretKeyRef is read from the Secret, and the
+driver reaches the API double through a kubeconfig. No pods, images or executors.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kubernetes import client
+from kubernetes.client.exceptions import ApiException
+
+GROUP, VERSION, PLURAL = "sparkoperator.k8s.io", "v1beta2", "sparkapplications"
+REPO = Path(__file__).parents[2]
+IMAGE_FILES = {"local:///opt/sluice/": REPO / "spark-images"}  # what the image holds, here
+GRACE_SECONDS = 20.0  # a pod's termination grace period
+
+
+@dataclass
+class _Run:
+    uid: str
+    spec_hash: str
+    state: str = ""
+    attempts: int = 0
+    process: subprocess.Popen | None = None
+    log: Path | None = None
+    retry_at: float = 0.0
+    error: str = ""
+    history: list[str] = field(default_factory=list)  # every state it went through
+
+
+class SparkOperatorDouble:
+    def __init__(self, api_client: Any, kubeconfig: Path, workdir: Path, poll: float = 0.3) -> None:
+        self.custom = client.CustomObjectsApi(api_client)
+        self.core = client.CoreV1Api(api_client)
+        self.kubeconfig = kubeconfig
+        self.workdir = workdir
+        self.poll = poll
+        self.runs: dict[tuple[str, str], _Run] = {}
+        self.extra_env: dict[str, str] = {}  # for the next drivers (a failpoint, say)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name="spark-operator-double", daemon=True)
+
+    def start(self) -> SparkOperatorDouble:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(30)
+        for run in self.runs.values():
+            self._kill(run, signal.SIGKILL)
+
+    def driver_pid(self, namespace: str, name: str) -> int | None:
+        run = self.runs.get((namespace, name))
+        return run.process.pid if run and run.process and run.process.poll() is None else None
+
+    # -- the control loop --------------------------------------------------------------------
+
+    def _loop(self) -> None:
+        while not self._stop.is_set():
+            try:
+                self._pass()
+            except Exception as exc:  # noqa: BLE001 - the API double may be busy; go on
+                print(f"spark-operator-double: {type(exc).__name__}: {exc}", file=sys.stderr)
+            self._stop.wait(self.poll)
+
+    def _pass(self) -> None:
+        listed = self.custom.list_cluster_custom_object(GROUP, VERSION, PLURAL)["items"]
+        seen = set()
+        for app in listed:
+            key = (app["metadata"]["namespace"], app["metadata"]["name"])
+            seen.add(key)
+            self._step(key, app)
+        for key in set(self.runs) - seen:  # deleted: its driver pod goes
+            self._kill(self.runs.pop(key), signal.SIGKILL)
+
+    def _step(self, key: tuple[str, str], app: dict[str, Any]) -> None:
+        spec = app["spec"]
+        spec_hash = hashlib.sha256(json.dumps(spec, sort_keys=True).encode()).hexdigest()
+        run = self.runs.get(key)
+        if run is None or run.uid != app["metadata"]["uid"]:
+            if run is not None:
+                self._kill(run, signal.SIGKILL)
+            run = self.runs[key] = _Run(app["metadata"]["uid"], spec_hash)
+        if spec.get("suspend"):
+            if run.state not in ("SUSPENDING", "SUSPENDED"):
+                self._set(key, run, "SUSPENDING")
+                self._kill(run, signal.SIGTERM)
+                self._set(key, run, "SUSPENDED")
+            return
+        if run.state in ("SUSPENDED", "SUSPENDING"):
+            self._set(key, run, "RESUMING")
+            run.spec_hash, run.attempts = spec_hash, 0
+            self._submit(key, run, app)
+            return
+        if run.spec_hash != spec_hash and run.state not in ("", "COMPLETED", "FAILED"):
+            self._set(key, run, "INVALIDATING")
+            self._kill(run, signal.SIGTERM)
+            run.spec_hash, run.attempts = spec_hash, 0
+            self._set(key, run, "PENDING_RERUN")
+            self._submit(key, run, app)
+            return
+        if run.spec_hash != spec_hash:  # a finished application whose spec changed runs again
+            run.spec_hash, run.attempts = spec_hash, 0
+            self._submit(key, run, app)
+            return
+        if run.state == "":
+            self._submit(key, run, app)
+        elif run.state in ("SUBMITTED", "RUNNING"):
+            self._watch_driver(key, run, app)
+        elif run.state == "FAILING" and time.monotonic() >= run.retry_at:
+            self._set(key, run, "PENDING_RERUN")
+            self._submit(key, run, app)
+
+    def _watch_driver(self, key: tuple[str, str], run: _Run, app: dict[str, Any]) -> None:
+        assert run.process is not None
+        code = run.process.poll()
+        if code is None:
+            if run.state != "RUNNING":
+                self._set(key, run, "RUNNING")
+            return
+        if code == 0:
+            self._set(key, run, "COMPLETED")
+            return
+        run.error = _driver_error(run.log, code)
+        policy = app["spec"].get("restartPolicy") or {"type": "Never"}
+        retries = int(policy.get("onFailureRetries", 0)) if policy.get("type") == "OnFailure" else 0
+        if policy.get("type") == "Always" or run.attempts <= retries:
+            interval = float(policy.get("onFailureRetryInterval", 5))
+            run.retry_at = time.monotonic() + interval * run.attempts  # linear backoff
+            self._set(key, run, "FAILING")
+        else:
+            self._set(key, run, "FAILED")
+
+    # -- a driver ----------------------------------------------------------------------------
+
+    def _submit(self, key: tuple[str, str], run: _Run, app: dict[str, Any]) -> None:
+        namespace = key[0]
+        spec = app["spec"]
+        run.attempts += 1
+        directory = self.workdir / f"{namespace}-{key[1]}" / f"attempt-{run.attempts}-{int(time.time() * 1000)}"
+        directory.mkdir(parents=True)
+        mounts = self._volumes(namespace, spec, directory)
+        env = {**os.environ, **self.extra_env, "KUBECONFIG": str(self.kubeconfig), "PYSPARK_PYTHON": sys.executable}
+        env["PYSPARK_DRIVER_PYTHON"] = sys.executable
+        env.pop("KUBERNETES_SERVICE_HOST", None)
+        for variable in spec.get("driver", {}).get("env", []):
+            env[variable["name"]] = self._env_value(namespace, variable)
+        executor = spec.get("executor", {})
+        instances = executor.get("instances") or (spec.get("dynamicAllocation") or {}).get("maxExecutors", 1) or 1
+        cores = int(instances) * int(executor.get("cores", 1))
+        command = [str(Path(sys.executable).with_name("spark-submit")), "--master", f"local[{cores}]"]
+        command += ["--name", key[1]]
+        for name, value in (spec.get("sparkConf") or {}).items():
+            command += ["--conf", f"{name}={value}"]
+        command.append(_local_path(spec["mainApplicationFile"]))
+        command += [_mounted(arg, mounts) for arg in spec.get("arguments", [])]
+        run.log = directory / "driver.log"
+        with run.log.open("w") as out:
+            run.process = subprocess.Popen(
+                command, env=env, stdout=out, stderr=subprocess.STDOUT, cwd=directory, start_new_session=True
+            )
+        run.error = ""
+        self._set(key, run, "SUBMITTED")
+
+    def _volumes(self, namespace: str, spec: dict[str, Any], directory: Path) -> dict[str, Path]:
+        """ConfigMap volumes as directories; mount path -> local directory."""
+        local: dict[str, Path] = {}
+        for volume in spec.get("volumes", []):
+            if "configMap" in volume:
+                config_map = self.core.read_namespaced_config_map(volume["configMap"]["name"], namespace)
+                target = directory / "volumes" / volume["name"]
+                target.mkdir(parents=True)
+                for file, text in (config_map.data or {}).items():
+                    (target / file).write_text(text)
+                local[volume["name"]] = target
+        return {m["mountPath"]: local[m["name"]] for m in spec.get("driver", {}).get("volumeMounts", [])}
+
+    def _env_value(self, namespace: str, variable: dict[str, Any]) -> str:
+        if "value" in variable:
+            return str(variable["value"])
+        ref = variable["valueFrom"]["secretKeyRef"]
+        secret = self.core.read_namespaced_secret(ref["name"], namespace)
+        return base64.b64decode((secret.data or {})[ref["key"]]).decode()
+
+    def _kill(self, run: _Run, sig: int) -> None:
+        """Stops the driver as a pod deletion does: SIGTERM, then SIGKILL after the grace period."""
+        process = run.process
+        if process is None or process.poll() is not None:
+            return
+        try:
+            os.killpg(process.pid, sig)
+            process.wait(GRACE_SECONDS if sig != signal.SIGKILL else 10)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait(10)
+        except ProcessLookupError:
+            pass
+
+    def _set(self, key: tuple[str, str], run: _Run, state: str) -> None:
+        run.state = state
+        run.history.append(state)
+        status: dict[str, Any] = {
+            "applicationState": {"state": state, **({"errorMessage": run.error} if run.error else {})},
+            "executionAttempts": run.attempts,
+            "submissionAttempts": run.attempts,
+            "driverInfo": {"podName": f"{key[1]}-driver"},
+        }
+        try:
+            self.custom.patch_namespaced_custom_object_status(
+                GROUP, VERSION, key[0], PLURAL, key[1], {"status": status}
+            )
+        except ApiException as exc:
+            if exc.status != 404:
+                raise
+
+
+def _local_path(uri: str) -> str:
+    for prefix, directory in IMAGE_FILES.items():
+        if uri.startswith(prefix):
+            return str(directory / uri[len(prefix) :])
+    raise ValueError(f"mainApplicationFile {uri}: not a file of the image")
+
+
+def _mounted(argument: str, mounts: dict[str, Path]) -> str:
+    for path, directory in mounts.items():
+        if argument.startswith(path + "/"):
+            return str(directory) + argument[len(path) :]
+    return argument
+
+
+def _driver_error(log: Path | None, code: int) -> str:
+    """The driver's own last error line, as the real operator's errorMessage carries the
+    driver container's termination message."""
+    lines = log.read_text(errors="replace").splitlines() if log and log.exists() else []
+    errors = [line for line in lines if line.startswith("sluice:")]
+    return errors[-1] if errors else f"driver container failed with ExitCode: {code}, Reason: Error"

@@ -1,0 +1,257 @@
+"""The operator end to end, as a user runs it: `kubectl apply` of a CdcPipeline against the
+Kubernetes API test double, the operator as its own process, the Spark Operator test
+double running each SparkApplication as a local spark-submit of the image's driver,
+MariaDB as the source and PostgreSQL as the target."""
+
+from __future__ import annotations
+
+import base64
+import itertools
+import json
+import subprocess
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from kubernetes import client
+
+from tests.harness.compare import diff, postgres_rows, source_rows
+from tests.harness.kube_api_double import RunningApiDouble
+from tests.harness.operator_process import OperatorProcess
+from tests.harness.services import MariaDB, PostgreSQL
+from tests.harness.spark_operator_double import SparkOperatorDouble
+from tests.harness.tools import KUBECTL
+
+pytestmark = pytest.mark.slow
+GROUP, VERSION, PLURAL = "sluice.io", "v1alpha1", "cdcpipelines"
+_namespaces = itertools.count()
+
+
+class Cluster:
+    """What a test drives: kubectl, the API, the operator and the Spark Operator double."""
+
+    def __init__(self, kube_api: RunningApiDouble, directory: Path, namespace: str) -> None:
+        self.kube_api, self.directory, self.namespace = kube_api, directory, namespace
+        api_client = kube_api.client()
+        self.custom = client.CustomObjectsApi(api_client)
+        self.core = client.CoreV1Api(api_client)
+        self.operator = OperatorProcess(kube_api.kubeconfig, directory / "operator.log").start()
+        self.spark = SparkOperatorDouble(api_client, kube_api.kubeconfig, directory / "spark").start()
+
+    def kubectl(self, *args: str) -> str:
+        done = subprocess.run(
+            [str(KUBECTL), "--kubeconfig", str(self.kube_api.kubeconfig), "-n", self.namespace, *args],
+            capture_output=True,
+            text=True,
+        )
+        assert done.returncode == 0, done.stderr
+        return done.stdout
+
+    def cdc_pipeline(self, name: str) -> dict[str, Any]:
+        return self.custom.get_namespaced_custom_object(GROUP, VERSION, self.namespace, PLURAL, name)
+
+    def application(self, name: str) -> dict[str, Any] | None:
+        try:
+            return self.custom.get_namespaced_custom_object(
+                "sparkoperator.k8s.io", "v1beta2", self.namespace, "sparkapplications", f"{name}-sluice"
+            )
+        except client.exceptions.ApiException:
+            return None
+
+    def events(self, name: str) -> list[tuple[str, str]]:
+        listed = self.core.list_namespaced_event(self.namespace, field_selector=f"involvedObject.name={name}")
+        return [(e.reason, e.message) for e in listed.items]
+
+    def wait(self, name: str, what: str, ready: Callable[[dict[str, Any]], bool], timeout: float = 240) -> dict:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            status = self.cdc_pipeline(name).get("status") or {}
+            if ready(status):
+                return status
+            time.sleep(0.5)
+        logs = "\n".join(p.read_text()[-2500:] for p in sorted(self.directory.rglob("*.log")))
+        raise AssertionError(f"timed out waiting for {what}; status: {json.dumps(status)[:3000]}\n{logs}")
+
+    def secret(self, name: str, password: str) -> None:
+        data = {"password": base64.b64encode(password.encode()).decode()}
+        self.core.create_namespaced_secret(self.namespace, {"metadata": {"name": name}, "data": data})
+
+    def close(self) -> None:
+        self.operator.stop()
+        self.spark.stop()
+
+
+@pytest.fixture
+def cluster(kube_api: RunningApiDouble, tmp_path: Path) -> Iterator[Cluster]:
+    namespace = f"e2e-{next(_namespaces)}"
+    cluster = Cluster(kube_api, tmp_path, namespace)
+    yield cluster
+    cluster.close()
+
+
+def manifest(name: str, mariadb: MariaDB, postgresql: PostgreSQL, tables: str, **pipeline: Any) -> dict[str, Any]:
+    return {
+        "apiVersion": f"{GROUP}/{VERSION}",
+        "kind": "CdcPipeline",
+        "metadata": {"name": name},
+        "spec": {
+            "source": {
+                "type": "mysql",
+                "hostname": mariadb.host,
+                "port": mariadb.port,
+                "username": mariadb.user,
+                "passwordSecretRef": {"name": "mariadb", "key": "password"},
+                "tables": tables,
+                "server-id": "6700-6710",
+                "scan.incremental.snapshot.chunk.size": 250,
+            },
+            "sink": {
+                "type": "jdbc",
+                "url": postgresql.url,
+                "username": postgresql.user,
+                "passwordSecretRef": {"name": "postgresql", "key": "password"},
+            },
+            "pipeline": {"parallelism": 2, "schema.change.behavior": "manual", **pipeline},
+            "spark": {"snapshotExecutors": 2},
+        },
+    }
+
+
+def apply(cluster: Cluster, document: dict[str, Any]) -> None:
+    path = cluster.directory / f"{document['metadata']['name']}.yaml"
+    path.write_text(yaml.safe_dump(document))
+    assert "created" in cluster.kubectl("apply", "--validate=false", "-f", str(path))
+
+
+def seed(mariadb: MariaDB, db: str, rows: int) -> None:
+    mariadb.execute(f"CREATE TABLE {db}.orders (id INT PRIMARY KEY, customer VARCHAR(40), total DECIMAL(10,2))")
+    values = ", ".join(f"({i}, 'c{i % 97}', {i % 1000}.25)" for i in range(1, rows + 1))
+    mariadb.execute(f"INSERT INTO {db}.orders VALUES {values}")
+
+
+def changes(mariadb: MariaDB, db: str, start: int) -> None:
+    mariadb.execute(
+        f"INSERT INTO {db}.orders (id, customer, total) VALUES ({start}, 'new', 1.00), ({start + 1}, 'new', 2.00)",
+        f"UPDATE {db}.orders SET total = total + 1 WHERE id % 50 = 0",
+        f"UPDATE {db}.orders SET id = {start + 2} WHERE id = 7",  # a primary-key change
+        f"DELETE FROM {db}.orders WHERE id % 77 = 0",
+    )
+
+
+def wait_equal(mariadb: MariaDB, postgresql: PostgreSQL, db: str, timeout: float = 120) -> None:
+    deadline = time.monotonic() + timeout
+    while True:
+        expected = sorted(source_rows(mariadb, db, "orders"))
+        try:
+            actual = sorted(postgres_rows(postgresql, db, "orders"))
+        except Exception:  # noqa: BLE001 - not created yet
+            actual = []
+        if expected == actual:
+            return
+        if time.monotonic() > deadline:
+            raise AssertionError(diff(expected, actual))
+        time.sleep(0.5)
+
+
+def wait_streaming(cluster: Cluster, name: str) -> dict[str, Any]:
+    """Streaming and Ready: the streaming-shaped SparkApplication runs."""
+
+    def ready(status: dict[str, Any]) -> bool:
+        found = {c["type"]: c["status"] for c in status.get("conditions", [])}
+        return status.get("phase") == "Streaming" and found.get("Ready") == "True"
+
+    return cluster.wait(name, "streaming", ready)
+
+
+def test_apply_snapshot_scale_down_stream_and_a_manual_schema_change(cluster, mariadb, postgresql, source_db):
+    seed(mariadb, source_db, 3000)
+    cluster.secret("mariadb", mariadb.password)
+    cluster.secret("postgresql", postgresql.password)
+    apply(cluster, manifest("orders", mariadb, postgresql, f"{source_db}.orders"))
+
+    # The snapshot runs with 2 executors.
+    cluster.wait("orders", "the snapshot shape", lambda s: (s.get("application") or {}).get("shape") == "snapshot")
+    assert cluster.application("orders")["spec"]["executor"]["instances"] == 2
+    # Every split done: the SparkApplication changes to its streaming shape and is rerun.
+    status = wait_streaming(cluster, "orders")
+    assert status["snapshot"]["splitsDone"] == status["snapshot"]["splitsTotal"] > 10
+    app = cluster.application("orders")
+    assert "instances" not in app["spec"]["executor"] and app["spec"]["dynamicAllocation"]["maxExecutors"] == 1
+    history = cluster.spark.runs[(cluster.namespace, "orders-sluice")].history
+    assert history[-4:] == ["INVALIDATING", "PENDING_RERUN", "SUBMITTED", "RUNNING"]
+    changes(mariadb, source_db, 10_000)
+    wait_equal(mariadb, postgresql, source_db)
+
+    # An ALTER TABLE under `manual`: paused, visible in kubectl and in conditions.
+    mariadb.execute(f"ALTER TABLE {source_db}.orders ADD COLUMN note VARCHAR(20) DEFAULT 'none'")
+    mariadb.execute(f"INSERT INTO {source_db}.orders VALUES (20000, 'after', 3.00, 'noted')")
+    status = cluster.wait("orders", "the schema-change pause", lambda s: s.get("phase") == "SchemaChangePaused")
+    table = cluster.kubectl("get", "cdcp", "orders")
+    assert "SchemaChangePaused" in table.splitlines()[1]
+    change_id = status["schemaChange"]["id"]
+    pending = next(c for c in status["conditions"] if c["type"] == "SchemaChangePending")
+    assert pending["status"] == "True" and change_id in pending["message"]
+    assert "spec.schemaChanges.approved" in pending["message"]
+    assert postgres_rows(postgresql, source_db, "orders", "count(*)") != [
+        (len(source_rows(mariadb, source_db, "orders")),)
+    ]
+
+    # Approving is a patch of the spec; the change is applied and the pipeline streams again.
+    approval = json.dumps({"spec": {"schemaChanges": {"approved": [change_id]}}})
+    cluster.kubectl("patch", "cdcp", "orders", "--type", "merge", "-p", approval)
+    cluster.wait("orders", "streaming after the change", lambda s: s.get("phase") == "Streaming")
+    changes(mariadb, source_db, 30_000)
+    wait_equal(mariadb, postgresql, source_db)
+
+    status = cluster.cdc_pipeline("orders")["status"]
+    assert status["observedGeneration"] == cluster.cdc_pipeline("orders")["metadata"]["generation"]
+    assert status["schemaChangeHistory"][-1]["id"] == change_id
+    reasons = {reason for reason, _ in cluster.events("orders")}
+    assert {"Submit", "ScaleDown", "SchemaChangePending", "SpecChanged", "JobStatusChanged"} <= reasons
+    # The operator and the driver wrote the CdcPipeline's status and nothing else of it.
+    for write in cluster.kube_api.double.writes:
+        if write["kind"] == "CdcPipeline" and write["name"] == "orders" and "kubectl" not in write["agent"]:
+            assert write["subresource"] == "status", write
+    # Deleting the CdcPipeline removes what the operator created (the target stays).
+    cluster.kubectl("delete", "cdcp", "orders")
+    assert cluster.application("orders") is None
+    assert cluster.core.list_namespaced_config_map(cluster.namespace).items == []
+    assert postgres_rows(postgresql, source_db, "orders", "count(*)") == [
+        (len(source_rows(mariadb, source_db, "orders")),)
+    ]
+
+
+def test_a_killed_driver_resumes_from_status_and_an_operator_restart_changes_nothing(
+    cluster, mariadb, postgresql, source_db
+):
+    seed(mariadb, source_db, 5000)
+    cluster.secret("mariadb", mariadb.password)
+    cluster.secret("postgresql", postgresql.password)
+    # The first driver SIGKILLs itself once it has finished 5 of its 21 splits.
+    cluster.spark.extra_env = {"SLUICE_FAILPOINT": "snapshot:split-finished:5"}
+    apply(cluster, manifest("killed", mariadb, postgresql, f"{source_db}.orders"))
+    cluster.wait("killed", "the driver's failure", lambda s: (s.get("application") or {}).get("state") == "FAILING")
+    cluster.spark.extra_env = {}
+    status = cluster.cdc_pipeline("killed")["status"]
+    degraded = next(c for c in status["conditions"] if c["type"] == "Degraded")
+    assert degraded["status"] == "True" and degraded["reason"] == "DriverFailed"
+
+    # The operator dies mid-flight and comes back: it changes nothing.
+    cluster.operator.kill()
+    cluster.operator.start()
+    cluster.wait(
+        "killed", "streaming", lambda s: s.get("phase") == "Streaming" and s["application"]["state"] == "RUNNING"
+    )
+    changes(mariadb, source_db, 10_000)
+    wait_equal(mariadb, postgresql, source_db)
+
+    logs = sorted((cluster.directory / "spark").rglob("driver.log"))
+    resumed = [line for log in logs for line in log.read_text().splitlines() if "snapshot: resuming" in line]
+    assert resumed and int(resumed[0].split("resuming, ")[1].split(" of")[0]) >= 5  # finished splits not re-read
+    history = cluster.spark.runs[(cluster.namespace, "killed-sluice")].history
+    assert history.count("INVALIDATING") == 1  # the one switch to streaming; no spurious rerun
+    metrics = cluster.operator.get("/metrics")[1]
+    assert f'sluice_pipeline_phase{{name="killed",namespace="{cluster.namespace}",phase="Streaming"}} 1.0' in metrics
