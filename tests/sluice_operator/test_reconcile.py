@@ -1,0 +1,97 @@
+"""Reconcile decides from what is, not from what happened: the same observation gives the
+same plan, a plan's status observed again gives no new write or Event, the SparkApplication
+takes its streaming shape once status says every split is done, and each phase says what it
+means."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from sluice.state.compact_state import compact
+from sluice_operator.observe import Observation
+from sluice_operator.pipeline_spec import read_spec
+from sluice_operator.reconcile import reconcile
+from sluice_operator.spark_application import pipeline_config_map, spark_application
+from tests.harness.states import bigint_edges, planned_state
+from tests.sluice_operator.test_spark_application import CDC_PIPELINE
+
+SECRETS = {"mariadb-cdc": {"password"}, "pg-writer": {"pw"}}
+
+
+def observed(status: dict[str, Any] | None = None, app: dict[str, Any] | None = None, **spec: Any) -> Observation:
+    cr = copy.deepcopy(CDC_PIPELINE)
+    cr["metadata"]["generation"] = 3
+    cr["spec"].update(spec)
+    if status is not None:
+        cr["status"] = status
+    return Observation(cr, app, dict(SECRETS))
+
+
+def with_state(finished: int, total: int = 20) -> dict[str, Any]:
+    return {"state": compact(planned_state(bigint_edges(total), finish=finished).to_json())}
+
+
+def running(shape: str, state: str = "RUNNING", **spec: Any) -> dict[str, Any]:
+    cr = copy.deepcopy(CDC_PIPELINE)
+    cr["spec"].update(spec)
+    app = spark_application(cr, read_spec("orders", "data", cr["spec"]), shape)
+    app["status"] = {"applicationState": {"state": state}, "executionAttempts": 1}
+    return app
+
+
+def test_a_new_pipeline_gets_its_objects_and_a_snapshot_shaped_application():
+    plan = reconcile(observed())
+    kinds = [o["kind"] for o in plan.apply]
+    assert kinds == ["ConfigMap", "ServiceAccount", "Role", "RoleBinding", "SparkApplication"]
+    assert plan.apply[-1]["spec"]["executor"]["instances"] == 3  # the snapshot executors: parallelism 3
+    assert plan.phase == "Pending" and plan.status["observedGeneration"] == 3
+    assert [e.reason for e in plan.events] == ["Submit", "JobStatusChanged"]
+
+
+def test_the_application_takes_its_streaming_shape_once_every_split_is_done():
+    snapshotting = reconcile(observed(with_state(10), running("snapshot")))
+    assert snapshotting.phase == "Snapshotting" and "10/20 splits" in snapshotting.status["conditions"][1]["message"]
+    assert snapshotting.apply[-1]["spec"]["executor"]["instances"] == 3
+    done = reconcile(observed(with_state(20), running("snapshot")))
+    assert done.phase == "Streaming" and "dynamicAllocation" in done.apply[-1]["spec"]
+    assert "ScaleDown" in [e.reason for e in done.events]
+    ready = {c["type"]: c["status"] for c in done.status["conditions"]}["Ready"]
+    assert ready == "False"  # not before the streaming run runs
+
+
+def test_a_pass_over_its_own_result_writes_nothing_new():
+    first = reconcile(observed(with_state(20), running("streaming")))
+    again = reconcile(observed({**with_state(20), **first.status}, running("streaming")))
+    assert again.status == first.status and again.events == []
+    assert {c["type"]: c["status"] for c in again.status["conditions"]}["Ready"] == "True"
+
+
+def test_suspend_and_failure_are_phases_with_their_reasons():
+    suspended = reconcile(observed(with_state(20), running("streaming"), suspend=True))
+    assert suspended.phase == "Suspended" and suspended.apply[-1]["spec"]["suspend"] is True
+    assert "Suspended" in [e.reason for e in suspended.events]
+    failed_app = running("streaming", "FAILED")
+    failed_app["status"]["applicationState"]["errorMessage"] = "sluice: error: source.hostname: unreachable"
+    failed = reconcile(observed(with_state(20), failed_app))
+    degraded = {c["type"]: c for c in failed.status["conditions"]}["Degraded"]
+    assert failed.phase == "Failed" and degraded["status"] == "True" and "unreachable" in degraded["message"]
+    assert ("Warning", "Error") in [(e.type, e.reason) for e in failed.events]
+
+
+def test_a_missing_secret_changes_nothing_that_runs():
+    observation = observed(with_state(20), running("streaming"))
+    observation.secret_keys["pg-writer"] = None
+    plan = reconcile(observation)
+    assert plan.apply == [] and plan.status["phase"] == "Failed"
+    assert (
+        "Secret data/pg-writer does not exist"
+        in {c["type"]: c for c in plan.status["conditions"]}["Degraded"]["message"]
+    )
+
+
+def test_the_config_map_carries_approvals_from_the_spec():
+    cr = copy.deepcopy(CDC_PIPELINE)
+    cr["spec"]["schemaChanges"] = {"approved": ["mysql-bin.000003:4711"]}
+    config = pipeline_config_map(cr, read_spec("orders", "data", cr["spec"]))
+    assert "mysql-bin.000003:4711" in config["data"]["pipeline.yaml"]
