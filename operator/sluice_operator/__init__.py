@@ -1,10 +1,10 @@
 """The Sluice Kubernetes operator (kopf): reconciles CdcPipeline resources into SparkApplications.
 
-Built like the Flink Kubernetes Operator, observe -> validate -> reconcile -> act, each a
-small module testable without kopf. So far: the CRD, made from the option tables the
-local runner checks definitions against (crd), reading a CdcPipeline's spec (pipeline_spec),
-the conditions it reports (conditions), and what it owns: the SparkApplication in its
-snapshot and streaming shapes and the pipeline ConfigMap (spark_application), the
-driver's identity (rbac), owner references and labels (owned). The reconcile loop, the
-status state store and the Spark Operator test double come next (issue 10).
+Built like the Flink Kubernetes Operator, observe -> reconcile -> act, each a small module
+testable without kopf: `handlers` wires kopf's events to one pass, `observe` reads the
+CdcPipeline's world, `reconcile` decides (pure), `act` writes status and owned objects.
+What it renders: the CRD (crd), from the option tables the local runner checks definitions
+against; the spec read into a definition (pipeline_spec); the SparkApplication in its
+snapshot and streaming shapes and the pipeline ConfigMap (spark_application); the driver's
+identity (rbac); owner references and labels (owned); conditions; metrics and health.
 """

@@ -52,6 +52,7 @@ class _Run:
     retry_at: float = 0.0
     error: str = ""
     history: list[str] = field(default_factory=list)  # every state it went through
+    times: list[float] = field(default_factory=list)  # when (time.monotonic())
 
 
 class SparkOperatorDouble:
@@ -226,6 +227,7 @@ class SparkOperatorDouble:
     def _set(self, key: tuple[str, str], run: _Run, state: str) -> None:
         run.state = state
         run.history.append(state)
+        run.times.append(time.monotonic())
         status: dict[str, Any] = {
             "applicationState": {"state": state, **({"errorMessage": run.error} if run.error else {})},
             "executionAttempts": run.attempts,

@@ -48,6 +48,17 @@ def wait_equal(mariadb: MariaDB, postgresql: PostgreSQL, db: str, timeout: float
         time.sleep(0.5)
 
 
+def first_commit_after(cluster: Cluster, mariadb: MariaDB, db: str) -> float:
+    """When the streaming driver first committed (its binlog position moved), in time.monotonic()."""
+    before = cluster.cdc_pipeline("orders")["status"]["binlog"]["position"]
+    mariadb.execute(
+        f"INSERT INTO {db}.orders VALUES (999999, 'probe', 0)", f"DELETE FROM {db}.orders WHERE id = 999999"
+    )
+    while cluster.cdc_pipeline("orders")["status"]["binlog"]["position"] == before:
+        time.sleep(0.05)
+    return time.monotonic()
+
+
 def wait_streaming(cluster: Cluster, name: str) -> dict[str, Any]:
     """Streaming and Ready: the streaming-shaped SparkApplication runs."""
 
@@ -72,8 +83,11 @@ def test_apply_snapshot_scale_down_stream_and_a_manual_schema_change(cluster, ma
     assert status["snapshot"]["splitsDone"] == status["snapshot"]["splitsTotal"] > 10
     app = cluster.application("orders")
     assert "instances" not in app["spec"]["executor"] and app["spec"]["dynamicAllocation"]["maxExecutors"] == 1
-    history = cluster.spark.runs[(cluster.namespace, "orders-sluice")].history
-    assert history[-4:] == ["INVALIDATING", "PENDING_RERUN", "SUBMITTED", "RUNNING"]
+    run = cluster.spark.runs[(cluster.namespace, "orders-sluice")]
+    assert run.history[-4:] == ["INVALIDATING", "PENDING_RERUN", "SUBMITTED", "RUNNING"]
+    first_commit = first_commit_after(cluster, mariadb, source_db)
+    stopped, started = run.times[-3] - run.times[-4], first_commit - run.times[-2]
+    print(f"scale-down switch: old driver stopped in {stopped:.1f}s, new one committing {started:.1f}s after submit")
     changes(mariadb, source_db, 10_000)
     wait_equal(mariadb, postgresql, source_db)
 
