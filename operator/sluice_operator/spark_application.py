@@ -9,6 +9,8 @@ pipeline definition comes from a mounted ConfigMap.
 
 from __future__ import annotations
 
+import hashlib
+import json
 from typing import Any, Literal
 
 import yaml
@@ -43,6 +45,14 @@ def pipeline_config_map(owner: dict[str, Any], spec: PipelineSpec) -> dict[str, 
         "metadata": owned.metadata(owner, names(name)["config"]),
         "data": {PIPELINE_FILE: yaml.safe_dump(spec.definition, sort_keys=False)},
     }
+
+
+def definition_digest(spec: PipelineSpec) -> str:
+    """The definition's digest, approvals left out: the running driver reads those from the
+    CdcPipeline itself, so approving a schema change needs no rerun."""
+    pipeline = {k: v for k, v in spec.definition.get("pipeline", {}).items() if k != "schema-change.approved"}
+    document = json.dumps({**spec.definition, "pipeline": pipeline}, sort_keys=True, default=str)
+    return hashlib.sha256(document.encode()).hexdigest()[:16]
 
 
 def spark_application(owner: dict[str, Any], spec: PipelineSpec, shape: Shape) -> dict[str, Any]:
@@ -88,6 +98,9 @@ def spark_application(owner: dict[str, Any], spec: PipelineSpec, shape: Shape) -
             },
             "volumes": [{"name": "pipeline", "configMap": {"name": named["config"]}}],
             "driver": {
+                # The Spark Operator reruns an application whose spec changed, not one whose
+                # ConfigMap did: the definition's digest in the spec makes an edit a rerun.
+                "annotations": {f"{owned.GROUP}/definition": definition_digest(spec)},
                 "cores": resources.driver_cores,
                 "memory": resources.driver_memory,
                 "serviceAccount": named["service_account"],

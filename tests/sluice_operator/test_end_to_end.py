@@ -84,7 +84,7 @@ def test_apply_snapshot_scale_down_stream_and_a_manual_schema_change(cluster, ma
     app = cluster.application("orders")
     assert "instances" not in app["spec"]["executor"] and app["spec"]["dynamicAllocation"]["maxExecutors"] == 1
     run = cluster.spark.runs[(cluster.namespace, "orders-sluice")]
-    assert run.history[-4:] == ["INVALIDATING", "PENDING_RERUN", "SUBMITTED", "RUNNING"]
+    assert run.history[-4:] == ["INVALIDATING", "PENDING_RERUN", "SUBMITTED", "RUNNING"], cluster.events("orders")
     first_commit = first_commit_after(cluster, mariadb, source_db)
     stopped, started = run.times[-3] - run.times[-4], first_commit - run.times[-2]
     print(f"scale-down switch: old driver stopped in {stopped:.1f}s, new one committing {started:.1f}s after submit")
@@ -154,10 +154,24 @@ def test_a_killed_driver_resumes_from_status_and_an_operator_restart_changes_not
     changes(mariadb, source_db, 10_000)
     wait_equal(mariadb, postgresql, source_db)
 
+    # Suspended: no driver, the state kept; resumed: it goes on from that state.
+    cluster.kubectl("patch", "cdcp", "killed", "--type", "merge", "-p", '{"spec":{"suspend":true}}')
+    cluster.wait("killed", "suspended", lambda s: s.get("phase") == "Suspended")
+    deadline = time.monotonic() + 60
+    while cluster.spark.driver_pid(cluster.namespace, "killed-sluice") and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert cluster.spark.driver_pid(cluster.namespace, "killed-sluice") is None
+    changes(mariadb, source_db, 20_000)
+    cluster.kubectl("patch", "cdcp", "killed", "--type", "merge", "-p", '{"spec":{"suspend":false}}')
+    wait_streaming(cluster, "killed")
+    wait_equal(mariadb, postgresql, source_db)
+
     logs = sorted((cluster.directory / "spark").rglob("driver.log"))
     resumed = [line for log in logs for line in log.read_text().splitlines() if "snapshot: resuming" in line]
     assert resumed and int(resumed[0].split("resuming, ")[1].split(" of")[0]) >= 5  # finished splits not re-read
     history = cluster.spark.runs[(cluster.namespace, "killed-sluice")].history
     assert history.count("INVALIDATING") == 1  # the one switch to streaming; no spurious rerun
+    suspended_at = history.index("SUSPENDING")
+    assert history[suspended_at:] == ["SUSPENDING", "SUSPENDED", "RESUMING", "SUBMITTED", "RUNNING"]
     metrics = cluster.operator.get("/metrics")[1]
     assert f'sluice_pipeline_phase{{name="killed",namespace="{cluster.namespace}",phase="Streaming"}} 1.0' in metrics

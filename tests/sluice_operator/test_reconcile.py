@@ -95,3 +95,17 @@ def test_the_config_map_carries_approvals_from_the_spec():
     cr["spec"]["schemaChanges"] = {"approved": ["mysql-bin.000003:4711"]}
     config = pipeline_config_map(cr, read_spec("orders", "data", cr["spec"]))
     assert "mysql-bin.000003:4711" in config["data"]["pipeline.yaml"]
+
+
+def test_a_definition_edit_reruns_the_application_and_an_approval_does_not():
+    base = reconcile(observed(with_state(20), running("streaming"))).apply[-1]["spec"]
+    tables = reconcile(
+        observed(
+            with_state(20),
+            running("streaming"),
+            source={**CDC_PIPELINE["spec"]["source"], "tables": "shop.orders,shop.items"},
+        )
+    )
+    assert tables.apply[-1]["spec"] != base  # a new table joins: the driver runs again with it
+    approved = reconcile(observed(with_state(20), running("streaming"), schemaChanges={"approved": ["b.000001:4"]}))
+    assert approved.apply[-1]["spec"] == base
