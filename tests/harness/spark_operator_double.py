@@ -100,6 +100,8 @@ class SparkOperatorDouble:
             self._step(key, app)
         for key in set(self.runs) - seen:  # deleted: its driver pod goes
             self._kill(self.runs.pop(key), signal.SIGKILL)
+            with (self.workdir / "spark-operator-double.log").open("a") as log:
+                log.write(f"{time.strftime('%H:%M:%S')} {key[0]}/{key[1]}: deleted, driver stopped\n")
 
     def _step(self, key: tuple[str, str], app: dict[str, Any]) -> None:
         spec = app["spec"]
@@ -228,6 +230,9 @@ class SparkOperatorDouble:
         run.state = state
         run.history.append(state)
         run.times.append(time.monotonic())
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        with (self.workdir / "spark-operator-double.log").open("a") as log:
+            log.write(f"{time.strftime('%H:%M:%S')} {key[0]}/{key[1]} {run.uid[:8]} attempt {run.attempts}: {state}\n")
         status: dict[str, Any] = {
             "applicationState": {"state": state, **({"errorMessage": run.error} if run.error else {})},
             "executionAttempts": run.attempts,

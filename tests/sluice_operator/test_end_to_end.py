@@ -84,7 +84,11 @@ def test_apply_snapshot_scale_down_stream_and_a_manual_schema_change(cluster, ma
     app = cluster.application("orders")
     assert "instances" not in app["spec"]["executor"] and app["spec"]["dynamicAllocation"]["maxExecutors"] == 1
     run = cluster.spark.runs[(cluster.namespace, "orders-sluice")]
-    assert run.history[-4:] == ["INVALIDATING", "PENDING_RERUN", "SUBMITTED", "RUNNING"], cluster.events("orders")
+    story = (cluster.directory / "spark" / "spark-operator-double.log").read_text()
+    assert run.history[-4:] == ["INVALIDATING", "PENDING_RERUN", "SUBMITTED", "RUNNING"], (
+        story,
+        cluster.events("orders"),
+    )
     first_commit = first_commit_after(cluster, mariadb, source_db)
     stopped, started = run.times[-3] - run.times[-4], first_commit - run.times[-2]
     print(f"scale-down switch: old driver stopped in {stopped:.1f}s, new one committing {started:.1f}s after submit")
@@ -175,3 +179,39 @@ def test_a_killed_driver_resumes_from_status_and_an_operator_restart_changes_not
     assert history[suspended_at:] == ["SUSPENDING", "SUSPENDED", "RESUMING", "SUBMITTED", "RUNNING"]
     metrics = cluster.operator.get("/metrics")[1]
     assert f'sluice_pipeline_phase{{name="killed",namespace="{cluster.namespace}",phase="Streaming"}} 1.0' in metrics
+
+
+def test_a_table_added_to_a_streaming_pipeline_is_snapshotted_at_the_new_parallelism_and_joins(
+    cluster, mariadb, postgresql, source_db
+):
+    seed(mariadb, source_db, 600)
+    cluster.secret("mariadb", mariadb.password)
+    cluster.secret("postgresql", postgresql.password)
+    apply(cluster, manifest("grows", mariadb, postgresql, f"{source_db}.orders"))
+    wait_streaming(cluster, "grows")
+    mariadb.execute(f"CREATE TABLE {source_db}.items (id INT PRIMARY KEY, sku VARCHAR(20))")
+    mariadb.execute(f"INSERT INTO {source_db}.items VALUES " + ", ".join(f"({i}, 'sku{i}')" for i in range(1, 1001)))
+
+    # Both edits in one patch: the new table is snapshotted with parallelism 3 executors.
+    edit = {
+        "spec": {
+            "source": {"tables": f"{source_db}.orders,{source_db}.items"},
+            "pipeline": {"parallelism": 3},
+            "spark": {"snapshotExecutors": None},
+        }
+    }
+    cluster.kubectl("patch", "cdcp", "grows", "--type", "merge", "-p", json.dumps(edit))
+    cluster.wait("grows", "the new table's snapshot", lambda s: (s.get("application") or {}).get("shape") == "snapshot")
+    assert cluster.application("grows")["spec"]["executor"]["instances"] == 3
+    wait_streaming(cluster, "grows")
+    mariadb.execute(
+        f"INSERT INTO {source_db}.items VALUES (5000, 'later')", f"DELETE FROM {source_db}.items WHERE id = 3"
+    )
+    changes(mariadb, source_db, 10_000)
+    wait_equal(mariadb, postgresql, source_db)
+    deadline = time.monotonic() + 60
+    while sorted(postgres_rows(postgresql, source_db, "items")) != sorted(source_rows(mariadb, source_db, "items")):
+        assert time.monotonic() < deadline, diff(
+            source_rows(mariadb, source_db, "items"), postgres_rows(postgresql, source_db, "items")
+        )
+        time.sleep(0.5)
