@@ -177,8 +177,12 @@ def test_a_killed_driver_resumes_from_status_and_an_operator_restart_changes_not
     assert history.count("INVALIDATING") == 1  # the one switch to streaming; no spurious rerun
     suspended_at = history.index("SUSPENDING")
     assert history[suspended_at:] == ["SUSPENDING", "SUSPENDED", "RESUMING", "SUBMITTED", "RUNNING"]
+    assert cluster.operator.get("/healthz") == (200, "ok") and cluster.operator.get("/readyz")[0] == 200
+    for log in cluster.directory.rglob("*.log"):  # the driver's, the operator's, the double's
+        assert mariadb.password not in log.read_text(errors="replace"), log
     metrics = cluster.operator.get("/metrics")[1]
     assert f'sluice_pipeline_phase{{name="killed",namespace="{cluster.namespace}",phase="Streaming"}} 1.0' in metrics
+    assert 'sluice_operator_reconciles_total{result="ok"}' in metrics
 
 
 def test_a_table_added_to_a_streaming_pipeline_is_snapshotted_at_the_new_parallelism_and_joins(
