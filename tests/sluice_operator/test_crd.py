@@ -75,3 +75,25 @@ def test_the_source_server_and_the_target_stay_once_the_pipeline_has_run():
     tuned = copy.deepcopy(running)
     tuned["spec"]["pipeline"]["parallelism"] = 8  # what may change does
     assert violations(schema(), tuned, old=running) == []
+
+
+def test_every_cel_rule_refuses_what_it_is_for_and_accepts_the_rest():
+    """Each x-kubernetes-validations rule in the CRD, refusing and accepting."""
+    jdbc = copy.deepcopy(CDC_PIPELINE)
+    del jdbc["spec"]["sink"]["username"]
+    assert violations(schema(), jdbc) == ["a jdbc sink needs url, username"]
+    lake = copy.deepcopy(CDC_PIPELINE)
+    lake["spec"]["sink"] = {"type": "parquet", "path": "s3a://lake/orders"}
+    assert violations(schema(), lake) == []
+    for running, field, value in (
+        (CDC_PIPELINE, ("source", "port"), 3307),
+        (lake, ("sink", "path"), "s3a://lake/elsewhere"),
+    ):
+        before = {**copy.deepcopy(running), "status": {"phase": "Snapshotting"}}
+        after = copy.deepcopy(before)
+        after["spec"][field[0]][field[1]] = value
+        assert violations(schema(), after, old=before) == [
+            f"spec.{'.'.join(field)} cannot change once the pipeline has run: its progress belongs to the old value; "
+            "create a new CdcPipeline for the new one"
+        ]
+        assert violations(schema(), before, old=before) == []  # unchanged: accepted
