@@ -3,7 +3,7 @@ VENV   := .venv
 PYTHON := $(VENV)/bin/python
 SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: install system-deps tools test soak demo bench lint format clean
+.PHONY: install system-deps tools test soak demo bench images lint format clean
 
 install: $(VENV)/.installed
 
@@ -52,6 +52,13 @@ bench: install system-deps
 	$(PYTHON) -m tests.bench.snapshot_bench $(if $(ROWS),--rows $(ROWS))
 	$(PYTHON) -m tests.bench.binlog_bench $(if $(EVENTS),--events $(EVENTS))
 	$(PYTHON) -m tests.bench.memory_bench $(if $(BIG_ROWS),--rows $(BIG_ROWS)) $(if $(SPLITS),--splits $(SPLITS))
+
+# The Spark image SparkApplications run and the operator's image (needs a Docker engine).
+IMAGE_TAG ?= 0.1.0
+images:
+	@command -v docker >/dev/null || { echo "make images: no docker here; build on a machine with a Docker engine"; exit 1; }
+	docker build -f spark-images/Dockerfile -t sluice-spark:$(IMAGE_TAG) .
+	docker build -f operator/Dockerfile -t sluice-operator:$(IMAGE_TAG) .
 
 lint: install
 	$(VENV)/bin/ruff check spark-images operator tests

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any
-
-import pymysql
+from typing import TYPE_CHECKING, Any
 
 from sluice.errors import SourceError
 from sluice.pipeline.definition import SourceConfig
+
+if TYPE_CHECKING:
+    import pymysql
 
 
 @dataclass(frozen=True)

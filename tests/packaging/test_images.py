@@ -1,0 +1,80 @@
+"""The two images install exactly what pyproject.toml declares (the Spark image less the
+pyspark its base image brings, at the pinned version), leave no compiler in the final
+layer, run as non-root, and put the driver where the SparkApplication looks for it. The
+operator's image has no database drivers and no pyspark: the operator imports without them."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import tomllib
+
+from sluice_operator.spark_application import DRIVER, SPARK_VERSION
+
+ROOT = Path(__file__).parents[2]
+PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+COMPILERS = ("build-essential", "gcc", "g++", "clang", "make", "-dev")
+
+
+def requirements(path: Path) -> set[str]:
+    lines = (line.split("#")[0].strip() for line in path.read_text().splitlines())
+    return {line for line in lines if line}
+
+
+def name(requirement: str) -> str:
+    return re.split(r"[\[<>=!~ ]", requirement, maxsplit=1)[0].lower()
+
+
+def final_stage(dockerfile: Path) -> str:
+    return re.split(r"^FROM ", dockerfile.read_text(), flags=re.MULTILINE)[-1]
+
+
+def test_the_spark_image_installs_pyprojects_dependencies_and_the_spark_extra_less_pyspark():
+    declared = set(PYPROJECT["dependencies"]) | set(PYPROJECT["optional-dependencies"]["spark"])
+    pyspark = next(r for r in declared if name(r) == "pyspark")
+    assert requirements(ROOT / "spark-images" / "requirements.txt") == declared - {pyspark}
+    base = re.search(r"^ARG SPARK_IMAGE=spark:(\S+?)-", (ROOT / "spark-images" / "Dockerfile").read_text(), re.M)
+    assert base and pyspark == f"pyspark=={base.group(1)}" and base.group(1) == SPARK_VERSION
+
+
+def test_the_operator_image_installs_the_operator_extra_and_only_the_core_dependencies_it_imports():
+    core = {r for r in PYPROJECT["dependencies"] if name(r) in ("pyyaml", "tzdata")}
+    declared = core | set(PYPROJECT["optional-dependencies"]["operator"])
+    assert requirements(ROOT / "operator" / "requirements.txt") == declared
+
+
+def test_the_operator_imports_without_database_drivers_or_pyspark():
+    allowed = {name(r).replace("-", "_") for r in requirements(ROOT / "operator" / "requirements.txt")}
+    blocked = ["pyspark", "pymysql", "MySQLdb", "psycopg", "sqlglot", "pymysqlreplication", "pyarrow", "pandas"]
+    assert not allowed & {b.lower() for b in blocked}
+    probe = textwrap.dedent(
+        f"""
+        import sys
+        class Block:
+            def find_spec(self, fullname, path=None, target=None):
+                if fullname.split(".")[0] in {blocked!r}:
+                    raise ImportError(f"{{fullname}} is not in the operator image")
+        sys.meta_path.insert(0, Block())
+        import sluice_operator.__main__, sluice_operator.handlers, sluice_operator.crd
+        """
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+
+
+def test_final_layers_run_as_non_root_without_compilers():
+    for dockerfile in (ROOT / "spark-images" / "Dockerfile", ROOT / "operator" / "Dockerfile"):
+        final = final_stage(dockerfile)
+        users = re.findall(r"^USER (\S+)", final, re.M)
+        assert users and users[-1] not in ("root", "0"), dockerfile
+        installs = " ".join(re.findall(r"apt-get install ([^\n\\]*)", final))
+        assert not [c for c in COMPILERS if c in installs], (dockerfile, installs)
+
+
+def test_the_driver_is_where_the_spark_application_runs_it():
+    final = final_stage(ROOT / "spark-images" / "Dockerfile")
+    assert f"COPY spark-images/driver.py {DRIVER.removeprefix('local://')}" in final
