@@ -16,7 +16,7 @@ from tests.sluice_operator.test_spark_application import CDC_PIPELINE
 ROOT = Path(__file__).parents[2]
 CRD_FILES = [
     ROOT / "crds" / "cdcpipelines.sluice.io.yaml",
-    ROOT / "charts" / "sluice" / "files" / "cdcpipelines.sluice.io.yaml",
+    ROOT / "charts" / "sluice" / "crds" / "cdcpipelines.sluice.io.yaml",
 ]
 
 
