@@ -3,7 +3,7 @@ VENV   := .venv
 PYTHON := $(VENV)/bin/python
 SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: install system-deps tools test soak demo bench images lint format clean
+.PHONY: install system-deps tools test soak demo bench images argocd-cm lint format clean
 
 install: $(VENV)/.installed
 
@@ -59,6 +59,10 @@ images:
 	@command -v docker >/dev/null || { echo "make images: no docker here; build on a machine with a Docker engine"; exit 1; }
 	docker build -f spark-images/Dockerfile -t sluice-spark:$(IMAGE_TAG) .
 	docker build -f operator/Dockerfile -t sluice-operator:$(IMAGE_TAG) .
+
+# The argocd-cm snippet, from charts/argocd/resource_customizations.
+argocd-cm: install
+	$(PYTHON) -m tests.harness.argocd > charts/argocd/argocd-cm.yaml
 
 lint: install
 	$(VENV)/bin/ruff check spark-images operator tests
