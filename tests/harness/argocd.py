@@ -37,7 +37,6 @@ def argocd_cm() -> str:
         for path in sorted(actions.glob("*/action.lua"))
     ]
     action_config = {"discovery.lua": _Literal((actions / "discovery.lua").read_text()), "definitions": definitions}
-    health = (CUSTOMIZATION / "health.lua").read_text()
     config_map = {
         "apiVersion": "v1",
         "kind": "ConfigMap",
