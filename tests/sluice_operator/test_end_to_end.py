@@ -94,6 +94,8 @@ def test_apply_snapshot_scale_down_stream_and_a_manual_schema_change(cluster, ma
     print(f"scale-down switch: old driver stopped in {stopped:.1f}s, new one committing {started:.1f}s after submit")
     changes(mariadb, source_db, 10_000)
     wait_equal(mariadb, postgresql, source_db)
+    lagging = cluster.wait("orders", "the lag", lambda s: "lag" in (s.get("binlog") or {}), timeout=30)
+    assert lagging["binlog"]["lagSeconds"] < 60 and lagging["binlog"]["lag"] in cluster.kubectl("get", "cdcp", "orders")
 
     # An ALTER TABLE under `manual`: paused, visible in kubectl and in conditions.
     mariadb.execute(f"ALTER TABLE {source_db}.orders ADD COLUMN note VARCHAR(20) DEFAULT 'none'")
