@@ -9,8 +9,9 @@ from datetime import datetime, timezone
 from typing import Any
 
 from sluice_operator import owned
-from sluice_operator.observe import SPARK_GROUP, SPARK_PLURAL, SPARK_VERSION, Observation
+from sluice_operator.observe import Observation
 from sluice_operator.reconcile import Event, Plan
+from sluice_operator.spark_application import SPARK_API_GROUP, SPARK_API_VERSION, SPARK_PLURAL
 
 log = logging.getLogger(__name__)
 
@@ -49,12 +50,12 @@ def _apply_application(apis: Any, observation: Observation, desired: dict[str, A
     meta, current = desired["metadata"], observation.application
     if current is not None and restart:
         apis.custom.delete_namespaced_custom_object(
-            SPARK_GROUP, SPARK_VERSION, meta["namespace"], SPARK_PLURAL, meta["name"]
+            SPARK_API_GROUP, SPARK_API_VERSION, meta["namespace"], SPARK_PLURAL, meta["name"]
         )
         return  # the next pass (on its deletion event) submits it again
     if current is None:
         apis.custom.create_namespaced_custom_object(
-            SPARK_GROUP, SPARK_VERSION, meta["namespace"], SPARK_PLURAL, desired
+            SPARK_API_GROUP, SPARK_API_VERSION, meta["namespace"], SPARK_PLURAL, desired
         )
         return
     if current.get("spec") == desired["spec"] and _field(current, "metadata.labels") == meta["labels"]:
@@ -63,7 +64,7 @@ def _apply_application(apis: Any, observation: Observation, desired: dict[str, A
     # the next pass decides again on a fresh one.
     body = {**current, "metadata": {**current["metadata"], "labels": meta["labels"]}, "spec": desired["spec"]}
     apis.custom.replace_namespaced_custom_object(
-        SPARK_GROUP, SPARK_VERSION, meta["namespace"], SPARK_PLURAL, meta["name"], body
+        SPARK_API_GROUP, SPARK_API_VERSION, meta["namespace"], SPARK_PLURAL, meta["name"], body
     )
 
 
@@ -74,7 +75,7 @@ def _write_status(apis: Any, cr: dict[str, Any], fields: dict[str, Any]) -> None
         return  # level-triggered: nothing new, nothing written
     meta = cr["metadata"]
     apis.custom.patch_namespaced_custom_object_status(
-        owned.GROUP, owned.VERSION, meta["namespace"], "cdcpipelines", meta["name"], {"status": fields}
+        owned.GROUP, owned.VERSION, meta["namespace"], owned.PLURAL, meta["name"], {"status": fields}
     )
 
 

@@ -20,15 +20,16 @@ from typing import Any
 import kopf
 
 from sluice.errors import SluiceError
+from sluice.state.status_store import kubernetes_client
 from sluice_operator import metrics, owned
 from sluice_operator.act import act, post_event
-from sluice_operator.observe import SPARK_GROUP, SPARK_PLURAL, SPARK_VERSION, observe
+from sluice_operator.observe import observe
 from sluice_operator.pipeline_spec import read_spec
 from sluice_operator.reconcile import Event, reconcile
+from sluice_operator.spark_application import SPARK_API_GROUP, SPARK_API_VERSION, SPARK_PLURAL
 
 log = logging.getLogger(__name__)
 
-PLURAL = "cdcpipelines"
 RESYNC_SECONDS = float(os.environ.get("SLUICE_OPERATOR_RESYNC_SECONDS", "30"))
 HTTP_PORT = int(os.environ.get("SLUICE_OPERATOR_HTTP_PORT", "8080"))
 
@@ -48,13 +49,9 @@ _apis: Apis | None = None
 def apis() -> Apis:
     global _apis
     if _apis is None:
-        from kubernetes import client, config
+        from kubernetes import client
 
-        if os.environ.get("KUBERNETES_SERVICE_HOST"):
-            config.load_incluster_config()
-            api_client = client.ApiClient()
-        else:
-            api_client = config.new_client_from_config()
+        api_client = kubernetes_client()
         _apis = Apis(
             client.CustomObjectsApi(api_client), client.CoreV1Api(api_client), client.RbacAuthorizationV1Api(api_client)
         )
@@ -75,7 +72,7 @@ async def stopped(**_: Any) -> None:
     await _health.stop()
 
 
-@kopf.on.event(owned.GROUP, owned.VERSION, PLURAL)
+@kopf.on.event(owned.GROUP, owned.VERSION, owned.PLURAL)
 async def cdc_pipeline_changed(event: dict[str, Any], namespace: str, name: str, **_: Any) -> None:
     if event.get("type") == "DELETED":
         metrics.forget_pipeline(namespace, name)  # what it owned goes with it (ownerReferences)
@@ -83,7 +80,9 @@ async def cdc_pipeline_changed(event: dict[str, Any], namespace: str, name: str,
     await reconcile_pipeline(namespace, name)
 
 
-@kopf.on.event(SPARK_GROUP, SPARK_VERSION, SPARK_PLURAL, labels={"app.kubernetes.io/managed-by": owned.MANAGED_BY})
+@kopf.on.event(
+    SPARK_API_GROUP, SPARK_API_VERSION, SPARK_PLURAL, labels={"app.kubernetes.io/managed-by": owned.MANAGED_BY}
+)
 async def spark_application_changed(labels: dict[str, str], namespace: str, **_: Any) -> None:
     pipeline = labels.get(f"{owned.GROUP}/pipeline")
     if pipeline:
@@ -94,7 +93,7 @@ async def _resync() -> None:
     while True:
         try:
             listed = await asyncio.to_thread(
-                apis().custom.list_cluster_custom_object, owned.GROUP, owned.VERSION, PLURAL
+                apis().custom.list_cluster_custom_object, owned.GROUP, owned.VERSION, owned.PLURAL
             )
             for item in listed.get("items", []):
                 await reconcile_pipeline(item["metadata"]["namespace"], item["metadata"]["name"])
@@ -116,7 +115,7 @@ def reconcile_once(clients: Apis, namespace: str, name: str) -> str | None:
     from kubernetes.client.exceptions import ApiException
 
     try:
-        cr = clients.custom.get_namespaced_custom_object(owned.GROUP, owned.VERSION, namespace, PLURAL, name)
+        cr = clients.custom.get_namespaced_custom_object(owned.GROUP, owned.VERSION, namespace, owned.PLURAL, name)
     except ApiException as exc:
         if exc.status != 404:
             metrics.ERRORS.inc()

@@ -6,9 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from sluice_operator.spark_application import names
-
-SPARK_GROUP, SPARK_VERSION, SPARK_PLURAL = "sparkoperator.k8s.io", "v1beta2", "sparkapplications"
+from sluice_operator.spark_application import SPARK_API_GROUP, SPARK_API_VERSION, SPARK_PLURAL, names
 
 
 @dataclass
@@ -36,8 +34,8 @@ def observe(apis: Any, cdc_pipeline: dict[str, Any], secret_names: list[str]) ->
 
     application = read(
         apis.custom.get_namespaced_custom_object,
-        SPARK_GROUP,
-        SPARK_VERSION,
+        SPARK_API_GROUP,
+        SPARK_API_VERSION,
         namespace,
         SPARK_PLURAL,
         named["application"],

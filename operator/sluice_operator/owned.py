@@ -9,6 +9,7 @@ from typing import Any
 GROUP = "sluice.io"
 VERSION = "v1alpha1"
 KIND = "CdcPipeline"
+PLURAL = "cdcpipelines"
 MANAGED_BY = "sluice-operator"
 
 

@@ -21,7 +21,7 @@ def driver_rbac(owner: dict[str, Any]) -> list[dict[str, Any]]:
             "rules": [
                 {
                     "apiGroups": [owned.GROUP],
-                    "resources": ["cdcpipelines", "cdcpipelines/status"],
+                    "resources": [owned.PLURAL, f"{owned.PLURAL}/status"],
                     "resourceNames": [name],
                     "verbs": ["get", "patch"],
                 },

@@ -20,7 +20,8 @@ from sluice_operator.pipeline_spec import PipelineSpec
 
 Shape = Literal["snapshot", "streaming"]
 
-API_VERSION = "sparkoperator.k8s.io/v1beta2"
+SPARK_API_GROUP, SPARK_API_VERSION, SPARK_PLURAL = "sparkoperator.k8s.io", "v1beta2", "sparkapplications"
+API_VERSION = f"{SPARK_API_GROUP}/{SPARK_API_VERSION}"
 SPARK_VERSION = "4.3.0"  # the pyspark the image pins
 DRIVER = "local:///opt/sluice/driver.py"  # the image's entry point: sluice's Kubernetes driver
 PIPELINE_MOUNT = "/etc/sluice"

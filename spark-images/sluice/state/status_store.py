@@ -228,16 +228,20 @@ def _binlog_progress(document: dict[str, Any], lag: float | None) -> dict[str, A
 
 
 def status_state_store(cdc_pipeline: str, interval: float = 3.0) -> StatusStateStore:
-    """The store of CdcPipeline `namespace/name`, through the kubernetes client: in-cluster
-    configuration in a pod, else the kubeconfig ($KUBECONFIG)."""
-    from kubernetes import client, config
+    """The store of CdcPipeline `namespace/name`."""
+    from kubernetes import client
 
     namespace, _, name = cdc_pipeline.partition("/")
     if not name:
         raise SluiceError(f"--cdc-pipeline {cdc_pipeline}: expected namespace/name")
+    return StatusStateStore(client.CustomObjectsApi(kubernetes_client()), namespace, name, interval)
+
+
+def kubernetes_client() -> Any:
+    """An ApiClient: the pod's service account in a cluster, else the kubeconfig ($KUBECONFIG)."""
+    from kubernetes import client, config
+
     if os.environ.get("KUBERNETES_SERVICE_HOST"):
         config.load_incluster_config()
-        api_client = client.ApiClient()
-    else:
-        api_client = config.new_client_from_config()
-    return StatusStateStore(client.CustomObjectsApi(api_client), namespace, name, interval)
+        return client.ApiClient()
+    return config.new_client_from_config()
