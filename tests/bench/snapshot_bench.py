@@ -1,13 +1,20 @@
-"""`make bench`: Sluice's snapshot against a plain single-thread pymysql scan, same run, same table.
+"""`make bench`: Sluice's snapshot into PostgreSQL against two baselines measured in the
+same run on the same table: a plain single-thread pymysql scan (reading only), and the
+DBA's one-off copy `mariadb --quick -B -N -e 'SELECT * FROM t' | psql -c "COPY t FROM
+STDIN"` (C on both ends: the physical baseline for a copy on this machine). Sluice runs at
+parallelism 1 and 2; each run's snapshot phase and end to end (Spark start included) are
+reported as rates and as ratios to the pipe.
 
 Usage: python -m tests.bench.snapshot_bench [--rows N]. A benchmark, not a test: it prints
-rates and their ratio and asserts nothing.
+rates and ratios and asserts nothing.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import re
+import subprocess
 import time
 
 import pymysql.cursors
@@ -46,10 +53,62 @@ def plain_scan(mariadb) -> tuple[int, float]:
     return count, elapsed
 
 
+PIPE_TABLE = (
+    "CREATE TABLE pipe.orders (id BIGINT PRIMARY KEY, customer VARCHAR(40) NOT NULL, amount NUMERIC(12,2) NOT NULL, "
+    "qty INT NOT NULL, created TIMESTAMP NOT NULL, note VARCHAR(100))"
+)
+
+
+def pipe_copy(mariadb, postgresql) -> tuple[int, float]:
+    """The baseline a DBA would reach for: the mariadb client's tab-separated text straight
+    into COPY's text format (NULL spelled as the client prints it), into a second table."""
+    with postgresql.connect() as conn:
+        conn.execute("CREATE SCHEMA IF NOT EXISTS pipe")
+        conn.execute("DROP TABLE IF EXISTS pipe.orders")
+        conn.execute(PIPE_TABLE)
+    read = (
+        f"mariadb --quick -B -N -h {mariadb.host} -P {mariadb.port} -u {mariadb.user} bench -e 'SELECT * FROM orders'"
+    )
+    write = (
+        f"psql -q -h {postgresql.host} -p {postgresql.port} -U {postgresql.user} -d {postgresql.database} "
+        "-c \"COPY pipe.orders FROM STDIN WITH (NULL 'NULL')\""
+    )
+    env = dict(os.environ, MYSQL_PWD=mariadb.password, PGPASSWORD=postgresql.password)
+    started = time.perf_counter()
+    subprocess.run(f"set -o pipefail; {read} | {write}", shell=True, check=True, env=env, executable="/bin/bash")
+    elapsed = time.perf_counter() - started
+    with postgresql.connect() as conn:
+        copied = conn.execute("SELECT count(*) FROM pipe.orders").fetchone()[0]
+    return copied, elapsed
+
+
+def sluice_snapshot(base, mariadb, postgresql, parallelism: int, chunk_size: int) -> tuple[float, float, int, float]:
+    """One `sluice run` of the snapshot into an empty schema: phase rate, end-to-end rate, rows, seconds."""
+    with postgresql.connect() as conn:
+        conn.execute("DROP SCHEMA IF EXISTS bench CASCADE")
+    definition = pipeline_yaml(
+        mariadb,
+        "bench.orders",
+        postgres_sink(postgresql),
+        name=f"bench-p{parallelism}",
+        parallelism=parallelism,
+        **{"scan.startup.mode": "snapshot", "scan.incremental.snapshot.chunk.size": chunk_size},
+    )
+    pipeline = write_pipeline(base / f"bench-p{parallelism}.yaml", definition)
+    started = time.perf_counter()
+    result = run_sluice(pipeline, base / f"state-p{parallelism}", sluice_env(mariadb, postgresql), timeout=3600)
+    total_seconds = time.perf_counter() - started
+    if result.returncode != 0:
+        raise SystemExit(f"sluice failed:\n{result.stderr}")
+    with postgresql.connect() as conn:
+        copied = conn.execute("SELECT count(*) FROM bench.orders").fetchone()[0]
+    phase_rate = float(re.findall(r"([\d,]+) rows/s", result.stderr)[-1].replace(",", ""))
+    return phase_rate, copied / total_seconds, copied, total_seconds
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--rows", type=int, default=1_000_000)
-    parser.add_argument("--parallelism", type=int, default=2)
     parser.add_argument("--chunk-size", type=int, default=8096)
     args = parser.parse_args()
     base = scratch_directory("sluice-bench-")
@@ -58,34 +117,22 @@ def main() -> None:
         fill(mariadb, args.rows)
         count, scan_seconds = plain_scan(mariadb)
         scan_rate = count / scan_seconds
-        definition = pipeline_yaml(
-            mariadb,
-            "bench.orders",
-            postgres_sink(postgresql),
-            name="bench",
-            parallelism=args.parallelism,
-            **{"scan.startup.mode": "snapshot", "scan.incremental.snapshot.chunk.size": args.chunk_size},
-        )
-        pipeline = write_pipeline(base / "bench.yaml", definition)
-        started = time.perf_counter()
-        result = run_sluice(pipeline, base / "state", sluice_env(mariadb, postgresql), timeout=3600)
-        total_seconds = time.perf_counter() - started
-        if result.returncode != 0:
-            raise SystemExit(f"sluice failed:\n{result.stderr}")
-        with postgresql.connect() as conn:
-            copied = conn.execute("SELECT count(*) FROM bench.orders").fetchone()[0]
-        phase_rate = float(re.findall(r"([\d,]+) rows/s", result.stderr)[-1].replace(",", ""))
-        end_to_end = copied / total_seconds
-        print(
-            f"plain pymysql scan (1 thread):         {scan_rate:>10,.0f} rows/s  ({count:,} rows, {scan_seconds:.1f}s)"
-        )
-        print(f"sluice snapshot phase, into PostgreSQL: {phase_rate:>10,.0f} rows/s  (parallelism {args.parallelism})")
-        print(
-            f"sluice end to end incl. Spark start:   {end_to_end:>10,.0f} rows/s  "
-            f"({copied:,} rows, {total_seconds:.1f}s)"
-        )
-        print(f"ratio snapshot phase / plain scan:     {phase_rate / scan_rate:>10.2f}x")
-        print(f"ratio end to end / plain scan:         {end_to_end / scan_rate:>10.2f}x")
+        piped, pipe_seconds = pipe_copy(mariadb, postgresql)
+        pipe_rate = piped / pipe_seconds
+        print(f"{'plain pymysql scan (1 thread, read only)':<42}{scan_rate:>10,.0f} rows/s ({count:,} rows)")
+        print(f"{'mariadb | psql COPY pipe':<42}{pipe_rate:>10,.0f} rows/s ({piped:,} rows, {pipe_seconds:.1f} s)")
+        phases = {}
+        for parallelism in (1, 2):
+            phase_rate, end_to_end, copied, seconds = sluice_snapshot(
+                base, mariadb, postgresql, parallelism, args.chunk_size
+            )
+            phases[parallelism] = phase_rate
+            print(
+                f"sluice, parallelism {parallelism}: snapshot phase {phase_rate:>10,.0f} rows/s = "
+                f"{phase_rate / pipe_rate:.2f}x the pipe; end to end {end_to_end:>10,.0f} rows/s = "
+                f"{end_to_end / pipe_rate:.2f}x the pipe ({copied:,} rows, {seconds:.1f}s incl. Spark start)"
+            )
+        print(f"snapshot phase, parallelism 2 / parallelism 1: {phases[2] / phases[1]:.2f}x")
 
 
 if __name__ == "__main__":
