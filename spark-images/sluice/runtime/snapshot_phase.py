@@ -30,7 +30,7 @@ from sluice.source.connection import SourceEndpoint
 log = logging.getLogger(__name__)
 
 
-TASK_ROWS = 65_536
+TASK_ROWS = 262_144  # measured: a job costs about 0.25 s besides its rows (connections, PG auth, task setup)
 
 
 class PendingSplits:

@@ -18,6 +18,7 @@ import pymysql
 
 from sluice.pipeline.jdbc_url import JdbcUrl
 from sluice.sink.type_mapping import mysql_type, postgres_type
+from sluice.snapshot.copy_text import RendersCopyText
 from sluice.source.offset import BinlogOffset
 from sluice.source.row_decoding import Row
 from sluice.source.schema import Column, TableSchema
@@ -197,11 +198,18 @@ class PostgresDialect(JdbcDialect):
                 copy.write_row(row)
 
     def insert_chunk(self, conn: psycopg.Connection, schema: TableSchema, rows: Iterable[Row]) -> None:
-        """COPY straight into the table (the fast path), inside a savepoint; rows already in
-        the target (a table that existed before the pipeline) send it to the upsert path."""
+        """COPY straight into the table (the fast path), inside a savepoint: as the COPY text
+        the source rendered where it did (snapshot/copy_text), else row by row. Rows already
+        in the target (a table that existed before the pipeline) send it to the upsert path."""
+        table, columns = self.target_table(schema), ", ".join(map(self.quote, schema.column_names))
         try:
             with conn.transaction():
-                self._copy(conn, self.target_table(schema), schema.column_names, rows)
+                if isinstance(rows, RendersCopyText) and rows.has_copy_text:
+                    with conn.cursor() as cur, cur.copy(f"COPY {table} ({columns}) FROM STDIN") as copy:
+                        for block in rows.copy_text():
+                            copy.write(block)
+                else:
+                    self._copy(conn, table, schema.column_names, rows)
         except psycopg.errors.UniqueViolation:
             self.upsert(conn, schema, rows)
 

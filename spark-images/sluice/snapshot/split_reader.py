@@ -29,6 +29,7 @@ from sluice.binlog.event_reader import read_window
 from sluice.errors import SchemaDrift
 from sluice.event.projection import projection
 from sluice.event.row_change import RowChange, RowKind
+from sluice.snapshot.copy_text import copy_text_select
 from sluice.snapshot.snapshot_split import ReadSplits, SnapshotSplit, SplitRead, SplitTask
 from sluice.source.connection import connect_scan, current_offset, is_mariadb
 from sluice.source.key_order import KeyOrder, key_order_for
@@ -49,9 +50,10 @@ def _selected(column: Column) -> str:
     return f"({name} + 0e0) AS {name}" if column.data_type == "float" else name
 
 
-def chunk_query(schema: TableSchema, split: SnapshotSplit) -> tuple[str, list[Any]]:
+def chunk_query(schema: TableSchema, split: SnapshotSplit, select: str | None = None) -> tuple[str, list[Any]]:
+    """The chunk's SELECT: its columns, or the given select list, over the split's key range."""
     key = quote(schema.chunk_key)
-    columns = ", ".join(_selected(c) for c in schema.columns)
+    columns = select or ", ".join(_selected(c) for c in schema.columns)
     conditions: list[str] = []
     params: list[Any] = []
     if split.start is not None:
@@ -71,22 +73,43 @@ class ChunkScan:
     the very same rows again."""
 
     def __init__(
-        self, conn: MySQLdb.connections.Connection, sql: str, params: list[Any], decoder: RowDecoder, fetch_size: int
+        self,
+        conn: MySQLdb.connections.Connection,
+        sql: str,
+        params: list[Any],
+        decoder: RowDecoder,
+        fetch_size: int,
+        copy_text_sql: str | None = None,
     ) -> None:
         self._conn, self._sql, self._params = conn, sql, params
         self.decoder, self._fetch_size = decoder, fetch_size
+        self._copy_text_sql = copy_text_sql
         self.count = 0  # rows of the last complete pass
         self._cursor: MySQLdb.cursors.SSCursor | None = None
 
     def __iter__(self) -> Iterator[Row]:
+        for batch in self._batches(self._sql):
+            yield from map(self.decoder.from_select, batch)
+
+    @property
+    def has_copy_text(self) -> bool:
+        return self._copy_text_sql is not None
+
+    def copy_text(self) -> Iterator[str]:
+        """The same rows as blocks of COPY text lines, rendered by the server (copy_text)."""
+        assert self._copy_text_sql is not None
+        for batch in self._batches(self._copy_text_sql):
+            yield "\n".join([line for (line,) in batch]) + "\n"
+
+    def _batches(self, sql: str) -> Iterator[list[tuple[Any, ...]]]:
         self.close()  # a pass abandoned part way (a COPY that failed)
         cur = self._cursor = self._conn.cursor(MySQLdb.cursors.SSCursor)
         try:
-            cur.execute(self._sql, self._params)
+            cur.execute(sql, self._params)
             count = 0
             while batch := cur.fetchmany(self._fetch_size):
                 count += len(batch)
-                yield from map(self.decoder.from_select, batch)
+                yield batch
             self.count = count
         finally:
             if self._cursor is cur:  # not if a later pass took over
@@ -122,7 +145,7 @@ def read_split(task: SplitTask, conn: MySQLdb.connections.Connection) -> tuple[I
     if is_mariadb(conn):
         exact = begin_consistent_snapshot(conn)
         _check_unchanged(task.schema, conn, in_read_view=True)
-        return _scan(task, conn), exact, 0
+        return _scan(task, conn, exact=True), exact, 0
     _check_unchanged(task.schema, conn, in_read_view=False)
     rows, high, folded = read_split_with_window(task, conn)
     _check_unchanged(task.schema, conn, in_read_view=False)  # no change inside the window either
@@ -148,8 +171,12 @@ def _check_unchanged(schema: TableSchema, conn: MySQLdb.connections.Connection, 
         raise SchemaDrift(schema.table_id)
 
 
-def _scan(task: SplitTask, conn: MySQLdb.connections.Connection) -> ChunkScan:
-    return ChunkScan(conn, *chunk_query(task.schema, task.split), RowDecoder(task.schema), task.fetch_size)
+def _scan(task: SplitTask, conn: MySQLdb.connections.Connection, exact: bool = False) -> ChunkScan:
+    """`exact`: the rows need no fold, so a target may take them as COPY text instead."""
+    sql, params = chunk_query(task.schema, task.split)
+    select = copy_text_select(task.schema) if exact else None
+    copy_text_sql = chunk_query(task.schema, task.split, select)[0] if select else None
+    return ChunkScan(conn, sql, params, RowDecoder(task.schema), task.fetch_size, copy_text_sql)
 
 
 def read_split_with_window(

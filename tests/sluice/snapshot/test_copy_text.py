@@ -1,0 +1,90 @@
+"""The chunk as COPY text, rendered by the source server, lands in PostgreSQL exactly as the
+row path writes the same rows: every type it takes, NULLs, zero and invalid dates, the
+characters COPY escapes, binary bytes, JSON, unsigned and BIT extremes, fractional
+TIMESTAMPs in a server zone that is not UTC. Tables with other types keep the row path."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from sluice.pipeline.jdbc_url import parse_jdbc_url
+from sluice.sink.jdbc_dialects import PostgresDialect
+from sluice.snapshot.copy_text import copy_text_select
+from sluice.snapshot.snapshot_split import SnapshotSplit, SplitTask
+from sluice.snapshot.split_reader import end_split, read_split
+from sluice.source.connection import connect_scan
+from sluice.source.schema import read_table_schema
+from tests.harness.compare import postgres_rows
+
+TEXT_TYPES = """CREATE TABLE text_types (
+  id INT PRIMARY KEY, ti TINYINT, tu TINYINT UNSIGNED, si SMALLINT UNSIGNED, mi MEDIUMINT, i INT UNSIGNED,
+  bi BIGINT, bu BIGINT UNSIGNED, dec1 DECIMAL(20,6), y YEAR, b1 BIT(1), b10 BIT(10), b64 BIT(64),
+  d DATE, dtm DATETIME(6), dt0 DATETIME, ts TIMESTAMP(3) NULL, c CHAR(5), vc VARCHAR(60), tx TEXT,
+  lat VARCHAR(20) CHARACTER SET latin1, e ENUM('red', 'tab\tbed'), s SET('a', 'b'), j JSON,
+  bin BINARY(4), vb VARBINARY(20), bl BLOB)"""
+
+ROWS = [
+    "(1, -128, 255, 65535, -8388608, 4294967295, -9223372036854775808, 18446744073709551615,"
+    " -12345678901234.123456, 2024, b'1', b'1010101010', x'ffffffffffffffff',"
+    " '2024-02-29', '2024-02-29 23:59:59.123456', '2024-01-01 00:00:00', '2024-03-31 01:30:00.5', 'ab',"
+    " 'tab\\there\\nnew line\\\\back\\rcr \\\\N NULL Grüße 🎉', 'long\\ttext', 'café', 'tab\\tbed', 'a,b',"
+    " '{\"k\": [1, 2.5, null], \"s\": \"a\\\\tb\"}', x'00091f5c', x'5c4e0a0d', x'00')",
+    "(2, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,"
+    " NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL)",
+    "(3, 0, 0, 0, 0, 0, 0, 0, 0, 0000, b'0', b'0', b'0', '0000-00-00', '0000-00-00 00:00:00',"
+    " '2024-00-15 10:00:00', '0000-00-00 00:00:00', '', '', '', '', 'red', '', '[]', x'00000000', x'', x'')",
+    "(4, 1, 1, 1, 1, 1, 1, 1, 0.000001, 1901, b'1', b'1', b'1', '1000-01-01', '9999-12-31 23:59:59.999999',"
+    " '1000-01-01 00:00:00', '1970-01-01 00:00:01', 'x', 'NULL', '\\\\N', 'x', 'red', 'b', '\"text\"',"
+    " x'ab00', x'4100', x'ff')",
+]
+
+
+def test_the_servers_copy_text_lands_as_the_row_path_writes_it(mariadb, postgresql, source_db):
+    mariadb.execute(
+        "SET SESSION sql_mode = ''",  # zero and invalid dates, as older applications write them
+        "SET SESSION time_zone = '+02:00'",
+        TEXT_TYPES,
+        *(f"INSERT INTO text_types VALUES {row}" for row in ROWS),
+        database=source_db,
+    )
+    conn = mariadb.connect(source_db)
+    schema = read_table_schema(conn, source_db, "text_types", None)
+    conn.close()
+    assert copy_text_select(schema) is not None
+    dialect = PostgresDialect()
+    target = dialect.connect(parse_jdbc_url(postgresql.url), postgresql.user, postgresql.password)
+    task = SplitTask(SnapshotSplit(schema.table_id, 0, None, None), schema, mariadb.endpoint(), 5401, 2)
+    source = connect_scan(mariadb.endpoint())
+    try:
+        for path in ("row_path", "text_path"):
+            placed = dataclasses.replace(schema, database=f"{source_db}_{path}")
+            for statement in dialect.create_table_statements(placed):
+                target.execute(statement)
+            rows, _, _ = read_split(task, source)
+            assert rows.has_copy_text
+            dialect.insert_chunk(target, placed, rows if path == "text_path" else list(rows))
+            end_split(source)
+            target.commit()
+    finally:
+        source.close()
+        target.close()
+    by_rows = postgres_rows(postgresql, f"{source_db}_row_path", "text_types")
+    by_text = postgres_rows(postgresql, f"{source_db}_text_path", "text_types")
+    assert len(by_text) == len(ROWS)
+    assert sorted(by_text) == sorted(by_rows)
+
+
+def test_a_table_with_a_type_outside_the_text_path_keeps_the_row_path(mariadb, source_db):
+    for column in ("f FLOAT", "d DOUBLE", "t TIME", "g POINT", "u INET6"):
+        name = column.split()[0]
+        mariadb.execute(f"CREATE TABLE t_{name} (id INT PRIMARY KEY, {column})", database=source_db)
+        conn = mariadb.connect(source_db)
+        schema = read_table_schema(conn, source_db, f"t_{name}", None)
+        conn.close()
+        assert copy_text_select(schema) is None, column
+        task = SplitTask(SnapshotSplit(schema.table_id, 0, None, None), schema, mariadb.endpoint(), 5401, 10)
+        source = connect_scan(mariadb.endpoint())
+        rows, _, _ = read_split(task, source)
+        assert not rows.has_copy_text
+        end_split(source)
+        source.close()
