@@ -19,9 +19,12 @@ pytestmark = pytest.mark.slow
 
 
 def seed(mariadb: MariaDB, db: str, rows: int) -> None:
-    mariadb.execute(f"CREATE TABLE {db}.orders (id INT PRIMARY KEY, customer VARCHAR(40), total DECIMAL(10,2))")
-    values = ", ".join(f"({i}, 'c{i % 97}', {i % 1000}.25)" for i in range(1, rows + 1))
-    mariadb.execute(f"INSERT INTO {db}.orders VALUES {values}")
+    mariadb.execute(
+        "SET SESSION max_recursive_iterations = 10000000",
+        f"CREATE TABLE {db}.orders (id INT PRIMARY KEY, customer VARCHAR(40), total DECIMAL(10,2))",
+        f"INSERT INTO {db}.orders WITH RECURSIVE s(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM s WHERE n < {rows}) "
+        "SELECT n, CONCAT('c', n % 97), (n % 1000) + 0.25 FROM s",
+    )
 
 
 def changes(mariadb: MariaDB, db: str, start: int) -> None:
@@ -139,10 +142,10 @@ def test_apply_snapshot_scale_down_stream_and_a_manual_schema_change(cluster, ma
 def test_a_killed_driver_resumes_from_status_and_an_operator_restart_changes_nothing(
     cluster, mariadb, postgresql, source_db
 ):
-    seed(mariadb, source_db, 5000)
+    seed(mariadb, source_db, 300_000)  # more splits than one Spark job carries: executors read them
     cluster.secret("mariadb", mariadb.password)
     cluster.secret("postgresql", postgresql.password)
-    # The first driver SIGKILLs itself once it has finished 5 of its 21 splits.
+    # The first driver SIGKILLs itself once it has recorded 5 of its 1,200 splits.
     cluster.spark.extra_env = {"SLUICE_FAILPOINT": "snapshot:split-finished:5"}
     apply(cluster, manifest("killed", mariadb, postgresql, f"{source_db}.orders"))
     cluster.wait("killed", "the driver's failure", lambda s: (s.get("application") or {}).get("state") == "FAILING")

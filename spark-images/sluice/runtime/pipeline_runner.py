@@ -12,6 +12,7 @@ import logging
 import signal
 import sys
 import threading
+import time
 from collections.abc import Callable, Collection
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -255,7 +256,7 @@ class PipelineRunner:
         self.store.save(self.state)
 
     def _run_snapshot(self, snapshot: SnapshotAssignerState) -> None:
-        from sluice.runtime.snapshot_phase import run_snapshot_phase
+        from sluice.runtime.snapshot_phase import run_snapshot_phase, splits_per_job
 
         def finished(result: SplitResult) -> None:
             snapshot.record(result.split_id, result.high_watermark, result.rows)
@@ -272,6 +273,9 @@ class PipelineRunner:
                 "again once the binlog reader has applied the change\n"
             )
 
+        small = len(snapshot.remaining) <= splits_per_job(self.definition.source.chunk_size)
+        if small and not self.sink.writes_changes_with_spark and self._read_here(snapshot, finished):
+            return
         sc = self._spark_session().sparkContext
         try:
             run_snapshot_phase(
@@ -279,6 +283,33 @@ class PipelineRunner:
             )
         finally:
             self._save_snapshot(snapshot)  # the journal folded into the document
+
+    def _read_here(self, snapshot: SnapshotAssignerState, finished: Callable[[SplitResult], None]) -> bool:
+        """A plan one Spark job would carry whole gains nothing from Spark: it is read here,
+        and Spark never starts (a small table then costs a second, not Spark's start).
+        False if a table changed while it was read: the Spark phase then defers it."""
+        source = self.definition.source
+        server_id = source.server_ids.pick(0)
+        tasks = [
+            SplitTask(s, snapshot.tables[s.table_id], self.endpoint, server_id, source.fetch_size)
+            for s in snapshot.remaining
+        ]
+        started = time.monotonic()
+        try:
+            results = self.sink.write_splits_now(tasks, read_splits)
+        except SchemaDrift:
+            snapshot.adopt_committed(self.sink.committed_splits())  # what it committed before the change
+            return False
+        for result in results:
+            finished(result)
+        rows = sum(r.rows for r in results)
+        elapsed = max(time.monotonic() - started, 1e-6)
+        sys.stderr.write(
+            f"snapshot: {len(snapshot.finished)}/{len(snapshot.splits)} splits, {snapshot.rows_done:,} rows, "
+            f"{rows / elapsed:,.0f} rows/s (read by the driver: one Spark job's worth)\n"
+        )
+        self._save_snapshot(snapshot)
+        return True
 
     # -- binlog -----------------------------------------------------------------------------
 

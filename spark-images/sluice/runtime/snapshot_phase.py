@@ -33,13 +33,17 @@ log = logging.getLogger(__name__)
 TASK_ROWS = 262_144  # measured: a job costs about 0.25 s besides its rows (connections, PG auth, task setup)
 
 
+def splits_per_job(chunk_size: int) -> int:
+    return max(1, TASK_ROWS // max(chunk_size, 1))
+
+
 class PendingSplits:
     """The splits not yet handed out, taken a job's worth at a time by the driver threads."""
 
     def __init__(self, splits: list[SnapshotSplit], chunk_size: int, slots: int) -> None:
         self._splits = collections.deque(splits)
         self._lock = threading.Lock()
-        self._per_job = max(1, TASK_ROWS // max(chunk_size, 1))
+        self._per_job = splits_per_job(chunk_size)
         self._slots = slots
 
     def take(self) -> list[SnapshotSplit]:
