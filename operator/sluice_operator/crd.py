@@ -206,6 +206,10 @@ def _status_schema() -> dict[str, Any]:
                     "shape": {"type": "string", "enum": ["snapshot", "streaming"]},
                     "state": {"type": "string"},
                     "attempts": {"type": "integer"},
+                    "supersededRun": {
+                        "type": "string",
+                        "description": "The driver run going when the operator last changed the application.",
+                    },
                 },
             },
         },

@@ -89,7 +89,14 @@ def reconcile(observation: Observation, now: datetime | None = None) -> Plan:
         )
 
     phase, message = _phase(pipeline, shape, state, app_state, app_status, status, meta)
-    settled = current is not None and current.get("spec") == application["spec"]  # no rerun pending
+    # The driver run that was going when the operator last changed the application: until
+    # another run has claimed the status, the Spark Operator has not rerun it yet.
+    driver_run = (status.get("driver") or {}).get("run")
+    superseded = (status.get("application") or {}).get("supersededRun")
+    if current is not None and current.get("spec") != application["spec"]:
+        superseded = driver_run
+    rerun = superseded is None or driver_run != superseded
+    settled = current is not None and current.get("spec") == application["spec"] and rerun
     ready = phase == "Streaming" and app_state == "RUNNING" and settled or phase == "Completed"
     found = conditions.for_phase(phase, message)
     error = (status.get("driver") or {}).get("error") or (app_status.get("applicationState") or {}).get("errorMessage")
@@ -108,6 +115,7 @@ def reconcile(observation: Observation, now: datetime | None = None) -> Plan:
             "shape": shape,
             "state": app_state,
             "attempts": int(app_status.get("executionAttempts", 0)),
+            **({"supersededRun": superseded} if superseded else {}),
         },
     }
     plan.events += _transitions(status, phase, message, app_state)

@@ -160,7 +160,7 @@ def test_a_killed_driver_resumes_from_status_and_an_operator_restart_changes_not
     cluster.wait(
         "killed", "streaming", lambda s: s.get("phase") == "Streaming" and s["application"]["state"] == "RUNNING"
     )
-    changes(mariadb, source_db, 10_000)
+    changes(mariadb, source_db, 1_000_000)
     wait_equal(mariadb, postgresql, source_db)
 
     # Suspended: no driver, the state kept; resumed: it goes on from that state.
@@ -170,7 +170,7 @@ def test_a_killed_driver_resumes_from_status_and_an_operator_restart_changes_not
     while cluster.spark.driver_pid(cluster.namespace, "killed-sluice") and time.monotonic() < deadline:
         time.sleep(0.2)
     assert cluster.spark.driver_pid(cluster.namespace, "killed-sluice") is None
-    changes(mariadb, source_db, 20_000)
+    changes(mariadb, source_db, 2_000_000)
     cluster.kubectl("patch", "cdcp", "killed", "--type", "merge", "-p", '{"spec":{"suspend":false}}')
     wait_streaming(cluster, "killed")
     wait_equal(mariadb, postgresql, source_db)

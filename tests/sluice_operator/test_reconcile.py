@@ -109,3 +109,19 @@ def test_a_definition_edit_reruns_the_application_and_an_approval_does_not():
     assert tables.apply[-1]["spec"] != base  # a new table joins: the driver runs again with it
     approved = reconcile(observed(with_state(20), running("streaming"), schemaChanges={"approved": ["b.000001:4"]}))
     assert approved.apply[-1]["spec"] == base
+
+
+def test_ready_waits_for_a_driver_run_started_after_the_switch():
+    """The Spark Operator reruns the application after the operator changed it: until a new
+    driver run has claimed the status, the old run's RUNNING says nothing about the new shape."""
+
+    def ready(plan) -> str:
+        return {c["type"]: c["status"] for c in plan.status["conditions"]}["Ready"]
+
+    before = {**with_state(20), "driver": {"run": "snapshot-run"}}
+    switched = reconcile(observed(before, running("snapshot")))
+    assert switched.status["application"]["supersededRun"] == "snapshot-run"
+    status = {**before, **switched.status}
+    assert ready(reconcile(observed(status, running("streaming")))) == "False"  # not rerun yet
+    rerun = reconcile(observed({**status, "driver": {"run": "streaming-run"}}, running("streaming")))
+    assert ready(rerun) == "True"

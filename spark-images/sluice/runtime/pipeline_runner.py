@@ -12,7 +12,6 @@ import logging
 import signal
 import sys
 import threading
-import time
 from collections.abc import Callable, Collection
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -24,7 +23,7 @@ from sluice.event.schema_change import create_table_event
 from sluice.failpoints import failpoint
 from sluice.pipeline.definition import PipelineDefinition, load_definition
 from sluice.runtime.binlog_phase import BinlogSettings, run_binlog_phase
-from sluice.runtime.progress import BinlogProgress
+from sluice.runtime.progress import BinlogProgress, SnapshotProgress
 from sluice.runtime.schema_change_handler import SchemaChangeHandler
 from sluice.sink.base import Sink
 from sluice.sink.factory import create_sink
@@ -45,6 +44,7 @@ log = logging.getLogger(__name__)
 
 SOURCE_ADDRESS = ("source.hostname", "source.port")
 CAPTURE = ("source.tables", "source.tables.exclude")  # may change once the pipeline streams
+SPLITS_HERE_AT_ONCE = 4  # splits read by the driver over one pair of connections
 
 
 def source_endpoint(definition: PipelineDefinition) -> SourceEndpoint:
@@ -286,29 +286,34 @@ class PipelineRunner:
 
     def _read_here(self, snapshot: SnapshotAssignerState, finished: Callable[[SplitResult], None]) -> bool:
         """A plan one Spark job would carry whole gains nothing from Spark: it is read here,
-        and Spark never starts (a small table then costs a second, not Spark's start).
-        False if a table changed while it was read: the Spark phase then defers it."""
+        a few splits at a time (a stop request is heard between them), and Spark never
+        starts (a small table then costs a second, not Spark's start). False if a table
+        changed while it was read: the Spark phase then defers it."""
         source = self.definition.source
         server_id = source.server_ids.pick(0)
-        tasks = [
-            SplitTask(s, snapshot.tables[s.table_id], self.endpoint, server_id, source.fetch_size)
-            for s in snapshot.remaining
-        ]
-        started = time.monotonic()
-        try:
-            results = self.sink.write_splits_now(tasks, read_splits)
-        except SchemaDrift:
-            snapshot.adopt_committed(self.sink.committed_splits())  # what it committed before the change
-            return False
-        for result in results:
+        progress = SnapshotProgress(len(snapshot.splits), len(snapshot.finished), snapshot.rows_done)
+        progress.resuming()
+
+        def split_finished(result: SplitResult) -> None:
             finished(result)
-        rows = sum(r.rows for r in results)
-        elapsed = max(time.monotonic() - started, 1e-6)
-        sys.stderr.write(
-            f"snapshot: {len(snapshot.finished)}/{len(snapshot.splits)} splits, {snapshot.rows_done:,} rows, "
-            f"{rows / elapsed:,.0f} rows/s (read by the driver: one Spark job's worth)\n"
-        )
-        self._save_snapshot(snapshot)
+            progress.split_finished(result.rows)
+
+        remaining = snapshot.remaining
+        try:
+            for start in range(0, len(remaining), SPLITS_HERE_AT_ONCE):
+                if self.stopping.is_set():
+                    progress.stopped()
+                    return True
+                tasks = [
+                    SplitTask(s, snapshot.tables[s.table_id], self.endpoint, server_id, source.fetch_size)
+                    for s in remaining[start : start + SPLITS_HERE_AT_ONCE]
+                ]
+                self.sink.write_splits_now(tasks, read_splits, split_finished)
+        except SchemaDrift:
+            return False  # the splits before the change are recorded; the Spark phase defers the rest
+        finally:
+            self._save_snapshot(snapshot)
+        progress.show(final=True)
         return True
 
     # -- binlog -----------------------------------------------------------------------------

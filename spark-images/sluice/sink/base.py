@@ -7,7 +7,7 @@ connections lazily, on the side that uses them.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -98,10 +98,13 @@ class Sink(ABC):
         (results,) = sc.parallelize([tasks], 1).map(lambda t: _write_splits(t, sink, read)).collect()
         return results
 
-    def write_splits_now(self, tasks: list[SplitTask], read: ReadSplits) -> list[SplitResult]:
-        """Reads and writes splits in this process, while the binlog reader streams (chunks
-        read again after a schema change): a few, and maybe no Spark session at hand."""
-        return _write_splits(tasks, self, read)
+    def write_splits_now(
+        self, tasks: list[SplitTask], read: ReadSplits, on_split: Callable[[SplitResult], None] | None = None
+    ) -> list[SplitResult]:
+        """Reads and writes splits in this process (a plan smaller than one Spark job; chunks
+        read again after a schema change): a few, and maybe no Spark session at hand.
+        `on_split` hears of each split as it commits."""
+        return _write_splits(tasks, self, read, on_split)
 
     @abstractmethod
     def prepare(self, schemas: Sequence[TableSchema]) -> None:
@@ -121,7 +124,9 @@ class Sink(ABC):
         """A writer for an executor task or for the binlog phase."""
 
 
-def _write_splits(tasks: list[SplitTask], sink: Sink, read: ReadSplits) -> list[SplitResult]:
+def _write_splits(
+    tasks: list[SplitTask], sink: Sink, read: ReadSplits, on_split: Callable[[SplitResult], None] | None = None
+) -> list[SplitResult]:
     """Runs on an executor: read the splits, write each (it commits on its own, so a failure
     part way keeps the splits before it), report their high watermarks."""
     writer = sink.writer()
@@ -130,6 +135,8 @@ def _write_splits(tasks: list[SplitTask], sink: Sink, read: ReadSplits) -> list[
         for split in read(tasks):
             writer.write_snapshot_split(split.task.schema, split.task.split, split.rows, split.high_watermark)
             results.append(split.result())
+            if on_split is not None:
+                on_split(results[-1])
         return results
     finally:
         writer.close()

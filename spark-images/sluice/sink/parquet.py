@@ -274,8 +274,13 @@ class ParquetSink(Sink):
         )
         return finished
 
-    def write_splits_now(self, tasks: list[SplitTask], read: ReadSplits) -> list[SplitResult]:
-        return self.write_snapshot_job(self._session().sparkContext, tasks, read)  # its session writes changes too
+    def write_splits_now(
+        self, tasks: list[SplitTask], read: ReadSplits, on_split: Callable[[SplitResult], None] | None = None
+    ) -> list[SplitResult]:
+        results = self.write_snapshot_job(self._session().sparkContext, tasks, read)  # its session writes changes too
+        for result in results if on_split is not None else ():
+            on_split(result)
+        return results
 
     def writer(self) -> ParquetWriter:
         return ParquetWriter(self)

@@ -75,8 +75,13 @@ class ValuesSink(Sink):
         (splits,) = sc.parallelize([tasks], 1).map(lambda t: _read(t, read)).collect()
         return self._print(splits)
 
-    def write_splits_now(self, tasks: list[SplitTask], read: ReadSplits) -> list[SplitResult]:
-        return self._print(_read(tasks, read))
+    def write_splits_now(
+        self, tasks: list[SplitTask], read: ReadSplits, on_split: Callable[[SplitResult], None] | None = None
+    ) -> list[SplitResult]:
+        results = self._print(_read(tasks, read))
+        for result in results if on_split is not None else ():
+            on_split(result)
+        return results
 
     def _print(self, splits: list[tuple[TableSchema, list[Row], SplitResult]]) -> list[SplitResult]:
         writer = ValuesWriter(self.zone)
