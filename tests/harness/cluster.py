@@ -32,7 +32,7 @@ class Cluster:
         self.custom = client.CustomObjectsApi(api_client)
         self.core = client.CoreV1Api(api_client)
         self.operator = OperatorProcess(kube_api.kubeconfig, directory / "operator.log").start()
-        self.spark = SparkOperatorDouble(api_client, kube_api.kubeconfig, directory / "spark").start()
+        self.spark = SparkOperatorDouble(api_client, kube_api.kubeconfig, directory / "spark", namespace).start()
 
     def kubectl(self, *args: str) -> str:
         done = subprocess.run(

@@ -56,11 +56,13 @@ class _Run:
 
 
 class SparkOperatorDouble:
-    def __init__(self, api_client: Any, kubeconfig: Path, workdir: Path, poll: float = 0.3) -> None:
+    def __init__(self, api_client: Any, kubeconfig: Path, workdir: Path, namespace: str, poll: float = 0.3) -> None:
+        """Watches SparkApplications in `namespace` (a test's own)."""
         self.custom = client.CustomObjectsApi(api_client)
         self.core = client.CoreV1Api(api_client)
         self.kubeconfig = kubeconfig
         self.workdir = workdir
+        self.namespace = namespace
         self.poll = poll
         self.runs: dict[tuple[str, str], _Run] = {}
         self.extra_env: dict[str, str] = {}  # for the next drivers (a failpoint, say)
@@ -92,7 +94,7 @@ class SparkOperatorDouble:
             self._stop.wait(self.poll)
 
     def _pass(self) -> None:
-        listed = self.custom.list_cluster_custom_object(GROUP, VERSION, PLURAL)["items"]
+        listed = self.custom.list_namespaced_custom_object(GROUP, VERSION, self.namespace, PLURAL)["items"]
         seen = set()
         for app in listed:
             key = (app["metadata"]["namespace"], app["metadata"]["name"])

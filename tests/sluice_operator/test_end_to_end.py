@@ -198,8 +198,13 @@ def test_a_table_added_to_a_streaming_pipeline_is_snapshotted_at_the_new_paralle
     cluster.secret("postgresql", postgresql.password)
     apply(cluster, manifest("grows", mariadb, postgresql, f"{source_db}.orders"))
     wait_streaming(cluster, "grows")
-    mariadb.execute(f"CREATE TABLE {source_db}.items (id INT PRIMARY KEY, sku VARCHAR(20))")
-    mariadb.execute(f"INSERT INTO {source_db}.items VALUES " + ", ".join(f"({i}, 'sku{i}')" for i in range(1, 1001)))
+    # More rows than one Spark job carries, so executors snapshot it (a smaller one the driver reads).
+    mariadb.execute(
+        "SET SESSION max_recursive_iterations = 10000000",
+        f"CREATE TABLE {source_db}.items (id INT PRIMARY KEY, sku VARCHAR(20))",
+        f"INSERT INTO {source_db}.items WITH RECURSIVE s(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM s "
+        "WHERE n < 300000) SELECT n, CONCAT('sku', n) FROM s",
+    )
 
     # Both edits in one patch: the new table is snapshotted with parallelism 3 executors.
     edit = {
@@ -214,7 +219,7 @@ def test_a_table_added_to_a_streaming_pipeline_is_snapshotted_at_the_new_paralle
     assert cluster.application("grows")["spec"]["executor"]["instances"] == 3
     wait_streaming(cluster, "grows")
     mariadb.execute(
-        f"INSERT INTO {source_db}.items VALUES (5000, 'later')", f"DELETE FROM {source_db}.items WHERE id = 3"
+        f"INSERT INTO {source_db}.items VALUES (500000, 'later')", f"DELETE FROM {source_db}.items WHERE id = 3"
     )
     changes(mariadb, source_db, 10_000)
     wait_equal(mariadb, postgresql, source_db)
