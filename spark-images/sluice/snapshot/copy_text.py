@@ -37,9 +37,16 @@ class RendersCopyText(Protocol):
     def copy_text(self) -> Iterator[str]: ...
 
 
-_BACKSLASH = "CHAR(92 USING utf8mb4)"
-_NULL = f"CONCAT({_BACKSLASH}, 'N')"  # COPY text's NULL
-_ESCAPES = ((92, "\\\\"), (9, "\\t"), (10, "\\n"), (13, "\\r"))  # backslash first
+def _text(raw: bytes) -> str:
+    """A utf8mb4 string literal written in hex: the same whatever the session's sql_mode
+    (NO_BACKSLASH_ESCAPES) and character set. Constants cost the server nothing per row;
+    measured, CHAR(92 USING utf8mb4) and CAST(... AS CHAR) cost it a third of the scan."""
+    return f"_utf8mb4 X'{raw.hex().upper()}'"
+
+
+_NULL = _text(b"\\N")  # COPY text's NULL
+_TAB, _HEX_PREFIX, _UTC = _text(b"\t"), _text(b"\\\\x"), _text(b"+00")  # bytea's hex form: \\x
+_ESCAPES = ((b"\\", b"\\\\"), (b"\t", b"\\t"), (b"\n", b"\\n"), (b"\r", b"\\r"))  # backslash first
 _TEXT = {"char", "varchar", "tinytext", "text", "mediumtext", "longtext", "enum", "set", "json"}
 _BINARY = {"binary", "varbinary", "tinyblob", "blob", "mediumblob", "longblob"}
 _NUMBER = {"tinyint", "smallint", "mediumint", "int", "bigint", "decimal", "year"}
@@ -47,31 +54,30 @@ _DATE = {"date", "datetime", "timestamp"}
 
 
 def _escaped(expression: str) -> str:
-    for code, replacement in _ESCAPES:
-        escaped = ", ".join(f"CHAR({ord(c)} USING utf8mb4)" for c in replacement)
-        expression = f"REPLACE({expression}, CHAR({code} USING utf8mb4), CONCAT({escaped}))"
+    for character, replacement in _ESCAPES:
+        expression = f"REPLACE({expression}, {_text(character)}, {_text(replacement)})"
     return expression
 
 
 def _field(column: Column) -> str | None:
-    """The column's COPY text field, never NULL; None for a type this path does not take."""
+    """The column's COPY text field, never NULL (CONCAT_WS would skip it); None for a type
+    this path does not take. Numbers and dates are left to CONCAT_WS's own conversion to
+    text, which prints them as CAST(... AS CHAR) does."""
     name, kind = quote(column.name), column.data_type
     if kind in _TEXT:
         value = _escaped(f"CONVERT({name} USING utf8mb4)")
     elif kind in _BINARY:
-        value = f"CONCAT({_BACKSLASH}, {_BACKSLASH}, 'x', HEX({name}))"
+        value = f"CONCAT({_HEX_PREFIX}, HEX({name}))"
     elif kind in _NUMBER:
-        value = f"CAST({name} AS CHAR)"
+        value = name
     elif kind == "bit":
-        value = f"CAST({name} + 0 AS CHAR)"
+        value = f"{name} + 0"
     elif kind in _DATE:
-        text = f"CAST({name} AS CHAR)"
-        if kind == "timestamp":
-            text = f"CONCAT({text}, '+00')"  # the scan session's zone: connection.SESSION_TIME_ZONE
+        text = f"CONCAT({name}, {_UTC})" if kind == "timestamp" else name  # the scan session's zone: UTC
         return f"IF(DAYNAME({name}) IS NULL, {_NULL}, {text})"
     else:
         return None
-    return f"COALESCE({value}, {_NULL})"
+    return f"COALESCE({value}, {_NULL})" if column.nullable else value
 
 
 def copy_text_select(schema: TableSchema) -> str | None:
@@ -83,4 +89,4 @@ def copy_text_select(schema: TableSchema) -> str | None:
         if field is None:
             return None
         fields.append(field)
-    return f"CONCAT_WS(CHAR(9 USING utf8mb4), {', '.join(fields)})"
+    return f"CONCAT_WS({_TAB}, {', '.join(fields)})"

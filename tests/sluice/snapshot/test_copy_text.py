@@ -21,21 +21,27 @@ TEXT_TYPES = """CREATE TABLE text_types (
   bi BIGINT, bu BIGINT UNSIGNED, dec1 DECIMAL(20,6), y YEAR, b1 BIT(1), b10 BIT(10), b64 BIT(64),
   d DATE, dtm DATETIME(6), dt0 DATETIME, ts TIMESTAMP(3) NULL, c CHAR(5), vc VARCHAR(60), tx TEXT,
   lat VARCHAR(20) CHARACTER SET latin1, e ENUM('red', 'tab\tbed'), s SET('a', 'b'), j JSON,
-  bin BINARY(4), vb VARBINARY(20), bl BLOB)"""
+  bin BINARY(4), vb VARBINARY(20), bl BLOB,
+  nn_i BIGINT NOT NULL, nn_dec DECIMAL(12,2) NOT NULL, nn_d DATETIME(3) NOT NULL, nn_ts TIMESTAMP NOT NULL,
+  nn_vc VARCHAR(40) NOT NULL, nn_vb VARBINARY(8) NOT NULL, nn_b BIT(8) NOT NULL)"""
 
 ROWS = [
     "(1, -128, 255, 65535, -8388608, 4294967295, -9223372036854775808, 18446744073709551615,"
     " -12345678901234.123456, 2024, b'1', b'1010101010', x'ffffffffffffffff',"
     " '2024-02-29', '2024-02-29 23:59:59.123456', '2024-01-01 00:00:00', '2024-03-31 01:30:00.5', 'ab',"
     " 'tab\\there\\nnew line\\\\back\\rcr \\\\N NULL Grüße 🎉', 'long\\ttext', 'café', 'tab\\tbed', 'a,b',"
-    " '{\"k\": [1, 2.5, null], \"s\": \"a\\\\tb\"}', x'00091f5c', x'5c4e0a0d', x'00')",
+    " '{\"k\": [1, 2.5, null], \"s\": \"a\\\\tb\"}', x'00091f5c', x'5c4e0a0d', x'00',"
+    " -1, -0.5, '2024-02-29 23:59:59.999', '2024-03-31 01:30:00', 'a\\tb\\\\c\\nd\\re', x'5c0900', b'10000001')",
     "(2, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,"
-    " NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL)",
+    " NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,"
+    " 0, 0, '2024-01-01', '2024-01-01', '', x'', b'0')",
     "(3, 0, 0, 0, 0, 0, 0, 0, 0, 0000, b'0', b'0', b'0', '0000-00-00', '0000-00-00 00:00:00',"
-    " '2024-00-15 10:00:00', '0000-00-00 00:00:00', '', '', '', '', 'red', '', '[]', x'00000000', x'', x'')",
+    " '2024-00-15 10:00:00', '0000-00-00 00:00:00', '', '', '', '', 'red', '', '[]', x'00000000', x'', x'',"
+    " 9223372036854775807, 9999999999.99, '9999-12-31 23:59:59.999', '2038-01-19 03:14:07', '\\\\N', x'ff', b'11111111')",
     "(4, 1, 1, 1, 1, 1, 1, 1, 0.000001, 1901, b'1', b'1', b'1', '1000-01-01', '9999-12-31 23:59:59.999999',"
     " '1000-01-01 00:00:00', '1970-01-01 00:00:01', 'x', 'NULL', '\\\\N', 'x', 'red', 'b', '\"text\"',"
-    " x'ab00', x'4100', x'ff')",
+    " x'ab00', x'4100', x'ff',"
+    " 1, 1, '1000-01-01', '2000-01-01 00:00:01', 'NULL', x'00', b'1')",
 ]
 
 
