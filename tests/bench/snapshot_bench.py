@@ -108,7 +108,7 @@ def sluice_snapshot(base, mariadb, postgresql, parallelism: int, chunk_size: int
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--rows", type=int, default=1_000_000)
+    parser.add_argument("--rows", type=int, default=5_000_000)
     parser.add_argument("--chunk-size", type=int, default=8096)
     args = parser.parse_args()
     base = scratch_directory("sluice-bench-")

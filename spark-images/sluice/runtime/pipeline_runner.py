@@ -38,13 +38,15 @@ from sluice.state.pipeline_state import PipelineState
 from sluice.state.state_store import StateStore
 
 if TYPE_CHECKING:
+    from pyspark import SparkContext
     from pyspark.sql import SparkSession
+
+    from sluice.runtime.spark_start import SparkStart
 
 log = logging.getLogger(__name__)
 
 SOURCE_ADDRESS = ("source.hostname", "source.port")
 CAPTURE = ("source.tables", "source.tables.exclude")  # may change once the pipeline streams
-SPLITS_HERE_AT_ONCE = 4  # splits read by the driver over one pair of connections
 
 
 def source_endpoint(definition: PipelineDefinition) -> SourceEndpoint:
@@ -77,7 +79,7 @@ class PipelineRunner:
         self.sink: Sink = create_sink(definition)
         self.state = PipelineState(definition.name, dict(definition.state_identity))
         self.stopping = threading.Event()
-        self._spark: SparkSession | None = None
+        self._spark: SparkStart | None = None
         self._capture_changed = False
 
     def run(self) -> None:
@@ -124,19 +126,26 @@ class PipelineRunner:
         finally:
             self._stop_spark()
 
-    def _spark_session(self) -> SparkSession:
+    def _start_spark(self) -> SparkStart:
+        """Spark starts in the background (the driver reads splits meanwhile)."""
         if self._spark is None:
-            from sluice.runtime.spark_session import spark_session
+            from sluice.runtime.spark_start import SparkStart
 
-            self._spark = spark_session(f"sluice-{self.definition.name}", self.master)
-            self.sink.attach(self._spark)
+            self._spark = SparkStart(
+                f"sluice-{self.definition.name}",
+                self.master,
+                slots=self.definition.parallelism,
+                warm_modules=[read_splits.__module__, type(self.sink).__module__],
+                on_ready=self.sink.attach,
+            )
         return self._spark
+
+    def _spark_session(self) -> SparkSession:
+        return self._start_spark().session()
 
     def _stop_spark(self) -> None:
         if self._spark is not None:
-            # SparkContext.stop() then waits a second on its accumulator server's poll loop;
-            # nothing after it needs to wait for that.
-            threading.Thread(target=self._spark.stop, name="spark-stop", daemon=True).start()
+            self._spark.stop()
             self._spark = None
 
     # -- snapshot ---------------------------------------------------------------------------
@@ -273,48 +282,37 @@ class PipelineRunner:
                 "again once the binlog reader has applied the change\n"
             )
 
-        small = len(snapshot.remaining) <= splits_per_job(self.definition.source.chunk_size)
-        if small and not self.sink.writes_changes_with_spark and self._read_here(snapshot, finished):
-            return
-        sc = self._spark_session().sparkContext
-        try:
-            run_snapshot_phase(
-                sc, self.definition, self.endpoint, self.sink, snapshot, finished, self.stopping, table_changed
-            )
-        finally:
-            self._save_snapshot(snapshot)  # the journal folded into the document
-
-    def _read_here(self, snapshot: SnapshotAssignerState, finished: Callable[[SplitResult], None]) -> bool:
-        """A plan one Spark job would carry whole gains nothing from Spark: it is read here,
-        a few splits at a time (a stop request is heard between them), and Spark never
-        starts (a small table then costs a second, not Spark's start). False if a table
-        changed while it was read: the Spark phase then defers it."""
-        source = self.definition.source
-        server_id = source.server_ids.pick(0)
         progress = SnapshotProgress(len(snapshot.splits), len(snapshot.finished), snapshot.rows_done)
         progress.resuming()
+        progress.show()
 
-        def split_finished(result: SplitResult) -> None:
-            finished(result)
-            progress.split_finished(result.rows)
+        def read(sc: SparkContext | None, until: Callable[[], bool] = lambda: False) -> None:
+            run_snapshot_phase(
+                sc,
+                self.definition,
+                self.endpoint,
+                self.sink,
+                snapshot,
+                finished,
+                self.stopping,
+                table_changed,
+                progress,
+                until,
+            )
 
-        remaining = snapshot.remaining
         try:
-            for start in range(0, len(remaining), SPLITS_HERE_AT_ONCE):
-                if self.stopping.is_set():
-                    progress.stopped()
-                    return True
-                tasks = [
-                    SplitTask(s, snapshot.tables[s.table_id], self.endpoint, server_id, source.fetch_size)
-                    for s in remaining[start : start + SPLITS_HERE_AT_ONCE]
-                ]
-                self.sink.write_splits_now(tasks, read_splits, split_finished)
-        except SchemaDrift:
-            return False  # the splits before the change are recorded; the Spark phase defers the rest
+            if not self.sink.writes_changes_with_spark:
+                # A plan one Spark job would carry whole gains nothing from Spark, which then
+                # never starts; a bigger one is read here while Spark starts beside it.
+                small = len(snapshot.remaining) <= splits_per_job(self.definition.source.chunk_size)
+                read(None, until=(lambda: False) if small else self._start_spark().is_ready)
+            if snapshot.remaining and not self.stopping.is_set():
+                read(self._spark_session().sparkContext)
+            progress.show(final=True)
+            if snapshot.remaining:
+                progress.stopped()
         finally:
-            self._save_snapshot(snapshot)
-        progress.show(final=True)
-        return True
+            self._save_snapshot(snapshot)  # the journal folded into the document
 
     # -- binlog -----------------------------------------------------------------------------
 

@@ -1,12 +1,14 @@
-"""Runs the snapshot splits as Spark tasks and records them as they finish.
+"""Reads the snapshot splits, `parallelism` at a time, and records them as they finish.
 
-`parallelism` driver threads each submit one-partition Spark jobs, side by side on the
-executors. A job carries a few splits (about TASK_ROWS rows; fewer near the end so no
-slot idles), read over one source connection: a Spark job and a connection cost more than
-reading a default chunk. Every split commits to the target on its own, and the driver
-records a job's splits when it returns; a crash loses at most the splits in flight, and a
-rerun adopts whatever the target committed. Each thread owns one binlog server id for its
-splits' backfill reads.
+Two kinds of slot run this loop. While Spark starts (seconds: a JVM), the driver's own
+threads read splits over their own connections, a few at a time (a plan that one Spark job
+would carry whole is read this way entirely, and Spark never starts). Once Spark is up,
+driver threads each submit one-partition Spark jobs, side by side on the executors. A job
+carries about TASK_ROWS rows (less near the end, so that no slot idles) over one source
+connection: a Spark job costs more than reading a default chunk. Every read commits to the
+target on its own; the driver records a job's splits when it returns, and a crash loses at
+most the splits in flight: a rerun adopts whatever the target committed. Each slot owns one
+binlog server id for its splits' backfill reads.
 """
 
 from __future__ import annotations
@@ -15,8 +17,7 @@ import collections
 import logging
 import threading
 from collections.abc import Callable
-
-from pyspark import SparkContext
+from typing import TYPE_CHECKING
 
 from sluice.errors import SchemaDrift, SluiceError
 from sluice.pipeline.definition import PipelineDefinition
@@ -27,29 +28,35 @@ from sluice.snapshot.snapshot_split_assigner import SnapshotAssignerState
 from sluice.snapshot.split_reader import read_splits
 from sluice.source.connection import SourceEndpoint
 
+if TYPE_CHECKING:
+    from pyspark import SparkContext
+
 log = logging.getLogger(__name__)
 
 
-TASK_ROWS = 262_144  # measured: a job costs about 0.25 s besides its rows (connections, PG auth, task setup)
+TASK_ROWS = 524_288  # measured: a job costs about 0.1 s besides its rows (task setup, connections)
+DRIVER_ROWS = 131_072  # read by a driver thread over one pair of connections: a stop is heard between
 
 
-def splits_per_job(chunk_size: int) -> int:
-    return max(1, TASK_ROWS // max(chunk_size, 1))
+def splits_per_job(chunk_size: int, rows: int = TASK_ROWS) -> int:
+    return max(1, rows // max(chunk_size, 1))
 
 
 class PendingSplits:
-    """The splits not yet handed out, taken a job's worth at a time by the driver threads."""
+    """The splits not yet handed out, taken a job's worth at a time by the slots."""
 
-    def __init__(self, splits: list[SnapshotSplit], chunk_size: int, slots: int) -> None:
+    def __init__(self, splits: list[SnapshotSplit], per_job: int, slots: int) -> None:
         self._splits = collections.deque(splits)
         self._lock = threading.Lock()
-        self._per_job = splits_per_job(chunk_size)
+        self._per_job = per_job
+        self._least = max(1, self._per_job // 8)  # smaller jobs would be mostly a job's own cost
         self._slots = slots
 
     def take(self) -> list[SnapshotSplit]:
-        """Splits of one table: about TASK_ROWS rows, but at most a share of what is left."""
+        """Splits of one table: a job's worth, but near the end a share of what is left, so
+        that the slots finish together."""
         with self._lock:
-            wanted = max(1, min(self._per_job, len(self._splits) // (2 * self._slots)))
+            wanted = max(self._least, min(self._per_job, len(self._splits) // (2 * self._slots)))
             taken: list[SnapshotSplit] = []
             while self._splits and len(taken) < wanted:
                 if taken and self._splits[0].table_id != taken[0].table_id:
@@ -59,7 +66,7 @@ class PendingSplits:
 
 
 def run_snapshot_phase(
-    sc: SparkContext,
+    sc: SparkContext | None,
     definition: PipelineDefinition,
     endpoint: SourceEndpoint,
     sink: Sink,
@@ -67,33 +74,44 @@ def run_snapshot_phase(
     on_split_finished: Callable[[SplitResult], None],
     stopping: threading.Event,
     on_table_changed: Callable[[str], None],
+    progress: SnapshotProgress,
+    until: Callable[[], bool] = lambda: False,
 ) -> None:
-    """Reads the remaining splits; once `stopping` is set, no new Spark job starts and the
-    running ones finish and are recorded. A table whose columns changed meanwhile (a split
-    read refused to mix two schemas) is handed to `on_table_changed`, which defers its
+    """Reads the remaining splits, on Spark (`sc`) or, with `sc` None, in this process until
+    `until()` says to hand over. Once `stopping` is set no new job starts, and the running
+    ones finish and are recorded. A table whose columns changed meanwhile (a split read
+    refused to mix two schemas) is handed to `on_table_changed`, which defers its
     unfinished splits; the other tables go on."""
-    progress = SnapshotProgress(len(state.splits), len(state.finished), state.rows_done)
-    progress.resuming()
-    progress.show()
     lock = threading.Lock()
     failures: list[BaseException] = []
     source = definition.source
-
     slots = min(definition.parallelism, max(len(state.remaining), 1))
-    pending = PendingSplits(list(state.remaining), source.chunk_size, slots)
+    per_job = splits_per_job(source.chunk_size, TASK_ROWS if sc is not None else DRIVER_ROWS)
+    pending = PendingSplits(list(state.remaining), per_job, slots)
+
+    def record(result: SplitResult) -> None:
+        with lock:
+            on_split_finished(result)
+            progress.split_finished(result.rows)
+
+    def write(tasks: list[SplitTask]) -> None:
+        if sc is None:
+            sink.write_splits_now(tasks, read_splits, record)
+            return
+        sc.setJobDescription(f"snapshot splits {tasks[0].split.split_id} .. {tasks[-1].split.split_id}")
+        for result in sink.write_snapshot_job(sc, tasks, read_splits):
+            record(result)
 
     def worker(slot: int) -> None:
         server_id = source.server_ids.pick(slot)
-        while not failures and not stopping.is_set():
+        while not failures and not stopping.is_set() and not until():
             splits = pending.take()
             if not splits:
                 return
             if splits[0].split_id in state.deferred:
                 continue
-            tasks = [SplitTask(s, state.tables[s.table_id], endpoint, server_id, source.fetch_size) for s in splits]
             try:
-                sc.setJobDescription(f"snapshot splits {splits[0].split_id} .. {splits[-1].split_id}")
-                results = sink.write_snapshot_job(sc, tasks, read_splits)
+                write([SplitTask(s, state.tables[s.table_id], endpoint, server_id, source.fetch_size) for s in splits])
             except BaseException as exc:  # noqa: BLE001 - reported by the driver thread below
                 changed = exc.table_id if isinstance(exc, SchemaDrift) else SchemaDrift.in_text(str(exc))
                 if changed is None:
@@ -102,11 +120,6 @@ def run_snapshot_phase(
                 with lock:
                     if changed not in {state.splits_table(i) for i in state.deferred}:
                         on_table_changed(changed)
-                continue
-            with lock:
-                for result in results:
-                    on_split_finished(result)
-                    progress.split_finished(result.rows)
 
     workers = [
         threading.Thread(target=worker, args=(slot,), name=f"split-reader-{slot}", daemon=True) for slot in range(slots)
@@ -115,11 +128,9 @@ def run_snapshot_phase(
         thread.start()
     for thread in workers:
         thread.join()
-    progress.show(final=True)
     if failures:
+        progress.show(final=True)
         raise task_failure(failures[0])
-    if state.remaining:
-        progress.stopped()
 
 
 def task_failure(exc: BaseException) -> SluiceError:

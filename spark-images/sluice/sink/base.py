@@ -7,16 +7,15 @@ connections lazily, on the side that uses them.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from sluice.errors import SinkError
 from sluice.event.row_change import ChangeRow
 from sluice.event.schema_change import SchemaChangeEvent
-from sluice.snapshot.snapshot_split import ReadSplits, SnapshotSplit, SplitResult, SplitTask
+from sluice.snapshot.snapshot_split import ReadSplits, SplitRead, SplitResult, SplitTask
 from sluice.source.offset import BinlogOffset
-from sluice.source.row_decoding import Row
 from sluice.source.schema import TableSchema
 
 if TYPE_CHECKING:
@@ -51,11 +50,9 @@ class SchemaChangeRefused(SinkError):
 class SinkWriter(ABC):
     """Executor side (snapshot splits) or driver side (binlog batches); closed after use."""
 
-    def write_snapshot_split(
-        self, schema: TableSchema, split: SnapshotSplit, rows: Iterable[Row], high_watermark: BinlogOffset
-    ) -> None:
-        """Writes the chunk as of its high watermark (`rows` may stream: each iteration
-        reads them again), and records the split as finished with
+    def write_snapshot_splits(self, read: SplitRead) -> None:
+        """Writes the chunks as of their high watermark (`read.rows` may stream: each
+        iteration reads them again), and records the splits they covered as finished with
         it, atomically where the sink can (so a crash never leaves one without the other).
         Only sinks that keep Sink.write_snapshot_job's default are asked to."""
         raise NotImplementedError(f"{type(self).__name__} writes snapshot splits in its sink's write_snapshot_job")
@@ -133,10 +130,11 @@ def _write_splits(
     try:
         results = []
         for split in read(tasks):
-            writer.write_snapshot_split(split.task.schema, split.task.split, split.rows, split.high_watermark)
-            results.append(split.result())
-            if on_split is not None:
-                on_split(results[-1])
+            writer.write_snapshot_splits(split)
+            for result in split.results():
+                results.append(result)
+                if on_split is not None:
+                    on_split(result)
         return results
     finally:
         writer.close()

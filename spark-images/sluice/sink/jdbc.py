@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import collections
 import contextlib
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from sluice.errors import SinkError
@@ -23,7 +23,7 @@ from sluice.pipeline.jdbc_url import JdbcUrl, parse_jdbc_url
 from sluice.sink.base import ChangeBatch, SchemaChangeRefused, Sink, SinkWriter
 from sluice.sink.jdbc_dialects import DIALECTS, JdbcDialect
 from sluice.sink.metadata_applier import schema_change_statements
-from sluice.snapshot.snapshot_split import SnapshotSplit
+from sluice.snapshot.snapshot_split import SplitRead
 from sluice.source.offset import BinlogOffset
 from sluice.source.row_decoding import Row, RowDecoder
 from sluice.source.schema import TableSchema
@@ -68,20 +68,18 @@ class JdbcWriter(SinkWriter):
             self._conn = self.target.connect()
         return self._conn
 
-    def write_snapshot_split(
-        self, schema: TableSchema, split: SnapshotSplit, rows: Iterable[Row], high_watermark: BinlogOffset
-    ) -> None:
+    def write_snapshot_splits(self, read: SplitRead) -> None:
         dialect = self.target.dialect
         try:
             self._fence()
-            dialect.insert_chunk(self.conn, schema, rows)
-            dialect.save_offsets(self.conn, self.target.pipeline, {split.split_id: high_watermark})
+            dialect.insert_chunk(self.conn, read.schema, read.rows)
+            covered = {split.split_id: read.high_watermark for split, _ in read.covered()}
+            dialect.save_offsets(self.conn, self.target.pipeline, covered)
             self.conn.commit()
         except Exception as exc:
             self._abort()
             raise SinkError(
-                f"sink {self.target!r}: writing split {split.split_id} into "
-                f"{schema.table_id} failed: {_first_line(exc)}"
+                f"sink {self.target!r}: writing snapshot splits into {read.schema.table_id} failed: {_first_line(exc)}"
             ) from exc
 
     def write_changes(self, batch: ChangeBatch, end: BinlogOffset, drop_split_records: bool) -> None:

@@ -206,7 +206,7 @@ def _snapshot_rows(tasks: list[SplitTask], read: ReadSplits, results: Any, commi
         for row in split.rows:
             yield ("+I", schema.table_id, position, 0, commit, index, *convert(row))
             index += 1
-        finished.append(split.result())
+        finished.extend(split.results())
     results.add(finished)
 
 

@@ -62,8 +62,8 @@ def row_format(schema: TableSchema, zone: tzinfo) -> Callable[[Row], str]:
     return lambda row: ", ".join(show(i, v) for i, v in enumerate(row))
 
 
-def _read(tasks: list[SplitTask], read: ReadSplits) -> list[tuple[TableSchema, list[Row], SplitResult]]:
-    return [(split.task.schema, list(split.rows), split.result()) for split in read(tasks)]
+def _read(tasks: list[SplitTask], read: ReadSplits) -> list[tuple[TableSchema, list[Row], list[SplitResult]]]:
+    return [(split.schema, list(split.rows), split.results()) for split in read(tasks)]
 
 
 class ValuesSink(Sink):
@@ -83,11 +83,11 @@ class ValuesSink(Sink):
             on_split(result)
         return results
 
-    def _print(self, splits: list[tuple[TableSchema, list[Row], SplitResult]]) -> list[SplitResult]:
+    def _print(self, splits: list[tuple[TableSchema, list[Row], list[SplitResult]]]) -> list[SplitResult]:
         writer = ValuesWriter(self.zone)
         for schema, rows, _ in splits:
             writer.write_snapshot_rows(schema, rows)
-        return [result for _, _, result in splits]
+        return [result for _, _, results in splits for result in results]
 
     def prepare(self, schemas: Sequence[TableSchema]) -> None:
         for schema in schemas:

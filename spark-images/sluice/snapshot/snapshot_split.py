@@ -63,15 +63,18 @@ class SplitResult:
 
 @dataclass(frozen=True)
 class SplitRead:
-    """One split being read: its rows (iterate them before the next split is read)."""
+    """Adjacent splits of one table read in one read view, so at one high watermark: their
+    rows (iterate them before the next read). Which of the offered splits the rows cover is
+    known once they were iterated: the reader takes splits into a read view while it has
+    read fewer than a few ten thousand rows."""
 
-    task: SplitTask
+    schema: TableSchema
     rows: Iterable[Row]
     high_watermark: BinlogOffset
-    rows_read: Callable[[], int]  # once the rows were iterated: how many
+    covered: Callable[[], list[tuple[SnapshotSplit, int]]]  # once the rows were iterated: the splits, with rows
 
-    def result(self) -> SplitResult:
-        return SplitResult(self.task.split.split_id, self.high_watermark, self.rows_read())
+    def results(self) -> list[SplitResult]:
+        return [SplitResult(split.split_id, self.high_watermark, rows) for split, rows in self.covered()]
 
 
 # How a sink gets a Spark task's splits read: the split reader's read_splits, handed in by

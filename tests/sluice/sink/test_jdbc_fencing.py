@@ -9,7 +9,7 @@ from sluice.errors import SinkError
 from sluice.event.row_change import ChangeRow, RowKind
 from sluice.sink.base import ChangeBatch
 from sluice.sink.jdbc import JdbcSink
-from sluice.snapshot.snapshot_split import SnapshotSplit
+from sluice.snapshot.snapshot_split import SnapshotSplit, SplitRead
 from sluice.source.offset import BinlogOffset
 from sluice.source.schema import read_table_schema
 from tests.harness import compare
@@ -35,18 +35,21 @@ def test_a_writer_of_an_older_run_is_fenced_off(target, mariadb, source_db):
     options = {**target_options, "sink.batch-size": 100}
     split = SnapshotSplit(schema.table_id, 0, None, None)
 
+    def read(rows: list[tuple], pos: int) -> SplitRead:
+        return SplitRead(schema, rows, BinlogOffset("mysql-bin.000001", pos), lambda: [(split, len(rows))])
+
     old_run = JdbcSink(options, f"fencing-{source_db}")
     old_run.prepare([schema])
     zombie = old_run.writer()
-    zombie.write_snapshot_split(schema, split, [(1, "old")], BinlogOffset("mysql-bin.000001", 100))
+    zombie.write_snapshot_splits(read([(1, "old")], 100))
 
     new_run = JdbcSink(options, f"fencing-{source_db}")
     new_run.prepare([schema])
     writer = new_run.writer()
-    writer.write_snapshot_split(schema, split, [(1, "new"), (2, "new")], BinlogOffset("mysql-bin.000001", 200))
+    writer.write_snapshot_splits(read([(1, "new"), (2, "new")], 200))
 
     with pytest.raises(SinkError, match="fenced off"):
-        zombie.write_snapshot_split(schema, split, [(1, "stale")], BinlogOffset("mysql-bin.000001", 150))
+        zombie.write_snapshot_splits(read([(1, "stale")], 150))
     zombie = old_run.writer()
     change = ChangeRow(schema, RowKind.INSERT, (3, "stale"), 0, BinlogOffset("mysql-bin.000001", 300))
     with pytest.raises(SinkError, match="fenced off"):

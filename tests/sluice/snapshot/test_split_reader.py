@@ -3,11 +3,14 @@ column type to the same row, which the watermark fold and the emit rule depend o
 
 from __future__ import annotations
 
+import itertools
+import random
 import threading
 import time
 
 from sluice.binlog.event_reader import read_window
 from sluice.event.row_change import RowChange, RowKind
+from sluice.snapshot import split_reader
 from sluice.snapshot.snapshot_split import SnapshotSplit, SplitTask
 from sluice.snapshot.split_reader import end_split, fold, read_split
 from sluice.source.connection import connect_scan, current_offset
@@ -171,3 +174,62 @@ def test_a_chunk_read_again_after_an_abandoned_pass_gives_every_row(mariadb, sou
         assert len(list(rows)) == 5000
     finally:
         scan_conn.close()
+
+
+def test_adjacent_splits_share_a_read_view_up_to_its_row_budget(mariadb, source_db, monkeypatch):
+    """Adjacent chunks are read in one consistent snapshot while fewer than READ_VIEW_ROWS
+    rows were read: each read covers whole chunks, with each chunk's own row count, and is
+    exactly the table as of its one watermark while transactions commit in every chunk."""
+    monkeypatch.setattr(split_reader, "READ_VIEW_ROWS", 1_750)  # 1,000 to 1,500 rows a chunk
+    schema = _table_t(mariadb, source_db, "INSERT INTO t SELECT seq * 4 + 3, 'v' FROM seq_0_to_9999")
+    conn = mariadb.connect(source_db)
+    start = current_offset(conn)
+    arriving = list(range(1, 40_000, 8))
+    random.Random(5).shuffle(arriving)
+
+    def write(keys: list[int]) -> None:
+        writer = mariadb.connect(source_db)
+        with writer.cursor() as cur:
+            for key in keys:
+                cur.execute("INSERT INTO t VALUES (%s, 'w')", (key,))
+        writer.close()
+
+    writers = [threading.Thread(target=write, args=(arriving[i::2],), daemon=True) for i in range(2)]
+    for thread in writers:
+        thread.start()
+    endpoint = mariadb.endpoint()
+    bounds = [None, *range(4_000, 40_000, 4_000), None]  # 1,000 seeded rows a chunk
+    splits = [SnapshotSplit(schema.table_id, i, lo, hi) for i, (lo, hi) in enumerate(itertools.pairwise(bounds))]
+    tasks = [SplitTask(s, schema, endpoint, 5405, 500) for s in splits]
+    time.sleep(0.2)
+    reads = []
+    for read in split_reader.read_splits(tasks[:7] + tasks[8:]):  # split 7 is read elsewhere
+        rows = list(read.rows)
+        reads.append((read.high_watermark, rows, read.covered()))
+        time.sleep(0.1)
+    for thread in writers:
+        thread.join()
+    end = current_offset(conn)
+    conn.close()
+
+    covered = [[split.index for split, _ in read_covered] for _, _, read_covered in reads]
+    assert covered[:3] == [[0, 1], [2, 3], [4, 5]], "a read stops once it has READ_VIEW_ROWS rows"
+    assert covered[3:] == [[6], [8, 9]], "and at a gap"
+    written = [
+        (change.offset, change.after[0])
+        for change in read_window(endpoint, 5405, start, end, {schema.table_id: schema}, True)
+    ]
+    assert len(written) == len(arriving)
+    seen_arriving = set()
+    for high, rows, read_covered in reads:
+        keys = [row[0] for row in rows]
+        assert len(set(keys)) == len(keys) == sum(count for _, count in read_covered)
+        before = {key for offset, key in written if offset.is_before(high)}
+        for split, count in read_covered:
+            lo, hi = split.start if split.start is not None else -1, split.end if split.end is not None else 10**9
+            in_chunk = {k for k in keys if lo <= k < hi}
+            assert len(in_chunk) == count, f"split {split.index}"
+            expected = {k for k in range(3, 40_000, 4) if lo <= k < hi} | {k for k in before if lo <= k < hi}
+            assert in_chunk == expected, f"split {split.index} is the table at {high}"
+            seen_arriving |= {k for k in in_chunk if k % 4 == 1}
+    assert 0 < len(seen_arriving) < len(arriving), "the reads ran while rows arrived"

@@ -1,0 +1,78 @@
+"""Starts Spark beside the driver's own work.
+
+The session and a warm-up job run in a background thread: Spark's start (a JVM, seconds)
+then overlaps the snapshot splits the driver reads meanwhile, and the first real job finds
+Python workers that have already imported the split reader and the sink (the first job
+otherwise pays about two seconds for that).
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+import logging
+import threading
+import time
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+log = logging.getLogger(__name__)
+
+
+class SparkStart:
+    def __init__(
+        self, app_name: str, master: str | None, slots: int, warm_modules: Sequence[str], on_ready: Callable
+    ) -> None:
+        """`slots` Python workers import `warm_modules`; `on_ready` gets the session first."""
+        self._app_name, self._master = app_name, master
+        self._slots, self._warm_modules, self._on_ready = slots, tuple(warm_modules), on_ready
+        self._ready = threading.Event()
+        self._session: SparkSession | None = None
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._start, name="spark-start", daemon=True)
+        self._thread.start()
+
+    def _start(self) -> None:
+        started = time.monotonic()
+        try:
+            from sluice.runtime.spark_session import spark_session
+
+            session = spark_session(self._app_name, self._master)
+            sc = session.sparkContext
+            sc.setJobDescription("warm up the Python workers")
+            sc.parallelize(range(self._slots), self._slots).foreach(
+                functools.partial(_import_modules, self._warm_modules)
+            )
+            self._on_ready(session)
+            self._session = session
+            log.info("Spark is ready after %.1f s, %d Python workers warm", time.monotonic() - started, self._slots)
+        except BaseException as exc:  # noqa: BLE001 - raised where the session is asked for
+            self._error = exc
+        finally:
+            self._ready.set()
+
+    def is_ready(self) -> bool:
+        return self._ready.is_set()
+
+    def session(self) -> SparkSession:
+        """Waits for the start; raises what failed it."""
+        self._ready.wait()
+        if self._error is not None:
+            raise self._error
+        assert self._session is not None
+        return self._session
+
+    def stop(self) -> None:
+        """Stops a started session without waiting (SparkContext.stop() then waits a second
+        on its accumulator server's poll loop). A JVM still starting is left: it exits when
+        this process does (it watches its stdin)."""
+        if self._ready.is_set() and self._session is not None:
+            threading.Thread(target=self._session.stop, name="spark-stop", daemon=True).start()
+
+
+def _import_modules(modules: tuple[str, ...], _partition: object) -> None:
+    for module in modules:
+        importlib.import_module(module)
