@@ -72,7 +72,7 @@ class JdbcWriter(SinkWriter):
         dialect = self.target.dialect
         try:
             self._fence()
-            dialect.insert_chunk(self.conn, read.schema, read.rows)
+            dialect.insert_new(self.conn, read.schema, read.rows)
             covered = {split.split_id: read.high_watermark for split, _ in read.covered()}
             dialect.save_offsets(self.conn, self.target.pipeline, covered)
             self.conn.commit()
@@ -87,7 +87,7 @@ class JdbcWriter(SinkWriter):
         A bag's changes collapse to a count per distinct row: the source only deletes rows
         it holds, so applying the net counts in any order gives the same table."""
         dialect = self.target.dialect
-        final: dict[str, tuple[TableSchema, dict[Any, Row | None]]] = {}
+        final: dict[str, tuple[TableSchema, dict[Any, Row | None], set[Any]]] = {}
         bags: dict[str, tuple[TableSchema, collections.Counter[Row]]] = {}
         current: TableSchema | None = None
         for schema, kind, row, _, _ in batch:
@@ -97,20 +97,23 @@ class JdbcWriter(SinkWriter):
                     images = None
                     counts = bags.setdefault(schema.table_id, (schema, collections.Counter()))[1]
                 else:
-                    images = final.setdefault(schema.table_id, (schema, {}))[1]
+                    images, new = final.setdefault(schema.table_id, (schema, {}, set()))[1:]
                     row_key = self._row_key(schema)
             removes = kind is RowKind.DELETE or kind is RowKind.UPDATE_BEFORE
             if images is None:
                 counts[row] += -1 if removes else 1
             else:
-                images[row_key(row)] = None if removes else row
+                key = row_key(row)
+                if kind is RowKind.INSERT and key not in images:
+                    new.add(key)  # the batch inserts it first: the target normally lacks it
+                images[key] = None if removes else row
         try:
             self._fence()
-            for schema, images in final.values():
+            for schema, images, new in final.values():
                 deleted = [_key_tuple(k) for k, row in images.items() if row is None]
-                upserted = [row for row in images.values() if row is not None]
                 dialect.delete(self.conn, schema, deleted)
-                self._upsert(schema, upserted)
+                self._upsert(schema, [row for k, row in images.items() if row is not None and k not in new])
+                self._upsert(schema, [row for k, row in images.items() if row is not None and k in new], new=True)
             for schema, counts in bags.values():
                 dialect.delete_equal_rows(self.conn, schema, [(row, -n) for row, n in counts.items() if n < 0])
                 self._upsert(schema, [row for row, n in counts.items() for _ in range(n)])
@@ -145,10 +148,12 @@ class JdbcWriter(SinkWriter):
             schemas = apply_events(schemas, [event])
         self.conn.commit()
 
-    def _upsert(self, schema: TableSchema, rows: list[Row]) -> None:
-        """In slices of sink.batch-size (a bag has no key: its upserts are inserts)."""
+    def _upsert(self, schema: TableSchema, rows: list[Row], new: bool = False) -> None:
+        """In slices of sink.batch-size (a bag has no key: its upserts are inserts). `new`:
+        rows the target normally lacks, which a dialect may insert without a key lookup."""
+        write = self.target.dialect.insert_new if new else self.target.dialect.upsert
         for start in range(0, len(rows), self.target.batch_size):
-            self.target.dialect.upsert(self.conn, schema, rows[start : start + self.target.batch_size])
+            write(self.conn, schema, rows[start : start + self.target.batch_size])
 
     def _row_key(self, schema: TableSchema) -> Callable[[Row], Any]:
         decoder = self._decoders.get(schema.table_id)

@@ -79,8 +79,9 @@ class JdbcDialect(ABC):
     @abstractmethod
     def upsert(self, conn: Any, schema: TableSchema, rows: Iterable[Row]) -> None: ...
 
-    def insert_chunk(self, conn: Any, schema: TableSchema, rows: Iterable[Row]) -> None:
-        """Writes a snapshot chunk; its key range is normally empty in the target."""
+    def insert_new(self, conn: Any, schema: TableSchema, rows: Iterable[Row]) -> None:
+        """Writes rows whose keys the target normally lacks (a snapshot chunk, rows a binlog
+        batch inserts first), but may hold (a table that existed before the pipeline)."""
         self.upsert(conn, schema, rows)
 
     @abstractmethod
@@ -197,7 +198,7 @@ class PostgresDialect(JdbcDialect):
             for row in rows:
                 copy.write_row(row)
 
-    def insert_chunk(self, conn: psycopg.Connection, schema: TableSchema, rows: Iterable[Row]) -> None:
+    def insert_new(self, conn: psycopg.Connection, schema: TableSchema, rows: Iterable[Row]) -> None:
         """COPY straight into the table (the fast path), inside a savepoint: as the COPY text
         the source rendered where it did (snapshot/copy_text), else row by row. Rows already
         in the target (a table that existed before the pipeline) send it to the upsert path."""

@@ -69,7 +69,7 @@ def test_the_servers_copy_text_lands_as_the_row_path_writes_it(mariadb, postgres
                 target.execute(statement)
             rows, _, _ = read_split(task, source)
             assert rows.has_copy_text
-            dialect.insert_chunk(target, placed, rows if path == "text_path" else list(rows))
+            dialect.insert_new(target, placed, rows if path == "text_path" else list(rows))
             end_split(source)
             target.commit()
     finally:

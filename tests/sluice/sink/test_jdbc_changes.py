@@ -1,0 +1,69 @@
+"""A batch of binlog changes lands in the jdbc sink as each key's last image, in either
+dialect: rows a batch inserts first go in by COPY where the target takes it (PostgreSQL),
+and a key the target unexpectedly holds already still ends as the batch says."""
+
+from __future__ import annotations
+
+import pytest
+
+from sluice.event.row_change import ChangeRow, RowKind
+from sluice.sink.base import ChangeBatch
+from sluice.sink.jdbc import JdbcSink
+from sluice.source.offset import BinlogOffset
+from sluice.source.schema import read_table_schema
+from tests.harness import compare
+
+
+@pytest.fixture(params=["postgresql", "mariadb"])
+def target(request, postgresql, mariadb_target):
+    """The sink options of a target, and how to read table DB.t back from it."""
+    if request.param == "postgresql":
+        options = {"url": postgresql.url, "username": postgresql.user, "password": postgresql.password}
+        return options, lambda db: compare.postgres_rows(postgresql, db, "t")
+    url = f"mysql://{mariadb_target.host}:{mariadb_target.port}/mysql"
+    options = {"url": url, "username": mariadb_target.user, "password": mariadb_target.password}
+    return options, lambda db: compare.source_rows(mariadb_target, db, "t")
+
+
+def test_a_batch_lands_as_each_keys_last_image(target, mariadb, source_db):
+    mariadb.execute("CREATE TABLE t (id INT PRIMARY KEY, v VARCHAR(10))", database=source_db)
+    conn = mariadb.connect(source_db)
+    schema = read_table_schema(conn, source_db, "t", None)
+    conn.close()
+    options, target_rows = target
+    sink = JdbcSink({**options, "sink.batch-size": 3}, f"changes-{source_db}")
+    sink.prepare([schema])
+    writer = sink.writer()
+    position = iter(range(1000, 100_000, 10))
+
+    def change(kind: RowKind, key: int, value: str) -> ChangeRow:
+        return ChangeRow(schema, kind, (key, value), 0, BinlogOffset("mysql-bin.000001", next(position)))
+
+    insert, before, after, delete = RowKind.INSERT, RowKind.UPDATE_BEFORE, RowKind.UPDATE_AFTER, RowKind.DELETE
+    existing = [change(insert, k, "old") for k in (1, 2, 3, 4)]
+    writer.write_changes(ChangeBatch(existing), BinlogOffset("mysql-bin.000001", 1), False)
+    batch = [
+        *(change(insert, k, "new") for k in range(10, 20)),  # new keys, more than a slice
+        change(insert, 4, "again"),  # a key the target holds already (a replay, a pre-filled table)
+        change(insert, 30, "a"),
+        change(before, 30, "a"),
+        change(after, 30, "b"),  # inserted, then updated: its last image
+        change(insert, 31, "gone"),
+        change(delete, 31, "gone"),  # inserted, then deleted: absent
+        change(before, 1, "old"),
+        change(after, 1, "upd"),  # an update of a row the target holds
+        change(delete, 2, "old"),
+        change(insert, 2, "back"),  # deleted, then inserted again
+        change(delete, 3, "old"),
+        change(before, 11, "new"),
+        change(after, 40, "moved"),  # a primary-key change of a new row
+    ]
+    writer.write_changes(ChangeBatch(batch), BinlogOffset("mysql-bin.000001", 2), False)
+    writer.close()
+
+    expected = sorted(
+        [(1, "upd"), (2, "back"), (4, "again"), (30, "b"), (40, "moved")]
+        + [(k, "new") for k in range(10, 20) if k != 11]
+    )
+    assert target_rows(source_db) == expected
+    assert writer.committed_binlog_offset() == BinlogOffset("mysql-bin.000001", 2)
