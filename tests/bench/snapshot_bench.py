@@ -79,6 +79,7 @@ def pipe_copy(mariadb, postgresql) -> tuple[int, float]:
     elapsed = time.perf_counter() - started
     with postgresql.connect() as conn:
         copied = conn.execute("SELECT count(*) FROM pipe.orders").fetchone()[0]
+        conn.execute("DROP TABLE pipe.orders")  # autovacuum would work on it during the runs after
     return copied, elapsed
 
 
@@ -103,6 +104,8 @@ def sluice_snapshot(base, mariadb, postgresql, parallelism: int, chunk_size: int
     with postgresql.connect() as conn:
         copied = conn.execute("SELECT count(*) FROM bench.orders").fetchone()[0]
     phase_rate = float(re.findall(r"([\d,]+) rows/s", result.stderr)[-1].replace(",", ""))
+    handover = re.findall(r"snapshot: Spark is up.*", result.stderr)
+    print(f"  p{parallelism}: {handover[0] if handover else 'the driver read every split before Spark was up'}")
     return phase_rate, copied / total_seconds, copied, total_seconds
 
 
@@ -117,7 +120,8 @@ def main() -> None:
         fill(mariadb, args.rows)
         count, scan_seconds = plain_scan(mariadb)
         scan_rate = count / scan_seconds
-        piped, pipe_seconds = pipe_copy(mariadb, postgresql)
+        # The pipe's best of two runs: the baseline is not flattered by a busy moment.
+        piped, pipe_seconds = min((pipe_copy(mariadb, postgresql) for _ in range(2)), key=lambda run: run[1])
         pipe_rate = piped / pipe_seconds
         print(f"{'plain pymysql scan (1 thread, read only)':<42}{scan_rate:>10,.0f} rows/s ({count:,} rows)")
         print(f"{'mariadb | psql COPY pipe':<42}{pipe_rate:>10,.0f} rows/s ({piped:,} rows, {pipe_seconds:.1f} s)")

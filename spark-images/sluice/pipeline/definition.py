@@ -52,6 +52,12 @@ SOURCE_OPTIONS = [
     Option("scan.incremental.snapshot.chunk.size", int, 8096, check=positive),
     Option("scan.incremental.snapshot.chunk.key-column", str, ""),
     Option("scan.snapshot.fetch.size", int, 1024, check=positive),
+    Option(
+        "scan.snapshot.read-on-driver",
+        bool,
+        True,
+        description="the driver reads snapshot splits while Spark starts (false: executors read every split)",
+    ),
     Option("heartbeat.interval", str, "30s", check=duration_check),
     Option("connect.timeout", str, "30s", check=duration_check),
     Option("connect.max-retries", int, 3, check=lambda v: None if v >= 0 else "must be >= 0"),
@@ -150,6 +156,7 @@ class SourceConfig:
     chunk_size: int
     chunk_key_columns: tuple[tuple[TableSelector, str], ...]
     fetch_size: int
+    read_on_driver: bool
     heartbeat_seconds: float
     connect_timeout_seconds: float
     connect_max_retries: int
@@ -313,6 +320,7 @@ def _source(values: dict[str, Any]) -> SourceConfig:
         chunk_size=values["scan.incremental.snapshot.chunk.size"],
         chunk_key_columns=_chunk_key_columns(values["scan.incremental.snapshot.chunk.key-column"]),
         fetch_size=values["scan.snapshot.fetch.size"],
+        read_on_driver=values["scan.snapshot.read-on-driver"],
         heartbeat_seconds=parse_duration(values["heartbeat.interval"]),
         connect_timeout_seconds=parse_duration(values["connect.timeout"]),
         connect_max_retries=values["connect.max-retries"],

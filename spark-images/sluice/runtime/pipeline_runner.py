@@ -301,13 +301,16 @@ class PipelineRunner:
             )
 
         try:
-            if not self.sink.writes_changes_with_spark:
+            source = self.definition.source
+            if source.read_on_driver and not self.sink.writes_changes_with_spark:
                 # A plan one Spark job would carry whole gains nothing from Spark, which then
                 # never starts; a bigger one is read here while Spark starts beside it.
-                small = len(snapshot.remaining) <= splits_per_job(self.definition.source.chunk_size)
+                small = len(snapshot.remaining) <= splits_per_job(source.chunk_size)
                 read(None, until=(lambda: False) if small else self._start_spark().is_ready)
             if snapshot.remaining and not self.stopping.is_set():
-                read(self._spark_session().sparkContext)
+                sc = self._spark_session().sparkContext
+                progress.note(f"Spark is up: executors read the {len(snapshot.remaining)} splits left")
+                read(sc)
             progress.show(final=True)
             if snapshot.remaining:
                 progress.stopped()

@@ -49,6 +49,10 @@ class SnapshotProgress:
     def stopped(self) -> None:
         self.out.write(f"snapshot: stopped; the next run resumes with the {self.total - self.done} splits left\n")
 
+    def note(self, text: str) -> None:
+        self.out.write(("\n" if self._tty else "") + f"snapshot: {text}\n")
+        self.out.flush()
+
     def show(self, final: bool = False) -> None:
         now = time.monotonic()
         if final:

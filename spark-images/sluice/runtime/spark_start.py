@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 import importlib
 import logging
+import os
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -30,6 +31,8 @@ class SparkStart:
         self._app_name, self._master = app_name, master
         self._slots, self._warm_modules, self._on_ready = slots, tuple(warm_modules), on_ready
         self._ready = threading.Event()
+        self._abandoned = threading.Event()
+        self._local = master is not None and master.startswith("local")
         self._session: SparkSession | None = None
         self._error: BaseException | None = None
         self._thread = threading.Thread(target=self._start, name="spark-start", daemon=True)
@@ -37,10 +40,17 @@ class SparkStart:
 
     def _start(self) -> None:
         started = time.monotonic()
+        if self._local:
+            # The JVM's start (seconds of a core) would take the CPU from the driver's reads
+            # on this same machine: it inherits this thread's lower priority.
+            os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 10)
         try:
             from sluice.runtime.spark_session import spark_session
 
             session = spark_session(self._app_name, self._master)
+            if self._abandoned.is_set():
+                _kill_local_jvm()
+                return
             sc = session.sparkContext
             sc.setJobDescription("warm up the Python workers")
             sc.parallelize(range(self._slots), self._slots).foreach(
@@ -67,10 +77,27 @@ class SparkStart:
 
     def stop(self) -> None:
         """Stops a started session without waiting (SparkContext.stop() then waits a second
-        on its accumulator server's poll loop). A JVM still starting is left: it exits when
-        this process does (it watches its stdin)."""
-        if self._ready.is_set() and self._session is not None:
-            threading.Thread(target=self._session.stop, name="spark-stop", daemon=True).start()
+        on its accumulator server's poll loop). A local JVM still starting is killed: the
+        driver read every split first, and its warm-up job would log its workers' end."""
+        self._abandoned.set()
+        if self._ready.is_set():
+            if self._session is not None:
+                threading.Thread(target=self._session.stop, name="spark-stop", daemon=True).start()
+        elif self._local:
+            _kill_local_jvm()
+
+
+def _kill_local_jvm() -> None:
+    """The JVM PySpark launched for a local session (its Python workers end with it)."""
+    from pyspark import SparkContext
+
+    gateway = SparkContext._gateway
+    process = getattr(gateway, "proc", None)
+    if process is not None:
+        # Py4J then reports the lost connection, on its own logger and on the root logger.
+        logging.getLogger("py4j").setLevel(logging.CRITICAL)
+        logging.getLogger().addFilter(lambda record: not record.getMessage().startswith("Exception while sending"))
+        process.kill()
 
 
 def _import_modules(modules: tuple[str, ...], _partition: object) -> None:

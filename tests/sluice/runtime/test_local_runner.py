@@ -118,11 +118,18 @@ def test_rerun_after_sigkill_skips_finished_splits(tmp_path, mariadb, postgresql
 
 
 def test_sigterm_mid_snapshot_commits_what_is_in_flight_and_exits_0(tmp_path, mariadb, postgresql, source_db):
-    # One reader, three Spark jobs of splits: the signal comes while the first commits, so
-    # at most the second can still start.
+    # One reader, three Spark jobs of splits (75, 65 and 10): the signal comes while the
+    # first commits, so at most the second can still start.
     create_table(mariadb, source_db, "events", 150_000, seed=5)
     pipeline, state_dir, env = _events_pipeline(
-        tmp_path, mariadb, postgresql, source_db, "stopped", "6970-6979", parallelism=1
+        tmp_path,
+        mariadb,
+        postgresql,
+        source_db,
+        "stopped",
+        "6970-6979",
+        parallelism=1,
+        **{"scan.snapshot.read-on-driver": False},
     )
 
     process = start_sluice(pipeline, state_dir, env)
