@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import signal
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from tests.harness import compare
@@ -17,7 +18,7 @@ from tests.harness.pipelines import (
     run_sluice,
     sluice_env,
     start_sluice,
-    wait_until_in_binlog_phase,
+    stream_until_equal,
     write_pipeline,
 )
 from tests.harness.workload import RandomWorkload, create_table
@@ -58,32 +59,27 @@ def test_snapshot_under_concurrent_writes_equals_the_source(tmp_path, mariadb, m
 
     # Writes from before the plan until the pipelines stream: chunks are read while rows change.
     workload.start(operations=1_000_000, rate=500)
-    processes = {name: start_sluice(path, state, env) for name, (path, state) in runs.items()}
-    try:
-        deadline = time.monotonic() + 240
-        for name, (_, state) in runs.items():
-            wait_until_in_binlog_phase(processes[name], state, deadline)
+
+    def every_table(rows: Callable[[str], list[tuple]]) -> Callable[[], list[tuple]]:
+        return lambda: [(table, *row) for table in tables for row in rows(table)]
+
+    def stop_writing() -> None:
         time.sleep(0.5)
-        workload.join()  # stops it
-        for table in tables:
-            expected = compare.source_rows(mariadb, source_db, table)
-            for name, rows in (
-                ("pg", lambda t=table: compare.postgres_rows(postgresql, source_db, t)),
-                ("mysql", lambda t=table: compare.source_rows(mariadb_target, source_db, t)),
-            ):
-                while (actual := rows()) != expected:
-                    assert processes[name].poll() is None, processes[name].communicate()[1]
-                    assert time.monotonic() < deadline, f"{name}: {compare.diff(expected, actual)}"
-                    time.sleep(0.2)
-        for name, process in processes.items():
-            process.send_signal(signal.SIGTERM)
-            _, err = process.communicate(timeout=60)
-            assert process.returncode == 0, f"{name}: {err}"
+        workload.join()
+
+    try:
+        stream_until_equal(
+            runs,
+            env,
+            stop_writing,
+            every_table(lambda t: compare.source_rows(mariadb, source_db, t)),
+            {
+                "pg": every_table(lambda t: compare.postgres_rows(postgresql, source_db, t)),
+                "mysql": every_table(lambda t: compare.source_rows(mariadb_target, source_db, t)),
+            },
+        )
     finally:
         workload.join()
-        for process in processes.values():
-            if process.poll() is None:
-                kill_pipeline(process)
     state = read_state(runs["pg"][1])
     assert "snapshot_summary" in state and "snapshot" not in state, "all tables reached pure binlog phase"
     assert workload.operations >= 250

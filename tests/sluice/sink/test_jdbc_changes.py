@@ -4,32 +4,14 @@ and a key the target unexpectedly holds already still ends as the batch says."""
 
 from __future__ import annotations
 
-import pytest
-
 from sluice.event.row_change import ChangeRow, RowKind
 from sluice.sink.base import ChangeBatch
 from sluice.sink.jdbc import JdbcSink
 from sluice.source.offset import BinlogOffset
-from sluice.source.schema import read_table_schema
-from tests.harness import compare
 
 
-@pytest.fixture(params=["postgresql", "mariadb"])
-def target(request, postgresql, mariadb_target):
-    """The sink options of a target, and how to read table DB.t back from it."""
-    if request.param == "postgresql":
-        options = {"url": postgresql.url, "username": postgresql.user, "password": postgresql.password}
-        return options, lambda db: compare.postgres_rows(postgresql, db, "t")
-    url = f"mysql://{mariadb_target.host}:{mariadb_target.port}/mysql"
-    options = {"url": url, "username": mariadb_target.user, "password": mariadb_target.password}
-    return options, lambda db: compare.source_rows(mariadb_target, db, "t")
-
-
-def test_a_batch_lands_as_each_keys_last_image(target, mariadb, source_db):
-    mariadb.execute("CREATE TABLE t (id INT PRIMARY KEY, v VARCHAR(10))", database=source_db)
-    conn = mariadb.connect(source_db)
-    schema = read_table_schema(conn, source_db, "t", None)
-    conn.close()
+def test_a_batch_lands_as_each_keys_last_image(target, table_t, source_db):
+    schema = table_t
     options, target_rows = target
     sink = JdbcSink({**options, "sink.batch-size": 3}, f"changes-{source_db}")
     sink.prepare([schema])

@@ -11,26 +11,10 @@ from sluice.sink.base import ChangeBatch
 from sluice.sink.jdbc import JdbcSink
 from sluice.snapshot.snapshot_split import SnapshotSplit, SplitRead
 from sluice.source.offset import BinlogOffset
-from sluice.source.schema import read_table_schema
-from tests.harness import compare
 
 
-@pytest.fixture(params=["postgresql", "mariadb"])
-def target(request, postgresql, mariadb_target):
-    """The sink options of a target, and how to read table DB.t back from it."""
-    if request.param == "postgresql":
-        options = {"url": postgresql.url, "username": postgresql.user, "password": postgresql.password}
-        return options, lambda db: compare.postgres_rows(postgresql, db, "t")
-    url = f"mysql://{mariadb_target.host}:{mariadb_target.port}/mysql"
-    options = {"url": url, "username": mariadb_target.user, "password": mariadb_target.password}
-    return options, lambda db: compare.source_rows(mariadb_target, db, "t")
-
-
-def test_a_writer_of_an_older_run_is_fenced_off(target, mariadb, source_db):
-    mariadb.execute("CREATE TABLE t (id INT PRIMARY KEY, v VARCHAR(10))", database=source_db)
-    conn = mariadb.connect(source_db)
-    schema = read_table_schema(conn, source_db, "t", None)
-    conn.close()
+def test_a_writer_of_an_older_run_is_fenced_off(target, table_t, source_db):
+    schema = table_t
     target_options, target_rows = target
     options = {**target_options, "sink.batch-size": 100}
     split = SnapshotSplit(schema.table_id, 0, None, None)
