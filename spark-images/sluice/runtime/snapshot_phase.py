@@ -35,7 +35,7 @@ log = logging.getLogger(__name__)
 
 
 TASK_ROWS = 524_288  # measured: a job costs about 0.1 s besides its rows (task setup, connections)
-DRIVER_ROWS = 131_072  # read by a driver thread over one pair of connections: a stop is heard between
+DRIVER_ROWS = 262_144  # read by a driver thread over one pair of connections: a stop is heard between
 
 
 def splits_per_job(chunk_size: int, rows: int = TASK_ROWS) -> int:

@@ -43,7 +43,7 @@ class SparkStart:
         if self._local:
             # The JVM's start (seconds of a core) would take the CPU from the driver's reads
             # on this same machine: it inherits this thread's lower priority.
-            os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 10)
+            os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 19)
         try:
             from sluice.runtime.spark_session import spark_session
 

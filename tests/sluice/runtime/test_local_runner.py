@@ -86,7 +86,7 @@ def test_snapshot_under_concurrent_writes_equals_the_source(tmp_path, mariadb, m
 
 
 def test_rerun_after_sigkill_skips_finished_splits(tmp_path, mariadb, postgresql, source_db):
-    create_table(mariadb, source_db, "events", 60_000, seed=3)
+    create_table(mariadb, source_db, "events", 200_000, seed=3)  # commits of 50 splits: the kill lands between
     pipeline, state_dir, env = _events_pipeline(
         tmp_path, mariadb, postgresql, source_db, "killed", "6420-6429", **{"scan.startup.mode": "snapshot"}
     )
@@ -101,7 +101,7 @@ def test_rerun_after_sigkill_skips_finished_splits(tmp_path, mariadb, postgresql
     assert 5 <= len(before_kill) < total, "killed mid-snapshot"
 
     # Changes after the kill reach the target through the bounded binlog read.
-    RandomWorkload(mariadb, source_db, ["events"], seed=11, max_key=600_000).run(operations=300)
+    RandomWorkload(mariadb, source_db, ["events"], seed=11, max_key=2_000_000).run(operations=300)
     rerun = run_sluice(pipeline, state_dir, env)
     assert rerun.returncode == 0, rerun.stderr
 
