@@ -8,10 +8,12 @@ otherwise pays about two seconds for that).
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import importlib
 import logging
 import os
+import sys
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -40,10 +42,12 @@ class SparkStart:
 
     def _start(self) -> None:
         started = time.monotonic()
-        if self._local:
+        if self._local and sys.platform.startswith("linux"):
             # The JVM's start (seconds of a core) would take the CPU from the driver's reads
-            # on this same machine: it inherits this thread's lower priority.
-            os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 19)
+            # on this same machine: it inherits this thread's lower priority (on Linux a
+            # thread has a nice value of its own).
+            with contextlib.suppress(OSError):
+                os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 19)
         try:
             from sluice.runtime.spark_session import spark_session
 
@@ -98,6 +102,8 @@ def _kill_local_jvm() -> None:
         logging.getLogger("py4j").setLevel(logging.CRITICAL)
         logging.getLogger().addFilter(lambda record: not record.getMessage().startswith("Exception while sending"))
         process.kill()
+        process.wait()
+        SparkContext._gateway = SparkContext._jvm = None  # a later session launches its own
 
 
 def _import_modules(modules: tuple[str, ...], _partition: object) -> None:
