@@ -14,11 +14,13 @@ from __future__ import annotations
 import argparse
 import os
 import re
+import shutil
 import subprocess
 import time
 
 import pymysql.cursors
 
+from sluice.sink.jdbc_dialects import META_SCHEMA
 from tests.harness.pipelines import pipeline_yaml, postgres_sink, run_sluice, sluice_env, write_pipeline
 from tests.harness.services import running_services, scratch_directory
 
@@ -87,6 +89,8 @@ def sluice_snapshot(base, mariadb, postgresql, parallelism: int, chunk_size: int
     """One `sluice run` of the snapshot into an empty schema: phase rate, end-to-end rate, rows, seconds."""
     with postgresql.connect() as conn:
         conn.execute("DROP SCHEMA IF EXISTS bench CASCADE")
+        conn.execute(f"DROP SCHEMA IF EXISTS {META_SCHEMA} CASCADE")  # each run a fresh pipeline
+    shutil.rmtree(base / f"state-p{parallelism}", ignore_errors=True)
     definition = pipeline_yaml(
         mariadb,
         "bench.orders",
