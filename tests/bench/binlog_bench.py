@@ -4,7 +4,9 @@ bare loop over single-row transactions; then end-to-end latency into PostgreSQL 
 source written at a steady rate.
 
 Usage: python -m tests.bench.binlog_bench [--events N] [--transactions N] [--rate ROWS_PER_S].
-A benchmark, not a test: it prints rates and ratios and asserts nothing.
+A benchmark, not a test: it prints rates and ratios and asserts nothing. Readers that leave
+nothing behind (the bare loop, mariadb-binlog, Sluice into a null sink) are each the better
+of two runs; the run into PostgreSQL writes its target once.
 """
 
 from __future__ import annotations
@@ -212,9 +214,9 @@ def main() -> None:
         schemas = {schema.table_id: schema}
         print(f"writing {args.events:,} row events ...", flush=True)
         start, end = write_events(mariadb, args.events)
-        rows, bare_seconds = bare_loop(endpoint, start, end)
-        tool_seconds = mariadb_binlog(mariadb, start, end)
-        null_seconds = sluice_reader(endpoint, schemas, NullWriter(), start, end)
+        rows, bare_seconds = min((bare_loop(endpoint, start, end) for _ in range(2)), key=lambda run: run[1])
+        tool_seconds = min(mariadb_binlog(mariadb, start, end) for _ in range(2))
+        null_seconds = min(sluice_reader(endpoint, schemas, NullWriter(), start, end) for _ in range(2))
         sink = JdbcSink(
             {
                 "url": postgresql.url,
@@ -239,8 +241,8 @@ def main() -> None:
             print(f"{label + ':':35s} {rate:>10,.0f} row events/s  ({rate / bare:.2f}x the bare loop)")
         print(f"writing {args.transactions:,} single-row transactions ...", flush=True)
         start, end = write_single_row_transactions(mariadb, args.transactions, first_id=args.events * 10)
-        rows, bare_seconds = bare_loop(endpoint, start, end)
-        null_seconds = sluice_reader(endpoint, schemas, NullWriter(), start, end)
+        rows, bare_seconds = min((bare_loop(endpoint, start, end) for _ in range(2)), key=lambda run: run[1])
+        null_seconds = min(sluice_reader(endpoint, schemas, NullWriter(), start, end) for _ in range(2))
         print(
             f"single-row transactions: bare loop {rows / bare_seconds:,.0f}/s, sluice reader into a null sink "
             f"{rows / null_seconds:,.0f}/s ({bare_seconds / null_seconds:.2f}x the bare loop)"
