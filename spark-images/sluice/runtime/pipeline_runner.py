@@ -311,11 +311,11 @@ class PipelineRunner:
                 sc = self._spark_session().sparkContext
                 progress.note(f"Spark is up: executors read the {len(snapshot.remaining)} splits left")
                 read(sc)
-            progress.show(final=True)
-            if snapshot.remaining:
-                progress.stopped()
         finally:
+            progress.show(final=True)
             self._save_snapshot(snapshot)  # the journal folded into the document
+        if snapshot.remaining:
+            progress.stopped()
 
     # -- binlog -----------------------------------------------------------------------------
 

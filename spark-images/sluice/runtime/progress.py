@@ -50,8 +50,7 @@ class SnapshotProgress:
         self.out.write(f"snapshot: stopped; the next run resumes with the {self.total - self.done} splits left\n")
 
     def note(self, text: str) -> None:
-        self.out.write(("\n" if self._tty else "") + f"snapshot: {text}\n")
-        self.out.flush()
+        _note(self.out, self._tty, f"snapshot: {text}")
 
     def show(self, final: bool = False) -> None:
         now = time.monotonic()
@@ -104,5 +103,11 @@ class BinlogProgress:
 
     def note(self, line: str) -> None:
         """A line of its own, between progress lines (schema change steps)."""
-        sys.stderr.write(("\r\033[K" if self._tty else "") + line + "\n")
-        sys.stderr.flush()
+        _note(sys.stderr, self._tty, line)
+
+
+def _note(out: TextIO, tty: bool, line: str) -> None:
+    """A line of its own: on a terminal it replaces the redrawn progress line, which the
+    next update draws again below it."""
+    out.write(("\r\033[K" if tty else "") + line + "\n")
+    out.flush()

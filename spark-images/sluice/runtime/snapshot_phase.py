@@ -129,7 +129,6 @@ def run_snapshot_phase(
     for thread in workers:
         thread.join()
     if failures:
-        progress.show(final=True)
         raise task_failure(failures[0])
 
 

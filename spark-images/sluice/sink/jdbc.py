@@ -112,11 +112,13 @@ class JdbcWriter(SinkWriter):
             for schema, images, new in final.values():
                 deleted = [_key_tuple(k) for k, row in images.items() if row is None]
                 dialect.delete(self.conn, schema, deleted)
-                self._upsert(schema, [row for k, row in images.items() if row is not None and k not in new])
-                self._upsert(schema, [row for k, row in images.items() if row is not None and k in new], new=True)
+                upserted = [row for k, row in images.items() if row is not None and k not in new]
+                self._in_slices(dialect.upsert, schema, upserted)
+                inserted = [row for k, row in images.items() if row is not None and k in new]
+                self._in_slices(dialect.insert_new, schema, inserted)
             for schema, counts in bags.values():
                 dialect.delete_equal_rows(self.conn, schema, [(row, -n) for row, n in counts.items() if n < 0])
-                self._upsert(schema, [row for row, n in counts.items() for _ in range(n)])
+                self._in_slices(dialect.upsert, schema, [row for row, n in counts.items() for _ in range(n)])
             dialect.save_offsets(self.conn, self.target.pipeline, {BINLOG_SPLIT_ID: end})
             if drop_split_records:
                 dialect.delete_offsets(self.conn, self.target.pipeline, exclude=BINLOG_SPLIT_ID)
@@ -148,10 +150,11 @@ class JdbcWriter(SinkWriter):
             schemas = apply_events(schemas, [event])
         self.conn.commit()
 
-    def _upsert(self, schema: TableSchema, rows: list[Row], new: bool = False) -> None:
-        """In slices of sink.batch-size (a bag has no key: its upserts are inserts). `new`:
-        rows the target normally lacks, which a dialect may insert without a key lookup."""
-        write = self.target.dialect.insert_new if new else self.target.dialect.upsert
+    def _in_slices(
+        self, write: Callable[[Any, TableSchema, list[Row]], None], schema: TableSchema, rows: list[Row]
+    ) -> None:
+        """A dialect's upsert or insert_new in slices of sink.batch-size (a bag has no key:
+        its upserts are inserts)."""
         for start in range(0, len(rows), self.target.batch_size):
             write(self.conn, schema, rows[start : start + self.target.batch_size])
 

@@ -265,12 +265,13 @@ def read_splits(tasks: list[SplitTask]) -> Iterator[SplitRead]:
     default chunk no longer costs a read view, a COPY and a commit of its own."""
     conn = connect_scan(tasks[0].endpoint)
     try:
+        exact_reads = is_mariadb(conn)
         pending = collections.deque(tasks)
         while pending:
             task = pending[0]
-            if is_mariadb(conn):
+            if exact_reads:
                 exact = _begin_read_view(task.schema, conn)
-                group = ChunkGroup([_scan(t, conn, exact=True) for t in _adjacent(pending)], [t.split for t in pending])
+                group = ChunkGroup(conn, _adjacent(pending))
                 yield SplitRead(task.schema, group, exact, group.covered)
                 for _ in group.covered():
                     pending.popleft()
@@ -297,18 +298,26 @@ def _adjacent(pending: collections.deque[SplitTask]) -> list[SplitTask]:
 
 
 class ChunkGroup:
-    """Adjacent chunks read in one read view, as one stream of rows (or COPY text blocks).
+    """Adjacent chunks of one table read in one read view, as one stream of rows (or COPY
+    text blocks).
 
     Each pass takes chunks in order while fewer than READ_VIEW_ROWS rows were read; within
-    one read view every pass sees the same rows, so every pass covers the same chunks."""
+    one read view every pass sees the same rows, so every pass covers the same chunks. A
+    chunk's scan is made when a pass first reaches it."""
 
-    def __init__(self, scans: list[ChunkScan], splits: list[SnapshotSplit]) -> None:
-        self._scans, self._splits = scans, splits
+    def __init__(self, conn: MySQLdb.connections.Connection, tasks: list[SplitTask]) -> None:
+        self._conn, self._tasks = conn, tasks
+        self._scans: list[ChunkScan] = []
         self._counts: list[int] | None = None  # per covered chunk, from the last complete pass
+
+    def _scan(self, index: int) -> ChunkScan:
+        if index == len(self._scans):
+            self._scans.append(_scan(self._tasks[index], self._conn, exact=True))
+        return self._scans[index]
 
     @property
     def has_copy_text(self) -> bool:
-        return all(scan.has_copy_text for scan in self._scans)
+        return self._scan(0).has_copy_text  # one table: one select list
 
     def __iter__(self) -> Iterator[Row]:
         return self._pass(iter)
@@ -318,17 +327,20 @@ class ChunkGroup:
 
     def _pass(self, stream: Callable[[ChunkScan], Iterator[Any]]) -> Iterator[Any]:
         counts: list[int] = []
-        for scan in self._scans:
-            if counts and sum(counts) >= READ_VIEW_ROWS:
+        rows = 0
+        for index in range(len(self._tasks)):
+            if rows >= READ_VIEW_ROWS:
                 break
+            scan = self._scan(index)
             yield from stream(scan)
             counts.append(scan.count)
+            rows += scan.count
         self._counts = counts
 
     def covered(self) -> list[tuple[SnapshotSplit, int]]:
         if self._counts is None:
             raise AssertionError("a split read's rows must be iterated before it is recorded")
-        return list(zip(self._splits, self._counts, strict=False))
+        return [(task.split, count) for task, count in zip(self._tasks, self._counts, strict=False)]
 
 
 class _Projected:
