@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 _FILE_SEQUENCE = re.compile(r"\.(\d+)$")
 
 
-@dataclass(frozen=True, order=False)
-class BinlogOffset:
+class BinlogOffset(NamedTuple):
     """A position in the source's binlog: file, byte position, and row index within an event.
 
     `row` orders the rows of one rows event, so a batch can end in the middle of an event
@@ -19,6 +17,9 @@ class BinlogOffset:
     `transaction`: for a resume point inside a transaction (a huge one is committed in
     pieces), where that transaction begins: reading restarts there, for its table maps,
     and skips what comes before this offset. `gtid` is then the set before it.
+
+    A tuple, because the binlog reader makes one per row, but ordered only by the methods
+    below (a tuple's own order would compare file names before their sequence numbers).
     """
 
     file: str

@@ -8,6 +8,7 @@ form; if the two disagreed, the watermark fold would see the same row twice.
 from __future__ import annotations
 
 from collections.abc import Callable
+from operator import itemgetter
 from typing import Any
 
 from sluice.source.schema import TableSchema
@@ -29,13 +30,8 @@ class RowDecoder:
         key_positions = [schema.position(name) for name in schema.row_key]
         self._chunk_position = schema.position(schema.chunk_key)
         self.row_key: Callable[[Row], Any]
-        if not key_positions:  # a bag: a row is only its values
-            self.row_key = tuple
-        elif len(key_positions) == 1:
-            (only,) = key_positions
-            self.row_key = lambda row: row[only]
-        else:
-            self.row_key = lambda row: tuple(row[p] for p in key_positions)
+        # A bag's row is only its values; a single-column key is the value, not a 1-tuple.
+        self.row_key = itemgetter(*key_positions) if key_positions else tuple
 
     def chunk_key(self, row: Row) -> Any:
         return row[self._chunk_position]
