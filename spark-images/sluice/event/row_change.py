@@ -48,7 +48,8 @@ class RowChange(NamedTuple):
         return ChangeRow(schema, kind, row, self.timestamp, self.offset)  # type: ignore[arg-type]
 
 
-_INSERT, _UPDATE_BEFORE, _UPDATE_AFTER, _DELETE = RowKind.INSERT, RowKind.UPDATE_BEFORE, RowKind.UPDATE_AFTER, RowKind.DELETE
+_INSERT, _DELETE = RowKind.INSERT, RowKind.DELETE
+_UPDATE_BEFORE, _UPDATE_AFTER = RowKind.UPDATE_BEFORE, RowKind.UPDATE_AFTER
 
 
 def changelog(changes: Iterable[RowChange], schema: TableSchema) -> list[ChangeRow]:
