@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import Any, NamedTuple
 
@@ -30,8 +31,7 @@ class BinlogOffset(NamedTuple):
 
     @property
     def sequence(self) -> int:
-        match = _FILE_SEQUENCE.search(self.file)
-        return int(match.group(1)) if match else 0
+        return _sequence(self.file)
 
     def _key(self) -> tuple[int, str, int, int]:
         return (self.sequence, self.file, self.pos, self.row)
@@ -79,3 +79,10 @@ class BinlogOffset(NamedTuple):
             data.get("gtid", ""),
             int(data.get("transaction", 0)),
         )
+
+
+@functools.lru_cache(maxsize=64)
+def _sequence(file: str) -> int:
+    """A binlog file's sequence number: offsets are compared per row, files are few."""
+    match = _FILE_SEQUENCE.search(file)
+    return int(match.group(1)) if match else 0
