@@ -23,8 +23,8 @@ import time
 from pathlib import Path
 
 
-def peak_rss_mb() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # Linux: KiB
+def peak_rss_mb(who: int = resource.RUSAGE_SELF) -> float:
+    return resource.getrusage(who).ru_maxrss / 1024  # Linux: KiB
 
 
 def child(args: list[str]) -> dict:
@@ -38,7 +38,8 @@ def child(args: list[str]) -> dict:
 
 
 def read_transaction(port: int, password: str, pg_url: str, pg_password: str, start: str, end: str) -> dict:
-    """Child: the binlog phase from `start` to `end` into PostgreSQL; its peak RSS."""
+    """Child: the binlog phase from `start` to `end` into PostgreSQL; its peak RSS, and its
+    binlog reader process's (a fork: the pages they share count in both)."""
     from sluice.binlog.binlog_split import BinlogSplit
     from sluice.runtime.binlog_phase import BinlogSettings, run_binlog_phase
     from sluice.sink.jdbc import JdbcSink
@@ -69,7 +70,12 @@ def read_transaction(port: int, password: str, pg_url: str, pg_password: str, st
         lambda *_: None,
     )
     writer.close()
-    return {"seconds": time.perf_counter() - started, "before": before, "peak": peak_rss_mb()}
+    return {
+        "seconds": time.perf_counter() - started,
+        "before": before,
+        "peak": peak_rss_mb(),
+        "reader": peak_rss_mb(resource.RUSAGE_CHILDREN),
+    }
 
 
 def split_plan(splits: int) -> dict:
@@ -163,7 +169,8 @@ def main() -> None:
         small, big = results[args.rows // 10], results[args.rows]
         print(
             f"one UPDATE of {args.rows:,} rows, binlog phase into PostgreSQL: peak RSS {big['peak']:,.0f} MB "
-            f"({big['before']:,.0f} MB before reading), {args.rows / big['seconds']:,.0f} rows/s; "
+            f"({big['before']:,.0f} MB before reading; its binlog reader process {big['reader']:,.0f} MB), "
+            f"{args.rows / big['seconds']:,.0f} rows/s; "
             f"of {args.rows // 10:,} rows: {small['peak']:,.0f} MB "
             f"({big['peak'] / small['peak']:.2f}x for 10x the rows)"
         )

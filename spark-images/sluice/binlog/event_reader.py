@@ -10,12 +10,13 @@ from __future__ import annotations
 import logging
 import struct
 from collections.abc import Iterator, Mapping
+from typing import NamedTuple
 
 from pymysqlreplication import BinLogStreamReader
 from pymysqlreplication.event import RotateEvent
 from pymysqlreplication.row_event import DeleteRowsEvent, UpdateRowsEvent, WriteRowsEvent
 
-from sluice.binlog.row_image_decoder import RowImageDecoders
+from sluice.binlog.row_image_decoder import RowImageDecoder, RowImageDecoders
 from sluice.errors import SourceError
 from sluice.event.row_change import RowChange, RowKind
 from sluice.source.connection import SourceEndpoint
@@ -89,41 +90,65 @@ def event_start(stream: BinLogStreamReader, event: object) -> BinlogOffset:
     return BinlogOffset(stream.log_file, packet.log_pos - packet.event_size)
 
 
-def row_changes(stream: BinLogStreamReader, event: object, decoders: RowImageDecoders) -> list[RowChange]:
-    """The row changes of one rows event, if it belongs to a captured table."""
+class RowsEvent(NamedTuple):
+    """A captured table's rows event with its rows still bytes: reading the binlog and
+    decoding rows can happen in different processes, and bytes are cheap to move.
+    `start` is where the event begins and `end` where the next one does; rows before
+    `first_row` were committed already (a run resumed inside this event)."""
+
+    table_id: str
+    kind: RowKind  # INSERT, UPDATE_AFTER or DELETE, for every row of the event
+    decoder: RowImageDecoder
+    body: bytes
+    present: tuple[bytes, ...]  # the images' column bitmaps (two for an update)
+    start: BinlogOffset
+    end: int
+    first_row: int
+    timestamp: int
+
+    def changes(self) -> list[RowChange]:
+        try:
+            images = self.decoder.images(self.body, self.present)
+        except (ValueError, IndexError, struct.error) as exc:
+            raise SourceError(
+                f"cannot decode the rows event of {self.table_id} at binlog position {self.start}: {exc}"
+            ) from exc
+        table_id, kind, timestamp, first = self.table_id, self.kind, self.timestamp, self.first_row
+        file, pos = self.start.file, self.start.pos
+        if kind is RowKind.UPDATE_AFTER:
+            pairs = range(2 * first, len(images), 2)
+            return [
+                RowChange(table_id, kind, images[i], images[i + 1], BinlogOffset(file, pos, i // 2), timestamp)
+                for i in pairs
+            ]
+        if kind is RowKind.INSERT:
+            return [
+                RowChange(table_id, kind, None, images[i], BinlogOffset(file, pos, i), timestamp)
+                for i in range(first, len(images))
+            ]
+        return [
+            RowChange(table_id, kind, images[i], None, BinlogOffset(file, pos, i), timestamp)
+            for i in range(first, len(images))
+        ]
+
+
+def rows_event(
+    stream: BinLogStreamReader, event: object, decoders: RowImageDecoders, first_row: int = 0
+) -> RowsEvent | None:
+    """The rows event, undecoded, if it belongs to a captured table."""
     table_id = f"{event.schema}.{event.table}"  # type: ignore[attr-defined]
     decoder = decoders.for_table(table_id, event.table_map[event.table_id])  # type: ignore[attr-defined]
     if decoder is None:
-        return []
-    start = event_start(stream, event)
-    timestamp = event.timestamp  # type: ignore[attr-defined]
+        return None
     packet = event.packet  # type: ignore[attr-defined]
     body = packet.read(event.event_size - packet.read_bytes)  # type: ignore[attr-defined]
-    update = isinstance(event, UpdateRowsEvent)
-    present = [event.columns_present_bitmap]  # type: ignore[attr-defined]
-    if update:
-        present.append(event.columns_present_bitmap2)  # type: ignore[attr-defined]
-    try:
-        images = decoder.images(body, present)
-    except (ValueError, IndexError, struct.error) as exc:
-        raise SourceError(f"cannot decode the rows event of {table_id} at binlog position {start}: {exc}") from exc
-    file, pos = start.file, start.pos
-    if update:
-        return [
-            RowChange(
-                table_id, RowKind.UPDATE_AFTER, images[i], images[i + 1], BinlogOffset(file, pos, i // 2), timestamp
-            )
-            for i in range(0, len(images), 2)
-        ]
-    if isinstance(event, WriteRowsEvent):
-        return [
-            RowChange(table_id, RowKind.INSERT, None, row, BinlogOffset(file, pos, i), timestamp)
-            for i, row in enumerate(images)
-        ]
-    return [
-        RowChange(table_id, RowKind.DELETE, row, None, BinlogOffset(file, pos, i), timestamp)
-        for i, row in enumerate(images)
-    ]
+    present = (event.columns_present_bitmap,)  # type: ignore[attr-defined]
+    if isinstance(event, UpdateRowsEvent):
+        kind, present = RowKind.UPDATE_AFTER, (*present, event.columns_present_bitmap2)
+    else:
+        kind = RowKind.INSERT if isinstance(event, WriteRowsEvent) else RowKind.DELETE
+    start = event_start(stream, event)
+    return RowsEvent(table_id, kind, decoder, body, present, start, packet.log_pos, first_row, event.timestamp)  # type: ignore[attr-defined]
 
 
 def read_window(
@@ -143,7 +168,7 @@ def read_window(
                 continue  # its position belongs to the file it closes, not the one it opens
             if not event_start(stream, event).is_before(stop):
                 return
-            if isinstance(event, ROW_EVENTS):
-                yield from row_changes(stream, event, decoders)
+            if isinstance(event, ROW_EVENTS) and (rows := rows_event(stream, event, decoders)) is not None:
+                yield from rows.changes()
     finally:
         stream.close()

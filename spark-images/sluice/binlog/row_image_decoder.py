@@ -372,6 +372,7 @@ class RowImageDecoder:
     order. Columns are matched by name; one the schema does not know is read past."""
 
     def __init__(self, table_map_columns: Sequence[Any], schema: TableSchema) -> None:
+        self.columns = tuple(table_map_columns)  # with the schema, all it is made from
         self.schema = schema
         self._width = len(schema.columns)
         self._loops: dict[tuple[bytes, ...], Callable[[bytes], list[Row]]] = {}

@@ -1,10 +1,13 @@
-"""Turns the binlog into transactions of captured row changes.
+"""Turns the binlog into transactions of captured rows events.
 
-A transaction of more than PIECE_ROWS rows comes in pieces, so a transaction of millions
-of rows streams through in bounded memory. A piece's end is a resume point inside the
-transaction: it names where the transaction begins (a rows event needs its table map,
-which sits earlier in the same transaction), and a reader started there skips the rows
-before it.
+The rows stay bytes until `Transaction.changes` decodes them, which the binlog phase does
+in the process that commits them (runtime/reader_process.py).
+
+A transaction of more than PIECE_BYTES of rows comes in pieces, so a transaction of
+millions of rows streams through in bounded memory. A piece ends after a rows event, and
+its end is a resume point inside the transaction: it names where the transaction begins
+(a rows event needs its table map, which sits earlier in the same transaction), and a
+reader started there skips the rows before it.
 """
 
 from __future__ import annotations
@@ -12,7 +15,6 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from typing import Protocol
 
 import pymysql
 from pymysqlreplication.event import (
@@ -25,7 +27,7 @@ from pymysqlreplication.event import (
 )
 
 from sluice.binlog.ddl_parser import Captured, UnparsableDdl, parse_ddl
-from sluice.binlog.event_reader import ROW_EVENTS, WatchedTables, event_start, open_stream, row_changes
+from sluice.binlog.event_reader import ROW_EVENTS, RowsEvent, WatchedTables, event_start, open_stream, rows_event
 from sluice.binlog.gtid_state import GtidState, gtid_state
 from sluice.binlog.row_image_decoder import RowImageDecoders
 from sluice.errors import SourceError
@@ -35,16 +37,19 @@ from sluice.source.connection import SourceEndpoint
 from sluice.source.offset import BinlogOffset
 from sluice.source.schema import TableSchema
 
-PIECE_ROWS = 1000
+PIECE_BYTES = 128 * 1024  # of row images: about a thousand rows of a narrow table
 
 
 @dataclass(frozen=True)
 class Transaction:
     """A whole transaction, or a piece of one (`end` is then inside it)."""
 
-    changes: list[RowChange]
+    events: list[RowsEvent]
     end: BinlogOffset  # where reading resumes after these changes
     timestamp: int
+
+    def changes(self) -> list[RowChange]:
+        return [change for event in self.events for change in event.changes()]
 
 
 @dataclass(frozen=True)
@@ -58,12 +63,6 @@ class SchemaChange:
     events: tuple[SchemaChangeEvent, ...]
     problem: str  # why the statement could not be read ("" when it was)
     timestamp: int
-
-
-class Stop(Protocol):
-    """Set when the reader is to stop (a threading.Event will do)."""
-
-    def is_set(self) -> bool: ...
 
 
 @dataclass(frozen=True)
@@ -81,7 +80,6 @@ def read_transactions(
     mariadb: bool,
     stop_at: BinlogOffset | None,
     heartbeat_seconds: float,
-    stopping: Stop,
     by_gtid: bool = False,
     captured: Captured | None = None,
 ) -> Iterator[Transaction | SchemaChange | Heartbeat]:
@@ -106,7 +104,7 @@ def read_transactions(
     gtids = gtid_state(start.gtid, mariadb) if start.gtid else None
     try:
         resume_after = start if start.transaction else None
-        yield from _transactions(stream, decoders, watched, stop_at, stopping, gtids, resume_after, captured)
+        yield from _transactions(stream, decoders, watched, stop_at, gtids, resume_after, captured)
     except pymysql.err.OperationalError as exc:
         where = f"after GTID set {start.gtid}" if by_gtid else f"from {start}"
         raise replication_error(exc, server_id, where) from exc
@@ -136,12 +134,12 @@ def _transactions(
     decoders: RowImageDecoders,
     watched: WatchedTables,
     stop_at,
-    stopping,
     gtids: GtidState | None,
     resume_after: BinlogOffset | None,
     captured: Captured | None,
 ) -> Iterator[Transaction | SchemaChange | Heartbeat]:
-    changes: list[RowChange] = []
+    events: list[RowsEvent] = []
+    pending_bytes = 0
     pending_gtid = ""  # the GTID of the transaction being read, executed once it ends
     began: int | None = None  # where the transaction being read begins (GTID or BEGIN event)
 
@@ -155,14 +153,24 @@ def _transactions(
         transaction_ended()
         return BinlogOffset(stream.log_file, pos, 0, str(gtids) if gtids is not None else "")
 
-    def inside(last: BinlogOffset) -> BinlogOffset:
+    def inside(last: RowsEvent) -> BinlogOffset:
         """Right after `last`, inside the transaction: the GTID set is the one before it."""
         gtid = str(gtids) if gtids is not None else ""
-        return BinlogOffset(stream.log_file, last.pos, last.row + 1, gtid, began or 0)
+        return BinlogOffset(stream.log_file, last.end, 0, gtid, began or 0)
+
+    def first_row(start: BinlogOffset) -> int | None:
+        """Resumed inside a transaction: None for an event committed already, else the
+        first of its rows not committed."""
+        nonlocal resume_after
+        if resume_after is None or resume_after.is_before(start):
+            resume_after = None
+            return 0
+        if start.is_before(BinlogOffset(resume_after.file, resume_after.pos)):
+            return None
+        first, resume_after = resume_after.row, None
+        return first
 
     for event in stream:
-        if stopping.is_set():
-            return
         if isinstance(event, RotateEvent):
             continue
         if isinstance(event, (GtidEvent, MariadbGtidEvent)):
@@ -171,27 +179,27 @@ def _transactions(
             began = event_start(stream, event).pos
             continue
         if isinstance(event, HeartbeatLogEvent):
-            if not changes and began is None:
+            if not events and began is None:
                 yield Heartbeat(resume_point(event.packet.log_pos))
             continue
         if stop_at is not None and not event_start(stream, event).is_before(stop_at):
             return
         if isinstance(event, ROW_EVENTS):
-            rows = row_changes(stream, event, decoders)
-            if resume_after is not None:  # resumed inside a transaction: skip what was committed
-                rows = [change for change in rows if not change.offset.is_before(resume_after)]
-                if rows:
-                    resume_after = None
-            changes.extend(rows)
-            if len(changes) >= PIECE_ROWS and began is not None:
-                yield Transaction(changes, inside(changes[-1].offset), event.timestamp)
-                changes = []
+            first = first_row(event_start(stream, event))
+            rows = rows_event(stream, event, decoders, first) if first is not None else None
+            if rows is None:
+                continue
+            events.append(rows)
+            pending_bytes += len(rows.body)
+            if pending_bytes >= PIECE_BYTES and began is not None:
+                yield Transaction(events, inside(rows), event.timestamp)
+                events, pending_bytes = [], 0
         elif isinstance(event, QueryEvent) and event.query.strip().upper() == "BEGIN":
             if began is None:  # no GTID event: the transaction begins here
                 began = event_start(stream, event).pos
         elif isinstance(event, XidEvent) or (isinstance(event, QueryEvent) and event.query.strip().upper() == "COMMIT"):
-            yield Transaction(changes, resume_point(event.packet.log_pos), event.timestamp)
-            changes = []
+            yield Transaction(events, resume_point(event.packet.log_pos), event.timestamp)
+            events, pending_bytes = [], 0
             began = None
         elif isinstance(event, QueryEvent) and captured is not None:
             change = _schema_change(stream, event, captured, decoders)

@@ -1,16 +1,15 @@
 """The binlog phase: one reader follows the binlog and commits batches exactly once.
 
-A reader thread decodes transactions; this thread applies the emit rule, gathers
-transactions into a batch and commits the batch with its end offset in one sink
-transaction, when the batch is large enough or old enough (so latency stays low when
-the source is quiet). Stopping (SIGTERM, or the end offset of a bounded run) commits
-what was read and returns.
+A reader process (runtime/reader_process.py) follows the binlog; this thread decodes
+its transactions' rows, applies the emit rule, gathers transactions into a batch and
+commits the batch with its end offset in one sink transaction, when the batch is large
+enough or old enough (so latency stays low when the source is quiet). Stopping (SIGTERM,
+or the end offset of a bounded run) commits what was read and returns.
 """
 
 from __future__ import annotations
 
 import logging
-import queue
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
@@ -23,6 +22,7 @@ from sluice.binlog.emit_rule import emit
 from sluice.binlog.transaction_reader import Heartbeat, SchemaChange, Transaction, read_transactions
 from sluice.event.projection import projection
 from sluice.event.row_change import ChangeRow
+from sluice.runtime.reader_process import END, ReaderProcess
 from sluice.sink.base import ChangeBatch, SinkWriter
 from sluice.source.connection import SourceEndpoint, connect, is_mariadb
 from sluice.source.key_order import key_order_for
@@ -31,8 +31,6 @@ from sluice.source.row_decoding import Row, RowDecoder
 from sluice.source.schema import TableSchema
 
 log = logging.getLogger(__name__)
-
-_END = object()
 
 
 @dataclass(frozen=True)
@@ -78,7 +76,7 @@ def run_binlog_phase(
     mariadb = is_mariadb(control)
     tables = _Tables(schemas, targets or schemas, control)
 
-    def transactions(start: BinlogOffset, sources: Mapping[str, TableSchema], by_gtid: bool, halt: _Halt) -> Iterator:
+    def transactions(start: BinlogOffset, sources: Mapping[str, TableSchema], by_gtid: bool) -> Iterator:
         return read_transactions(
             endpoint,
             settings.server_id,
@@ -87,14 +85,12 @@ def run_binlog_phase(
             mariadb,
             stop_at,
             settings.heartbeat_seconds,
-            halt,
             by_gtid=by_gtid,
             captured=captured if on_schema_change is not None else None,
         )
 
-    reader = _Reader(transactions, stopping)
+    reader = ReaderProcess(transactions)
     reader.start(split.offset, schemas, settings.start_by_gtid)
-    inbox = reader.inbox
     batch = ChangeBatch()
     end = split.offset
     first_pending = 0.0
@@ -115,11 +111,8 @@ def run_binlog_phase(
     try:
         while True:
             timeout = max(0.0, first_pending + settings.max_batch_delay - time.monotonic()) if batch else 0.5
-            try:
-                item = inbox.get(timeout=timeout)
-            except queue.Empty:
-                item = None
-            if item is _END:
+            item = reader.get(timeout)
+            if item is END:
                 break
             if isinstance(item, Transaction):
                 caught_up = False
@@ -140,7 +133,6 @@ def run_binlog_phase(
                 if resumed.read_again:  # a table joined: the reader starts again, knowing it
                     reader.stop()
                     reader.start(split.offset, resumed.sources, by_gtid=False)
-                    inbox = reader.inbox
             elif isinstance(item, Heartbeat):
                 end = max(end, item.end)
                 caught_up = True
@@ -159,6 +151,7 @@ def run_binlog_phase(
             commit()  # also drops the snapshot's watermarks once the reader is past them
     finally:
         stopping.set()
+        reader.stop()
         control.close()
 
 
@@ -169,54 +162,6 @@ class Resumed:
     sources: Mapping[str, TableSchema]  # the schemas rows are decoded with
     targets: Mapping[str, TableSchema]  # the target's, which rows are projected onto
     read_again: bool = False  # from the split's offset: a table joined the capture (its rows were skipped)
-
-
-class _Halt:
-    """The reader stops when the pipeline stops, or when it is to start again elsewhere."""
-
-    def __init__(self, stopping: threading.Event) -> None:
-        self._stopping = stopping
-        self.restarting = threading.Event()
-
-    def is_set(self) -> bool:
-        return self._stopping.is_set() or self.restarting.is_set()
-
-
-class _Reader:
-    """The thread that reads the binlog ahead of the committing thread, into a bounded inbox."""
-
-    def __init__(self, transactions: Callable[..., Iterator], stopping: threading.Event) -> None:
-        self._transactions = transactions
-        self._stopping = stopping
-        self._halt = _Halt(stopping)
-        self._thread: threading.Thread | None = None
-        self.inbox: queue.Queue = queue.Queue(maxsize=64)  # of transactions or pieces: bounded rows
-        self.failure: list[BaseException] = []
-
-    def start(self, offset: BinlogOffset, sources: Mapping[str, TableSchema], by_gtid: bool) -> None:
-        self._halt = _Halt(self._stopping)
-        self.inbox = queue.Queue(maxsize=64)
-        halt, inbox, failure = self._halt, self.inbox, self.failure
-
-        def produce() -> None:
-            try:
-                for item in self._transactions(offset, sources, by_gtid, halt):
-                    inbox.put(item)
-            except BaseException as exc:  # noqa: BLE001 - handed to the committing thread
-                failure.append(exc)
-            finally:
-                inbox.put(_END)
-
-        self._thread = threading.Thread(target=produce, name="binlog-reader", daemon=True)
-        self._thread.start()
-
-    def stop(self) -> None:
-        """Stops the thread, dropping what it read ahead."""
-        self._halt.restarting.set()
-        while self.inbox.get() is not _END:
-            pass
-        if self._thread is not None:
-            self._thread.join()
 
 
 class _Tables:
@@ -247,7 +192,7 @@ class _Tables:
 def _emit(transaction: Transaction, split: BinlogSplit, tables: _Tables, batch: ChangeBatch) -> None:
     """Applies the emit rule per run of same-table changes, keeping binlog order."""
     runs: list[tuple[str, list]] = []
-    for change in transaction.changes:
+    for change in transaction.changes():
         if runs and runs[-1][0] == change.table_id:
             runs[-1][1].append(change)
         else:

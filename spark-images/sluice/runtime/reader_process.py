@@ -1,0 +1,187 @@
+"""The binlog reader in a process of its own, reading ahead of the committing thread.
+
+Reading the binlog and committing rows are both Python work: in one process the two take
+turns on one core (the GIL). Here a forked child reads the binlog (the replication
+protocol, every event's parsing, table maps, transactions, DDL) and the committing thread
+receives its transactions through a pipe, so the two use two cores.
+
+The child holds nothing that must outlive it: it only reads. Stopping it is killing it,
+and what it read ahead is dropped; the committing side commits only what it received and
+records where that ends, so exactly-once stays the committing side's alone. The child
+dies with its parent (a SIGKILLed driver leaves no reader behind), and ignores Ctrl-C:
+the parent decides when reading stops.
+
+What crosses the pipe is the rows events' bytes, in batches: the committing side decodes
+them, because making the values (Decimal, datetime, str) costs the same wherever it
+happens, and pickling them costs as much again. Each row image decoder crosses once, as
+what it is made from.
+"""
+
+from __future__ import annotations
+
+import collections
+import ctypes
+import multiprocessing
+import os
+import pickle
+import queue
+import signal
+import sys
+import threading
+from collections.abc import Callable, Iterator, Mapping
+from multiprocessing.connection import Connection
+from typing import Any
+
+from sluice.binlog.event_reader import RowsEvent
+from sluice.binlog.row_image_decoder import RowImageDecoder
+from sluice.binlog.transaction_reader import Heartbeat, SchemaChange, Transaction
+from sluice.errors import SourceError
+from sluice.source.offset import BinlogOffset
+from sluice.source.schema import TableSchema
+
+Item = Transaction | SchemaChange | Heartbeat
+# transactions(offset, schemas, by_gtid): what the child reads, from where, with which schemas.
+Transactions = Callable[[BinlogOffset, Mapping[str, TableSchema], bool], Iterator[Item]]
+
+END = object()  # `get` gives it once the reader has nothing more: its bounded run ended, or it failed
+READ_AHEAD = 64  # items (transactions, or pieces of one) the child reads ahead of its pipe
+SEND_AT_ONCE = 256  # items pickled into one message at most
+
+_PR_SET_PDEATHSIG = 1  # prctl(2)
+
+
+class ReaderProcess:
+    """The child reading the binlog, and the parent's end of its pipe."""
+
+    def __init__(self, transactions: Transactions) -> None:
+        self._transactions = transactions
+        self._process: Any = None
+        self._pipe: Connection | None = None
+        self._received: collections.deque = collections.deque()
+        self._decoders: dict[int, RowImageDecoder] = {}  # by the child's number for each
+        self.failure: list[BaseException] = []
+
+    def start(self, offset: BinlogOffset, sources: Mapping[str, TableSchema], by_gtid: bool) -> None:
+        context = multiprocessing.get_context("fork")  # the reader's closure and schemas as they are
+        receiving, sending = context.Pipe(duplex=False)
+        arguments = (self._transactions, offset, sources, by_gtid, sending, os.getpid())
+        self._process = context.Process(target=_read, args=arguments, name="binlog-reader", daemon=True)
+        self._process.start()
+        sending.close()  # the child's end: the parent sees EOF if the child dies
+        self._pipe, self._received, self._decoders = receiving, collections.deque(), {}
+
+    def get(self, timeout: float) -> Item | object | None:
+        """The next item, END, or None if nothing came within `timeout` seconds."""
+        while True:
+            if not self._received:
+                assert self._pipe is not None
+                if not self._pipe.poll(timeout):
+                    return None
+                try:
+                    self._received.extend(pickle.loads(self._pipe.recv_bytes()))
+                except EOFError:
+                    self._process.join()
+                    code = self._process.exitcode
+                    self.failure.append(SourceError(f"the binlog reader process ended unexpectedly (exit code {code})"))
+                    return END
+            packed = self._received.popleft()
+            if packed[0] != "decoder":
+                return self._unpacked(packed)
+            _, number, columns, schema = packed
+            self._decoders[number] = RowImageDecoder(columns, schema)
+
+    def _unpacked(self, packed: tuple) -> Item | object:
+        kind = packed[0]
+        if kind == "transaction":
+            _, events, end, timestamp = packed
+            decoders = self._decoders
+            rows_events = [
+                RowsEvent(t, k, decoders[d], body, present, BinlogOffset(*start), e, first, ts)
+                for t, k, d, body, present, start, e, first, ts in events
+            ]
+            return Transaction(rows_events, BinlogOffset(*end), timestamp)
+        if kind == "item":
+            return packed[1]
+        if kind == "failed":
+            self.failure.append(packed[1])
+        return END
+
+    def stop(self) -> None:
+        """Kills the child, dropping what it read ahead."""
+        if self._process is not None:
+            self._process.kill()
+            self._process.join()
+            self._process = None
+        if self._pipe is not None:
+            self._pipe.close()
+            self._pipe = None
+
+
+def _read(
+    transactions: Transactions,
+    offset: BinlogOffset,
+    sources: Mapping[str, TableSchema],
+    by_gtid: bool,
+    pipe: Connection,
+    parent: int,
+) -> None:
+    """The child: reads into a bounded outbox, which a sender thread pickles into the pipe
+    in batches, so that decoding goes on while a batch is on its way."""
+    _die_with_parent(parent)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    outbox: queue.Queue = queue.Queue(maxsize=READ_AHEAD)
+    sender = threading.Thread(target=_send, args=(outbox, pipe), name="binlog-reader-sender", daemon=True)
+    sender.start()
+    numbers: dict[int, tuple[int, RowImageDecoder]] = {}  # by id(); holding each keeps its id unique
+    try:
+        for item in transactions(offset, sources, by_gtid):
+            for packed in _packed(item, numbers):
+                outbox.put(packed)
+        outbox.put(("end",))
+    except BaseException as exc:  # noqa: BLE001 - handed to the committing side
+        outbox.put(("failed", _picklable(exc)))
+    sender.join()
+
+
+def _send(outbox: queue.Queue, pipe: Connection) -> None:
+    while True:
+        batch = [outbox.get()]
+        while len(batch) < SEND_AT_ONCE and not outbox.empty():
+            batch.append(outbox.get_nowait())
+        pipe.send_bytes(pickle.dumps(batch, protocol=pickle.HIGHEST_PROTOCOL))
+        if batch[-1][0] in ("end", "failed"):
+            return
+
+
+def _packed(item: Item, numbers: dict[int, tuple[int, RowImageDecoder]]) -> list[tuple]:
+    """The item as tuples, after what makes each decoder it uses that was not sent yet."""
+    if not isinstance(item, Transaction):
+        return [("item", item)]
+    packed: list[tuple] = []
+    events = []
+    for event in item.events:
+        known = numbers.get(id(event.decoder))
+        if known is None:
+            known = numbers[id(event.decoder)] = (len(numbers), event.decoder)
+            packed.append(("decoder", known[0], event.decoder.columns, event.decoder.schema))
+        events.append((*event[:2], known[0], *event[3:5], tuple(event.start), *event[6:]))
+    packed.append(("transaction", events, tuple(item.end), item.timestamp))
+    return packed
+
+
+def _picklable(exc: BaseException) -> BaseException:
+    try:
+        pickle.loads(pickle.dumps(exc))
+    except Exception:  # noqa: BLE001 - any exception that cannot cross keeps its message
+        return SourceError(f"binlog reader failed: {type(exc).__name__}: {exc}")
+    return exc
+
+
+def _die_with_parent(parent: int) -> None:
+    """Linux kills the child when its parent dies, SIGKILL included; a parent that died
+    before this was set is seen in the child's new parent."""
+    if sys.platform.startswith("linux"):
+        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    if os.getppid() != parent:
+        os._exit(0)
