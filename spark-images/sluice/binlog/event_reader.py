@@ -116,19 +116,16 @@ class RowsEvent(NamedTuple):
         table_id, kind, timestamp, first = self.table_id, self.kind, self.timestamp, self.first_row
         file, pos = self.start.file, self.start.pos
         if kind is RowKind.UPDATE_AFTER:
-            pairs = range(2 * first, len(images), 2)
-            return [
-                RowChange(table_id, kind, images[i], images[i + 1], BinlogOffset(file, pos, i // 2), timestamp)
-                for i in pairs
-            ]
-        if kind is RowKind.INSERT:
-            return [
-                RowChange(table_id, kind, None, images[i], BinlogOffset(file, pos, i), timestamp)
-                for i in range(first, len(images))
-            ]
+            befores, afters = images[0::2], images[1::2]
+        elif kind is RowKind.INSERT:
+            befores, afters = [None] * len(images), images
+        else:
+            befores, afters = images, [None] * len(images)
+        # Two tuples a row, made as tuples: a named tuple's own constructor is a Python call.
+        new, change, offset = tuple.__new__, RowChange, BinlogOffset
         return [
-            RowChange(table_id, kind, images[i], None, BinlogOffset(file, pos, i), timestamp)
-            for i in range(first, len(images))
+            new(change, (table_id, kind, befores[i], afters[i], new(offset, (file, pos, i, "", 0)), timestamp))
+            for i in range(first, len(afters))
         ]
 
 

@@ -54,15 +54,16 @@ _UPDATE_BEFORE, _UPDATE_AFTER = RowKind.UPDATE_BEFORE, RowKind.UPDATE_AFTER
 
 def changelog(changes: Iterable[RowChange], schema: TableSchema) -> list[ChangeRow]:
     """The changes as changelog rows, in order: +I, -U/+U, or -D each. (One loop over the
-    changes, not a call per change: the binlog phase runs it for every row it reads.)"""
+    changes, not a call per change, and rows made as tuples, not through the named tuple's
+    constructor, a Python call: the binlog phase runs this for every row it reads.)"""
     rows: list[ChangeRow] = []
-    append = rows.append
+    append, new, row = rows.append, tuple.__new__, ChangeRow
     for _, kind, before, after, offset, timestamp in changes:
         if kind is _INSERT:
-            append(ChangeRow(schema, _INSERT, after, timestamp, offset))  # type: ignore[arg-type]
+            append(new(row, (schema, _INSERT, after, timestamp, offset)))
         elif kind is _DELETE:
-            append(ChangeRow(schema, _DELETE, before, timestamp, offset))  # type: ignore[arg-type]
+            append(new(row, (schema, _DELETE, before, timestamp, offset)))
         else:
-            append(ChangeRow(schema, _UPDATE_BEFORE, before, timestamp, offset))  # type: ignore[arg-type]
-            append(ChangeRow(schema, _UPDATE_AFTER, after, timestamp, offset))  # type: ignore[arg-type]
+            append(new(row, (schema, _UPDATE_BEFORE, before, timestamp, offset)))
+            append(new(row, (schema, _UPDATE_AFTER, after, timestamp, offset)))
     return rows
