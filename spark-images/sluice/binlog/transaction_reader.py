@@ -1,6 +1,6 @@
 """Turns the binlog into transactions of captured rows events.
 
-The rows stay bytes until `Transaction.changes` decodes them, which the binlog phase does
+The rows stay bytes until `Transaction.table_runs` decodes them, which the binlog phase does
 in the process that commits them (runtime/reader_process.py).
 
 A transaction of more than PIECE_BYTES of rows comes in pieces, so a transaction of
@@ -48,8 +48,15 @@ class Transaction:
     end: BinlogOffset  # where reading resumes after these changes
     timestamp: int
 
-    def changes(self) -> list[RowChange]:
-        return [change for event in self.events for change in event.changes()]
+    def table_runs(self) -> list[tuple[str, list[RowChange]]]:
+        """The rows decoded, in runs of one table's consecutive changes (binlog order kept)."""
+        runs: list[tuple[str, list[RowChange]]] = []
+        for event in self.events:
+            if runs and runs[-1][0] == event.table_id:
+                runs[-1][1].extend(event.changes())
+            else:
+                runs.append((event.table_id, event.changes()))
+        return runs
 
 
 @dataclass(frozen=True)

@@ -191,13 +191,7 @@ class _Tables:
 
 def _emit(transaction: Transaction, split: BinlogSplit, tables: _Tables, batch: ChangeBatch) -> None:
     """Applies the emit rule per run of same-table changes, keeping binlog order."""
-    runs: list[tuple[str, list]] = []
-    for change in transaction.changes():
-        if runs and runs[-1][0] == change.table_id:
-            runs[-1][1].append(change)
-        else:
-            runs.append((change.table_id, [change]))
-    for table_id, changes in runs:
+    for table_id, changes in transaction.table_runs():
         schema = tables.schemas[table_id]
         rows = emit(changes, split.watermarks.get(table_id), tables.decoders[table_id], tables.orders[table_id], schema)
         project = tables.projections[table_id]
