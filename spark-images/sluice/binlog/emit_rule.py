@@ -51,15 +51,13 @@ def image_chunks(
 
 def emit(
     changes: Sequence[RowChange],
-    watermarks: TableWatermarks | None,
+    watermarks: TableWatermarks,
     decoder: RowDecoder,
     order: KeyOrder,
     schema: TableSchema,
 ) -> list[ChangeRow]:
     """The changelog rows to emit for one table's changes (in binlog order), each with the
     position of the change it comes from."""
-    if watermarks is None:
-        return changelog(changes, schema)
     chunks = image_chunks(changes, decoder, order, watermarks.boundaries)
     hws = watermarks.high_watermarks
     out: list[ChangeRow] = []

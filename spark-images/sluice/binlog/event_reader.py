@@ -18,9 +18,10 @@ from pymysqlreplication.row_event import DeleteRowsEvent, UpdateRowsEvent, Write
 
 from sluice.binlog.row_image_decoder import RowImageDecoder, RowImageDecoders
 from sluice.errors import SourceError
-from sluice.event.row_change import RowChange, RowKind
+from sluice.event.row_change import ChangeRow, RowChange, RowKind
 from sluice.source.connection import SourceEndpoint
 from sluice.source.offset import BinlogOffset
+from sluice.source.row_decoding import Row
 from sluice.source.schema import TableSchema
 
 log = logging.getLogger(__name__)
@@ -107,26 +108,47 @@ class RowsEvent(NamedTuple):
     timestamp: int
 
     def changes(self) -> list[RowChange]:
-        try:
-            images = self.decoder.images(self.body, self.present)
-        except (ValueError, IndexError, struct.error) as exc:
-            raise SourceError(
-                f"cannot decode the rows event of {self.table_id} at binlog position {self.start}: {exc}"
-            ) from exc
-        table_id, kind, timestamp, first = self.table_id, self.kind, self.timestamp, self.first_row
-        file, pos = self.start.file, self.start.pos
-        if kind is RowKind.UPDATE_AFTER:
+        """The rows as changes, for the emit rule to judge against the watermarks."""
+        images, first = self._images(), self.first_row
+        if self.kind is RowKind.UPDATE_AFTER:
             befores, afters = images[0::2], images[1::2]
-        elif kind is RowKind.INSERT:
+        elif self.kind is RowKind.INSERT:
             befores, afters = [None] * len(images), images
         else:
             befores, afters = images, [None] * len(images)
-        # Two tuples a row, made as tuples: a named tuple's own constructor is a Python call.
+        table_id, kind, timestamp, file, pos = self.table_id, self.kind, self.timestamp, *self.start[:2]
+        # Tuples made as tuples: a named tuple's own constructor is a Python call.
         new, change, offset = tuple.__new__, RowChange, BinlogOffset
         return [
             new(change, (table_id, kind, befores[i], afters[i], new(offset, (file, pos, i, "", 0)), timestamp))
             for i in range(first, len(afters))
         ]
+
+    def changelog(self, schema: TableSchema) -> list[ChangeRow]:
+        """Every row as changelog rows, straight from the images: what the emit rule gives
+        once the table is past its snapshot's watermarks."""
+        images, first = self._images(), self.first_row
+        timestamp, file, pos = self.timestamp, *self.start[:2]
+        new, row, offset = tuple.__new__, ChangeRow, BinlogOffset
+        if self.kind is RowKind.UPDATE_AFTER:  # images alternate before (-U) and after (+U)
+            kinds = (RowKind.UPDATE_BEFORE, RowKind.UPDATE_AFTER)
+            return [
+                new(row, (schema, kinds[i & 1], images[i], timestamp, new(offset, (file, pos, i >> 1, "", 0))))
+                for i in range(2 * first, len(images))
+            ]
+        kind = self.kind  # +I of the after images, or -D of the before images
+        return [
+            new(row, (schema, kind, images[i], timestamp, new(offset, (file, pos, i, "", 0))))
+            for i in range(first, len(images))
+        ]
+
+    def _images(self) -> list[Row]:
+        try:
+            return self.decoder.images(self.body, self.present)
+        except (ValueError, IndexError, struct.error) as exc:
+            raise SourceError(
+                f"cannot decode the rows event of {self.table_id} at binlog position {self.start}: {exc}"
+            ) from exc
 
 
 def rows_event(

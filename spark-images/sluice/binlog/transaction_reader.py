@@ -1,7 +1,7 @@
 """Turns the binlog into transactions of captured rows events.
 
-The rows stay bytes until `Transaction.table_runs` decodes them, which the binlog phase does
-in the process that commits them (runtime/reader_process.py).
+The rows stay bytes until the binlog phase decodes them, in the process that commits them
+(runtime/reader_process.py).
 
 A transaction of more than PIECE_BYTES of rows comes in pieces, so a transaction of
 millions of rows streams through in bounded memory. A piece ends after a rows event, and
@@ -31,7 +31,6 @@ from sluice.binlog.event_reader import ROW_EVENTS, RowsEvent, WatchedTables, eve
 from sluice.binlog.gtid_state import GtidState, gtid_state
 from sluice.binlog.row_image_decoder import RowImageDecoders
 from sluice.errors import SourceError
-from sluice.event.row_change import RowChange
 from sluice.event.schema_change import CreateTable, SchemaChangeEvent, is_reflected
 from sluice.source.connection import SourceEndpoint
 from sluice.source.offset import BinlogOffset
@@ -48,14 +47,14 @@ class Transaction:
     end: BinlogOffset  # where reading resumes after these changes
     timestamp: int
 
-    def table_runs(self) -> list[tuple[str, list[RowChange]]]:
-        """The rows decoded, in runs of one table's consecutive changes (binlog order kept)."""
-        runs: list[tuple[str, list[RowChange]]] = []
+    def table_runs(self) -> list[tuple[str, list[RowsEvent]]]:
+        """The rows events in runs of one table's (binlog order kept)."""
+        runs: list[tuple[str, list[RowsEvent]]] = []
         for event in self.events:
             if runs and runs[-1][0] == event.table_id:
-                runs[-1][1].extend(event.changes())
+                runs[-1][1].append(event)
             else:
-                runs.append((event.table_id, event.changes()))
+                runs.append((event.table_id, [event]))
         return runs
 
 

@@ -191,9 +191,14 @@ class _Tables:
 
 def _emit(transaction: Transaction, split: BinlogSplit, tables: _Tables, batch: ChangeBatch) -> None:
     """Applies the emit rule per run of same-table changes, keeping binlog order."""
-    for table_id, changes in transaction.table_runs():
+    for table_id, events in transaction.table_runs():
         schema = tables.schemas[table_id]
-        rows = emit(changes, split.watermarks.get(table_id), tables.decoders[table_id], tables.orders[table_id], schema)
+        watermarks = split.watermarks.get(table_id)
+        if watermarks is None:  # past every chunk's high watermark: every change is due
+            rows = [row for event in events for row in event.changelog(schema)]
+        else:
+            changes = [change for event in events for change in event.changes()]
+            rows = emit(changes, watermarks, tables.decoders[table_id], tables.orders[table_id], schema)
         project = tables.projections[table_id]
         if project is not None:
             target = tables.targets[table_id]
