@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sluice.event.row_change import ChangeRow, RowChange, RowKind, changelog
+from sluice.event.row_change import ChangeRow, RowChange, RowKind
 from sluice.source.key_order import KeyOrder
 from sluice.source.offset import BinlogOffset
 from sluice.source.row_decoding import RowDecoder
@@ -66,11 +66,11 @@ def emit(
         after_due = change.after is not None and not change.offset.is_before(hws[chunks[2 * i + 1]])
         if change.kind is RowKind.UPDATE_AFTER:
             if before_due and after_due:
-                out.extend(changelog((change,), schema))
+                out.extend(change.changelog(schema))
             elif before_due:
                 out.append(change.one_side(schema, RowKind.DELETE))
             elif after_due:
                 out.append(change.one_side(schema, RowKind.INSERT))
         elif before_due or after_due:
-            out.extend(changelog((change,), schema))
+            out.extend(change.changelog(schema))
     return out

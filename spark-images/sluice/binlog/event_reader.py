@@ -151,10 +151,8 @@ class RowsEvent(NamedTuple):
             ) from exc
 
 
-def rows_event(
-    stream: BinLogStreamReader, event: object, decoders: RowImageDecoders, first_row: int = 0
-) -> RowsEvent | None:
-    """The rows event, undecoded, if it belongs to a captured table."""
+def rows_event(event: object, start: BinlogOffset, decoders: RowImageDecoders, first_row: int = 0) -> RowsEvent | None:
+    """The rows event starting at `start`, undecoded, if it belongs to a captured table."""
     table_id = f"{event.schema}.{event.table}"  # type: ignore[attr-defined]
     decoder = decoders.for_table(table_id, event.table_map[event.table_id])  # type: ignore[attr-defined]
     if decoder is None:
@@ -166,7 +164,6 @@ def rows_event(
         kind, present = RowKind.UPDATE_AFTER, (*present, event.columns_present_bitmap2)
     else:
         kind = RowKind.INSERT if isinstance(event, WriteRowsEvent) else RowKind.DELETE
-    start = event_start(stream, event)
     return RowsEvent(table_id, kind, decoder, body, present, start, packet.log_pos, first_row, event.timestamp)  # type: ignore[attr-defined]
 
 
@@ -185,9 +182,10 @@ def read_window(
         for event in stream:
             if isinstance(event, RotateEvent):
                 continue  # its position belongs to the file it closes, not the one it opens
-            if not event_start(stream, event).is_before(stop):
+            start = event_start(stream, event)
+            if not start.is_before(stop):
                 return
-            if isinstance(event, ROW_EVENTS) and (rows := rows_event(stream, event, decoders)) is not None:
+            if isinstance(event, ROW_EVENTS) and (rows := rows_event(event, start, decoders)) is not None:
                 yield from rows.changes()
     finally:
         stream.close()

@@ -188,11 +188,12 @@ def _transactions(
             if not events and began is None:
                 yield Heartbeat(resume_point(event.packet.log_pos))
             continue
-        if stop_at is not None and not event_start(stream, event).is_before(stop_at):
+        start = event_start(stream, event)
+        if stop_at is not None and not start.is_before(stop_at):
             return
         if isinstance(event, ROW_EVENTS):
-            first = first_row(event_start(stream, event))
-            rows = rows_event(stream, event, decoders, first) if first is not None else None
+            first = first_row(start)
+            rows = rows_event(event, start, decoders, first) if first is not None else None
             if rows is None:
                 continue
             events.append(rows)
@@ -202,13 +203,13 @@ def _transactions(
                 events, pending_bytes = [], 0
         elif isinstance(event, QueryEvent) and event.query.strip().upper() == "BEGIN":
             if began is None:  # no GTID event: the transaction begins here
-                began = event_start(stream, event).pos
+                began = start.pos
         elif isinstance(event, XidEvent) or (isinstance(event, QueryEvent) and event.query.strip().upper() == "COMMIT"):
             yield Transaction(events, resume_point(event.packet.log_pos), event.timestamp)
             events, pending_bytes = [], 0
             began = None
         elif isinstance(event, QueryEvent) and captured is not None:
-            change = _schema_change(stream, event, captured, decoders)
+            change = _schema_change(event, start, captured, decoders)
             if change is not None:
                 yield dataclasses.replace(change, resume_at=resume_point(event.packet.log_pos))
                 decoders.evolve(change.events)
@@ -218,9 +219,11 @@ def _transactions(
                 began = None
 
 
-def _schema_change(stream, event: QueryEvent, captured: Captured, decoders: RowImageDecoders) -> SchemaChange | None:
-    """The DDL in `event` as a SchemaChange, if it changes a captured table (resume_at
-    unset). What the schemas already show is left out: a run started at an older position
+def _schema_change(
+    event: QueryEvent, start: BinlogOffset, captured: Captured, decoders: RowImageDecoders
+) -> SchemaChange | None:
+    """The DDL in `event` (starting at `start`) as a SchemaChange, if it changes a captured
+    table (resume_at unset). What the schemas already show is left out: a run started at an older position
     (earliest-offset, timestamp) reads the history of tables it found as they are now."""
     database = event.schema.decode() if isinstance(event.schema, bytes) else str(event.schema or "")
     try:
@@ -230,5 +233,4 @@ def _schema_change(stream, event: QueryEvent, captured: Captured, decoders: RowI
         events, problem = (), str(exc)
     if not events and not problem:
         return None
-    start = event_start(stream, event)
     return SchemaChange(start, start, event.query, events, problem, event.timestamp)

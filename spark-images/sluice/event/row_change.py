@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import enum
-from collections.abc import Iterable
 from typing import NamedTuple
 
 from sluice.source.offset import BinlogOffset
@@ -41,29 +40,19 @@ class RowChange(NamedTuple):
     offset: BinlogOffset
     timestamp: int  # seconds since the epoch, from the event header
 
+    def changelog(self, schema: TableSchema) -> list[ChangeRow]:
+        """The change as changelog rows: +I, -U/+U, or -D."""
+        if self.kind is RowKind.INSERT:
+            return [ChangeRow(schema, RowKind.INSERT, self.after, self.timestamp, self.offset)]  # type: ignore[arg-type]
+        if self.kind is RowKind.DELETE:
+            return [ChangeRow(schema, RowKind.DELETE, self.before, self.timestamp, self.offset)]  # type: ignore[arg-type]
+        return [
+            ChangeRow(schema, RowKind.UPDATE_BEFORE, self.before, self.timestamp, self.offset),  # type: ignore[arg-type]
+            ChangeRow(schema, RowKind.UPDATE_AFTER, self.after, self.timestamp, self.offset),  # type: ignore[arg-type]
+        ]
+
     def one_side(self, schema: TableSchema, kind: RowKind) -> ChangeRow:
         """Half of an update, as a delete of its before image or an insert of its after
         image: what the emit rule keeps when the snapshot already holds the other half."""
         row = self.before if kind is RowKind.DELETE else self.after
         return ChangeRow(schema, kind, row, self.timestamp, self.offset)  # type: ignore[arg-type]
-
-
-_INSERT, _DELETE = RowKind.INSERT, RowKind.DELETE
-_UPDATE_BEFORE, _UPDATE_AFTER = RowKind.UPDATE_BEFORE, RowKind.UPDATE_AFTER
-
-
-def changelog(changes: Iterable[RowChange], schema: TableSchema) -> list[ChangeRow]:
-    """The changes as changelog rows, in order: +I, -U/+U, or -D each. (One loop over the
-    changes, not a call per change, and rows made as tuples, not through the named tuple's
-    constructor, a Python call: the binlog phase runs this for every row it reads.)"""
-    rows: list[ChangeRow] = []
-    append, new, row = rows.append, tuple.__new__, ChangeRow
-    for _, kind, before, after, offset, timestamp in changes:
-        if kind is _INSERT:
-            append(new(row, (schema, _INSERT, after, timestamp, offset)))
-        elif kind is _DELETE:
-            append(new(row, (schema, _DELETE, before, timestamp, offset)))
-        else:
-            append(new(row, (schema, _UPDATE_BEFORE, before, timestamp, offset)))
-            append(new(row, (schema, _UPDATE_AFTER, after, timestamp, offset)))
-    return rows

@@ -126,7 +126,7 @@ def _read(
     parent: int,
 ) -> None:
     """The child: reads into a bounded outbox, which a sender thread pickles into the pipe
-    in batches, so that decoding goes on while a batch is on its way."""
+    in batches, so that reading goes on while a batch is on its way."""
     _die_with_parent(parent)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
