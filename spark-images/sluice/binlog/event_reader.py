@@ -12,10 +12,9 @@ import struct
 from collections.abc import Iterator, Mapping
 from typing import NamedTuple
 
-from pymysqlreplication import BinLogStreamReader
 from pymysqlreplication.event import RotateEvent
-from pymysqlreplication.row_event import DeleteRowsEvent, UpdateRowsEvent, WriteRowsEvent
 
+from sluice.binlog.event_stream import ROW_EVENTS, BinlogEventStream, BinlogRowsEvent
 from sluice.binlog.row_image_decoder import RowImageDecoder, RowImageDecoders
 from sluice.errors import SourceError
 from sluice.event.row_change import ChangeRow, RowChange, RowKind
@@ -25,8 +24,6 @@ from sluice.source.row_decoding import Row
 from sluice.source.schema import TableSchema
 
 log = logging.getLogger(__name__)
-
-ROW_EVENTS = (WriteRowsEvent, UpdateRowsEvent, DeleteRowsEvent)
 
 
 class WatchedTables:
@@ -56,7 +53,7 @@ def open_stream(
     extra_events: tuple[type, ...] = (),
     gtid_set: str = "",
     watched: WatchedTables | None = None,
-) -> BinLogStreamReader:
+) -> BinlogEventStream:
     """A stream from `start` (file/position), or from just after `gtid_set` when given."""
     watched = watched or WatchedTables(schemas)
     if gtid_set:
@@ -66,7 +63,7 @@ def open_stream(
         # command (it starts from the oldest binlog); MariaDB also serves the classic
         # file/position dump, so that is what a file/position start sends.
         where = {"log_file": start.file, "log_pos": start.pos, "resume_stream": True, "is_mariadb": False}
-    return BinLogStreamReader(
+    return BinlogEventStream(
         connection_settings=endpoint.settings(),
         server_id=server_id,
         blocking=blocking,
@@ -74,17 +71,16 @@ def open_stream(
         only_schemas=watched.databases,
         only_tables=watched.tables,
         slave_heartbeat=heartbeat_seconds,
+        # The stream freezes table maps: a table id's is read once, not once per transaction
+        # (it costs more than a small transaction's rows). Every ALTER, even of a column
+        # default, gives the table a new id, and the library forgets all ids at each binlog
+        # rotation, which a server restart (the one time ids are reused) always brings.
         enable_logging=False,
-        # Parse a table id's table map once, not once per transaction (it costs more than a
-        # small transaction's rows): every ALTER, even of a column default, gives the table
-        # a new id, and the library forgets all ids at each binlog rotation, which a server
-        # restart (the one time ids are reused) always brings.
-        freeze_schema=True,
         **where,
     )
 
 
-def event_start(stream: BinLogStreamReader, event: object) -> BinlogOffset:
+def event_start(stream: BinlogEventStream, event: object) -> BinlogOffset:
     """Where an event begins in its binlog file. (`event.event_size` leaves out the header
     and checksum; the packet's size is the whole event.)"""
     packet = event.packet  # type: ignore[attr-defined]
@@ -151,20 +147,16 @@ class RowsEvent(NamedTuple):
             ) from exc
 
 
-def rows_event(event: object, start: BinlogOffset, decoders: RowImageDecoders, first_row: int = 0) -> RowsEvent | None:
+def rows_event(
+    event: BinlogRowsEvent, start: BinlogOffset, decoders: RowImageDecoders, first_row: int = 0
+) -> RowsEvent | None:
     """The rows event starting at `start`, undecoded, if it belongs to a captured table."""
-    table_id = f"{event.schema}.{event.table}"  # type: ignore[attr-defined]
-    decoder = decoders.for_table(table_id, event.table_map[event.table_id])  # type: ignore[attr-defined]
+    table_id = event.table_id
+    decoder = decoders.for_table(table_id, event.table)
     if decoder is None:
         return None
-    packet = event.packet  # type: ignore[attr-defined]
-    body = packet.read(event.event_size - packet.read_bytes)  # type: ignore[attr-defined]
-    present = (event.columns_present_bitmap,)  # type: ignore[attr-defined]
-    if isinstance(event, UpdateRowsEvent):
-        kind, present = RowKind.UPDATE_AFTER, (*present, event.columns_present_bitmap2)
-    else:
-        kind = RowKind.INSERT if isinstance(event, WriteRowsEvent) else RowKind.DELETE
-    return RowsEvent(table_id, kind, decoder, body, present, start, packet.log_pos, first_row, event.timestamp)  # type: ignore[attr-defined]
+    end, timestamp = event.packet.log_pos, event.timestamp
+    return RowsEvent(table_id, event.kind, decoder, event.body, event.present, start, end, first_row, timestamp)
 
 
 def read_window(
@@ -185,7 +177,7 @@ def read_window(
             start = event_start(stream, event)
             if not start.is_before(stop):
                 return
-            if isinstance(event, ROW_EVENTS) and (rows := rows_event(event, start, decoders)) is not None:
+            if isinstance(event, BinlogRowsEvent) and (rows := rows_event(event, start, decoders)) is not None:
                 yield from rows.changes()
     finally:
         stream.close()

@@ -27,7 +27,8 @@ from pymysqlreplication.event import (
 )
 
 from sluice.binlog.ddl_parser import Captured, UnparsableDdl, parse_ddl
-from sluice.binlog.event_reader import ROW_EVENTS, RowsEvent, WatchedTables, event_start, open_stream, rows_event
+from sluice.binlog.event_reader import RowsEvent, WatchedTables, event_start, open_stream, rows_event
+from sluice.binlog.event_stream import BinlogRowsEvent
 from sluice.binlog.gtid_state import GtidState, gtid_state
 from sluice.binlog.row_image_decoder import RowImageDecoders
 from sluice.errors import SourceError
@@ -191,7 +192,7 @@ def _transactions(
         start = event_start(stream, event)
         if stop_at is not None and not start.is_before(stop_at):
             return
-        if isinstance(event, ROW_EVENTS):
+        if isinstance(event, BinlogRowsEvent):
             first = first_row(start)
             rows = rows_event(event, start, decoders, first) if first is not None else None
             if rows is None:
