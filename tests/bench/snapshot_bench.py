@@ -4,6 +4,8 @@ DBA's one-off copy `mariadb --quick -B -N -e 'SELECT * FROM t' | psql -c "COPY t
 STDIN"` (C on both ends: the physical baseline for a copy on this machine). Sluice runs at
 parallelism 1 and 2; each run's snapshot phase and end to end (Spark start included) are
 reported as rates and as ratios to the pipe; each figure is the better of two runs.
+Then the same into a second MariaDB server, against `mariadb | mariadb -e 'LOAD DATA
+LOCAL INFILE'`, at parallelism 2, one run each.
 
 Usage: python -m tests.bench.snapshot_bench [--rows N]. A benchmark, not a test: it prints
 rates and ratios and asserts nothing.
@@ -21,8 +23,8 @@ import time
 import pymysql.cursors
 
 from sluice.sink.jdbc_dialects import META_SCHEMA
-from tests.harness.pipelines import pipeline_yaml, postgres_sink, run_sluice, sluice_env, write_pipeline
-from tests.harness.services import running_services, scratch_directory
+from tests.harness.pipelines import mysql_sink, pipeline_yaml, postgres_sink, run_sluice, sluice_env, write_pipeline
+from tests.harness.services import running_services, scratch_directory, start_mariadb
 
 TABLE_DDL = (
     "CREATE TABLE bench.orders (id BIGINT PRIMARY KEY, customer VARCHAR(40) NOT NULL, "
@@ -85,31 +87,71 @@ def pipe_copy(mariadb, postgresql) -> tuple[int, float]:
     return copied, elapsed
 
 
-def sluice_snapshot(base, mariadb, postgresql, parallelism: int, chunk_size: int) -> tuple[float, float, int, float]:
-    """One `sluice run` of the snapshot into an empty schema: phase rate, end-to-end rate, rows, seconds."""
-    with postgresql.connect() as conn:
-        conn.execute("DROP SCHEMA IF EXISTS bench CASCADE")
-        conn.execute(f"DROP SCHEMA IF EXISTS {META_SCHEMA} CASCADE")  # each run a fresh pipeline
-    shutil.rmtree(base / f"state-p{parallelism}", ignore_errors=True)
+def pipe_load_data(mariadb, target) -> tuple[int, float]:
+    """The same pipe into a MariaDB target: the client's text into LOAD DATA LOCAL INFILE."""
+    target.execute("DROP DATABASE IF EXISTS pipe", "CREATE DATABASE pipe", TABLE_DDL.replace("bench.", "pipe."))
+    read = (
+        f"mariadb --quick -B -N -h {mariadb.host} -P {mariadb.port} -u {mariadb.user} bench -e 'SELECT * FROM orders'"
+    )
+    write = (
+        f"mariadb --local-infile=1 -h {target.host} -P {target.port} -u {target.user} pipe "
+        "-e \"LOAD DATA LOCAL INFILE '/dev/stdin' INTO TABLE orders\""
+    )
+    env = dict(os.environ, MYSQL_PWD=mariadb.password)  # the harness gives both servers one password
+    started = time.perf_counter()
+    subprocess.run(f"set -o pipefail; {read} | {write}", shell=True, check=True, env=env, executable="/bin/bash")
+    elapsed = time.perf_counter() - started
+    copied = _mariadb_count(target, "pipe")
+    target.execute("DROP DATABASE pipe")
+    return copied, elapsed
+
+
+def _mariadb_count(server, database: str) -> int:
+    conn = server.connect(database)
+    with conn.cursor() as cur:
+        cur.execute("SELECT count(*) FROM orders")
+        (count,) = cur.fetchone()
+    conn.close()
+    return count
+
+
+def sluice_snapshot(
+    base, mariadb, postgresql, parallelism: int, chunk_size: int, target=None
+) -> tuple[float, float, int, float]:
+    """One `sluice run` of the snapshot into an empty PostgreSQL schema (or MariaDB database,
+    with `target`): phase rate, end-to-end rate, rows, seconds."""
+    if target is None:
+        with postgresql.connect() as conn:
+            conn.execute("DROP SCHEMA IF EXISTS bench CASCADE")
+            conn.execute(f"DROP SCHEMA IF EXISTS {META_SCHEMA} CASCADE")  # each run a fresh pipeline
+        sink = postgres_sink(postgresql)
+    else:
+        target.execute("DROP DATABASE IF EXISTS bench", f"DROP DATABASE IF EXISTS {META_SCHEMA}")
+        sink = mysql_sink(target)
+    name = f"p{parallelism}{'' if target is None else '-mariadb'}"
+    shutil.rmtree(base / f"state-{name}", ignore_errors=True)
     definition = pipeline_yaml(
         mariadb,
         "bench.orders",
-        postgres_sink(postgresql),
-        name=f"bench-p{parallelism}",
+        sink,
+        name=f"bench-{name}",
         parallelism=parallelism,
         **{"scan.startup.mode": "snapshot", "scan.incremental.snapshot.chunk.size": chunk_size},
     )
-    pipeline = write_pipeline(base / f"bench-p{parallelism}.yaml", definition)
+    pipeline = write_pipeline(base / f"bench-{name}.yaml", definition)
     started = time.perf_counter()
-    result = run_sluice(pipeline, base / f"state-p{parallelism}", sluice_env(mariadb, postgresql), timeout=3600)
+    result = run_sluice(pipeline, base / f"state-{name}", sluice_env(mariadb, postgresql, target), timeout=3600)
     total_seconds = time.perf_counter() - started
     if result.returncode != 0:
         raise SystemExit(f"sluice failed:\n{result.stderr}")
-    with postgresql.connect() as conn:
-        copied = conn.execute("SELECT count(*) FROM bench.orders").fetchone()[0]
+    if target is None:
+        with postgresql.connect() as conn:
+            copied = conn.execute("SELECT count(*) FROM bench.orders").fetchone()[0]
+    else:
+        copied = _mariadb_count(target, "bench")
     phase_rate = float(re.findall(r"([\d,]+) rows/s", result.stderr)[-1].replace(",", ""))
     handover = re.findall(r"snapshot: Spark is up.*", result.stderr)
-    print(f"  p{parallelism}: {handover[0] if handover else 'the driver read every split before Spark was up'}")
+    print(f"  {name}: {handover[0] if handover else 'the driver read every split before Spark was up'}")
     return phase_rate, copied / total_seconds, copied, total_seconds
 
 
@@ -143,6 +185,26 @@ def main() -> None:
                 f"{end_to_end / pipe_rate:.2f}x the pipe ({copied:,} rows, {seconds:.1f}s incl. Spark start)"
             )
         print(f"snapshot phase, parallelism 2 / parallelism 1: {phases[2] / phases[1]:.2f}x")
+        mariadb_target_figures(base, mariadb, postgresql, args.chunk_size)
+
+
+def mariadb_target_figures(base, mariadb, postgresql, chunk_size: int) -> None:
+    """The MariaDB target against its own pipe, parallelism 2, one run each (a second server)."""
+    target = start_mariadb(base / "mysql-target", server_id=2)
+    try:
+        piped, pipe_seconds = pipe_load_data(mariadb, target)
+        pipe_rate = piped / pipe_seconds
+        print(
+            f"{'mariadb | mariadb LOAD DATA pipe':<42}{pipe_rate:>10,.0f} rows/s ({piped:,} rows, {pipe_seconds:.1f} s)"
+        )
+        phase_rate, end_to_end, copied, seconds = sluice_snapshot(base, mariadb, postgresql, 2, chunk_size, target)
+        print(
+            f"sluice into MariaDB, parallelism 2: snapshot phase {phase_rate:>10,.0f} rows/s = "
+            f"{phase_rate / pipe_rate:.2f}x its pipe; end to end {end_to_end:>10,.0f} rows/s = "
+            f"{end_to_end / pipe_rate:.2f}x ({copied:,} rows, {seconds:.1f}s incl. Spark start)"
+        )
+    finally:
+        target.stop()
 
 
 if __name__ == "__main__":

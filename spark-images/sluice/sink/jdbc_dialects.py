@@ -6,8 +6,11 @@ rows in bulk, and keep the offsets table. Everything runs inside the caller's tr
 
 from __future__ import annotations
 
+import functools
 import itertools
 import json
+import logging
+import tempfile
 import zlib
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -18,7 +21,7 @@ import pymysql
 
 from sluice.pipeline.jdbc_url import JdbcUrl
 from sluice.sink.type_mapping import mysql_type, postgres_type
-from sluice.snapshot.copy_text import RendersCopyText
+from sluice.snapshot.copy_text import RendersCopyText, load_data_columns
 from sluice.source.offset import BinlogOffset
 from sluice.source.row_decoding import Row
 from sluice.source.schema import Column, TableSchema
@@ -26,6 +29,8 @@ from sluice.source.schema import Column, TableSchema
 META_SCHEMA = "sluice_meta"
 OFFSETS_TABLE = "offsets"
 EPOCHS_TABLE = "epochs"  # per pipeline, bumped by every run: the fencing token of its writers
+
+log = logging.getLogger(__name__)
 
 
 class JdbcDialect(ABC):
@@ -268,6 +273,7 @@ class MySqlDialect(JdbcDialect):
             charset="utf8mb4",
             autocommit=False,
             init_command="SET time_zone = '+00:00'",
+            local_infile=True,  # LOAD DATA of a snapshot chunk's text (insert_new)
         )
         return conn
 
@@ -295,6 +301,39 @@ class MySqlDialect(JdbcDialect):
             )
             cur.execute(f"SELECT epoch FROM {self.epochs_table()} WHERE pipeline = %s", (pipeline,))
             return cur.fetchone()[0]
+
+    def insert_new(self, conn: pymysql.connections.Connection, schema: TableSchema, rows: Iterable[Row]) -> None:
+        """LOAD DATA of the COPY text the source rendered (snapshot/copy_text), REPLACE-ing
+        rows already in the target; else, or where the server refuses local files,
+        multi-row upserts."""
+        if isinstance(rows, RendersCopyText) and rows.has_copy_text:
+            with tempfile.NamedTemporaryFile("w", encoding="utf-8", newline="", suffix=".tsv") as text:
+                text.writelines(rows.copy_text())
+                text.flush()
+                if self._load_data(conn, schema, text.name):
+                    return
+        self.upsert(conn, schema, rows)
+
+    def _load_data(self, conn: pymysql.connections.Connection, schema: TableSchema, path: str) -> bool:
+        """Loads the file; False if the server refuses local files. Anything LOAD DATA
+        would only warn about (a value it changed to fit) is an error here."""
+        sql = (
+            f"LOAD DATA LOCAL INFILE %s REPLACE INTO TABLE {self.target_table(schema)} CHARACTER SET utf8mb4 "
+            + load_data_columns(schema)
+        )
+        with conn.cursor() as cur:
+            try:
+                cur.execute(sql, (path,))
+            except pymysql.err.OperationalError as exc:
+                if exc.args[0] not in _LOCAL_FILES_REFUSED:
+                    raise
+                _refused_local_files(conn.host, conn.port, exc.args[1])
+                return False
+            if cur.warning_count:
+                cur.execute("SHOW WARNINGS LIMIT 3")
+                warnings = "; ".join(f"{level} {code}: {message}" for level, code, message in cur.fetchall())
+                raise pymysql.err.DataError(f"loading {schema.table_id} into the target changed values: {warnings}")
+        return True
 
     def upsert(self, conn: pymysql.connections.Connection, schema: TableSchema, rows: Iterable[Row]) -> None:
         names = schema.column_names
@@ -339,6 +378,21 @@ class MySqlDialect(JdbcDialect):
                 "ON DUPLICATE KEY UPDATE position = VALUES(position), updated_at = CURRENT_TIMESTAMP",
                 [(pipeline, split_id, json.dumps(o.to_json())) for split_id, o in offsets.items()],
             )
+
+
+_LOCAL_FILES_REFUSED = {1148, 3948, 4166}  # not allowed here; disabled (MySQL 8; MariaDB)
+
+
+@functools.cache
+def _refused_local_files(host: str, port: int, message: str) -> None:
+    """Says once per target that snapshot chunks go the slower way."""
+    log.warning(
+        "target %s:%s refuses LOAD DATA LOCAL INFILE (%s): snapshot chunks are written with multi-row "
+        "upserts instead; set local_infile=ON on the target for the faster path",
+        host,
+        port,
+        message,
+    )
 
 
 DIALECTS: dict[str, JdbcDialect] = {"postgresql": PostgresDialect(), "mysql": MySqlDialect()}

@@ -16,6 +16,11 @@ Per type, what the row path writes and the text that means the same:
 - CHAR, VARCHAR, TEXT, ENUM, SET, JSON: the text in utf8mb4, escaped;
 - BINARY, VARBINARY, BLOB: bytea's hex form.
 FLOAT, DOUBLE, TIME, UUID, INET and spatial types keep the row path.
+
+A MySQL-dialect target loads the same text with LOAD DATA, whose default format (tab,
+newline, backslash escapes, \\N) reads it as COPY does; `load_data_columns` gives the few
+conversions back into the source's own types (binary from hex, BIT from its number,
+TIMESTAMP without its zone: the target session is in UTC).
 """
 
 from __future__ import annotations
@@ -78,6 +83,26 @@ def _field(column: Column) -> str | None:
     else:
         return None
     return f"COALESCE({value}, {_NULL})" if column.nullable else value
+
+
+_LOADED = {  # how LOAD DATA reads a field back where the text is not the value itself
+    **dict.fromkeys(_BINARY, "UNHEX(SUBSTRING({field}, 3))"),  # after bytea's \\x
+    "bit": "CAST({field} AS UNSIGNED)",
+    "timestamp": "LEFT({field}, CHAR_LENGTH({field}) - 3)",  # without +00
+}
+
+
+def load_data_columns(schema: TableSchema) -> str:
+    """LOAD DATA's column list and SET clause for the COPY text of copy_text_select."""
+    fields, assignments = [], []
+    for i, column in enumerate(schema.columns):
+        loaded = _LOADED.get(column.data_type)
+        if loaded is None:
+            fields.append(quote(column.name))
+        else:
+            fields.append(f"@field{i}")
+            assignments.append(f"{quote(column.name)} = {loaded.format(field=f'@field{i}')}")
+    return f"({', '.join(fields)})" + (f" SET {', '.join(assignments)}" if assignments else "")
 
 
 def copy_text_select(schema: TableSchema) -> str | None:

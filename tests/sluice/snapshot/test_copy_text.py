@@ -1,20 +1,23 @@
-"""The chunk as COPY text, rendered by the source server, lands in PostgreSQL exactly as the
-row path writes the same rows: every type it takes, NULLs, zero and invalid dates, the
-characters COPY escapes, binary bytes, JSON, unsigned and BIT extremes, fractional
-TIMESTAMPs in a server zone that is not UTC. Tables with other types keep the row path."""
+"""The chunk as COPY text, rendered by the source server, lands in PostgreSQL (COPY) and in
+MariaDB (LOAD DATA) exactly as the row path writes the same rows: every type it takes,
+NULLs, zero and invalid dates, the characters COPY escapes, binary bytes, JSON, unsigned
+and BIT extremes, fractional TIMESTAMPs in a server zone that is not UTC. Tables with
+other types keep the row path."""
 
 from __future__ import annotations
 
 import dataclasses
 
+import pytest
+
 from sluice.pipeline.jdbc_url import parse_jdbc_url
-from sluice.sink.jdbc_dialects import PostgresDialect
+from sluice.sink.jdbc_dialects import MySqlDialect, PostgresDialect
 from sluice.snapshot.copy_text import copy_text_select
 from sluice.snapshot.snapshot_split import SnapshotSplit, SplitTask
 from sluice.snapshot.split_reader import end_split, read_split
 from sluice.source.connection import connect_scan
 from sluice.source.schema import read_table_schema
-from tests.harness.compare import postgres_rows
+from tests.harness.compare import postgres_rows, source_rows
 
 TEXT_TYPES = """CREATE TABLE text_types (
   id INT PRIMARY KEY, ti TINYINT, tu TINYINT UNSIGNED, si SMALLINT UNSIGNED, mi MEDIUMINT, i INT UNSIGNED,
@@ -46,7 +49,20 @@ ROWS = [
 ]
 
 
-def test_the_servers_copy_text_lands_as_the_row_path_writes_it(mariadb, postgresql, source_db):
+@pytest.fixture(params=["postgresql", "mariadb"])
+def target(request, postgresql, mariadb_target):
+    """A target's dialect, a connection to it, and how to read a table DB.T back."""
+    if request.param == "postgresql":
+        connection = PostgresDialect().connect(parse_jdbc_url(postgresql.url), postgresql.user, postgresql.password)
+        yield PostgresDialect(), connection, lambda db, table: postgres_rows(postgresql, db, table)
+    else:
+        url = parse_jdbc_url(f"mysql://{mariadb_target.host}:{mariadb_target.port}/mysql")
+        connection = MySqlDialect().connect(url, mariadb_target.user, mariadb_target.password)
+        yield MySqlDialect(), connection, lambda db, table: source_rows(mariadb_target, db, table)
+    connection.close()
+
+
+def test_the_servers_copy_text_lands_as_the_row_path_writes_it(mariadb, target, source_db):
     mariadb.execute(
         "SET SESSION sql_mode = ''",  # zero and invalid dates, as older applications write them
         "SET SESSION time_zone = '+02:00'",
@@ -58,25 +74,24 @@ def test_the_servers_copy_text_lands_as_the_row_path_writes_it(mariadb, postgres
     schema = read_table_schema(conn, source_db, "text_types", None)
     conn.close()
     assert copy_text_select(schema) is not None
-    dialect = PostgresDialect()
-    target = dialect.connect(parse_jdbc_url(postgresql.url), postgresql.user, postgresql.password)
+    dialect, connection, read_back = target
     task = SplitTask(SnapshotSplit(schema.table_id, 0, None, None), schema, mariadb.endpoint(), 5401, 2)
     source = connect_scan(mariadb.endpoint())
     try:
         for path in ("row_path", "text_path"):
             placed = dataclasses.replace(schema, database=f"{source_db}_{path}")
-            for statement in dialect.create_table_statements(placed):
-                target.execute(statement)
+            with connection.cursor() as cur:
+                for statement in dialect.create_table_statements(placed):
+                    cur.execute(statement)
             rows, _, _ = read_split(task, source)
             assert rows.has_copy_text
-            dialect.insert_new(target, placed, rows if path == "text_path" else list(rows))
+            dialect.insert_new(connection, placed, rows if path == "text_path" else list(rows))
             end_split(source)
-            target.commit()
+            connection.commit()
     finally:
         source.close()
-        target.close()
-    by_rows = postgres_rows(postgresql, f"{source_db}_row_path", "text_types")
-    by_text = postgres_rows(postgresql, f"{source_db}_text_path", "text_types")
+    by_rows = read_back(f"{source_db}_row_path", "text_types")
+    by_text = read_back(f"{source_db}_text_path", "text_types")
     assert len(by_text) == len(ROWS)
     assert sorted(by_text) == sorted(by_rows)
 
@@ -95,3 +110,34 @@ def test_a_table_with_a_type_outside_the_text_path_keeps_the_row_path(mariadb, s
         assert not rows.has_copy_text
         end_split(source)
         source.close()
+
+
+def test_a_mariadb_target_refusing_local_files_gets_the_chunk_by_upserts(mariadb, mariadb_target, source_db, caplog):
+    valid_dates = (ROWS[1], ROWS[3])  # zero dates become NULL, on either path
+    mariadb.execute(TEXT_TYPES, *(f"INSERT INTO text_types VALUES {row}" for row in valid_dates), database=source_db)
+    conn = mariadb.connect(source_db)
+    schema = read_table_schema(conn, source_db, "text_types", None)
+    conn.close()
+    dialect = MySqlDialect()
+    url = parse_jdbc_url(f"mysql://{mariadb_target.host}:{mariadb_target.port}/mysql")
+    task = SplitTask(SnapshotSplit(schema.table_id, 0, None, None), schema, mariadb.endpoint(), 5402, 2)
+    source = connect_scan(mariadb.endpoint())
+    try:
+        with mariadb_target.global_setting("local_infile", "OFF"):
+            connection = dialect.connect(url, mariadb_target.user, mariadb_target.password)
+            with connection.cursor() as cur:
+                for statement in dialect.create_table_statements(schema):
+                    cur.execute(statement)
+            rows, _, _ = read_split(task, source)
+            assert rows.has_copy_text
+            dialect.insert_new(connection, schema, rows)
+            end_split(source)
+            connection.commit()
+            connection.close()
+    finally:
+        source.close()
+
+    assert sorted(source_rows(mariadb_target, source_db, "text_types")) == sorted(
+        source_rows(mariadb, source_db, "text_types")
+    )
+    assert "refuses LOAD DATA LOCAL INFILE" in caplog.text
