@@ -8,8 +8,8 @@ receives its transactions through a pipe, so the two use two cores.
 The child holds nothing that must outlive it: it only reads. Stopping it is killing it,
 and what it read ahead is dropped; the committing side commits only what it received and
 records where that ends, so exactly-once stays the committing side's alone. The child
-dies with its parent (a SIGKILLed driver leaves no reader behind), and ignores Ctrl-C:
-the parent decides when reading stops.
+dies with its parent (a SIGKILLed driver leaves no reader behind), and ignores Ctrl-C and
+SIGTERM (a stop signals the whole process group): the parent decides when reading stops.
 
 What crosses the pipe is the rows events' bytes, in batches: the committing side decodes
 them, because making the values (Decimal, datetime, str) costs the same wherever it
@@ -128,8 +128,10 @@ def _read(
     """The child: reads into a bounded outbox, which a sender thread pickles into the pipe
     in batches, so that reading goes on while a batch is on its way."""
     _die_with_parent(parent)
+    # Ctrl-C and a stop (SIGTERM to the driver's process group) are the parent's to handle:
+    # it commits what was read, then kills this process.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
     outbox: queue.Queue = queue.Queue(maxsize=READ_AHEAD)
     sender = threading.Thread(target=_send, args=(outbox, pipe), name="binlog-reader-sender", daemon=True)
     sender.start()

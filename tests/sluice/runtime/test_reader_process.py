@@ -101,6 +101,26 @@ def test_stop_kills_a_child_that_is_still_reading():
     assert not _alive(pid)
 
 
+def test_a_sigterm_to_the_process_group_leaves_the_stopping_to_the_parent():
+    """Stopping a Spark driver signals its whole process group: the parent commits what it
+    read and stops the child itself; a child gone first would fail that clean stop."""
+
+    def forever(start, sources, by_gtid):  # noqa: ANN001, ANN202
+        while True:
+            yield Heartbeat(start)
+            time.sleep(0.01)
+
+    reader = ReaderProcess(forever)
+    reader.start(BinlogOffset("mysql-bin.000001", 4), {}, False)
+    assert isinstance(reader.get(timeout=10), Heartbeat)
+    os.kill(reader._process.pid, signal.SIGTERM)
+    time.sleep(0.5)
+    items = [reader.get(timeout=1) for _ in range(20)]
+
+    assert all(isinstance(item, Heartbeat) for item in items) and not reader.failure
+    reader.stop()
+
+
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the parent-death signal is Linux's prctl")
 def test_the_child_dies_with_a_sigkilled_parent(tmp_path):
     script = textwrap.dedent(
