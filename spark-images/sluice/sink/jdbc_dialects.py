@@ -197,9 +197,23 @@ class PostgresDialect(JdbcDialect):
         return name
 
     def _copy(
-        self, conn: psycopg.Connection, table: str, columns: Sequence[str], rows: Iterable[Sequence[Any]]
+        self,
+        conn: psycopg.Connection,
+        table: str,
+        schema: TableSchema,
+        columns: Sequence[str],
+        rows: Iterable[Sequence[Any]],
     ) -> None:
-        with conn.cursor() as cur, cur.copy(f"COPY {table} ({', '.join(map(self.quote, columns))}) FROM STDIN") as copy:
+        """COPY in binary where every column's values have a binary form the target reads
+        as it would their text (no number or date parsing on either side), else in text."""
+        binary = [_binary_copy_type(schema.column(c)) for c in columns]
+        options = " (FORMAT BINARY)" if all(binary) else ""
+        with (
+            conn.cursor() as cur,
+            cur.copy(f"COPY {table} ({', '.join(map(self.quote, columns))}) FROM STDIN{options}") as copy,
+        ):
+            if options:
+                copy.set_types(binary)
             for row in rows:
                 copy.write_row(row)
 
@@ -215,14 +229,14 @@ class PostgresDialect(JdbcDialect):
                         for block in rows.copy_text():
                             copy.write(block)
                 else:
-                    self._copy(conn, table, schema.column_names, rows)
+                    self._copy(conn, table, schema, schema.column_names, rows)
         except psycopg.errors.UniqueViolation:
             self.upsert(conn, schema, rows)
 
     def upsert(self, conn: psycopg.Connection, schema: TableSchema, rows: Iterable[Row]) -> None:
         names = schema.column_names
         stage = self._staging(conn, schema, names)
-        self._copy(conn, stage, names, rows)
+        self._copy(conn, stage, schema, names, rows)
         quoted = ", ".join(map(self.quote, names))
         key = schema.row_key
         updates = [n for n in names if n not in key]
@@ -240,7 +254,7 @@ class PostgresDialect(JdbcDialect):
             return
         key = schema.row_key
         stage = self._staging(conn, schema, key)
-        self._copy(conn, stage, key, keys)
+        self._copy(conn, stage, schema, key, keys)
         match = " AND ".join(f"t.{self.quote(k)} = s.{self.quote(k)}" for k in key)
         conn.execute(f"DELETE FROM {self.target_table(schema)} t USING {stage} s WHERE {match}")
         conn.execute(f"TRUNCATE {stage}")
@@ -257,6 +271,28 @@ class PostgresDialect(JdbcDialect):
                 "ON CONFLICT (pipeline, split_id) DO UPDATE SET position = EXCLUDED.position, updated_at = now()",
                 [(pipeline, split_id, json.dumps(o.to_json())) for split_id, o in offsets.items()],
             )
+
+
+_BINARY_COPY_INTEGERS = {"smallint": "int2", "integer": "int4", "bigint": "int8"}
+_TEXT_TYPES = {"char", "varchar", "tinytext", "text", "mediumtext", "longtext", "enum", "set"}
+_BYTES_TYPES = {"binary", "varbinary", "tinyblob", "blob", "mediumblob", "longblob"}
+
+
+def _binary_copy_type(column: Column) -> str | None:
+    """The PostgreSQL type a column's values go to binary COPY as, for the types whose
+    values are always the Python type its binary dumper takes; None for the rest."""
+    kind = column.data_type
+    if column.beyond_signed_64_bits:
+        return None
+    if kind in ("tinyint", "smallint", "mediumint", "int", "bigint", "year", "bit"):
+        return _BINARY_COPY_INTEGERS[postgres_type(column)]
+    if kind in _TEXT_TYPES:
+        return "text"
+    if kind in _BYTES_TYPES:
+        return "bytea"
+    # A TIMESTAMP's value is a naive datetime in UTC; timestamptz's binary form is
+    # timestamp's (microseconds since 2000-01-01), read as UTC: the very instant.
+    return {"decimal": "numeric", "date": "date", "datetime": "timestamp", "timestamp": "timestamp"}.get(kind)
 
 
 class MySqlDialect(JdbcDialect):
@@ -355,11 +391,18 @@ class MySqlDialect(JdbcDialect):
     def delete(
         self, conn: pymysql.connections.Connection, schema: TableSchema, keys: Sequence[tuple[Any, ...]]
     ) -> None:
-        if not keys:
-            return
-        match = " AND ".join(f"{self.quote(k)} = %s" for k in schema.row_key)
+        """In statements of up to a thousand keys: `key IN (...)`, or `(a, b) IN ((...), ...)`
+        for a composite key (a range on the primary key either way), not one per key."""
+        columns = schema.row_key
+        one = "%s" if len(columns) == 1 else f"({', '.join(['%s'] * len(columns))})"
+        match = ", ".join(map(self.quote, columns))
         with conn.cursor() as cur:
-            cur.executemany(f"DELETE FROM {self.target_table(schema)} WHERE {match}", keys)
+            for start in range(0, len(keys), 1000):
+                part = keys[start : start + 1000]
+                cur.execute(
+                    f"DELETE FROM {self.target_table(schema)} WHERE ({match}) IN ({', '.join([one] * len(part))})",
+                    [value for key in part for value in key],
+                )
 
     def delete_equal_sql(self, schema: TableSchema, nulls: Sequence[bool]) -> str:
         match = " AND ".join(self._equal(c, null) for c, null in zip(schema.columns, nulls, strict=True))

@@ -8,6 +8,7 @@ from sluice.event.row_change import ChangeRow, RowKind
 from sluice.sink.base import ChangeBatch
 from sluice.sink.jdbc import JdbcSink
 from sluice.source.offset import BinlogOffset
+from sluice.source.schema import read_table_schema
 
 
 def test_a_batch_lands_as_each_keys_last_image(target, table_t, source_db):
@@ -49,3 +50,26 @@ def test_a_batch_lands_as_each_keys_last_image(target, table_t, source_db):
     )
     assert target_rows(source_db) == expected
     assert writer.committed_binlog_offset() == BinlogOffset("mysql-bin.000001", 2)
+
+
+def test_deletes_by_a_composite_key_take_every_key_of_the_batch(target, mariadb, source_db):
+    mariadb.execute("CREATE TABLE t (a INT, b VARCHAR(10), v INT, PRIMARY KEY (a, b))", database=source_db)
+    conn = mariadb.connect(source_db)
+    schema = read_table_schema(conn, source_db, "t", None)
+    conn.close()
+    options, target_rows = target
+    sink = JdbcSink({**options, "sink.batch-size": 5000}, f"composite-{source_db}")
+    sink.prepare([schema])
+    writer = sink.writer()
+    rows = [(a, f"b{a % 7}", a) for a in range(2500)]
+    at = BinlogOffset("mysql-bin.000001", 10)
+
+    def changes(kind: RowKind, images: list[tuple]) -> ChangeBatch:
+        return ChangeBatch([ChangeRow(schema, kind, image, 0, at) for image in images])
+
+    writer.write_changes(changes(RowKind.INSERT, rows), BinlogOffset("mysql-bin.000001", 1), False)
+    deleted = [row for row in rows if row[0] % 5]  # more keys than one statement takes
+    writer.write_changes(changes(RowKind.DELETE, deleted), BinlogOffset("mysql-bin.000001", 2), False)
+    writer.close()
+
+    assert target_rows(source_db) == [row for row in rows if not row[0] % 5]
