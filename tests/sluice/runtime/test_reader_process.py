@@ -28,6 +28,12 @@ def _heartbeats(count: int, then: BaseException | None = None):
     return transactions
 
 
+def _forever(start, sources, by_gtid):  # noqa: ANN001, ANN202
+    while True:
+        yield Heartbeat(start)
+        time.sleep(0.01)
+
+
 def _drain(reader: ReaderProcess) -> list:
     items = []
     while (item := reader.get(timeout=10)) is not END:
@@ -88,12 +94,7 @@ def test_a_child_that_dies_is_an_error_naming_its_exit_code():
 
 
 def test_stop_kills_a_child_that_is_still_reading():
-    def forever(start, sources, by_gtid):  # noqa: ANN001, ANN202
-        while True:
-            yield Heartbeat(start)
-            time.sleep(0.01)
-
-    reader = ReaderProcess(forever)
+    reader = ReaderProcess(_forever)
     reader.start(BinlogOffset("mysql-bin.000001", 4), {}, False)
     assert isinstance(reader.get(timeout=10), Heartbeat)
     pid = reader._process.pid
@@ -105,12 +106,7 @@ def test_a_sigterm_to_the_process_group_leaves_the_stopping_to_the_parent():
     """Stopping a Spark driver signals its whole process group: the parent commits what it
     read and stops the child itself; a child gone first would fail that clean stop."""
 
-    def forever(start, sources, by_gtid):  # noqa: ANN001, ANN202
-        while True:
-            yield Heartbeat(start)
-            time.sleep(0.01)
-
-    reader = ReaderProcess(forever)
+    reader = ReaderProcess(_forever)
     reader.start(BinlogOffset("mysql-bin.000001", 4), {}, False)
     assert isinstance(reader.get(timeout=10), Heartbeat)
     os.kill(reader._process.pid, signal.SIGTERM)
