@@ -3,7 +3,9 @@
 A reader process (runtime/reader_process.py) follows the binlog; this thread decodes
 its transactions' rows, applies the emit rule, gathers transactions into a batch and
 commits the batch with its end offset in one sink transaction, when the batch is large
-enough or old enough (so latency stays low when the source is quiet). Stopping (SIGTERM,
+enough or old enough (so latency stays low when the source is quiet). The target may still
+be committing a batch while the next one is gathered; the split's state and progress are
+recorded once it is done. Stopping (SIGTERM,
 or the end offset of a bounded run) commits what was read and returns.
 """
 
@@ -100,13 +102,28 @@ def run_binlog_phase(
     def lag() -> float:
         return 0.0 if caught_up or not latest_event_time else max(0.0, time.time() - latest_event_time)
 
+    in_flight: Callable[[], None] | None = None  # the commit the target may still be running
+
+    def settle() -> None:
+        """Waits for the commit in flight, then records it: never ahead of the target."""
+        nonlocal in_flight
+        if in_flight is not None:
+            done, in_flight = in_flight, None
+            done()
+
     def commit() -> None:
-        nonlocal batch
-        entered = split.advance(end)
-        writer.write_changes(batch, end, drop_split_records=bool(entered) and not split.watermarks)
-        on_commit(split, entered)
-        on_progress(end, len(batch), lag())
-        batch = ChangeBatch()
+        """Starts committing the batch up to `end`, once the commit before it is done."""
+        nonlocal batch, in_flight
+        settle()
+        entered, rows, committed = split.advance(end), len(batch), end
+        wait = writer.start_changes(batch, end, drop_split_records=bool(entered) and not split.watermarks)
+
+        def done() -> None:
+            wait()
+            on_commit(split, entered)
+            on_progress(committed, rows, lag())
+
+        in_flight, batch = done, ChangeBatch()
 
     try:
         while True:
@@ -125,6 +142,7 @@ def run_binlog_phase(
             elif isinstance(item, SchemaChange) and on_schema_change is not None:
                 if batch or end != split.offset:
                     commit()  # the flush: everything before the DDL is in the target
+                settle()
                 resumed = on_schema_change(item, split)
                 if resumed is None:
                     break  # stopped while the change waited: the next run takes it up again
@@ -137,6 +155,7 @@ def run_binlog_phase(
                 end = max(end, item.end)
                 caught_up = True
                 if not batch and end == split.offset:
+                    settle()  # its progress first
                     on_progress(end, 0, 0.0)
             due = len(batch) >= settings.batch_rows or (
                 batch and time.monotonic() - first_pending >= settings.max_batch_delay
@@ -149,6 +168,7 @@ def run_binlog_phase(
             raise reader.failure[0]
         if batch or end != split.offset or split.watermarks:
             commit()  # also drops the snapshot's watermarks once the reader is past them
+        settle()
     finally:
         stopping.set()
         reader.stop()

@@ -47,6 +47,10 @@ class SchemaChangeRefused(SinkError):
         self.applied = applied
 
 
+def already_committed() -> None:
+    """The wait of a commit that was done when it returned."""
+
+
 class SinkWriter(ABC):
     """Executor side (snapshot splits) or driver side (binlog batches); closed after use."""
 
@@ -62,6 +66,13 @@ class SinkWriter(ABC):
         """Writes a batch and records `end` as where the binlog reader resumes, atomically
         where the sink can. `drop_split_records`: every table is in pure binlog phase, so
         the per-split records can go."""
+
+    def start_changes(self, batch: ChangeBatch, end: BinlogOffset, drop_split_records: bool) -> Callable[[], None]:
+        """write_changes, whose last part may still run in the target when this returns:
+        the call returned waits until the batch is committed (and raises if it was not).
+        Nothing else may use the writer before that call."""
+        self.write_changes(batch, end, drop_split_records)
+        return already_committed
 
     def committed_binlog_offset(self) -> BinlogOffset | None:
         """Where the binlog reader resumes according to the target (transactional sinks)."""

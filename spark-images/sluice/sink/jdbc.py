@@ -83,9 +83,14 @@ class JdbcWriter(SinkWriter):
             ) from exc
 
     def write_changes(self, batch: ChangeBatch, end: BinlogOffset, drop_split_records: bool) -> None:
-        """Collapses the batch to each key's last image, then deletes and upserts in bulk.
-        A bag's changes collapse to a count per distinct row: the source only deletes rows
-        it holds, so applying the net counts in any order gives the same table."""
+        self.start_changes(batch, end, drop_split_records)()
+
+    def start_changes(self, batch: ChangeBatch, end: BinlogOffset, drop_split_records: bool) -> Callable[[], None]:
+        """Collapses the batch to each key's last image, then deletes, inserts and upserts in
+        bulk; the last upsert and the commit may still run when this returns (see
+        dialect.commit_later). A bag's changes collapse to a count per distinct row: the
+        source only deletes rows it holds, so applying the net counts in any order gives
+        the same table."""
         dialect = self.target.dialect
         final: dict[str, tuple[TableSchema, dict[Any, Row | None], set[Any]]] = {}
         bags: dict[str, tuple[TableSchema, collections.Counter[Row]]] = {}
@@ -109,23 +114,39 @@ class JdbcWriter(SinkWriter):
                 images[key] = None if removes else row
         try:
             self._fence()
+            upserts: list[tuple[TableSchema, list[Row]]] = []  # keys apart from the deleted and inserted ones
             for schema, images, new in final.values():
                 deleted = [_key_tuple(k) for k, row in images.items() if row is None]
                 dialect.delete(self.conn, schema, deleted)
-                upserted = [row for k, row in images.items() if row is not None and k not in new]
-                self._in_slices(dialect.upsert, schema, upserted)
                 inserted = [row for k, row in images.items() if row is not None and k in new]
                 self._in_slices(dialect.insert_new, schema, inserted)
+                upserted = [row for k, row in images.items() if row is not None and k not in new]
+                size = self.target.batch_size
+                upserts += [(schema, upserted[i : i + size]) for i in range(0, len(upserted), size)]
             for schema, counts in bags.values():
                 dialect.delete_equal_rows(self.conn, schema, [(row, -n) for row, n in counts.items() if n < 0])
                 self._in_slices(dialect.upsert, schema, [row for row, n in counts.items() for _ in range(n)])
             dialect.save_offsets(self.conn, self.target.pipeline, {BINLOG_SPLIT_ID: end})
             if drop_split_records:
                 dialect.delete_offsets(self.conn, self.target.pipeline, exclude=BINLOG_SPLIT_ID)
-            self.conn.commit()
+            for schema, rows in upserts[:-1]:
+                dialect.upsert(self.conn, schema, rows)
+            last = dialect.staged_upsert(self.conn, *upserts[-1]) if upserts else []
+            committed = dialect.commit_later(self.conn, last)
         except Exception as exc:
-            self._abort()
-            raise SinkError(f"sink {self.target!r}: committing changes up to {end} failed: {_first_line(exc)}") from exc
+            raise self._failed(end, exc) from exc
+
+        def wait() -> None:
+            try:
+                committed()
+            except Exception as exc:
+                raise self._failed(end, exc) from exc
+
+        return wait
+
+    def _failed(self, end: BinlogOffset, exc: Exception) -> SinkError:
+        self._abort()
+        return SinkError(f"sink {self.target!r}: committing changes up to {end} failed: {_first_line(exc)}")
 
     def apply_schema_change(
         self, change_id: str, events: Sequence[SchemaChangeEvent], before: Mapping[str, TableSchema]

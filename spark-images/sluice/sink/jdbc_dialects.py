@@ -20,6 +20,7 @@ import psycopg
 import pymysql
 
 from sluice.pipeline.jdbc_url import JdbcUrl
+from sluice.sink.base import already_committed
 from sluice.sink.type_mapping import mysql_type, postgres_type
 from sluice.snapshot.copy_text import RendersCopyText, load_data_columns
 from sluice.source.offset import BinlogOffset
@@ -83,6 +84,20 @@ class JdbcDialect(ABC):
 
     @abstractmethod
     def upsert(self, conn: Any, schema: TableSchema, rows: Iterable[Row]) -> None: ...
+
+    def staged_upsert(self, conn: Any, schema: TableSchema, rows: Iterable[Row]) -> list[str]:
+        """upsert, up to statements it leaves to commit_later (PostgreSQL: those after its COPY)."""
+        self.upsert(conn, schema, rows)
+        return []
+
+    def commit_later(self, conn: Any, statements: Sequence[str]) -> Callable[[], None]:
+        """Runs the statements and commits. The call returned waits until that is done;
+        here it is done at once."""
+        with conn.cursor() as cur:
+            for statement in statements:
+                cur.execute(statement)
+        conn.commit()
+        return already_committed
 
     def insert_new(self, conn: Any, schema: TableSchema, rows: Iterable[Row]) -> None:
         """Writes rows whose keys the target normally lacks (a snapshot chunk, rows a binlog
@@ -234,6 +249,11 @@ class PostgresDialect(JdbcDialect):
             self.upsert(conn, schema, rows)
 
     def upsert(self, conn: psycopg.Connection, schema: TableSchema, rows: Iterable[Row]) -> None:
+        for statement in self.staged_upsert(conn, schema, rows):
+            conn.execute(statement)
+
+    def staged_upsert(self, conn: psycopg.Connection, schema: TableSchema, rows: Iterable[Row]) -> list[str]:
+        """COPYs the rows into the staging table; the upsert from there is left to run."""
         names = schema.column_names
         stage = self._staging(conn, schema, names)
         self._copy(conn, stage, schema, names, rows)
@@ -246,8 +266,27 @@ class PostgresDialect(JdbcDialect):
             else "DO NOTHING"
         )
         conflict = f" ON CONFLICT ({', '.join(map(self.quote, key))}) {action}" if key else ""
-        conn.execute(f"INSERT INTO {self.target_table(schema)} ({quoted}) SELECT {quoted} FROM {stage}{conflict}")
-        conn.execute(f"TRUNCATE {stage}")
+        return [
+            f"INSERT INTO {self.target_table(schema)} ({quoted}) SELECT {quoted} FROM {stage}{conflict}",
+            f"TRUNCATE {stage}",
+        ]
+
+    def commit_later(self, conn: psycopg.Connection, statements: Sequence[str]) -> Callable[[], None]:
+        """Sends the statements and COMMIT as one query and returns at once: PostgreSQL runs
+        them while the binlog phase reads the next batch. The call returned reads their
+        results; until then nothing else may use the connection."""
+        pgconn = conn.pgconn
+        pgconn.send_query(";".join([*statements, "COMMIT"]).encode(conn.info.encoding))
+
+        def committed() -> None:
+            failure = None
+            while (result := pgconn.get_result()) is not None:
+                if result.status == psycopg.pq.ExecStatus.FATAL_ERROR and failure is None:
+                    failure = (result.error_message or b"").decode(errors="replace").strip()
+            if failure is not None:
+                raise psycopg.DatabaseError(failure)
+
+        return committed
 
     def delete(self, conn: psycopg.Connection, schema: TableSchema, keys: Sequence[tuple[Any, ...]]) -> None:
         if not keys:

@@ -4,6 +4,9 @@ and a key the target unexpectedly holds already still ends as the batch says."""
 
 from __future__ import annotations
 
+import pytest
+
+from sluice.errors import SinkError
 from sluice.event.row_change import ChangeRow, RowKind
 from sluice.sink.base import ChangeBatch
 from sluice.sink.jdbc import JdbcSink
@@ -73,3 +76,31 @@ def test_deletes_by_a_composite_key_take_every_key_of_the_batch(target, mariadb,
     writer.close()
 
     assert target_rows(source_db) == [row for row in rows if not row[0] % 5]
+
+
+def test_an_upsert_the_target_refuses_fails_the_commit_and_keeps_nothing_of_the_batch(target, table_t, source_db):
+    """PostgreSQL runs a batch's last upsert and its commit while the binlog phase reads
+    on: a refusal there still fails the batch, when the phase waits for it."""
+    schema = table_t
+    options, target_rows = target
+    sink = JdbcSink({**options, "sink.batch-size": 100}, f"refused-{source_db}")
+    sink.prepare([schema])
+    writer = sink.writer()
+    first, second = BinlogOffset("mysql-bin.000001", 1), BinlogOffset("mysql-bin.000001", 2)
+    at = BinlogOffset("mysql-bin.000001", 10)
+    writer.write_changes(ChangeBatch([ChangeRow(schema, RowKind.INSERT, (1, "ok"), 0, at)]), first, False)
+    with writer.conn.cursor() as cur:  # the target's own rule, which the source does not have
+        cur.execute(f"ALTER TABLE {writer.target.dialect.target_table(schema)} ADD CHECK (v <> 'refused')")
+    writer.conn.commit()
+    batch = [
+        ChangeRow(schema, RowKind.INSERT, (2, "new"), 0, at),
+        ChangeRow(schema, RowKind.UPDATE_BEFORE, (1, "ok"), 0, at),
+        ChangeRow(schema, RowKind.UPDATE_AFTER, (1, "refused"), 0, at),
+    ]
+
+    with pytest.raises(SinkError, match="refused|constraint|CONSTRAINT"):
+        writer.start_changes(ChangeBatch(batch), second, False)()
+
+    assert target_rows(source_db) == [(1, "ok")]
+    assert writer.committed_binlog_offset() == first
+    writer.close()
