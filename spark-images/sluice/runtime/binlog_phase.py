@@ -5,8 +5,8 @@ its transactions' rows, applies the emit rule, gathers transactions into a batch
 commits the batch with its end offset in one sink transaction, when the batch is large
 enough or old enough (so latency stays low when the source is quiet). The target may still
 be committing a batch while the next one is gathered; the split's state and progress are
-recorded once it is done. Stopping (SIGTERM,
-or the end offset of a bounded run) commits what was read and returns.
+recorded once it is done. Stopping (SIGTERM, or the end offset of a bounded run) commits
+what was read and returns.
 """
 
 from __future__ import annotations

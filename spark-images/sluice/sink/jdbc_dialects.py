@@ -6,7 +6,6 @@ rows in bulk, and keep the offsets table. Everything runs inside the caller's tr
 
 from __future__ import annotations
 
-import functools
 import itertools
 import json
 import logging
@@ -25,7 +24,7 @@ from sluice.sink.type_mapping import mysql_type, postgres_type
 from sluice.snapshot.copy_text import RendersCopyText, load_data_columns
 from sluice.source.offset import BinlogOffset
 from sluice.source.row_decoding import Row
-from sluice.source.schema import Column, TableSchema
+from sluice.source.schema import BINARY_STRING_TYPES, TEXT_STRING_TYPES, Column, TableSchema
 
 META_SCHEMA = "sluice_meta"
 OFFSETS_TABLE = "offsets"
@@ -313,8 +312,6 @@ class PostgresDialect(JdbcDialect):
 
 
 _BINARY_COPY_INTEGERS = {"smallint": "int2", "integer": "int4", "bigint": "int8"}
-_TEXT_TYPES = {"char", "varchar", "tinytext", "text", "mediumtext", "longtext", "enum", "set"}
-_BYTES_TYPES = {"binary", "varbinary", "tinyblob", "blob", "mediumblob", "longblob"}
 
 
 def _binary_copy_type(column: Column) -> str | None:
@@ -323,11 +320,11 @@ def _binary_copy_type(column: Column) -> str | None:
     kind = column.data_type
     if column.beyond_signed_64_bits:
         return None
-    if kind in ("tinyint", "smallint", "mediumint", "int", "bigint", "year", "bit"):
+    if column.is_integer or kind in ("year", "bit"):
         return _BINARY_COPY_INTEGERS[postgres_type(column)]
-    if kind in _TEXT_TYPES:
+    if kind in TEXT_STRING_TYPES:
         return "text"
-    if kind in _BYTES_TYPES:
+    if kind in BINARY_STRING_TYPES:
         return "bytea"
     # A TIMESTAMP's value is a naive datetime in UTC; timestamptz's binary form is
     # timestamp's (microseconds since 2000-01-01), read as UTC: the very instant.
@@ -381,7 +378,7 @@ class MySqlDialect(JdbcDialect):
         """LOAD DATA of the COPY text the source rendered (snapshot/copy_text), REPLACE-ing
         rows already in the target; else, or where the server refuses local files,
         multi-row upserts."""
-        if isinstance(rows, RendersCopyText) and rows.has_copy_text:
+        if isinstance(rows, RendersCopyText) and rows.has_copy_text and (conn.host, conn.port) not in _REFUSING:
             with tempfile.NamedTemporaryFile("w", encoding="utf-8", newline="", suffix=".tsv") as text:
                 text.writelines(rows.copy_text())
                 text.flush()
@@ -402,7 +399,14 @@ class MySqlDialect(JdbcDialect):
             except pymysql.err.OperationalError as exc:
                 if exc.args[0] not in _LOCAL_FILES_REFUSED:
                     raise
-                _refused_local_files(conn.host, conn.port, exc.args[1])
+                _REFUSING.add((conn.host, conn.port))  # its next chunks skip the text
+                log.warning(
+                    "target %s:%s refuses LOAD DATA LOCAL INFILE (%s): snapshot chunks are written with multi-row "
+                    "upserts instead; set local_infile=ON on the target for the faster path",
+                    conn.host,
+                    conn.port,
+                    exc.args[1],
+                )
                 return False
             if cur.warning_count:
                 cur.execute("SHOW WARNINGS LIMIT 3")
@@ -463,18 +467,7 @@ class MySqlDialect(JdbcDialect):
 
 
 _LOCAL_FILES_REFUSED = {1148, 3948, 4166}  # not allowed here; disabled (MySQL 8; MariaDB)
-
-
-@functools.cache
-def _refused_local_files(host: str, port: int, message: str) -> None:
-    """Says once per target that snapshot chunks go the slower way."""
-    log.warning(
-        "target %s:%s refuses LOAD DATA LOCAL INFILE (%s): snapshot chunks are written with multi-row "
-        "upserts instead; set local_infile=ON on the target for the faster path",
-        host,
-        port,
-        message,
-    )
+_REFUSING: set[tuple[str, int]] = set()  # targets (host, port) that refused it, in this process
 
 
 DIALECTS: dict[str, JdbcDialect] = {"postgresql": PostgresDialect(), "mysql": MySqlDialect()}

@@ -28,7 +28,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Protocol, runtime_checkable
 
-from sluice.source.schema import Column, TableSchema
+from sluice.source.schema import BINARY_STRING_TYPES, TEXT_STRING_TYPES, Column, TableSchema
 from sluice.source.sql import quote
 
 
@@ -52,8 +52,7 @@ def _text(raw: bytes) -> str:
 _NULL = _text(b"\\N")  # COPY text's NULL
 _TAB, _HEX_PREFIX, _UTC = _text(b"\t"), _text(b"\\\\x"), _text(b"+00")  # bytea's hex form: \\x
 _ESCAPES = ((b"\\", b"\\\\"), (b"\t", b"\\t"), (b"\n", b"\\n"), (b"\r", b"\\r"))  # backslash first
-_TEXT = {"char", "varchar", "tinytext", "text", "mediumtext", "longtext", "enum", "set", "json"}
-_BINARY = {"binary", "varbinary", "tinyblob", "blob", "mediumblob", "longblob"}
+_TEXT = TEXT_STRING_TYPES | {"json"}
 _NUMBER = {"tinyint", "smallint", "mediumint", "int", "bigint", "decimal", "year"}
 _DATE = {"date", "datetime", "timestamp"}
 
@@ -71,7 +70,7 @@ def _field(column: Column) -> str | None:
     name, kind = quote(column.name), column.data_type
     if kind in _TEXT:
         value = _escaped(f"CONVERT({name} USING utf8mb4)")
-    elif kind in _BINARY:
+    elif kind in BINARY_STRING_TYPES:
         value = f"CONCAT({_HEX_PREFIX}, HEX({name}))"
     elif kind in _NUMBER:
         value = name
@@ -86,7 +85,7 @@ def _field(column: Column) -> str | None:
 
 
 _LOADED = {  # how LOAD DATA reads a field back where the text is not the value itself
-    **dict.fromkeys(_BINARY, "UNHEX(SUBSTRING({field}, 3))"),  # after bytea's \\x
+    **dict.fromkeys(BINARY_STRING_TYPES, "UNHEX(SUBSTRING({field}, 3))"),  # after bytea's \\x
     "bit": "CAST({field} AS UNSIGNED)",
     "timestamp": "LEFT({field}, CHAR_LENGTH({field}) - 3)",  # without +00
 }

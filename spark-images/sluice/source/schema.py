@@ -13,6 +13,10 @@ if TYPE_CHECKING:
     import pymysql
 
 
+BINARY_STRING_TYPES = frozenset({"binary", "varbinary", "tinyblob", "blob", "mediumblob", "longblob"})
+TEXT_STRING_TYPES = frozenset({"char", "varchar", "tinytext", "text", "mediumtext", "longtext", "enum", "set"})
+
+
 @dataclass(frozen=True)
 class Column:
     name: str
@@ -61,7 +65,7 @@ class Column:
         """
         if self.is_numeric or self.data_type in ("date", "datetime", "timestamp", "time", "year"):
             return True
-        if self.data_type in ("binary", "varbinary", "blob", "tinyblob", "mediumblob", "longblob"):
+        if self.data_type in BINARY_STRING_TYPES:
             return True
         return bool(self.collation and self.collation.endswith("_bin"))
 
