@@ -5,7 +5,9 @@ STDIN"` (C on both ends: the physical baseline for a copy on this machine). Slui
 parallelism 1 and 2; each run's snapshot phase and end to end (Spark start included) are
 reported as rates and as ratios to the pipe; each figure is the better of two runs.
 Then the same into a second MariaDB server, against `mariadb | mariadb -e 'LOAD DATA
-LOCAL INFILE'`, at parallelism 2, one run each.
+LOCAL INFILE'`, at parallelism 2, one run each. Every run says how busy it kept the
+machine's cores and which processes took the time (tests/bench/cpu_use.py); last, what a
+1,000-row table costs end to end.
 
 Usage: python -m tests.bench.snapshot_bench [--rows N]. A benchmark, not a test: it prints
 rates and ratios and asserts nothing.
@@ -23,6 +25,7 @@ import time
 import pymysql.cursors
 
 from sluice.sink.jdbc_dialects import META_SCHEMA
+from tests.bench.cpu_use import cpu_summary, read_cpu
 from tests.harness.pipelines import mysql_sink, pipeline_yaml, postgres_sink, run_sluice, sluice_env, write_pipeline
 from tests.harness.services import running_services, scratch_directory, start_mariadb
 
@@ -63,7 +66,7 @@ PIPE_TABLE = (
 )
 
 
-def pipe_copy(mariadb, postgresql) -> tuple[int, float]:
+def pipe_copy(mariadb, postgresql) -> tuple[int, float, str]:
     """The baseline a DBA would reach for: the mariadb client's tab-separated text straight
     into COPY's text format (NULL spelled as the client prints it), into a second table."""
     with postgresql.connect() as conn:
@@ -78,16 +81,24 @@ def pipe_copy(mariadb, postgresql) -> tuple[int, float]:
         "-c \"COPY pipe.orders FROM STDIN WITH (NULL 'NULL')\""
     )
     env = dict(os.environ, MYSQL_PWD=mariadb.password, PGPASSWORD=postgresql.password)
-    started = time.perf_counter()
+    before, started = read_cpu(servers(mariadb, postgresql)), time.perf_counter()
     subprocess.run(f"set -o pipefail; {read} | {write}", shell=True, check=True, env=env, executable="/bin/bash")
     elapsed = time.perf_counter() - started
+    cpu = cpu_summary(before, read_cpu(servers(mariadb, postgresql)), elapsed)
     with postgresql.connect() as conn:
         copied = conn.execute("SELECT count(*) FROM pipe.orders").fetchone()[0]
         conn.execute("DROP TABLE pipe.orders")  # autovacuum would work on it during the runs after
-    return copied, elapsed
+    return copied, elapsed, cpu
 
 
-def pipe_load_data(mariadb, target) -> tuple[int, float]:
+def servers(mariadb, postgresql, target=None) -> dict[str, int]:
+    """The root process of each server in the run: their trees' CPU time is told apart."""
+    postmaster = int((postgresql.datadir / "postmaster.pid").read_text().split()[0])
+    named = {"source MariaDB": mariadb.process.pid, "PostgreSQL": postmaster}
+    return named if target is None else {**named, "target MariaDB": target.process.pid}
+
+
+def pipe_load_data(mariadb, postgresql, target) -> tuple[int, float, str]:
     """The same pipe into a MariaDB target: the client's text into LOAD DATA LOCAL INFILE."""
     target.execute("DROP DATABASE IF EXISTS pipe", "CREATE DATABASE pipe", TABLE_DDL.replace("bench.", "pipe."))
     read = (
@@ -98,28 +109,29 @@ def pipe_load_data(mariadb, target) -> tuple[int, float]:
         "-e \"LOAD DATA LOCAL INFILE '/dev/stdin' INTO TABLE orders\""
     )
     env = dict(os.environ, MYSQL_PWD=mariadb.password)  # the harness gives both servers one password
-    started = time.perf_counter()
+    before, started = read_cpu(servers(mariadb, postgresql, target)), time.perf_counter()
     subprocess.run(f"set -o pipefail; {read} | {write}", shell=True, check=True, env=env, executable="/bin/bash")
     elapsed = time.perf_counter() - started
+    cpu = cpu_summary(before, read_cpu(servers(mariadb, postgresql, target)), elapsed)
     copied = _mariadb_count(target, "pipe")
     target.execute("DROP DATABASE pipe")
-    return copied, elapsed
+    return copied, elapsed, cpu
 
 
-def _mariadb_count(server, database: str) -> int:
+def _mariadb_count(server, database: str, table: str = "orders") -> int:
     conn = server.connect(database)
     with conn.cursor() as cur:
-        cur.execute("SELECT count(*) FROM orders")
+        cur.execute(f"SELECT count(*) FROM {table}")
         (count,) = cur.fetchone()
     conn.close()
     return count
 
 
 def sluice_snapshot(
-    base, mariadb, postgresql, parallelism: int, chunk_size: int, target=None
-) -> tuple[float, float, int, float]:
-    """One `sluice run` of the snapshot into an empty PostgreSQL schema (or MariaDB database,
-    with `target`): phase rate, end-to-end rate, rows, seconds."""
+    base, mariadb, postgresql, parallelism: int, chunk_size: int, target=None, table: str = "bench.orders"
+) -> tuple[float, float, int, float, str]:
+    """One `sluice run` of the snapshot of `table` into an empty PostgreSQL schema (or MariaDB
+    database, with `target`): phase rate, end-to-end rate, rows, seconds, CPU use."""
     if target is None:
         with postgresql.connect() as conn:
             conn.execute("DROP SCHEMA IF EXISTS bench CASCADE")
@@ -132,27 +144,28 @@ def sluice_snapshot(
     shutil.rmtree(base / f"state-{name}", ignore_errors=True)
     definition = pipeline_yaml(
         mariadb,
-        "bench.orders",
+        table,
         sink,
         name=f"bench-{name}",
         parallelism=parallelism,
         **{"scan.startup.mode": "snapshot", "scan.incremental.snapshot.chunk.size": chunk_size},
     )
     pipeline = write_pipeline(base / f"bench-{name}.yaml", definition)
-    started = time.perf_counter()
+    before, started = read_cpu(servers(mariadb, postgresql, target)), time.perf_counter()
     result = run_sluice(pipeline, base / f"state-{name}", sluice_env(mariadb, postgresql, target), timeout=3600)
     total_seconds = time.perf_counter() - started
+    cpu = cpu_summary(before, read_cpu(servers(mariadb, postgresql, target)), total_seconds)
     if result.returncode != 0:
         raise SystemExit(f"sluice failed:\n{result.stderr}")
     if target is None:
         with postgresql.connect() as conn:
-            copied = conn.execute("SELECT count(*) FROM bench.orders").fetchone()[0]
+            copied = conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0]
     else:
-        copied = _mariadb_count(target, "bench")
+        copied = _mariadb_count(target, "bench", table.split(".")[1])
     phase_rate = float(re.findall(r"([\d,]+) rows/s", result.stderr)[-1].replace(",", ""))
     handover = re.findall(r"snapshot: Spark is up.*", result.stderr)
-    print(f"  {name}: {handover[0] if handover else 'the driver read every split before Spark was up'}")
-    return phase_rate, copied / total_seconds, copied, total_seconds
+    print(f"  {name}: {handover[0] if handover else 'the driver read every split before Spark was up'}; {cpu}")
+    return phase_rate, copied / total_seconds, copied, total_seconds, cpu
 
 
 def main() -> None:
@@ -167,14 +180,15 @@ def main() -> None:
         count, scan_seconds = plain_scan(mariadb)
         scan_rate = count / scan_seconds
         # The pipe's best of two runs: the baseline is not flattered by a busy moment.
-        piped, pipe_seconds = min((pipe_copy(mariadb, postgresql) for _ in range(2)), key=lambda run: run[1])
+        piped, pipe_seconds, pipe_cpu = min((pipe_copy(mariadb, postgresql) for _ in range(2)), key=lambda run: run[1])
         pipe_rate = piped / pipe_seconds
         print(f"{'plain pymysql scan (1 thread, read only)':<42}{scan_rate:>10,.0f} rows/s ({count:,} rows)")
         print(f"{'mariadb | psql COPY pipe':<42}{pipe_rate:>10,.0f} rows/s ({piped:,} rows, {pipe_seconds:.1f} s)")
+        print(f"  pipe: {pipe_cpu}")
         phases = {}
         for parallelism in (1, 2):
             # Each the best of two runs too, as the pipe.
-            phase_rate, end_to_end, copied, seconds = min(
+            phase_rate, end_to_end, copied, seconds, _ = min(
                 (sluice_snapshot(base, mariadb, postgresql, parallelism, args.chunk_size) for _ in range(2)),
                 key=lambda run: run[3],
             )
@@ -186,18 +200,20 @@ def main() -> None:
             )
         print(f"snapshot phase, parallelism 2 / parallelism 1: {phases[2] / phases[1]:.2f}x")
         mariadb_target_figures(base, mariadb, postgresql, args.chunk_size)
+        small_table_figure(base, mariadb, postgresql)
 
 
 def mariadb_target_figures(base, mariadb, postgresql, chunk_size: int) -> None:
     """The MariaDB target against its own pipe, parallelism 2, one run each (a second server)."""
     target = start_mariadb(base / "mysql-target", server_id=2)
     try:
-        piped, pipe_seconds = pipe_load_data(mariadb, target)
+        piped, pipe_seconds, pipe_cpu = pipe_load_data(mariadb, postgresql, target)
         pipe_rate = piped / pipe_seconds
         print(
             f"{'mariadb | mariadb LOAD DATA pipe':<42}{pipe_rate:>10,.0f} rows/s ({piped:,} rows, {pipe_seconds:.1f} s)"
         )
-        phase_rate, end_to_end, copied, seconds = sluice_snapshot(base, mariadb, postgresql, 2, chunk_size, target)
+        print(f"  pipe: {pipe_cpu}")
+        phase_rate, end_to_end, copied, seconds, _ = sluice_snapshot(base, mariadb, postgresql, 2, chunk_size, target)
         print(
             f"sluice into MariaDB, parallelism 2: snapshot phase {phase_rate:>10,.0f} rows/s = "
             f"{phase_rate / pipe_rate:.2f}x its pipe; end to end {end_to_end:>10,.0f} rows/s = "
@@ -205,6 +221,18 @@ def mariadb_target_figures(base, mariadb, postgresql, chunk_size: int) -> None:
         )
     finally:
         target.stop()
+
+
+def small_table_figure(base, mariadb, postgresql) -> None:
+    """The fixed cost: a 1,000-row table end to end, parallelism 2 (the better of two runs).
+    A plan smaller than one Spark job is read and written by the driver: Spark never starts."""
+    mariadb.execute(
+        "CREATE TABLE bench.small (id INT PRIMARY KEY, name VARCHAR(40) NOT NULL)",
+        "INSERT INTO bench.small SELECT seq, CONCAT('name ', seq) FROM seq_1_to_1000",
+        database="bench",
+    )
+    seconds = min(sluice_snapshot(base, mariadb, postgresql, 2, 8096, table="bench.small")[3] for _ in range(2))
+    print(f"a 1,000-row table end to end, parallelism 2: {seconds:.2f} s")
 
 
 if __name__ == "__main__":

@@ -220,7 +220,7 @@ class PostgresDialect(JdbcDialect):
     ) -> None:
         """COPY in binary where every column's values have a binary form the target reads
         as it would their text (no number or date parsing on either side), else in text."""
-        binary = [_binary_copy_type(schema.column(c)) for c in columns]
+        binary = [binary_copy_type(schema.column(c)) for c in columns]
         options = " (FORMAT BINARY)" if all(binary) else ""
         with (
             conn.cursor() as cur,
@@ -314,7 +314,7 @@ class PostgresDialect(JdbcDialect):
 _BINARY_COPY_INTEGERS = {"smallint": "int2", "integer": "int4", "bigint": "int8"}
 
 
-def _binary_copy_type(column: Column) -> str | None:
+def binary_copy_type(column: Column) -> str | None:
     """The PostgreSQL type a column's values go to binary COPY as, for the types whose
     values are always the Python type its binary dumper takes; None for the rest."""
     kind = column.data_type

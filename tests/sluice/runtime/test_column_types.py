@@ -1,15 +1,24 @@
 """Every column type, through the snapshot and then the binlog, arrives in PostgreSQL, in a
 MariaDB target and in the parquet changelog as the source holds it; also after an ALTER
-that moves every column one place (rows are decoded with the schema of their event)."""
+that moves every column one place (rows are decoded with the schema of their event).
+
+Each of the write paths a table's types choose is taken: a table with every type (row by
+row, text COPY); one with the types the source renders as COPY text (snapshot chunks as
+that text, LOAD DATA into MariaDB); one with the types that go to PostgreSQL in binary COPY."""
 
 from __future__ import annotations
 
 import random
 import signal
 import time
+from collections.abc import Callable
 
+import pytest
+
+from sluice.sink.jdbc_dialects import binary_copy_type
 from sluice.sink.parquet import read_changelog
-from sluice.source.schema import read_table_schema
+from sluice.snapshot.copy_text import copy_text_select
+from sluice.source.schema import Column, TableSchema, read_table_schema
 from tests.harness import compare
 from tests.harness.column_types import COLUMNS, placeholder, random_value
 from tests.harness.pipelines import (
@@ -23,12 +32,24 @@ from tests.harness.pipelines import (
 ROWS = 60
 
 
+def _as_copy_text(column: Column) -> bool:
+    return copy_text_select(TableSchema("d", "t", (column,), (), column.name)) is not None
+
+
+PATHS: dict[str, Callable[[Column], bool]] = {
+    "every type": lambda column: True,
+    "COPY text": _as_copy_text,
+    "binary COPY": lambda column: binary_copy_type(column) is not None,
+}
+
+
+@pytest.mark.parametrize("path", PATHS)
 def test_every_column_type_reaches_every_target_as_in_the_source(
-    tmp_path, mariadb, mariadb_target, postgresql, source_db
+    tmp_path, mariadb, mariadb_target, postgresql, source_db, path
 ):
     rng = random.Random(2026)
-    names = list(COLUMNS)
-    columns = ", ".join(f"{n} {t}" for n, t in COLUMNS.items())
+    names = _columns_taking(mariadb, source_db, PATHS[path])
+    columns = ", ".join(f"{n} {COLUMNS[n]}" for n in names)
     mariadb.execute(f"CREATE TABLE every_type (id INT PRIMARY KEY, {columns})", database=source_db)
     insert = f"INSERT INTO every_type (id, {', '.join(names)}) VALUES (%s, {', '.join(placeholder(n) for n in names)})"
     update = f"UPDATE every_type SET {', '.join(f'{n} = {placeholder(n)}' for n in names)} WHERE id = %s"
@@ -38,6 +59,10 @@ def test_every_column_type_reaches_every_target_as_in_the_source(
         for row_id in range(ROWS):
             cur.execute(insert, [row_id, *(random_value(rng, n) for n in names)])
     schema = read_table_schema(conn, source_db, "every_type", None)
+    if path != "every type":  # the table takes the path it is here for
+        assert copy_text_select(schema) is not None
+    if path == "binary COPY":
+        assert all(binary_copy_type(column) for column in schema.columns)
     lake = tmp_path / "lake"
     sinks = every_sink(postgresql, mariadb_target, lake, 6950)
     pipelines = pipeline_per_sink(
@@ -103,3 +128,16 @@ def test_every_column_type_reaches_every_target_as_in_the_source(
         process.send_signal(signal.SIGTERM)
         _, err = process.communicate(timeout=60)
         assert process.returncode == 0, f"{name}: {err}"
+
+
+def _columns_taking(mariadb, database: str, path: Callable[[Column], bool]) -> list[str]:
+    """The COLUMNS whose type takes `path`, asked of a scratch table holding them all."""
+    mariadb.execute(
+        f"CREATE TABLE all_types (id INT PRIMARY KEY, {', '.join(f'{n} {t}' for n, t in COLUMNS.items())})",
+        database=database,
+    )
+    conn = mariadb.connect(database)
+    schema = read_table_schema(conn, database, "all_types", None)
+    conn.close()
+    mariadb.execute("DROP TABLE all_types", database=database)
+    return [column.name for column in schema.columns if column.name in COLUMNS and path(column)]

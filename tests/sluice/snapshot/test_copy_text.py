@@ -12,7 +12,7 @@ import pytest
 
 from sluice.pipeline.jdbc_url import parse_jdbc_url
 from sluice.sink import jdbc_dialects
-from sluice.sink.jdbc_dialects import MySqlDialect, PostgresDialect, _binary_copy_type
+from sluice.sink.jdbc_dialects import MySqlDialect, PostgresDialect, binary_copy_type
 from sluice.snapshot.copy_text import copy_text_select
 from sluice.snapshot.snapshot_split import SnapshotSplit, SplitTask
 from sluice.snapshot.split_reader import end_split, read_split
@@ -82,7 +82,7 @@ def test_the_servers_copy_text_lands_as_the_row_path_writes_it(mariadb, target, 
     schema = read_table_schema(conn, source_db, "text_types", None)
     conn.close()
     assert copy_text_select(schema) is not None
-    assert all(_binary_copy_type(c) for c in schema.columns) == bool(dropped)
+    assert all(binary_copy_type(c) for c in schema.columns) == bool(dropped)
     dialect, connection, read_back = target
     task = SplitTask(SnapshotSplit(schema.table_id, 0, None, None), schema, mariadb.endpoint(), 5401, 2)
     source = connect_scan(mariadb.endpoint())
