@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import itertools
 import os
 import signal
@@ -124,8 +125,12 @@ def run_sluice(
 
 
 def start_sluice(pipeline: Path, state_dir: Path, env: dict[str, str]) -> subprocess.Popen:
-    """Starts `sluice run` in its own session; kill_pipeline takes it down with everything it started."""
-    return subprocess.Popen(
+    """Starts `sluice run` in its own session; kill_pipeline takes it down with everything it started.
+
+    Its output is read when the test ends it, so its pipes hold a megabyte each: with the
+    default 64 KB, a long run (a soak's backlog of schema changes, three lines each) stalled
+    writing to stderr while the test waited for it to catch up."""
+    process = subprocess.Popen(
         [*SLUICE, "run", str(pipeline), "--state-dir", str(state_dir)],
         env=env,
         stdout=subprocess.PIPE,
@@ -133,6 +138,12 @@ def start_sluice(pipeline: Path, state_dir: Path, env: dict[str, str]) -> subpro
         text=True,
         start_new_session=True,
     )
+    for pipe in (process.stdout, process.stderr):
+        fcntl.fcntl(pipe.fileno(), fcntl.F_SETPIPE_SZ, PIPE_BYTES)
+    return process
+
+
+PIPE_BYTES = 1 << 20  # Linux's default most for a process without CAP_SYS_RESOURCE
 
 
 def read_state(state_dir: Path) -> dict[str, Any]:

@@ -49,11 +49,19 @@ def _phase(state: dict) -> str:
     return "switching" if state["binlog"]["watermarks"] else "streaming"
 
 
-def _wait_for(state_dir: Path, process, predicate, timeout: float = 180) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate(read_state(state_dir)):
+def _wait_for(state_dir: Path, process, predicate, stalled_after: float = 180) -> None:
+    """Until `predicate(state)`; a pipeline whose state stops changing for `stalled_after`
+    seconds fails the test (a busy one may take longer: a soak's backlog of schema changes
+    into the parquet log is a Spark job each)."""
+    state, deadline = None, 0.0
+    while not predicate(latest := read_state(state_dir)):
         assert process.poll() is None, f"pipeline exited early:\n{process.stderr.read()}"
-        assert time.monotonic() < deadline, f"timed out; state: {read_state(state_dir)}"
+        if latest != state:
+            state, deadline = latest, time.monotonic() + stalled_after
+        elif time.monotonic() >= deadline:
+            kill_pipeline(process)  # its output ends: what it said is part of the failure
+            said = process.stderr.read()[-4000:]
+            raise AssertionError(f"stalled for {stalled_after:.0f} s; state: {state}\npipeline said:\n{said}")
         time.sleep(0.02)
 
 
