@@ -36,6 +36,21 @@ def test_java_missing_is_named_with_how_to_install_it(tmp_path, mariadb, postgre
     )
 
 
+def test_a_plan_smaller_than_one_spark_job_is_read_without_starting_spark(tmp_path, mariadb, postgresql, source_db):
+    mariadb.execute("CREATE TABLE t (id INT PRIMARY KEY, v VARCHAR(8))", database=source_db)
+    mariadb.execute("INSERT INTO t VALUES (1, 'a'), (2, 'b'), (3, 'c')", database=source_db)
+    definition = pipeline_yaml(
+        mariadb, f"{source_db}.t", postgres_sink(postgresql), **{"scan.startup.mode": "snapshot"}
+    )
+
+    result = _run(tmp_path, mariadb, postgresql, definition, JAVA_HOME="/opt/no-java-here")
+
+    assert result.returncode == 0, result.stderr
+    assert "snapshot: 1 split, less than one Spark job: read by the driver, Spark does not start" in result.stderr
+    with postgresql.connect() as conn:
+        assert conn.execute(f"SELECT count(*) FROM {source_db}.t").fetchone()[0] == 3
+
+
 @pytest.mark.parametrize("content", ['{"snapshot": []}', "[1, 2]", "not json at all"])
 def test_a_state_file_that_is_not_a_pipeline_state_is_refused(tmp_path, mariadb, postgresql, source_db, content):
     mariadb.execute("CREATE TABLE t (id INT PRIMARY KEY)", database=source_db)

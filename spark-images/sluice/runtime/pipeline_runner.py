@@ -306,6 +306,9 @@ class PipelineRunner:
                 # A plan one Spark job would carry whole gains nothing from Spark, which then
                 # never starts; a bigger one is read here while Spark starts beside it.
                 small = len(snapshot.remaining) <= splits_per_job(source.chunk_size)
+                if small:
+                    splits = f"{len(snapshot.remaining)} split{'' if len(snapshot.remaining) == 1 else 's'}"
+                    progress.note(f"{splits}, less than one Spark job: read by the driver, Spark does not start")
                 read(None, until=(lambda: False) if small else self._start_spark().is_ready)
             if snapshot.remaining and not self.stopping.is_set():
                 sc = self._spark_session().sparkContext
