@@ -3,7 +3,9 @@ same run on the same table: a plain single-thread pymysql scan (reading only), a
 DBA's one-off copy `mariadb --quick -B -N -e 'SELECT * FROM t' | psql -c "COPY t FROM
 STDIN"` (C on both ends: the physical baseline for a copy on this machine). Sluice runs at
 parallelism 1 and 2; each run's snapshot phase and end to end (Spark start included) are
-reported as rates and as ratios to the pipe; each figure is the better of two runs.
+reported as rates and as ratios to the pipe; each figure is the better of two runs. Two
+pipes side by side over halves of the table show what a second lane can gain on this
+machine at all.
 Then the same into a second MariaDB server, against `mariadb | mariadb -e 'LOAD DATA
 LOCAL INFILE'`, at parallelism 2, one run each. Every run says how busy it kept the
 machine's cores and which processes took the time (tests/bench/cpu_use.py); last, what a
@@ -16,6 +18,7 @@ rates and ratios and asserts nothing.
 from __future__ import annotations
 
 import argparse
+import itertools
 import os
 import re
 import shutil
@@ -66,23 +69,35 @@ PIPE_TABLE = (
 )
 
 
-def pipe_copy(mariadb, postgresql) -> tuple[int, float, str]:
+def pipe_copy(mariadb, postgresql, lanes: int = 1) -> tuple[int, float, str]:
     """The baseline a DBA would reach for: the mariadb client's tab-separated text straight
-    into COPY's text format (NULL spelled as the client prints it), into a second table."""
+    into COPY's text format (NULL spelled as the client prints it), into a second table.
+    With `lanes` > 1, that many pipes side by side over id ranges of equal size: the most
+    a second lane can gain on this machine, whoever's code runs in it."""
     with postgresql.connect() as conn:
         conn.execute("CREATE SCHEMA IF NOT EXISTS pipe")
         conn.execute("DROP TABLE IF EXISTS pipe.orders")
         conn.execute(PIPE_TABLE)
-    read = (
-        f"mariadb --quick -B -N -h {mariadb.host} -P {mariadb.port} -u {mariadb.user} bench -e 'SELECT * FROM orders'"
-    )
+    conn = mariadb.connect("bench")
+    with conn.cursor() as cur:
+        cur.execute("SELECT MIN(id), MAX(id) FROM orders")
+        low, high = cur.fetchone()
+    conn.close()
+    bounds = [low + (high - low + 1) * lane // lanes for lane in range(lanes + 1)]
     write = (
         f"psql -q -h {postgresql.host} -p {postgresql.port} -U {postgresql.user} -d {postgresql.database} "
         "-c \"COPY pipe.orders FROM STDIN WITH (NULL 'NULL')\""
     )
+    pipes = [
+        f"set -o pipefail; mariadb --quick -B -N -h {mariadb.host} -P {mariadb.port} -u {mariadb.user} bench "
+        f"-e 'SELECT * FROM orders WHERE id >= {start} AND id < {end}' | {write}"
+        for start, end in itertools.pairwise(bounds)
+    ]
     env = dict(os.environ, MYSQL_PWD=mariadb.password, PGPASSWORD=postgresql.password)
     before, started = read_cpu(servers(mariadb, postgresql)), time.perf_counter()
-    subprocess.run(f"set -o pipefail; {read} | {write}", shell=True, check=True, env=env, executable="/bin/bash")
+    running = [subprocess.Popen(pipe, shell=True, env=env, executable="/bin/bash") for pipe in pipes]
+    if any(process.wait() != 0 for process in running):
+        raise SystemExit("the mariadb | psql pipe failed")
     elapsed = time.perf_counter() - started
     cpu = cpu_summary(before, read_cpu(servers(mariadb, postgresql)), elapsed)
     with postgresql.connect() as conn:
@@ -199,6 +214,14 @@ def main() -> None:
                 f"{end_to_end / pipe_rate:.2f}x the pipe ({copied:,} rows, {seconds:.1f}s incl. Spark start)"
             )
         print(f"snapshot phase, parallelism 2 / parallelism 1: {phases[2] / phases[1]:.2f}x")
+        piped, two_pipes_seconds, two_pipes_cpu = min(
+            (pipe_copy(mariadb, postgresql, lanes=2) for _ in range(2)), key=lambda run: run[1]
+        )
+        print(
+            f"{'two pipes side by side (table halves)':<42}{piped / two_pipes_seconds:>10,.0f} rows/s = "
+            f"{pipe_seconds / two_pipes_seconds:.2f}x one pipe: what a second lane can gain here"
+        )
+        print(f"  two pipes: {two_pipes_cpu}")
         mariadb_target_figures(base, mariadb, postgresql, args.chunk_size)
         small_table_figure(base, mariadb, postgresql)
 
