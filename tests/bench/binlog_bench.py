@@ -1,7 +1,7 @@
 """`make bench` (binlog part): Sluice's binlog reader against a bare python-mysql-replication
-loop and `mariadb-binlog` over the same row events, in the same run; the reader against the
-bare loop over single-row transactions; then end-to-end latency into PostgreSQL with the
-source written at a steady rate.
+loop and `mariadb-binlog` over the same row events, in the same run; the reader (into a
+null sink and into PostgreSQL) against the bare loop over single-row transactions; then
+end-to-end latency into PostgreSQL with the source written at a steady rate.
 
 Usage: python -m tests.bench.binlog_bench [--events N] [--transactions N] [--rate ROWS_PER_S].
 A benchmark, not a test: it prints rates and ratios and asserts nothing. Readers that leave
@@ -243,9 +243,13 @@ def main() -> None:
         start, end = write_single_row_transactions(mariadb, args.transactions, first_id=args.events * 10)
         rows, bare_seconds = min((bare_loop(endpoint, start, end) for _ in range(2)), key=lambda run: run[1])
         null_seconds = min(sluice_reader(endpoint, schemas, NullWriter(), start, end) for _ in range(2))
+        writer = sink.writer()
+        pg_seconds = sluice_reader(endpoint, schemas, writer, start, end)
+        writer.close()
         print(
-            f"single-row transactions: bare loop {rows / bare_seconds:,.0f}/s, sluice reader into a null sink "
-            f"{rows / null_seconds:,.0f}/s ({bare_seconds / null_seconds:.2f}x the bare loop)"
+            f"single-row transactions: bare loop {rows / bare_seconds:,.0f}/s; sluice reader into a null sink "
+            f"{rows / null_seconds:,.0f}/s ({bare_seconds / null_seconds:.2f}x the bare loop), into PostgreSQL "
+            f"{rows / pg_seconds:,.0f}/s ({bare_seconds / pg_seconds:.2f}x)"
         )
         lat = sorted(latency(mariadb, endpoint, schemas, sink, args.rate, args.seconds))
         p50 = statistics.median(lat)
