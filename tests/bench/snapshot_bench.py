@@ -89,8 +89,7 @@ def pipe_copy(mariadb, postgresql, lanes: int = 1) -> tuple[int, float, str]:
         "-c \"COPY pipe.orders FROM STDIN WITH (NULL 'NULL')\""
     )
     pipes = [
-        f"set -o pipefail; mariadb --quick -B -N -h {mariadb.host} -P {mariadb.port} -u {mariadb.user} bench "
-        f"-e 'SELECT * FROM orders WHERE id >= {start} AND id < {end}' | {write}"
+        f"set -o pipefail; {client_read(mariadb, f'SELECT * FROM orders WHERE id >= {start} AND id < {end}')} | {write}"
         for start, end in itertools.pairwise(bounds)
     ]
     env = dict(os.environ, MYSQL_PWD=mariadb.password, PGPASSWORD=postgresql.password)
@@ -106,6 +105,11 @@ def pipe_copy(mariadb, postgresql, lanes: int = 1) -> tuple[int, float, str]:
     return copied, elapsed, cpu
 
 
+def client_read(mariadb, query: str) -> str:
+    """The pipes' read side: the mariadb client's tab-separated rows of `query` on bench."""
+    return f"mariadb --quick -B -N -h {mariadb.host} -P {mariadb.port} -u {mariadb.user} bench -e '{query}'"
+
+
 def servers(mariadb, postgresql, target=None) -> dict[str, int]:
     """The root process of each server in the run: their trees' CPU time is told apart."""
     postmaster = int((postgresql.datadir / "postmaster.pid").read_text().split()[0])
@@ -116,9 +120,7 @@ def servers(mariadb, postgresql, target=None) -> dict[str, int]:
 def pipe_load_data(mariadb, postgresql, target) -> tuple[int, float, str]:
     """The same pipe into a MariaDB target: the client's text into LOAD DATA LOCAL INFILE."""
     target.execute("DROP DATABASE IF EXISTS pipe", "CREATE DATABASE pipe", TABLE_DDL.replace("bench.", "pipe."))
-    read = (
-        f"mariadb --quick -B -N -h {mariadb.host} -P {mariadb.port} -u {mariadb.user} bench -e 'SELECT * FROM orders'"
-    )
+    read = client_read(mariadb, "SELECT * FROM orders")
     write = (
         f"mariadb --local-infile=1 -h {target.host} -P {target.port} -u {target.user} pipe "
         "-e \"LOAD DATA LOCAL INFILE '/dev/stdin' INTO TABLE orders\""

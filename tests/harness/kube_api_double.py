@@ -17,7 +17,14 @@ it this double keeps the API's semantics that the operator, the driver and kubec
   the openAPIV3Schema (unknown fields pruned, defaults applied) and its x-kubernetes-validations rules,
   transition rules with oldSelf included (422 Invalid naming the field).
 
-Not a Kubernetes: no admission webhooks, no field managers, RBAC is not enforced, and built-in kinds
+- authentication by bearer token and RBAC authorization of every request by the caller's identity
+  (tests/harness/rbac_authorizer.py): the admin token, or a ServiceAccount's token (valid while
+  that ServiceAccount exists); a denial is the API server's 403 Forbidden Status;
+- admission in the API server's order: mutating webhooks, the schema, validating webhooks (a test
+  double of a webhook registers itself in `webhooks`; its denial is the 403 the API server
+  relays), and, where a test turns it on, the OwnerReferencesPermissionEnforcement plugin.
+
+Not a Kubernetes: no field managers (server-side apply is refused), and built-in kinds
 (ConfigMap, Secret, ...) are stored unvalidated.
 """
 
@@ -26,6 +33,8 @@ from __future__ import annotations
 import asyncio
 import copy
 import re
+import ssl
+import subprocess
 import threading
 import uuid
 from collections.abc import AsyncIterator, Iterator
@@ -34,6 +43,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+import aiohttp.test_utils
 import aiohttp.web
 import attrs
 import kmock
@@ -41,6 +51,8 @@ import yaml
 from kmock._internal import enums, rendering
 
 from tests.harness.crd_validation import violations
+from tests.harness.rbac_authorizer import ADMIN, Identity, Rbac
+from tests.harness.rbac_authorizer import Request as Access
 
 CORE_RESOURCES: dict[str, tuple[str, bool]] = {  # "group/version/plural" -> (kind, namespaced)
     "v1/namespaces": ("Namespace", False),
@@ -53,10 +65,14 @@ CORE_RESOURCES: dict[str, tuple[str, bool]] = {  # "group/version/plural" -> (ki
     "events.k8s.io/v1/events": ("Event", True),
     "rbac.authorization.k8s.io/v1/roles": ("Role", True),
     "rbac.authorization.k8s.io/v1/rolebindings": ("RoleBinding", True),
+    "rbac.authorization.k8s.io/v1/clusterroles": ("ClusterRole", False),
+    "rbac.authorization.k8s.io/v1/clusterrolebindings": ("ClusterRoleBinding", False),
     "coordination.k8s.io/v1/leases": ("Lease", True),
     "apiextensions.k8s.io/v1/customresourcedefinitions": ("CustomResourceDefinition", False),
 }
 VERBS = ["get", "list", "watch", "create", "patch", "update", "delete"]
+ADMIN_TOKEN = "test-double"  # the cluster admin's (system:masters): kubectl, fixtures, the Spark Operator double
+SERVICE_ACCOUNT_TOKEN = "serviceaccount:{namespace}:{name}"  # what a pod of that ServiceAccount presents
 
 
 @dataclass
@@ -67,6 +83,29 @@ class _Kind:
     schema: dict[str, Any] | None = None  # a CRD version's openAPIV3Schema
     status_subresource: bool = False
     printer_columns: list[dict[str, Any]] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Admission:
+    """What an admission webhook is shown: the operation, the object as it would be stored,
+    the stored one (updates), and who asks."""
+
+    operation: str  # CREATE or UPDATE
+    kind: str
+    obj: dict[str, Any]
+    old: dict[str, Any] | None
+    caller: Identity
+
+
+@dataclass
+class Webhook:
+    """An admission webhook as registered with the API server: `admit` returns the object
+    (mutated or not) or raises ApiError to deny."""
+
+    name: str  # e.g. validate-sparkapplication.sparkoperator.k8s.io
+    kind: str  # the kind it is registered for
+    mutating: bool
+    admit: Any  # Callable[[Admission], dict[str, Any]]
 
 
 class ApiError(Exception):
@@ -82,11 +121,24 @@ class KubernetesApiDouble(kmock.KubernetesEmulator):
     _kinds: dict[kmock.resource, _Kind] = attrs.field(factory=dict, init=False)
     _version: int = attrs.field(default=1, init=False)
     writes: list[dict[str, Any]] = attrs.field(factory=list, init=False)  # every change: who wrote what
+    webhooks: list[Webhook] = attrs.field(factory=list, init=False)
+    enforce_owner_references: bool = attrs.field(default=False, init=False)  # the admission plugin
+    denials: list[str] = attrs.field(factory=list, init=False)  # every 403, for tests to show
+    _caller: Identity = attrs.field(default=ADMIN, init=False)
+    _rbac: Rbac = attrs.field(init=False)
 
     def __attrs_post_init__(self) -> None:
         super().__attrs_post_init__()
         for path, (kind, namespaced) in CORE_RESOURCES.items():
             self._serve_kind(path, _Kind(kind, namespaced, path.rsplit("/", 1)[0]))
+        self._rbac = Rbac(self._stored)
+
+    def _stored(self, kind: str) -> list[dict[str, Any]]:
+        return [
+            obj.raw
+            for (resource, _, _), obj in self._objects.items()
+            if not obj.deleted and self._kinds[resource].kind == kind
+        ]
 
     # -- resources -------------------------------------------------------------------------
 
@@ -122,10 +174,17 @@ class KubernetesApiDouble(kmock.KubernetesEmulator):
 
     async def _handle(self, request: rendering.Request) -> aiohttp.web.StreamResponse:
         resource = request.resource
+        try:
+            caller = self._authenticate(request)
+            if resource is not None and resource in self._kinds:
+                self._authorize(caller, request, resource)
+        except ApiError as exc:
+            return aiohttp.web.json_response(_status(exc.code, exc.reason, exc.message), status=exc.code)
         if resource is None or request.action == enums.action.WATCH or resource not in self._kinds:
             return await kmock.RawHandler._handle(self, request)  # discovery, watch streams, 404s
         try:
             async with self._lock:
+                self._caller = caller
                 code, body, events = self._serve(request, resource)
                 if events:
                     self.writes.append(
@@ -142,6 +201,30 @@ class KubernetesApiDouble(kmock.KubernetesEmulator):
         except ApiError as exc:
             code, body = exc.code, _status(exc.code, exc.reason, exc.message)
         return aiohttp.web.json_response(body, status=code)
+
+    def _authenticate(self, request: rendering.Request) -> Identity:
+        header = request.headers.get("Authorization") or ""
+        token = header[len("Bearer ") :] if header.startswith("Bearer ") else ""
+        if token == ADMIN_TOKEN:
+            return ADMIN
+        if token.startswith("serviceaccount:"):
+            _, namespace, name = token.split(":", 2)
+            account = (kmock.resource("v1/serviceaccounts"), namespace, name)
+            if account in self._objects and not self._objects[account].deleted:
+                return Identity.service_account(namespace, name)
+        raise ApiError(401, "Unauthorized", "Unauthorized")
+
+    def _authorize(self, caller: Identity, request: rendering.Request, resource: kmock.resource) -> None:
+        method = request.method.value.upper() if request.method else "GET"
+        watching = request.action == enums.action.WATCH or (request.params or {}).get("watch") in ("true", "1")
+        if method == "GET":
+            verb = "watch" if watching else ("get" if request.name else "list")
+        else:
+            verb = {"POST": "create", "PUT": "update", "PATCH": "patch"}.get(method, "")
+            verb = verb or ("delete" if request.name else "deletecollection")
+        access = Access(verb, resource.group, resource.plural, request.subresource, request.namespace, request.name)
+        if not self._rbac.allows(caller, access):
+            self._deny(access.forbidden(caller))
 
     def _serve(self, request: rendering.Request, resource: kmock.resource) -> tuple[int, Any, list[dict[str, Any]]]:
         kind = self._kinds[resource]
@@ -263,7 +346,7 @@ class KubernetesApiDouble(kmock.KubernetesEmulator):
         new["apiVersion"], new["kind"] = old["apiVersion"], old["kind"]
         if _without(new, "metadata", "status") != _without(old, "metadata", "status"):
             meta["generation"] = old["metadata"].get("generation", 1) + 1
-        new = self._admit(kind, new, old)
+        new = self._admit(kind, new, old, status_only)
         if new == {**old, "metadata": {**old["metadata"], "resourceVersion": new["metadata"].get("resourceVersion")}}:
             return 200, old, []  # a no-op write keeps the resourceVersion, as the API does
         if meta.get("deletionTimestamp") and not meta.get("finalizers"):
@@ -315,17 +398,88 @@ class KubernetesApiDouble(kmock.KubernetesEmulator):
                 events += self._remove(key[0], self._kinds[key[0]], key)[2]
         return events
 
-    def _admit(self, kind: _Kind, obj: dict[str, Any], old: dict[str, Any] | None) -> dict[str, Any]:
-        """Pruning, defaulting and validation, as the API server does for a CRD's objects."""
-        if kind.schema is None:
-            return obj
-        obj = _pruned(obj, kind.schema, top=True)
-        _default(obj, kind.schema)
-        problems = violations(kind.schema, obj, paths=True) if old is None else violations(kind.schema, obj, old, True)
-        if problems:
-            name = obj["metadata"]["name"]
-            raise ApiError(422, "Invalid", f'{kind.kind} "{name}" is invalid: ' + "; ".join(problems))
+    def _admit(
+        self, kind: _Kind, obj: dict[str, Any], old: dict[str, Any] | None, status_only: bool = False
+    ) -> dict[str, Any]:
+        """Admission as the API server runs it: mutating webhooks, the CRD's pruning,
+        defaulting and validation, then validating webhooks and the built-in plugins.
+        Webhooks are registered for the resource, not its status subresource."""
+        operation = "CREATE" if old is None else "UPDATE"
+        hooks = [] if status_only else [h for h in self.webhooks if h.kind == kind.kind]
+        for hook in (h for h in hooks if h.mutating):
+            obj = self._call_webhook(hook, Admission(operation, kind.kind, obj, old, self._caller))
+        if kind.schema is not None:
+            obj = _pruned(obj, kind.schema, top=True)
+            _default(obj, kind.schema)
+            problems = (
+                violations(kind.schema, obj, old, True) if old is not None else violations(kind.schema, obj, paths=True)
+            )
+            if problems:
+                name = obj["metadata"]["name"]
+                raise ApiError(422, "Invalid", f'{kind.kind} "{name}" is invalid: ' + "; ".join(problems))
+        for hook in (h for h in hooks if not h.mutating):
+            self._call_webhook(hook, Admission(operation, kind.kind, obj, old, self._caller))
+        if kind.kind in ("Role", "ClusterRole", "RoleBinding", "ClusterRoleBinding"):
+            refused = self._rbac.escalation(self._caller, kind.kind, obj)
+            if refused:
+                self._deny(refused)
+        if self.enforce_owner_references:
+            self._owner_references_permitted(kind, obj, old)
         return obj
+
+    def _call_webhook(self, hook: Webhook, review: Admission) -> dict[str, Any]:
+        try:
+            return hook.admit(review) or review.obj
+        except ApiError as exc:
+            message = f'admission webhook "{hook.name}" denied the request: {exc.message}'
+            self.denials.append(message)
+            raise ApiError(exc.code, exc.reason, message) from exc
+
+    def _owner_references_permitted(self, kind: _Kind, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
+        """The OwnerReferencesPermissionEnforcement admission plugin (OpenShift turns it on),
+        as kubernetes/plugin/pkg/admission/gc does it: changing an existing object's owner
+        references needs `delete` on it, and a new blockOwnerDeletion needs `update` on the
+        owner's `finalizers` subresource. RBAC gives no reason for a denial, hence the blank."""
+        refs = obj["metadata"].get("ownerReferences") or []
+        old_refs = ((old or {}).get("metadata") or {}).get("ownerReferences") or []
+        if refs == old_refs:
+            return
+        meta = obj["metadata"]
+        resource = next(r for r, k in self._kinds.items() if k is kind)
+        qualified = f"{resource.plural}.{resource.group}" if resource.group else resource.plural
+        prefix = f'{qualified} "{meta["name"]}" is forbidden: '
+        if old is not None:
+            access = Access("delete", resource.group, resource.plural, None, meta.get("namespace"), meta["name"])
+            if not self._rbac.allows(self._caller, access):
+                self._deny(prefix + "cannot set an ownerRef on a resource you can't delete: , <nil>")
+        blocking_before = {r.get("uid") for r in old_refs if r.get("blockOwnerDeletion")}
+        for ref in refs:
+            if not ref.get("blockOwnerDeletion") or ref.get("uid") in blocking_before:
+                continue
+            owner = next(
+                (
+                    r
+                    for r, k in self._kinds.items()
+                    if k.kind == ref.get("kind") and k.api_version == ref.get("apiVersion")
+                ),
+                None,
+            )
+            if owner is None:
+                self._deny(
+                    prefix + "cannot set blockOwnerDeletion in this case because cannot find RESTMapping for "
+                    f"APIVersion {ref.get('apiVersion')} Kind {ref.get('kind')}"
+                )
+            namespace = meta.get("namespace") if self._kinds[owner].namespaced else None
+            access = Access("update", owner.group, owner.plural, "finalizers", namespace, ref.get("name"))
+            if not self._rbac.allows(self._caller, access):
+                self._deny(
+                    prefix + "cannot set blockOwnerDeletion if an ownerReference refers to a resource you can't "
+                    "set finalizers on: , <nil>"
+                )
+
+    def _deny(self, message: str) -> None:
+        self.denials.append(message)
+        raise ApiError(403, "Forbidden", message)
 
     def _stamp(self, obj: dict[str, Any]) -> dict[str, Any]:
         self._version += 1
@@ -336,6 +490,7 @@ class KubernetesApiDouble(kmock.KubernetesEmulator):
         """KMock's discovery, with subresources as the API lists them: no short names, and
         only the verbs a subresource has (kubectl otherwise warns that `cdcp` is ambiguous)."""
         listing = await super()._serve_version(request)
+        listing["groupVersion"] = listing.get("groupVersion", "").lstrip("/")  # the core group is "v1"
         for entry in listing["resources"]:
             if "/" in entry["name"]:
                 entry.update(shortNames=[], categories=[], verbs=["get", "patch", "update"])
@@ -568,11 +723,14 @@ def _now() -> str:
 
 
 class RunningApiDouble:
-    """The double served on a local port from a thread of its own, with a kubeconfig for clients."""
+    """The double served over HTTPS on a local port from a thread of its own (client-go sends
+    bearer tokens over TLS only), with a kubeconfig for clients that trusts its certificate."""
 
     def __init__(self, directory: Path) -> None:
         self.double = KubernetesApiDouble()
+        self.directory = directory
         self.kubeconfig = directory / "kubeconfig"
+        self.certificate = _self_signed_certificate(directory)
         self._loop = asyncio.new_event_loop()
         self._started = threading.Event()
         self._stop: asyncio.Event | None = None
@@ -583,14 +741,21 @@ class RunningApiDouble:
         self._thread.start()
         if not self._started.wait(30):
             raise RuntimeError("the Kubernetes API test double did not start")
-        self.kubeconfig.write_text(yaml.safe_dump(kubeconfig(self.url)))
+        self.kubeconfig.write_text(yaml.safe_dump(kubeconfig(self.url, self.certificate)))
         return self
 
-    def client(self) -> Any:
-        """A kubernetes ApiClient configured from the kubeconfig, as a user's would be."""
+    def client(self, kubeconfig: Path | None = None) -> Any:
+        """A kubernetes ApiClient configured from a kubeconfig (the admin's unless given), as a user's would be."""
         from kubernetes import config
 
-        return config.new_client_from_config(str(self.kubeconfig))
+        return config.new_client_from_config(str(kubeconfig or self.kubeconfig))
+
+    def service_account_kubeconfig(self, namespace: str, name: str, directory: Path) -> Path:
+        """A kubeconfig with the token a pod of ServiceAccount namespace/name presents."""
+        token = SERVICE_ACCOUNT_TOKEN.format(namespace=namespace, name=name)
+        path = directory / f"kubeconfig-{namespace}-{name}"
+        path.write_text(yaml.safe_dump(kubeconfig(self.url, self.certificate, token, namespace)))
+        return path
 
     def stop(self) -> None:
         if self._stop is not None:
@@ -611,7 +776,8 @@ class RunningApiDouble:
         namespace = obj.get("metadata", {}).get("namespace")
         base = f"/api/{api_version}" if "/" not in api_version else f"/apis/{api_version}"
         url = f"{base}/namespaces/{namespace}/{plural}" if namespace else f"{base}/{plural}"
-        async with self.double.post(url, json=obj) as response:
+        headers = {"Authorization": f"Bearer {ADMIN_TOKEN}"}
+        async with self.double.post(url, json=obj, headers=headers, ssl=False) as response:
             if response.status >= 300:
                 raise RuntimeError(f"create {obj['kind']} {obj['metadata']['name']}: {await response.text()}")
 
@@ -621,7 +787,14 @@ class RunningApiDouble:
 
     async def _main(self) -> None:
         self._stop = asyncio.Event()
-        async with self.double, kmock.Server(self.double) as server:
+        context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+        context.load_cert_chain(self.certificate, self.certificate.with_suffix(".key"))
+
+        class TlsServer(aiohttp.test_utils.RawTestServer):
+            async def start_server(self, loop: Any = None, **kwargs: Any) -> None:
+                await super().start_server(loop=loop, ssl=context, **kwargs)
+
+        async with self.double, kmock.Server(self.double, server_cls=TlsServer) as server:
             self.url = str(server.url).rstrip("/")
             self._started.set()
             await self._stop.wait()
@@ -632,13 +805,26 @@ def _plural(kind: str) -> str:
     return lower + ("es" if lower.endswith("s") else "s")
 
 
-def kubeconfig(url: str) -> dict[str, Any]:
+def _self_signed_certificate(directory: Path) -> Path:
+    """A certificate for 127.0.0.1 (and its key beside it), made with openssl."""
+    certificate = directory / "apiserver.crt"
+    subprocess.run(
+        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj", "/CN=kube-api-double"]
+        + ["-addext", "subjectAltName=IP:127.0.0.1,DNS:localhost"]
+        + ["-keyout", str(certificate.with_suffix(".key")), "-out", str(certificate)],
+        check=True,
+        capture_output=True,
+    )
+    return certificate
+
+
+def kubeconfig(url: str, certificate: Path, token: str = ADMIN_TOKEN, namespace: str = "default") -> dict[str, Any]:
     return {
         "apiVersion": "v1",
         "kind": "Config",
-        "clusters": [{"name": "double", "cluster": {"server": url}}],
-        "users": [{"name": "tester", "user": {"token": "test-double"}}],
-        "contexts": [{"name": "double", "context": {"cluster": "double", "user": "tester", "namespace": "default"}}],
+        "clusters": [{"name": "double", "cluster": {"server": url, "certificate-authority": str(certificate)}}],
+        "users": [{"name": "tester", "user": {"token": token}}],
+        "contexts": [{"name": "double", "context": {"cluster": "double", "user": "tester", "namespace": namespace}}],
         "current-context": "double",
     }
 

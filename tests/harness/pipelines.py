@@ -124,6 +124,9 @@ def run_sluice(
     )
 
 
+PIPE_BYTES = 1 << 20  # Linux's default most for a process without CAP_SYS_RESOURCE
+
+
 def start_sluice(pipeline: Path, state_dir: Path, env: dict[str, str]) -> subprocess.Popen:
     """Starts `sluice run` in its own session; kill_pipeline takes it down with everything it started.
 
@@ -141,9 +144,6 @@ def start_sluice(pipeline: Path, state_dir: Path, env: dict[str, str]) -> subpro
     for pipe in (process.stdout, process.stderr):
         fcntl.fcntl(pipe.fileno(), fcntl.F_SETPIPE_SZ, PIPE_BYTES)
     return process
-
-
-PIPE_BYTES = 1 << 20  # Linux's default most for a process without CAP_SYS_RESOURCE
 
 
 def read_state(state_dir: Path) -> dict[str, Any]:
