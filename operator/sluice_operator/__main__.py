@@ -15,7 +15,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("-v", "--verbose", action="store_true")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING)
-    import sluice_operator.handlers  # noqa: F401 - registers the handlers with kopf
+    from sluice_operator import handlers  # registers the handlers with kopf
+
+    handlers.watch_namespaces(args.namespace)
 
     kopf.run(standalone=True, clusterwide=not args.namespace, namespaces=args.namespace)
 

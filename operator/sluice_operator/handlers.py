@@ -44,6 +44,13 @@ class Apis:
 _locks: dict[tuple[str, str], asyncio.Lock] = {}
 _health = metrics.HealthServer(HTTP_PORT)
 _apis: Apis | None = None
+_watched: list[str] = []  # the namespaces watched; none: all of them
+
+
+def watch_namespaces(namespaces: list[str]) -> None:
+    """Only these namespaces' CdcPipelines (the chart's `watchNamespaces`, granted by a Role in
+    each): the resync lists each of them, never the cluster."""
+    _watched[:] = namespaces
 
 
 def apis() -> Apis:
@@ -90,17 +97,25 @@ async def spark_application_changed(labels: dict[str, str], namespace: str, **_:
 
 
 async def _resync() -> None:
+    """Ready once every watched namespace (or the cluster) has answered a list."""
     while True:
         try:
-            listed = await asyncio.to_thread(
-                apis().custom.list_cluster_custom_object, owned.GROUP, owned.VERSION, owned.PLURAL
-            )
-            for item in listed.get("items", []):
+            for item in await asyncio.to_thread(_list_pipelines):
                 await reconcile_pipeline(item["metadata"]["namespace"], item["metadata"]["name"])
             _health.ready = True
         except Exception as exc:  # noqa: BLE001 - the API may be away for a while; try again
             log.warning("resync: %s", exc)
         await asyncio.sleep(RESYNC_SECONDS)
+
+
+def _list_pipelines() -> list[dict[str, Any]]:
+    custom = apis().custom
+    if not _watched:
+        return custom.list_cluster_custom_object(owned.GROUP, owned.VERSION, owned.PLURAL).get("items", [])
+    items: list[dict[str, Any]] = []
+    for namespace in _watched:
+        items += custom.list_namespaced_custom_object(owned.GROUP, owned.VERSION, namespace, owned.PLURAL)["items"]
+    return items
 
 
 async def reconcile_pipeline(namespace: str, name: str) -> None:

@@ -1,5 +1,7 @@
-"""The driver's identity: a ServiceAccount whose Role lets it read and patch the status of
-its own CdcPipeline and nothing else (resourceNames), where it keeps the pipeline's state."""
+"""The driver's identity: a ServiceAccount whose Role allows exactly the calls the driver
+makes on its own CdcPipeline and nothing else (resourceNames): it reads the CdcPipeline (its
+state, the approvals in its spec) and replaces its status (a PUT under the resourceVersion
+it read, so a concurrent write of the operator is a conflict, never lost: the `update` verb)."""
 
 from __future__ import annotations
 
@@ -19,11 +21,12 @@ def driver_rbac(owner: dict[str, Any]) -> list[dict[str, Any]]:
             "kind": "Role",
             "metadata": owned.metadata(owner, account),
             "rules": [
+                {"apiGroups": [owned.GROUP], "resources": [owned.PLURAL], "resourceNames": [name], "verbs": ["get"]},
                 {
                     "apiGroups": [owned.GROUP],
-                    "resources": [owned.PLURAL, f"{owned.PLURAL}/status"],
+                    "resources": [f"{owned.PLURAL}/status"],
                     "resourceNames": [name],
-                    "verbs": ["get", "patch"],
+                    "verbs": ["update"],
                 },
                 # Spark's driver creates and watches its executor pods and their services.
                 {

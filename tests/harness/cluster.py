@@ -1,5 +1,10 @@
 """A Kubernetes stand-in for end-to-end tests of the operator: the Kubernetes API test
-double, the operator as its own process, the Spark Operator test double, and kubectl."""
+double, the operator as its own process, the Spark Operator test double, and kubectl.
+
+Everything runs under RBAC as on a cluster: the operator as the ServiceAccount of the chart
+(rendered by helm, cluster-wide or for `watchNamespaces`), with the rules the chart grants and
+the arguments its Deployment passes; each driver as the ServiceAccount the operator made for
+it; kubectl and the test itself as the cluster admin."""
 
 from __future__ import annotations
 
@@ -17,22 +22,41 @@ from kubernetes import client
 from tests.harness.kube_api_double import RunningApiDouble
 from tests.harness.operator_process import OperatorProcess
 from tests.harness.services import MariaDB, PostgreSQL
-from tests.harness.spark_operator_double import SparkOperatorDouble
-from tests.harness.tools import KUBECTL
+from tests.harness.spark_operator_double import SPARK_OPERATOR_VERSION, SparkOperatorDouble
+from tests.harness.tools import HELM, KUBECTL
+
+CHART = Path(__file__).parents[2] / "charts" / "sluice"
 
 GROUP, VERSION, PLURAL = "sluice.io", "v1alpha1", "cdcpipelines"
+
+
+OPERATOR_NAMESPACE = "sluice-system"
 
 
 class Cluster:
     """What a test drives: kubectl, the API, the operator and the Spark Operator double."""
 
-    def __init__(self, kube_api: RunningApiDouble, directory: Path, namespace: str) -> None:
+    def __init__(
+        self,
+        kube_api: RunningApiDouble,
+        directory: Path,
+        namespace: str,
+        watch_namespaces: bool = False,
+        spark_operator_version: str = SPARK_OPERATOR_VERSION,
+    ) -> None:
         self.kube_api, self.directory, self.namespace = kube_api, directory, namespace
         api_client = kube_api.client()
         self.custom = client.CustomObjectsApi(api_client)
         self.core = client.CoreV1Api(api_client)
-        self.operator = OperatorProcess(kube_api.kubeconfig, directory / "operator.log").start()
-        self.spark = SparkOperatorDouble(api_client, kube_api.kubeconfig, directory / "spark", namespace).start()
+        self.spark = SparkOperatorDouble(kube_api, directory / "spark", namespace, spark_operator_version).start()
+        self.operator_kubeconfig, self.operator_args = install_operator(
+            kube_api, directory, [namespace] if watch_namespaces else []
+        )
+        self.operator = self.operator_process()
+
+    def operator_process(self, log: str = "operator.log") -> OperatorProcess:
+        """Another replica of the operator, as the chart's Deployment runs it."""
+        return OperatorProcess(self.operator_kubeconfig, self.directory / log, args=self.operator_args).start()
 
     def kubectl(self, *args: str) -> str:
         done = subprocess.run(
@@ -75,6 +99,31 @@ class Cluster:
     def close(self) -> None:
         self.operator.stop()
         self.spark.stop()
+
+
+def install_operator(
+    kube_api: RunningApiDouble, directory: Path, watch_namespaces: list[str]
+) -> tuple[Path, list[str]]:
+    """`helm template` of the chart, its ServiceAccount and RBAC created in the API double (the
+    cluster-wide release once per session, a namespaced one per set of namespaces); the
+    kubeconfig the operator's pod would have, and its container's arguments."""
+    release = "sluice-" + "-".join(watch_namespaces) if watch_namespaces else "sluice"
+    values = ["--set-json", f"watchNamespaces={json.dumps(watch_namespaces)}"]
+    done = subprocess.run(
+        [str(HELM), "template", release, str(CHART), "--namespace", OPERATOR_NAMESPACE, *values],
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0, done.stderr
+    objects = [o for o in yaml.safe_load_all(done.stdout) if o]
+    for obj in objects:
+        if obj["kind"] in ("ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding"):
+            kube_api.create(obj, exist_ok=True)
+    (deployment,) = [o for o in objects if o["kind"] == "Deployment"]
+    pod = deployment["spec"]["template"]["spec"]
+    (container,) = pod["containers"]
+    kubeconfig = kube_api.service_account_kubeconfig(OPERATOR_NAMESPACE, pod["serviceAccountName"], directory)
+    return kubeconfig, [a for a in container["args"] if a not in ("--verbose", "-v")]
 
 
 def manifest(name: str, mariadb: MariaDB, postgresql: PostgreSQL, tables: str, **pipeline: Any) -> dict[str, Any]:

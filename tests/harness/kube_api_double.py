@@ -48,11 +48,26 @@ import aiohttp.web
 import attrs
 import kmock
 import yaml
-from kmock._internal import enums, rendering
+from kmock._internal import enums, parsing, rendering
 
 from tests.harness.crd_validation import violations
 from tests.harness.rbac_authorizer import ADMIN, Identity, Rbac
 from tests.harness.rbac_authorizer import Request as Access
+
+_parse_path = parsing.parse_path
+
+
+def _parse_namespaces_too(path: str) -> parsing.ParsedPath:
+    """KMock reads `/api/v1/namespaces[/NAME]` as a namespace prefix with nothing after it (and
+    fails on the list): they are the cluster-scoped `namespaces` resource itself."""
+    parts = path.strip("/").split("/")
+    if parts[:3] == ["api", "v1", "namespaces"] and len(parts) <= 5 and (len(parts) < 5 or parts[4] in ("status",)):
+        name = parts[3] if len(parts) > 3 else None
+        return parsing.ParsedPath("", "v1", "namespaces", None, name, parts[4] if len(parts) > 4 else None)
+    return _parse_path(path)
+
+
+parsing.parse_path = _parse_namespaces_too
 
 CORE_RESOURCES: dict[str, tuple[str, bool]] = {  # "group/version/plural" -> (kind, namespaced)
     "v1/namespaces": ("Namespace", False),
@@ -766,19 +781,23 @@ class RunningApiDouble:
         """Creates the objects in a YAML file (CRDs, for instance), as `kubectl create -f` does."""
         for document in yaml.safe_load_all(path.read_text()):
             if document:
-                self.call(self._create_directly(document))
+                self.create(document)
+
+    def create(self, obj: dict[str, Any], exist_ok: bool = False) -> None:
+        """Creates one object as the cluster admin."""
+        self.call(self._create_directly(obj, exist_ok))
 
     def call(self, coroutine: Any) -> Any:
         return asyncio.run_coroutine_threadsafe(coroutine, self._loop).result(30)
 
-    async def _create_directly(self, obj: dict[str, Any]) -> None:
+    async def _create_directly(self, obj: dict[str, Any], exist_ok: bool = False) -> None:
         api_version, plural = obj["apiVersion"], _plural(obj["kind"])
         namespace = obj.get("metadata", {}).get("namespace")
         base = f"/api/{api_version}" if "/" not in api_version else f"/apis/{api_version}"
         url = f"{base}/namespaces/{namespace}/{plural}" if namespace else f"{base}/{plural}"
         headers = {"Authorization": f"Bearer {ADMIN_TOKEN}"}
         async with self.double.post(url, json=obj, headers=headers, ssl=False) as response:
-            if response.status >= 300:
+            if response.status >= 300 and not (exist_ok and response.status == 409):
                 raise RuntimeError(f"create {obj['kind']} {obj['metadata']['name']}: {await response.text()}")
 
     def _serve(self) -> None:

@@ -15,8 +15,9 @@ from tests.harness.services import free_port
 
 
 class OperatorProcess:
-    def __init__(self, kubeconfig: Path, log: Path, resync_seconds: float = 2.0) -> None:
-        self.kubeconfig, self.log, self.resync = kubeconfig, log, resync_seconds
+    def __init__(self, kubeconfig: Path, log: Path, resync_seconds: float = 2.0, args: list[str] = ()) -> None:
+        """`args`: the container's, as the chart's Deployment passes them."""
+        self.kubeconfig, self.log, self.resync, self.args = kubeconfig, log, resync_seconds, list(args)
         self.port = free_port()
         self.process: subprocess.Popen | None = None
 
@@ -29,7 +30,10 @@ class OperatorProcess:
         }
         with self.log.open("a") as out:
             self.process = subprocess.Popen(
-                [sys.executable, "-m", "sluice_operator", "-v"], env=env, stdout=out, stderr=subprocess.STDOUT
+                [sys.executable, "-m", "sluice_operator", "-v", *self.args],
+                env=env,
+                stdout=out,
+                stderr=subprocess.STDOUT,
             )
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:

@@ -3,6 +3,19 @@ Kubernetes API test double and runs each as a local `spark-submit` of the real i
 point (spark-images/driver.py for local:///opt/sluice/driver.py), with local[N] standing
 in for N executors.
 
+It plays one release of the Spark Operator (`SPARK_OPERATOR_VERSIONS`), read from its code
+(github.com/kubeflow/spark-operator: internal/webhook, api/v1beta2/defaults.go,
+pkg/util/sparkapplication.go) at v2.3.0, v2.4.0 and v2.5.2:
+- it serves that release's SparkApplication CRD: the current one from ../shared/reference,
+  without `spec.suspend` before v2.4.0 (the API server then prunes the field);
+- its defaulting webhook, registered with the API double, sets what SetSparkApplicationDefaults
+  sets, only on a new or invalidating application; from v2.4.0 that includes
+  `dynamicAllocation.shuffleTrackingEnabled: true`;
+- its validating webhook refuses, from v2.4.0, a name that is no DNS-1035 label;
+- restartPolicy as ShouldRetry and TimeUntilNextRetryDue do it: OnFailure retries while
+  executionAttempts <= onFailureRetries, Always retries every end, the wait is the interval
+  times the attempts made (linear).
+
 It reproduces the documented state machine:
 - new: SUBMITTED, then RUNNING while the driver runs; COMPLETED on exit 0;
 - a driver failure: FAILING, then per restartPolicy (Never/OnFailure/Always with
@@ -14,7 +27,9 @@ It reproduces the documented state machine:
 
 What a pod gets it gets here too: ConfigMap volumes become files (mount paths in the
 arguments rewritten to them), env from secretKeyRef is read from the Secret, and the
-driver reaches the API double through a kubeconfig. No pods, images or executors.
+driver reaches the API double with the token of its `spec.driver.serviceAccount`, so the
+Role the operator gave it is what it may do. The double itself acts as the cluster admin
+(the real operator's own ClusterRole is not under test). No pods, images or executors.
 """
 
 from __future__ import annotations
@@ -23,6 +38,7 @@ import base64
 import hashlib
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -32,11 +48,31 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import yaml
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
+from tests.harness.kube_api_double import Admission, ApiError, RunningApiDouble, Webhook
+
 GROUP, VERSION, PLURAL = "sparkoperator.k8s.io", "v1beta2", "sparkapplications"
 REPO = Path(__file__).parents[2]
+CRD = REPO.parent / "shared" / "reference" / "sparkoperator.k8s.io_sparkapplications.yaml"
+SPARK_OPERATOR_VERSION = "2.5.2"
+
+
+@dataclass(frozen=True)
+class Release:
+    suspend: bool  # spec.suspend in the CRD (v2.4.0)
+    validates_name: bool  # the validating webhook's DNS-1035 check (v2.4.0)
+    defaults_shuffle_tracking: bool  # dynamicAllocation.shuffleTrackingEnabled defaulted (v2.4.0)
+
+
+SPARK_OPERATOR_VERSIONS = {
+    "2.3.0": Release(suspend=False, validates_name=False, defaults_shuffle_tracking=False),
+    "2.4.0": Release(suspend=True, validates_name=True, defaults_shuffle_tracking=True),
+    "2.5.2": Release(suspend=True, validates_name=True, defaults_shuffle_tracking=True),
+}
+DNS_1035 = re.compile(r"[a-z]([-a-z0-9]*[a-z0-9])?")
 IMAGE_FILES = {"local:///opt/sluice/": REPO / "spark-images"}  # what the image holds, here
 GRACE_SECONDS = 20.0  # a pod's termination grace period
 
@@ -56,11 +92,21 @@ class _Run:
 
 
 class SparkOperatorDouble:
-    def __init__(self, api_client: Any, kubeconfig: Path, workdir: Path, namespace: str, poll: float = 0.3) -> None:
-        """Watches SparkApplications in `namespace` (a test's own)."""
+    def __init__(
+        self,
+        kube_api: RunningApiDouble,
+        workdir: Path,
+        namespace: str,
+        version: str = SPARK_OPERATOR_VERSION,
+        poll: float = 0.3,
+    ) -> None:
+        """Watches SparkApplications in `namespace` (a test's own), as release `version`."""
+        api_client = kube_api.client()
+        self.kube_api = kube_api
         self.custom = client.CustomObjectsApi(api_client)
         self.core = client.CoreV1Api(api_client)
-        self.kubeconfig = kubeconfig
+        self.extensions = client.ApiextensionsV1Api(api_client)
+        self.release = SPARK_OPERATOR_VERSIONS[version]
         self.workdir = workdir
         self.namespace = namespace
         self.poll = poll
@@ -70,6 +116,10 @@ class SparkOperatorDouble:
         self._thread = threading.Thread(target=self._loop, name="spark-operator-double", daemon=True)
 
     def start(self) -> SparkOperatorDouble:
+        self._serve_crd()
+        self.kube_api.double.webhooks[:] = [
+            h for h in self.kube_api.double.webhooks if h.kind != "SparkApplication"
+        ] + self._webhooks
         self._thread.start()
         return self
 
@@ -78,6 +128,80 @@ class SparkOperatorDouble:
         self._thread.join(30)
         for run in self.runs.values():
             self._kill(run, signal.SIGKILL)
+
+    # -- what the release installs -------------------------------------------------------------
+
+    def _serve_crd(self) -> None:
+        """This release's CRD, as `helm upgrade` of its chart would leave it."""
+        crd = yaml.safe_load(CRD.read_text())
+        if not self.release.suspend:
+            for version in crd["spec"]["versions"]:
+                version["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"].pop("suspend", None)
+                columns = version.get("additionalPrinterColumns") or []
+                version["additionalPrinterColumns"] = [c for c in columns if c["jsonPath"] != ".spec.suspend"]
+        current = self.extensions.read_custom_resource_definition(crd["metadata"]["name"])
+        crd["metadata"]["resourceVersion"] = current.metadata.resource_version
+        self.extensions.replace_custom_resource_definition(crd["metadata"]["name"], crd)
+
+    @property
+    def _webhooks(self) -> list[Webhook]:
+        return [
+            Webhook("mutate-sparkapplication.sparkoperator.k8s.io", "SparkApplication", True, self._default),
+            Webhook("validate-sparkapplication.sparkoperator.k8s.io", "SparkApplication", False, self._validate),
+        ]
+
+    def _default(self, review: Admission) -> dict[str, Any]:
+        """SetSparkApplicationDefaults, for a new or invalidating application only."""
+        app = review.obj
+        state = ((app.get("status") or {}).get("applicationState") or {}).get("state", "")
+        if state not in ("", "INVALIDATING"):
+            return app
+        spec = app.setdefault("spec", {})
+        spec.setdefault("type", "Scala")
+        spec.setdefault("mode", "cluster")
+        policy = spec.setdefault("restartPolicy", {})
+        policy.setdefault("type", "Never")
+        if policy["type"] != "Never":
+            policy.setdefault("onFailureRetryInterval", 5)
+            policy.setdefault("onSubmissionFailureRetryInterval", 5)
+        conf = spec.get("sparkConf") or {}
+        for role in ("driver", "executor"):
+            pod = spec.setdefault(role, {})
+            if f"spark.{role}.cores" not in conf:
+                pod.setdefault("cores", 1)
+            if f"spark.{role}.memory" not in conf:
+                pod.setdefault("memory", "1g")
+        allocation = spec.get("dynamicAllocation")
+        dynamic = allocation["enabled"] if allocation else conf.get("spark.dynamicallocation.enabled") == "true"
+        if not dynamic and not conf.get("spark.executor.instances"):
+            spec["executor"].setdefault("instances", 1)
+        if dynamic and allocation is not None and self.release.defaults_shuffle_tracking:
+            allocation.setdefault("shuffleTrackingEnabled", True)
+        return app
+
+    def _validate(self, review: Admission) -> dict[str, Any]:
+        """The validating webhook: a name fit for the driver's Service (v2.4.0), the spec's rules."""
+        app, name = review.obj, review.obj["metadata"]["name"]
+        if self.release.validates_name:
+            problems = []
+            if len(name) > 63:
+                problems.append("must be no more than 63 characters")
+            if not DNS_1035.fullmatch(name):
+                problems.append(
+                    "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an "
+                    "alphabetic character, and end with an alphanumeric character (e.g. 'my-name',  or 'abc-123', "
+                    "regex used for validation is '[a-z]([-a-z0-9]*[a-z0-9])?')"
+                )
+            if problems:
+                raise ApiError(403, "Forbidden", f'invalid SparkApplication name "{name}": ' + ", ".join(problems))
+        spec = app.get("spec") or {}
+        if spec.get("nodeSelector") and (
+            (spec.get("driver") or {}).get("nodeSelector") or (spec.get("executor") or {}).get("nodeSelector")
+        ):
+            raise ApiError(
+                403, "Forbidden", "node selector cannot be defined at both SparkApplication and Driver/Executor"
+            )
+        return app
 
     def driver_pid(self, namespace: str, name: str) -> int | None:
         run = self.runs.get((namespace, name))
@@ -150,15 +274,21 @@ class SparkOperatorDouble:
             if run.state != "RUNNING":
                 self._set(key, run, "RUNNING")
             return
+        policy = app["spec"].get("restartPolicy") or {"type": "Never"}
         if code == 0:
+            if policy.get("type") == "Always":  # SUCCEEDING is retried too
+                run.retry_at = time.monotonic() + float(policy.get("onFailureRetryInterval", 5)) * run.attempts
+                self._set(key, run, "FAILING")
+                return
             self._set(key, run, "COMPLETED")
             return
         run.error = _driver_error(run.log, code)
-        policy = app["spec"].get("restartPolicy") or {"type": "Never"}
-        retries = int(policy.get("onFailureRetries", 0)) if policy.get("type") == "OnFailure" else 0
-        if policy.get("type") == "Always" or run.attempts <= retries:
-            interval = float(policy.get("onFailureRetryInterval", 5))
-            run.retry_at = time.monotonic() + interval * run.attempts  # linear backoff
+        retries = policy.get("onFailureRetries")
+        if policy.get("type") == "Always" or (
+            policy.get("type") == "OnFailure" and retries is not None and run.attempts <= int(retries)
+        ):
+            interval = float(policy["onFailureRetryInterval"])  # the defaulting webhook set it
+            run.retry_at = time.monotonic() + interval * run.attempts  # linear: interval x attempts
             self._set(key, run, "FAILING")
         else:
             self._set(key, run, "FAILED")
@@ -172,7 +302,9 @@ class SparkOperatorDouble:
         directory = self.workdir / f"{namespace}-{key[1]}" / f"attempt-{run.attempts}-{int(time.time() * 1000)}"
         directory.mkdir(parents=True)
         mounts = self._volumes(namespace, spec, directory)
-        env = {**os.environ, **self.extra_env, "KUBECONFIG": str(self.kubeconfig), "PYSPARK_PYTHON": sys.executable}
+        account = spec.get("driver", {}).get("serviceAccount") or "default"
+        kubeconfig = self.kube_api.service_account_kubeconfig(namespace, account, directory)
+        env = {**os.environ, **self.extra_env, "KUBECONFIG": str(kubeconfig), "PYSPARK_PYTHON": sys.executable}
         env["PYSPARK_DRIVER_PYTHON"] = sys.executable
         env.pop("KUBERNETES_SERVICE_HOST", None)
         for variable in spec.get("driver", {}).get("env", []):

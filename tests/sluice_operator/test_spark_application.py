@@ -122,8 +122,15 @@ def test_a_bad_option_is_named_by_sluices_own_checks():
 def test_the_driver_may_touch_only_its_own_cdc_pipeline_and_everything_is_owned():
     application, config, rbac = _rendered()
     role = next(o for o in rbac if o["kind"] == "Role")
-    (own,) = [rule for rule in role["rules"] if rule["apiGroups"] == ["sluice.io"]]
-    assert own["resourceNames"] == ["orders"] and set(own["verbs"]) == {"get", "patch"}
+    own = {
+        (r, v)
+        for rule in role["rules"]
+        if rule["apiGroups"] == ["sluice.io"]
+        for r in rule["resources"]
+        for v in rule["verbs"]
+    }
+    names = {n for rule in role["rules"] if rule["apiGroups"] == ["sluice.io"] for n in rule["resourceNames"]}
+    assert names == {"orders"} and own == {("cdcpipelines", "get"), ("cdcpipelines/status", "update")}
     account = next(o for o in rbac if o["kind"] == "ServiceAccount")["metadata"]["name"]
     assert application["spec"]["driver"]["serviceAccount"] == account
     for obj in [application, config, *rbac]:

@@ -36,6 +36,11 @@ forbids escalation), so it holds the driver's rules too. */}}
 - apiGroups: [sluice.io]
   resources: [cdcpipelines/status]
   verbs: [get, patch, update]
+# Owner references with blockOwnerDeletion (so that a foreground deletion of a CdcPipeline
+# waits for its SparkApplication) need this where OwnerReferencesPermissionEnforcement is on.
+- apiGroups: [sluice.io]
+  resources: [cdcpipelines/finalizers]
+  verbs: [update]
 - apiGroups: [sparkoperator.k8s.io]
   resources: [sparkapplications]
   verbs: [get, list, watch, create, update, patch, delete]
