@@ -4,14 +4,17 @@ metadata: only its status subresource."""
 
 from __future__ import annotations
 
+import json
 import logging
 from datetime import datetime, timezone
 from typing import Any
 
+from kubernetes.client.exceptions import ApiException
+
 from sluice_operator import owned
 from sluice_operator.observe import Observation
 from sluice_operator.reconcile import Event, Plan
-from sluice_operator.spark_application import SPARK_API_GROUP, SPARK_API_VERSION, SPARK_PLURAL
+from sluice_operator.spark_application import SPARK_API_GROUP, SPARK_API_VERSION, SPARK_PLURAL, applied
 
 log = logging.getLogger(__name__)
 
@@ -20,16 +23,39 @@ COMPONENT = "sluice-operator"
 CONTENT = {"ConfigMap": ("data",), "ServiceAccount": (), "Role": ("rules",), "RoleBinding": ("roleRef", "subjects")}
 
 
+class Refused(Exception):
+    """The API server (RBAC, the schema, an admission webhook such as the Spark Operator's or
+    a policy engine's) refused an object the pipeline needs: the user must act."""
+
+    def __init__(self, kind: str, name: str, message: str) -> None:
+        super().__init__(f"the API server refused {kind} {name}: {message}")
+        self.kind = kind
+
+
 def act(apis: Any, observation: Observation, plan: Plan) -> None:
     cr = observation.cdc_pipeline
+    if plan.delete_application:
+        _delete_application(apis, observation)
     for desired in plan.apply:
-        if desired["kind"] == "SparkApplication":
-            _apply_application(apis, observation, desired, plan.restart_application)
-        else:
-            _apply_owned(apis, observation, desired)
+        try:
+            if desired["kind"] == "SparkApplication":
+                _apply_application(apis, observation, desired)
+            else:
+                _apply_owned(apis, observation, desired)
+        except ApiException as exc:
+            if exc.status not in (400, 403, 422):
+                raise
+            raise Refused(desired["kind"], desired["metadata"]["name"], _message(exc)) from exc
     _write_status(apis, cr, plan.status)
     for event in plan.events:
         post_event(apis, cr, event)
+
+
+def _message(exc: ApiException) -> str:
+    try:
+        return json.loads(exc.body)["message"]
+    except (TypeError, ValueError, KeyError):
+        return f"{exc.status} {exc.reason}"
 
 
 def _apply_owned(apis: Any, observation: Observation, desired: dict[str, Any]) -> None:
@@ -46,23 +72,39 @@ def _apply_owned(apis: Any, observation: Observation, desired: dict[str, Any]) -
     replace(meta["name"], meta["namespace"], body)
 
 
-def _apply_application(apis: Any, observation: Observation, desired: dict[str, Any], restart: bool) -> None:
-    meta, current = desired["metadata"], observation.application
-    if current is not None and restart:
+def _delete_application(apis: Any, observation: Observation) -> None:
+    """To run it again (the next pass, on its deletion event, submits it) or to suspend it
+    where the Spark Operator has no spec.suspend."""
+    current = observation.application
+    if current is None:
+        return
+    meta = current["metadata"]
+    try:
         apis.custom.delete_namespaced_custom_object(
             SPARK_API_GROUP, SPARK_API_VERSION, meta["namespace"], SPARK_PLURAL, meta["name"]
         )
-        return  # the next pass (on its deletion event) submits it again
+    except ApiException as exc:
+        if exc.status != 404:
+            raise
+
+
+def _apply_application(apis: Any, observation: Observation, desired: dict[str, Any]) -> None:
+    meta, current = desired["metadata"], observation.application
     if current is None:
         apis.custom.create_namespaced_custom_object(
             SPARK_API_GROUP, SPARK_API_VERSION, meta["namespace"], SPARK_PLURAL, desired
         )
         return
-    if current.get("spec") == desired["spec"] and _field(current, "metadata.labels") == meta["labels"]:
+    if applied(current, desired) and _field(current, "metadata.labels") == meta["labels"]:
         return
     # A replace under the observed resourceVersion: a 409 means the observation is stale and
     # the next pass decides again on a fresh one.
-    body = {**current, "metadata": {**current["metadata"], "labels": meta["labels"]}, "spec": desired["spec"]}
+    annotations = {**(_field(current, "metadata.annotations") or {}), **meta["annotations"]}
+    body = {
+        **current,
+        "metadata": {**current["metadata"], "labels": meta["labels"], "annotations": annotations},
+        "spec": desired["spec"],
+    }
     apis.custom.replace_namespaced_custom_object(
         SPARK_API_GROUP, SPARK_API_VERSION, meta["namespace"], SPARK_PLURAL, meta["name"], body
     )

@@ -196,7 +196,24 @@ def _status_schema() -> dict[str, Any]:
             "driver": {
                 "type": "object",
                 "description": "The Spark driver run that owns `state`, and why it stopped if it failed.",
-                "properties": {"run": {"type": "string"}, "error": {"type": "string"}},
+                "properties": {
+                    "run": {"type": "string"},
+                    "error": {"type": "string"},
+                    "retriable": {
+                        "type": "boolean",
+                        "description": "false: the error is one a user must fix (the definition, a privilege)",
+                    },
+                },
+            },
+            "retry": {
+                "type": "object",
+                "description": "Resubmissions of an application that failed for a cause that may heal, with backoff.",
+                "properties": {
+                    "attempts": {"type": "integer"},
+                    "lastError": {"type": "string"},
+                    "nextRetryTime": {"type": "string", "format": "date-time"},
+                    "failedApplication": {"type": "string", "description": "The uid of the failed SparkApplication."},
+                },
             },
             "application": {
                 "type": "object",
@@ -214,6 +231,15 @@ def _status_schema() -> dict[str, Any]:
             },
         },
     }
+
+
+# The SparkApplication is named NAME-sluice, and the Spark Operator's validating webhook
+# (v2.4.0 and later) refuses one that is no DNS-1035 label: at most 63 characters.
+_NAME_RULE = {
+    "rule": "self.metadata.name.matches('^[a-z]([-a-z0-9]*[a-z0-9])?$') && size(self.metadata.name) <= 56",
+    "message": "metadata.name must be a DNS-1035 label of at most 56 characters (lower-case letters, digits and '-', "
+    "starting with a letter): the SparkApplication NAME-sluice must be one for the Spark Operator",
+}
 
 
 def _target_rules() -> list[dict[str, Any]]:
@@ -276,7 +302,7 @@ def custom_resource_definition() -> dict[str, Any]:
                                 "spec": _spec_schema(),
                                 "status": _status_schema(),
                             },
-                            "x-kubernetes-validations": _target_rules(),
+                            "x-kubernetes-validations": [_NAME_RULE, *_target_rules()],
                         }
                     },
                 }

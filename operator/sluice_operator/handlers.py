@@ -22,11 +22,12 @@ import kopf
 from sluice.errors import SluiceError
 from sluice.state.status_store import kubernetes_client
 from sluice_operator import metrics, owned
-from sluice_operator.act import act, post_event
+from sluice_operator.act import Refused, act, post_event
 from sluice_operator.observe import observe
 from sluice_operator.pipeline_spec import read_spec
-from sluice_operator.reconcile import Event, reconcile
+from sluice_operator.reconcile import Event, reconcile, refused
 from sluice_operator.spark_application import SPARK_API_GROUP, SPARK_API_VERSION, SPARK_PLURAL
+from sluice_operator.spark_operator import SparkOperatorCheck
 
 log = logging.getLogger(__name__)
 
@@ -39,12 +40,14 @@ class Apis:
     custom: Any
     core: Any
     rbac: Any
+    extensions: Any
 
 
 _locks: dict[tuple[str, str], asyncio.Lock] = {}
 _health = metrics.HealthServer(HTTP_PORT)
 _apis: Apis | None = None
 _watched: list[str] = []  # the namespaces watched; none: all of them
+_spark_operator = SparkOperatorCheck()
 
 
 def watch_namespaces(namespaces: list[str]) -> None:
@@ -60,7 +63,10 @@ def apis() -> Apis:
 
         api_client = kubernetes_client()
         _apis = Apis(
-            client.CustomObjectsApi(api_client), client.CoreV1Api(api_client), client.RbacAuthorizationV1Api(api_client)
+            client.CustomObjectsApi(api_client),
+            client.CoreV1Api(api_client),
+            client.RbacAuthorizationV1Api(api_client),
+            client.ApiextensionsV1Api(api_client),
         )
     return _apis
 
@@ -138,9 +144,15 @@ def reconcile_once(clients: Apis, namespace: str, name: str) -> str | None:
         return None
     try:
         secret_names = _secret_names(cr)
-        observation = observe(clients, cr, secret_names)
+        observation = observe(clients, cr, secret_names, _spark_operator(clients))
         plan = reconcile(observation)
-        act(clients, observation, plan)
+        try:
+            act(clients, observation, plan)
+        except Refused as exc:
+            reason = "ApplicationRefused" if exc.kind == "SparkApplication" else "Refused"
+            log.warning("%s/%s: %s", namespace, name, exc)
+            plan = refused(observation, reason, str(exc))
+            act(clients, observation, plan)
     except ApiException as exc:
         metrics.RECONCILES.labels("conflict" if exc.status == 409 else "error").inc()
         if exc.status != 409:  # a conflict: something moved meanwhile; the next pass sees it

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from sluice_operator.spark_application import SPARK_API_GROUP, SPARK_API_VERSION, SPARK_PLURAL, names
+from sluice_operator.spark_operator import SparkOperator
 
 
 @dataclass
@@ -15,10 +16,14 @@ class Observation:
     application: dict[str, Any] | None  # the SparkApplication, if it exists
     secret_keys: dict[str, set[str] | None] = field(default_factory=dict)  # Secret name -> its keys (None: missing)
     owned: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)  # (kind, name) -> object
+    spark_operator: SparkOperator = SparkOperator(installed=True, suspend=True)
 
 
-def observe(apis: Any, cdc_pipeline: dict[str, Any], secret_names: list[str]) -> Observation:
-    """`apis`: the operator's API clients (custom, core, rbac)."""
+def observe(
+    apis: Any, cdc_pipeline: dict[str, Any], secret_names: list[str], spark_operator: SparkOperator
+) -> Observation:
+    """`apis`: the operator's API clients (custom, core, rbac); `spark_operator`: what the
+    installed Spark Operator supports (read from its CRD, not per pipeline)."""
     from kubernetes.client.exceptions import ApiException
 
     meta = cdc_pipeline["metadata"]
@@ -54,4 +59,4 @@ def observe(apis: Any, cdc_pipeline: dict[str, Any], secret_names: list[str]) ->
         obj = read(call, name, namespace)
         if obj is not None:
             found[(kind, name)] = apis.core.api_client.sanitize_for_serialization(obj)
-    return Observation(cdc_pipeline, application, secret_keys, found)
+    return Observation(cdc_pipeline, application, secret_keys, found, spark_operator)

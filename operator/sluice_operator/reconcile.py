@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta, timezone
 from typing import Any
 
 from sluice.coordinator.schema_change import SchemaChangeInFlight, Step, pending_message
@@ -28,10 +28,16 @@ from sluice_operator import conditions
 from sluice_operator.observe import Observation
 from sluice_operator.pipeline_spec import PipelineSpec, read_spec
 from sluice_operator.rbac import driver_rbac
-from sluice_operator.spark_application import Shape, names, pipeline_config_map, spark_application
+from sluice_operator.spark_application import Shape, applied, names, pipeline_config_map, spark_application
+from sluice_operator.spark_operator import UNSUPPORTED_SUSPEND
 
 FAILED_STATES = ("FAILED", "SUBMISSION_FAILED")
 RETRYING_STATES = ("FAILING", "PENDING_RERUN")  # the Spark Operator's restartPolicy at work
+# Once the Spark Operator's own retries are spent, the operator resubmits an application that
+# failed for a cause that may heal (a source or target away, a node lost), for ever, waiting
+# 10 s, 20 s, 40 s ... up to 5 minutes between attempts; the count starts again once the
+# pipeline has been Ready for 10 minutes.
+RETRY_FIRST_SECONDS, RETRY_MAX_SECONDS, RETRY_RESET_SECONDS = 10, 300, 600
 
 
 @dataclass(frozen=True)
@@ -44,13 +50,16 @@ class Event:
 @dataclass
 class Plan:
     apply: list[dict[str, Any]] = field(default_factory=list)  # owned objects, as they should be
-    restart_application: bool = False  # delete it; the next pass submits it again
+    # Delete the SparkApplication: to run it again (the next pass submits it), or to suspend
+    # it where the Spark Operator has no spec.suspend.
+    delete_application: bool = False
     status: dict[str, Any] = field(default_factory=dict)  # the operator's status fields
     events: list[Event] = field(default_factory=list)
     phase: str = ""
 
 
 def reconcile(observation: Observation, now: datetime | None = None) -> Plan:
+    now = now or datetime.now(timezone.utc)
     cr = observation.cdc_pipeline
     meta, status = cr["metadata"], cr.get("status") or {}
     spec = cr.get("spec") or {}
@@ -68,41 +77,61 @@ def reconcile(observation: Observation, now: datetime | None = None) -> Plan:
     missing = _missing_secrets(pipeline, observation)
     if missing:
         return _refused(plan, observation, "MissingSecret", missing, generation, now)
+    if observation.spark_operator.problem:
+        return _refused(plan, observation, "SparkOperatorMissing", observation.spark_operator.problem, generation, now)
 
     state = _state(status)
     shape = _shape(definition, state)
-    application = spark_application(cr, pipeline, shape)
-    plan.apply = [pipeline_config_map(cr, pipeline), *driver_rbac(cr), application]
+    application = spark_application(cr, pipeline, shape, observation.spark_operator.suspend)
+    suspend_by_deletion = pipeline.suspend and not observation.spark_operator.suspend
+    plan.apply = [pipeline_config_map(cr, pipeline), *driver_rbac(cr)]
     current = observation.application
     app_status = (current or {}).get("status") or {}
     app_state = (app_status.get("applicationState") or {}).get("state", "")
-    if current is not None:
-        plan.events += _application_changes(current, application, shape, definition)
+    driver = status.get("driver") or {}
+    error = driver.get("error") or (app_status.get("applicationState") or {}).get("errorMessage", "")
+    retriable = app_state in FAILED_STATES and not changed and driver.get("retriable", True)
+    retry = _retry(status, current, retriable, error, now)
+    if suspend_by_deletion:
+        plan.delete_application = current is not None
+        if current is not None:
+            plan.events.append(Event("Normal", "Suspended", UNSUPPORTED_SUSPEND))
+    elif current is not None:
+        plan.apply.append(application)
+        plan.events += _application_changes(current, application, shape)
         if app_state == "COMPLETED" and not _bounded(state) and not pipeline.suspend:
-            plan.restart_application = True  # a streaming driver ended (evicted, stopped): run it again
+            plan.delete_application = True  # a streaming driver ended (evicted, stopped): run it again
             plan.events.append(Event("Normal", "Submit", "the Spark job ended; submitting it again"))
         elif app_state in FAILED_STATES and changed:
-            plan.restart_application = True  # the user changed the spec of a failed pipeline: try it
+            plan.delete_application = True  # the user changed the spec of a failed pipeline: try it
+        elif retriable and _stamp(now) >= retry["nextRetryTime"]:
+            plan.delete_application = True
+            plan.events.append(Event("Normal", "Retry", f"resubmitting after failure {retry['attempts']}: {error}"))
     else:
+        plan.apply.append(application)
         plan.events.append(
             Event("Normal", "Submit", f"submitting SparkApplication {names(meta['name'])['application']}")
         )
 
-    phase, message = _phase(pipeline, shape, state, app_state, app_status, status, meta)
+    phase, message = _phase(pipeline, shape, state, app_state, error, retriable, status, meta, suspend_by_deletion)
     # The driver run that was going when the operator last changed the application: until
     # another run has claimed the status, the Spark Operator has not rerun it yet.
-    driver_run = (status.get("driver") or {}).get("run")
+    driver_run = driver.get("run")
     superseded = (status.get("application") or {}).get("supersededRun")
-    if current is not None and current.get("spec") != application["spec"]:
+    if current is not None and not applied(current, application):
         superseded = driver_run
     rerun = superseded is None or driver_run != superseded
-    settled = current is not None and current.get("spec") == application["spec"] and rerun
+    settled = current is not None and applied(current, application) and rerun
     ready = phase == "Streaming" and app_state == "RUNNING" and settled or phase == "Completed"
     found = conditions.for_phase(phase, message)
-    error = (status.get("driver") or {}).get("error") or (app_status.get("applicationState") or {}).get("errorMessage")
     if phase != "Failed" and app_state in RETRYING_STATES and error:
         found = _with(found, conditions.DEGRADED, True, "DriverFailed", f"retrying: {error}")
+    if retriable:
+        wait = f"retry {retry['attempts']} at {retry['nextRetryTime']}"
+        found = _with(found, conditions.DEGRADED, True, "Retrying", f"the Spark job failed: {error}; {wait}")
     found = _with(found, conditions.READY, ready, phase, "" if ready else found[0].message)
+    if ready and _ready_since(status, now) >= RETRY_RESET_SECONDS:
+        retry = None  # it healed: the next failure waits the first interval again
     plan.events += _new_degradation(status, found)
     plan.phase = phase
     plan.status = {
@@ -110,6 +139,7 @@ def reconcile(observation: Observation, now: datetime | None = None) -> Plan:
         "observedGeneration": generation,
         "conditions": conditions.merge(status.get("conditions") or [], found, generation, now),
         "lastReconciledSpec": spec_json,
+        "retry": retry,
         "application": {
             "name": names(meta["name"])["application"],
             "shape": shape,
@@ -120,6 +150,40 @@ def reconcile(observation: Observation, now: datetime | None = None) -> Plan:
     }
     plan.events += _transitions(status, phase, message, app_state)
     return plan
+
+
+def _retry(
+    status: dict[str, Any], current: dict[str, Any] | None, retriable: bool, error: str, now: datetime
+) -> dict[str, Any] | None:
+    """The retry record: a new failed application (by uid) counts one more attempt and sets
+    the time of the next; otherwise the record stays as it is."""
+    retry = status.get("retry") or None
+    if not retriable or current is None:
+        return retry
+    uid = current["metadata"].get("uid", "")
+    if retry is not None and retry.get("failedApplication") == uid:
+        return retry
+    attempts = int((retry or {}).get("attempts", 0)) + 1
+    delay = min(RETRY_FIRST_SECONDS * 2 ** (attempts - 1), RETRY_MAX_SECONDS)
+    return {
+        "attempts": attempts,
+        "lastError": error[:1000],
+        "nextRetryTime": _stamp(now + timedelta(seconds=delay)),
+        "failedApplication": uid,
+    }
+
+
+def _ready_since(status: dict[str, Any], now: datetime) -> float:
+    """Seconds the pipeline has been Ready, as its condition last said (0: not Ready)."""
+    ready = {c.get("type"): c for c in status.get("conditions") or []}.get(conditions.READY) or {}
+    if ready.get("status") != "True" or not ready.get("lastTransitionTime"):
+        return 0.0
+    since = datetime.fromisoformat(ready["lastTransitionTime"].replace("Z", "+00:00"))
+    return (now - since).total_seconds()
+
+
+def _stamp(moment: datetime) -> str:
+    return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def _state(status: dict[str, Any]) -> PipelineState | None:
@@ -148,17 +212,20 @@ def _phase(
     shape: Shape,
     state: PipelineState | None,
     app_state: str,
-    app_status: dict[str, Any],
+    error: str,
+    retriable: bool,
     status: dict[str, Any],
     meta: dict[str, Any],
+    suspend_by_deletion: bool,
 ) -> tuple[str, str]:
-    """The phase and what it means to the user (the message conditions carry)."""
+    """The phase and what it means to the user (the message conditions carry). A failure
+    that will be retried keeps the phase of the work it interrupted."""
     if pipeline.suspend:
-        return "Suspended", "spec.suspend is set: no driver runs; the state is kept"
-    error = (status.get("driver") or {}).get("error") or (app_status.get("applicationState") or {}).get(
-        "errorMessage", ""
-    )
-    if app_state in FAILED_STATES:
+        return (
+            "Suspended",
+            UNSUPPORTED_SUSPEND if suspend_by_deletion else "spec.suspend is set: no driver runs; the state is kept",
+        )
+    if app_state in FAILED_STATES and not retriable:
         return "Failed", error or f"the SparkApplication is {app_state}"
     if state is not None and state.schema_change is not None:
         change = state.schema_change
@@ -183,10 +250,8 @@ def _how_to_approve(change: SchemaChangeInFlight, pipeline: PipelineSpec, meta: 
     )
 
 
-def _application_changes(
-    current: dict[str, Any], desired: dict[str, Any], shape: Shape, definition: PipelineDefinition
-) -> list[Event]:
-    if current.get("spec") == desired["spec"]:
+def _application_changes(current: dict[str, Any], desired: dict[str, Any], shape: Shape) -> list[Event]:
+    if applied(current, desired):
         return []
     was = ((current.get("metadata") or {}).get("labels") or {}).get("sluice.io/shape")
     was = was or ("snapshot" if current["spec"].get("executor", {}).get("instances") else "streaming")
@@ -242,6 +307,12 @@ def _missing_secrets(pipeline: PipelineSpec, observation: Observation) -> str:
         if ref.key not in keys:
             return f"spec.{side}.passwordSecretRef: Secret {namespace}/{ref.name} has no key '{ref.key}'"
     return ""
+
+
+def refused(observation: Observation, reason: str, message: str, now: datetime | None = None) -> Plan:
+    """The plan for a pipeline whose objects the API server refused (`act` found it)."""
+    generation = int(observation.cdc_pipeline["metadata"].get("generation", 1))
+    return _refused(Plan(), observation, reason, message, generation, now)
 
 
 def _refused(

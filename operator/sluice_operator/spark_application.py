@@ -26,6 +26,7 @@ SPARK_VERSION = "4.3.0"  # the pyspark the image pins
 DRIVER = "local:///opt/sluice/driver.py"  # the image's entry point: sluice's Kubernetes driver
 PIPELINE_MOUNT = "/etc/sluice"
 PIPELINE_FILE = "pipeline.yaml"
+APPLIED_SPEC = f"{owned.GROUP}/applied-spec"  # the digest of the spec the operator last applied
 
 
 def names(cdc_pipeline: str) -> dict[str, str]:
@@ -52,11 +53,14 @@ def definition_digest(spec: PipelineSpec) -> str:
     """The definition's digest, approvals left out: the running driver reads those from the
     CdcPipeline itself, so approving a schema change needs no rerun."""
     pipeline = {k: v for k, v in spec.definition.get("pipeline", {}).items() if k != "schema-change.approved"}
-    document = json.dumps({**spec.definition, "pipeline": pipeline}, sort_keys=True, default=str)
-    return hashlib.sha256(document.encode()).hexdigest()[:16]
+    return _digest({**spec.definition, "pipeline": pipeline})
 
 
-def spark_application(owner: dict[str, Any], spec: PipelineSpec, shape: Shape) -> dict[str, Any]:
+def spark_application(
+    owner: dict[str, Any], spec: PipelineSpec, shape: Shape, suspend_field: bool = True
+) -> dict[str, Any]:
+    """`suspend_field`: the Spark Operator's CRD has spec.suspend (v2.4.0); it is then always
+    set, true or false, so that resuming is a change the operator can see in what it owns."""
     meta = owner["metadata"]
     named = names(meta["name"])
     resources = spec.spark
@@ -129,6 +133,32 @@ def spark_application(owner: dict[str, Any], spec: PipelineSpec, shape: Shape) -
             "minExecutors": 0,
             "maxExecutors": 1,
         }
-    if spec.suspend:
-        application["spec"]["suspend"] = True
+    if suspend_field:
+        application["spec"]["suspend"] = spec.suspend
+    application["metadata"]["annotations"] = {APPLIED_SPEC: _digest(application["spec"])}
     return application
+
+
+def applied(live: dict[str, Any], desired: dict[str, Any]) -> bool:
+    """Whether the live SparkApplication is the desired one, judged on what the operator owns:
+    the spec it last applied (an annotation) is the one it wants now, and every field it
+    sets still has its value. Fields the API server or the Spark Operator's webhook added
+    (defaults such as dynamicAllocation.shuffleTrackingEnabled) are not the operator's: a
+    whole-spec comparison would replace the application, and the Spark Operator would rerun
+    its driver, after every creation."""
+    annotations = (live.get("metadata") or {}).get("annotations") or {}
+    wanted = desired["metadata"]["annotations"][APPLIED_SPEC]
+    return annotations.get(APPLIED_SPEC) == wanted and _holds(live.get("spec"), desired["spec"])
+
+
+def _holds(live: Any, desired: Any) -> bool:
+    """Every field of `desired` is in `live` with the same value (lists item by item)."""
+    if isinstance(desired, dict):
+        return isinstance(live, dict) and all(k in live and _holds(live[k], v) for k, v in desired.items())
+    if isinstance(desired, list):
+        return isinstance(live, list) and len(live) == len(desired) and all(map(_holds, live, desired))
+    return live == desired
+
+
+def _digest(document: Any) -> str:
+    return hashlib.sha256(json.dumps(document, sort_keys=True, default=str).encode()).hexdigest()[:16]

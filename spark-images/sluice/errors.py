@@ -4,6 +4,8 @@
 class SluiceError(Exception):
     """A failure with a message fit for the CLI's exit line and a CR condition."""
 
+    transient = False  # a cause that may heal by itself: on Kubernetes the pipeline is retried
+
 
 class DefinitionError(SluiceError):
     """The pipeline definition is wrong; nothing has run."""
@@ -15,6 +17,18 @@ class SourceError(SluiceError):
 
 class SinkError(SluiceError):
     """The target refused or lost something."""
+
+
+class SourceUnavailable(SourceError):
+    """The source could not be reached, or went away, for longer than the retries allowed."""
+
+    transient = True
+
+
+class SinkUnavailable(SinkError):
+    """The target could not be reached."""
+
+    transient = True
 
 
 class SchemaDrift(SourceError):

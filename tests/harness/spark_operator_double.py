@@ -116,7 +116,7 @@ class SparkOperatorDouble:
         self._thread = threading.Thread(target=self._loop, name="spark-operator-double", daemon=True)
 
     def start(self) -> SparkOperatorDouble:
-        self._serve_crd()
+        self.install_crd()
         self.kube_api.double.webhooks[:] = [
             h for h in self.kube_api.double.webhooks if h.kind != "SparkApplication"
         ] + self._webhooks
@@ -131,7 +131,7 @@ class SparkOperatorDouble:
 
     # -- what the release installs -------------------------------------------------------------
 
-    def _serve_crd(self) -> None:
+    def install_crd(self) -> None:
         """This release's CRD, as `helm upgrade` of its chart would leave it."""
         crd = yaml.safe_load(CRD.read_text())
         if not self.release.suspend:

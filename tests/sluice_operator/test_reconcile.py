@@ -6,6 +6,7 @@ means."""
 from __future__ import annotations
 
 import copy
+from datetime import datetime, timedelta, timezone
 from typing import Any
 
 from sluice.state.compact_state import compact
@@ -72,11 +73,54 @@ def test_suspend_and_failure_are_phases_with_their_reasons():
     assert suspended.phase == "Suspended" and suspended.apply[-1]["spec"]["suspend"] is True
     assert "Suspended" in [e.reason for e in suspended.events]
     failed_app = running("streaming", "FAILED")
-    failed_app["status"]["applicationState"]["errorMessage"] = "sluice: error: source.hostname: unreachable"
-    failed = reconcile(observed(with_state(20), failed_app))
+    must_fix = "source.tables: shop.keyless has no primary key"
+    status = {**with_state(20), "driver": {"run": "r1", "error": must_fix, "retriable": False}}
+    failed = reconcile(observed(status, failed_app))
     degraded = {c["type"]: c for c in failed.status["conditions"]}["Degraded"]
-    assert failed.phase == "Failed" and degraded["status"] == "True" and "unreachable" in degraded["message"]
+    assert failed.phase == "Failed" and degraded["status"] == "True" and must_fix in degraded["message"]
     assert ("Warning", "Error") in [(e.type, e.reason) for e in failed.events]
+    assert not failed.delete_application and failed.status["retry"] is None  # not retried in a loop
+
+
+def test_a_failure_that_may_heal_is_retried_for_ever_with_backoff_up_to_five_minutes():
+    t0 = datetime(2026, 11, 25, 8, 0, tzinfo=timezone.utc)
+
+    def failed(uid: str) -> dict[str, Any]:
+        app = running("streaming", "FAILED")
+        app["metadata"]["uid"] = uid
+        app["status"]["applicationState"]["errorMessage"] = "sluice: error: binlog connection to the source failed"
+        return app
+
+    first = reconcile(observed(with_state(20), failed("u1")), now=t0)
+    assert first.phase == "Streaming" and not first.delete_application
+    assert first.status["retry"] == {
+        "attempts": 1,
+        "lastError": "sluice: error: binlog connection to the source failed",
+        "nextRetryTime": "2026-11-25T08:00:10Z",
+        "failedApplication": "u1",
+    }
+    degraded = {c["type"]: c for c in first.status["conditions"]}["Degraded"]
+    assert degraded["reason"] == "Retrying" and "retry 1 at 2026-11-25T08:00:10Z" in degraded["message"]
+    status = {**with_state(20), **first.status}
+    assert not reconcile(observed(status, failed("u1")), now=t0 + timedelta(seconds=9)).delete_application
+    due = reconcile(observed(status, failed("u1")), now=t0 + timedelta(seconds=10))
+    assert due.delete_application and "Retry" in [e.reason for e in due.events]
+    # The resubmitted application failed too: twice the wait, and so on up to five minutes.
+    waits = []
+    for attempt, uid in enumerate(["u2", "u3", "u4", "u5", "u6", "u7"], start=2):
+        plan = reconcile(observed(status, failed(uid)), now=t0)
+        assert plan.status["retry"]["attempts"] == attempt
+        waits.append(datetime.fromisoformat(plan.status["retry"]["nextRetryTime"].replace("Z", "+00:00")) - t0)
+        status = {**status, **plan.status}
+    assert [w.total_seconds() for w in waits] == [20, 40, 80, 160, 300, 300]
+    # Ready for ten minutes: it healed, and the count starts again.
+    healthy = {
+        **status,
+        "driver": {"run": "r9"},
+        "conditions": [{"type": "Ready", "status": "True", "lastTransitionTime": "2026-11-25T08:00:00Z"}],
+    }
+    assert reconcile(observed(healthy, running("streaming")), now=t0 + timedelta(minutes=9)).status["retry"]
+    assert reconcile(observed(healthy, running("streaming")), now=t0 + timedelta(minutes=10)).status["retry"] is None
 
 
 def test_a_missing_secret_changes_nothing_that_runs():

@@ -31,7 +31,7 @@ from sluice.binlog.event_reader import RowsEvent, WatchedTables, event_start, op
 from sluice.binlog.event_stream import BinlogRowsEvent
 from sluice.binlog.gtid_state import GtidState, gtid_state
 from sluice.binlog.row_image_decoder import RowImageDecoders
-from sluice.errors import SourceError
+from sluice.errors import SourceError, SourceUnavailable
 from sluice.event.schema_change import CreateTable, SchemaChangeEvent, is_reflected
 from sluice.source.connection import SourceEndpoint
 from sluice.source.offset import BinlogOffset
@@ -133,7 +133,7 @@ def replication_error(exc: pymysql.err.OperationalError, server_id: int, where: 
             "pipeline from a fresh snapshot (new --state-dir and target offsets), or raise the server's "
             "binlog retention"
         )
-    return SourceError(f"binlog connection to the source failed: {message}")
+    return SourceUnavailable(f"binlog connection to the source failed: {message}")
 
 
 def _transactions(

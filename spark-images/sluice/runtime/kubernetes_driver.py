@@ -44,7 +44,7 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_FAILED
     except SluiceError as exc:
         print(f"sluice: error: {exc}", file=sys.stderr)
-        store.report_failure(str(exc))
+        store.report_failure(str(exc), retriable=exc.transient)
         return EXIT_FAILED
     return 0
 

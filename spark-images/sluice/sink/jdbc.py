@@ -16,7 +16,7 @@ import contextlib
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from sluice.errors import SinkError
+from sluice.errors import SinkError, SinkUnavailable
 from sluice.event.row_change import RowKind
 from sluice.event.schema_change import SchemaChangeEvent, apply_events, is_reflected
 from sluice.pipeline.jdbc_url import JdbcUrl, parse_jdbc_url
@@ -53,7 +53,7 @@ class JdbcTarget:
         try:
             return self.dialect.connect(self.url, self.username, self._password)
         except Exception as exc:  # driver errors differ per dialect
-            raise SinkError(f"sink {self!r}: cannot connect: {_first_line(exc)}") from exc
+            raise SinkUnavailable(f"sink {self!r}: cannot connect: {_first_line(exc)}") from exc
 
 
 class JdbcWriter(SinkWriter):

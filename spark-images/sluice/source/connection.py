@@ -16,7 +16,7 @@ import pymysql
 import pymysql.cursors
 from MySQLdb.constants import FIELD_TYPE
 
-from sluice.errors import SourceError
+from sluice.errors import SourceError, SourceUnavailable
 from sluice.source.offset import BinlogOffset
 
 log = logging.getLogger(__name__)
@@ -107,7 +107,7 @@ def _with_retry(endpoint: SourceEndpoint, open_connection: Callable[[], Any]) ->
                     f"source {endpoint.hostname}:{endpoint.port} refused the connection: {message}{_hint(code)}"
                 ) from exc
             if attempt == endpoint.max_retries:
-                raise SourceError(
+                raise SourceUnavailable(
                     f"source {endpoint.hostname}:{endpoint.port} unreachable after "
                     f"{attempt + 1} attempts: {message}; check source.hostname and "
                     "source.port, or raise source.connect.max-retries"

@@ -57,6 +57,7 @@ class StatusStateStore(StateStore):
         self._document: dict[str, Any] | None = None  # the state's JSON form, with recorded updates
         self._lag: float | None = None
         self._failure: str | None = None
+        self._retriable = False
         self._dirty = False
         self._last_write = 0.0
         self._timer: threading.Timer | None = None
@@ -108,11 +109,12 @@ class StatusStateStore(StateStore):
         spec = self._get().get("spec") or {}
         return [str(i) for i in (spec.get("schemaChanges") or {}).get("approved", [])]
 
-    def report_failure(self, message: str) -> None:
+    def report_failure(self, message: str, retriable: bool = False) -> None:
         """Why the run stopped, for the operator's Degraded condition (no passwords: Sluice's
-        messages name options, never their values)."""
+        messages name options, never their values), and whether the operator should retry."""
         with self._lock:
             self._failure = message[:2000]
+            self._retriable = retriable
             self._write()
 
     def flush(self) -> None:
@@ -176,7 +178,8 @@ class StatusStateStore(StateStore):
     def _fields(self) -> dict[str, Any]:
         """The driver's status fields, from the state; None removes a field."""
         fields: dict[str, Any] = dict.fromkeys(DRIVER_FIELDS)
-        fields["driver"] = {"run": self.run, **({"error": self._failure} if self._failure else {})}
+        failure = {"error": self._failure, "retriable": self._retriable} if self._failure else {}
+        fields["driver"] = {"run": self.run, **failure}
         document = self._document
         if document is None:
             return fields
