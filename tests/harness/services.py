@@ -84,6 +84,13 @@ class MariaDB:
     def stop(self) -> None:
         _stop(self.process)
 
+    def start_again(self) -> None:
+        """Starts the stopped server again on its data and port, as a restart of the service does."""
+        assert self.process.poll() is not None, "still running"
+        log = open(self.datadir / "server.log", "ab")  # noqa: SIM115 - closed with the process
+        self.process = subprocess.Popen(self.process.args, stdout=log, stderr=subprocess.STDOUT)
+        _wait(lambda: self.connect().close(), f"MariaDB on port {self.port}", self.datadir / "server.log")
+
 
 @dataclass
 class PostgreSQL:

@@ -61,6 +61,13 @@ SOURCE_OPTIONS = [
     Option("heartbeat.interval", str, "30s", check=duration_check),
     Option("connect.timeout", str, "30s", check=duration_check),
     Option("connect.max-retries", int, 3, check=lambda v: None if v >= 0 else "must be >= 0"),
+    Option(
+        "connect.reconnect.timeout",
+        str,
+        "5min",
+        check=duration_check,
+        description="how long the binlog reader keeps reconnecting a lost connection before the pipeline fails",
+    ),
 ]
 
 
@@ -160,6 +167,7 @@ class SourceConfig:
     heartbeat_seconds: float
     connect_timeout_seconds: float
     connect_max_retries: int
+    reconnect_timeout_seconds: float
 
     def chunk_key_column_for(self, database: str, table: str) -> str | None:
         for selector, column in self.chunk_key_columns:
@@ -324,6 +332,7 @@ def _source(values: dict[str, Any]) -> SourceConfig:
         heartbeat_seconds=parse_duration(values["heartbeat.interval"]),
         connect_timeout_seconds=parse_duration(values["connect.timeout"]),
         connect_max_retries=values["connect.max-retries"],
+        reconnect_timeout_seconds=parse_duration(values["connect.reconnect.timeout"]),
     )
 
 

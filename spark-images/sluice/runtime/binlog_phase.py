@@ -7,6 +7,12 @@ enough or old enough (so latency stays low when the source is quiet). The target
 be committing a batch while the next one is gathered; the split's state and progress are
 recorded once it is done. Stopping (SIGTERM, or the end offset of a bounded run) commits
 what was read and returns.
+
+A lost connection to the source (a restart, a failover, a network cut) is not the end: what
+was read is committed, and the reader connects again from there, waiting 1 s, 2 s, 4 s ...
+up to 30 s between attempts, for as long as `connect.reconnect.timeout` allows. Where the
+offset carries a GTID set it resumes after that set, so a failover to a promoted replica
+behind the same address finds its place.
 """
 
 from __future__ import annotations
@@ -41,7 +47,16 @@ class BinlogSettings:
     heartbeat_seconds: float
     batch_rows: int = 5000
     max_batch_delay: float = 0.2
-    start_by_gtid: bool = False  # start after the split offset's GTID set, not at its file/position
+
+
+RECONNECT_MAX_WAIT = 30.0
+
+
+def resumes_by_gtid(split: BinlogSplit, stop_at: BinlogOffset | None) -> bool:
+    """A GTID set means the same on every server of the topology, file/position only on the
+    one that wrote it: resuming by GTID follows a failover to a promoted replica. (The emit
+    rule's watermarks and a bounded run's end are positions, so those runs resume by position.)"""
+    return bool(split.offset.gtid) and not split.watermarks and stop_at is None
 
 
 def run_binlog_phase(
@@ -92,7 +107,9 @@ def run_binlog_phase(
         )
 
     reader = ReaderProcess(transactions)
-    reader.start(split.offset, schemas, settings.start_by_gtid)
+    sources = schemas  # what rows are decoded with, as schema changes move it
+    reader.start(split.offset, sources, resumes_by_gtid(split, stop_at))
+    outage: _Outage | None = None  # the connection was lost and is being opened again
     batch = ChangeBatch()
     end = split.offset
     first_pending = 0.0
@@ -130,7 +147,26 @@ def run_binlog_phase(
             timeout = max(0.0, first_pending + settings.max_batch_delay - time.monotonic()) if batch else 0.5
             item = reader.get(timeout)
             if item is END:
-                break
+                lost = reader.failure[0] if reader.failure else None
+                if lost is None or not getattr(lost, "transient", False):
+                    break
+                outage = outage or _Outage(endpoint.reconnect_timeout)
+                if batch or end != split.offset:
+                    commit()  # what was read before the loss
+                settle()
+                wait = outage.next_wait(lost)
+                if wait is None or stopping.wait(wait):
+                    break
+                reader.failure.clear()
+                reader.stop()
+                reader.start(split.offset, sources, resumes_by_gtid(split, stop_at))
+                continue
+            if outage is not None and item is not None:
+                outage.ended()
+                outage = None
+                control.close()
+                control = connect(endpoint)  # the old one went with the server
+                tables.reconnect(control)
             if isinstance(item, Transaction):
                 caught_up = False
                 if not batch:
@@ -147,6 +183,7 @@ def run_binlog_phase(
                 if resumed is None:
                     break  # stopped while the change waited: the next run takes it up again
                 tables.update(resumed.sources, resumed.targets)
+                sources = resumed.sources
                 end = split.offset
                 if resumed.read_again:  # a table joined: the reader starts again, knowing it
                     reader.stop()
@@ -175,6 +212,30 @@ def run_binlog_phase(
         control.close()
 
 
+class _Outage:
+    """A lost source connection: the waits between attempts to open it again, and the budget."""
+
+    def __init__(self, budget: float) -> None:
+        self.started, self.budget, self.attempts = time.monotonic(), budget, 0
+
+    def next_wait(self, lost: BaseException) -> float | None:
+        """Seconds to wait before the next attempt, or None once the budget is spent (the
+        failure then stands, naming how long the reader tried)."""
+        elapsed = time.monotonic() - self.started
+        wait = min(2.0**self.attempts, RECONNECT_MAX_WAIT)
+        if elapsed + wait > self.budget:
+            lost.args = (f"{lost}; reconnecting for {elapsed:.0f}s did not help (connect.reconnect.timeout)",)
+            return None
+        self.attempts += 1
+        log.warning("%s; reconnecting in %.0fs (attempt %d, %.0fs so far)", lost, wait, self.attempts, elapsed)
+        return wait
+
+    def ended(self) -> None:
+        log.warning(
+            "reconnected to the source after %.0fs and %d attempts", time.monotonic() - self.started, self.attempts
+        )
+
+
 @dataclass(frozen=True)
 class Resumed:
     """How reading goes on after a schema change."""
@@ -196,6 +257,9 @@ class _Tables:
         self.orders: dict[str, Any] = {}
         self.projections: dict[str, Callable[[Row], Row] | None] = {}
         self.update(sources, targets)
+
+    def reconnect(self, control) -> None:  # noqa: ANN001
+        self._control = control
 
     def update(self, sources: Mapping[str, TableSchema], targets: Mapping[str, TableSchema]) -> None:
         for table_id, schema in sources.items():

@@ -22,7 +22,7 @@ from sluice.errors import DefinitionError, SchemaDrift, SluiceError
 from sluice.event.schema_change import create_table_event
 from sluice.failpoints import failpoint
 from sluice.pipeline.definition import PipelineDefinition, load_definition
-from sluice.runtime.binlog_phase import BinlogSettings, run_binlog_phase
+from sluice.runtime.binlog_phase import BinlogSettings, resumes_by_gtid, run_binlog_phase
 from sluice.runtime.progress import BinlogProgress, SnapshotProgress
 from sluice.runtime.schema_change_handler import SchemaChangeHandler
 from sluice.sink.base import Sink
@@ -58,6 +58,7 @@ def source_endpoint(definition: PipelineDefinition) -> SourceEndpoint:
         source.password,
         source.connect_timeout_seconds,
         source.connect_max_retries,
+        source.reconnect_timeout_seconds,
     )
 
 
@@ -347,11 +348,7 @@ class PipelineRunner:
             changes.finish_after_crash(split, committed)
             self._after_schema_change(split)
             stop_at = self.state.stop_at
-            # A GTID set means the same on every server of the topology, file/position only on
-            # the one that wrote it: resuming by GTID follows a failover to a promoted replica.
-            # (The emit rule's watermarks and a bounded run's end are positions, so those runs
-            # resume by position.)
-            by_gtid = bool(split.offset.gtid) and not split.watermarks and stop_at is None
+            by_gtid = resumes_by_gtid(split, stop_at)
             if not by_gtid:
                 check_offset_available(conn, split.offset)
         finally:
@@ -361,7 +358,6 @@ class PipelineRunner:
             heartbeat_seconds=min(source.heartbeat_seconds, 1.0),
             batch_rows=int(self.definition.sink.options.get("sink.batch-size", 5000)),
             max_batch_delay=self.sink.max_batch_delay,
-            start_by_gtid=by_gtid,
         )
         try:
             run_binlog_phase(

@@ -38,6 +38,7 @@ class SourceEndpoint:
     password: str
     connect_timeout: float = 30.0
     max_retries: int = 3
+    reconnect_timeout: float = 300.0  # a streaming binlog reader's budget for a lost connection
 
     def __repr__(self) -> str:
         return f"SourceEndpoint({self.username}@{self.hostname}:{self.port})"
