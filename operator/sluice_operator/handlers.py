@@ -5,16 +5,21 @@ neither does an operator restart.
 
 Passes start on a CdcPipeline's events, on its SparkApplication's events, and every
 `SLUICE_OPERATOR_RESYNC_SECONDS` for all pipelines (a Secret created later, a clock-driven
-retry). kopf keeps no state on the CdcPipeline: only event handlers are used, which need
-no finalizers and no progress annotations, so the operator writes nothing but status.
+retry). Only the replica holding the leader Lease (leader.py) runs them; the others watch
+and stand by, and the one that takes the Lease over starts with a pass over every pipeline.
+kopf keeps no state on the CdcPipeline: only event handlers are used, which need no
+finalizers and no progress annotations, so the operator writes nothing but status.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
+import socket
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import kopf
@@ -23,6 +28,7 @@ from sluice.errors import SluiceError
 from sluice.state.status_store import kubernetes_client
 from sluice_operator import metrics, owned
 from sluice_operator.act import Refused, act, post_event
+from sluice_operator.leader import RETRY_SECONDS, LeaderElection
 from sluice_operator.observe import observe
 from sluice_operator.pipeline_spec import read_spec
 from sluice_operator.reconcile import Event, reconcile, refused
@@ -48,6 +54,9 @@ _health = metrics.HealthServer(HTTP_PORT)
 _apis: Apis | None = None
 _watched: list[str] = []  # the namespaces watched; none: all of them
 _spark_operator = SparkOperatorCheck()
+_leader: LeaderElection | None = None
+_resync_now = asyncio.Event()
+SERVICE_ACCOUNT_NAMESPACE = Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
 
 
 def watch_namespaces(namespaces: list[str]) -> None:
@@ -62,13 +71,32 @@ def apis() -> Apis:
         from kubernetes import client
 
         api_client = kubernetes_client()
+        # Which replica wrote what, in the API server's audit log.
+        api_client.user_agent = f"sluice-operator/{os.environ.get('POD_NAME') or socket.gethostname()}"
         _apis = Apis(
             client.CustomObjectsApi(api_client),
             client.CoreV1Api(api_client),
             client.RbacAuthorizationV1Api(api_client),
             client.ApiextensionsV1Api(api_client),
+            client.CoordinationV1Api(api_client),
         )
     return _apis
+
+
+def _election() -> LeaderElection:
+    global _leader
+    if _leader is None:
+        namespace = os.environ.get("POD_NAMESPACE") or _own_namespace()
+        lease = os.environ.get("SLUICE_OPERATOR_LEASE", "sluice-operator")
+        _leader = LeaderElection(apis().coordination, namespace, lease, os.environ.get("POD_NAME") or None)
+    return _leader
+
+
+def _own_namespace() -> str:
+    try:
+        return SERVICE_ACCOUNT_NAMESPACE.read_text().strip()
+    except OSError:
+        return "default"
 
 
 @kopf.on.startup()
@@ -77,12 +105,25 @@ async def started(settings: kopf.OperatorSettings, **_: Any) -> None:
     settings.persistence.finalizer = "sluice.io/unused"  # never added: event handlers need none
     settings.watching.server_timeout = 60
     await _health.start()
+    asyncio.get_running_loop().create_task(_lead())
     asyncio.get_running_loop().create_task(_resync())
 
 
 @kopf.on.cleanup()
 async def stopped(**_: Any) -> None:
+    await asyncio.to_thread(_election().release)
     await _health.stop()
+
+
+async def _lead() -> None:
+    election = _election()
+    while True:
+        was = election.leading
+        if await asyncio.to_thread(election.step) and not was:
+            _resync_now.set()  # a new leader starts from what is
+        if election.answered and not election.leading:
+            _health.ready = True  # a healthy standby
+        await asyncio.sleep(RETRY_SECONDS)
 
 
 @kopf.on.event(owned.GROUP, owned.VERSION, owned.PLURAL)
@@ -106,12 +147,15 @@ async def _resync() -> None:
     """Ready once every watched namespace (or the cluster) has answered a list."""
     while True:
         try:
-            for item in await asyncio.to_thread(_list_pipelines):
-                await reconcile_pipeline(item["metadata"]["namespace"], item["metadata"]["name"])
-            _health.ready = True
+            if _election().leading:
+                for item in await asyncio.to_thread(_list_pipelines):
+                    await reconcile_pipeline(item["metadata"]["namespace"], item["metadata"]["name"])
+                _health.ready = True
         except Exception as exc:  # noqa: BLE001 - the API may be away for a while; try again
             log.warning("resync: %s", exc)
-        await asyncio.sleep(RESYNC_SECONDS)
+        _resync_now.clear()
+        with contextlib.suppress(asyncio.TimeoutError):
+            await asyncio.wait_for(_resync_now.wait(), RESYNC_SECONDS)
 
 
 def _list_pipelines() -> list[dict[str, Any]]:
@@ -125,6 +169,8 @@ def _list_pipelines() -> list[dict[str, Any]]:
 
 
 async def reconcile_pipeline(namespace: str, name: str) -> None:
+    if not _election().leading:
+        return  # a standby: the leader reconciles
     lock = _locks.setdefault((namespace, name), asyncio.Lock())
     async with lock:
         await asyncio.to_thread(reconcile_once, apis(), namespace, name)

@@ -56,7 +56,10 @@ class Cluster:
 
     def operator_process(self, log: str = "operator.log") -> OperatorProcess:
         """Another replica of the operator, as the chart's Deployment runs it."""
-        return OperatorProcess(self.operator_kubeconfig, self.directory / log, args=self.operator_args).start()
+        lease = (OPERATOR_NAMESPACE, f"sluice-{self.namespace}")  # one per test: none outlives it
+        return OperatorProcess(
+            self.operator_kubeconfig, self.directory / log, args=self.operator_args, lease=lease
+        ).start()
 
     def kubectl(self, *args: str) -> str:
         done = subprocess.run(

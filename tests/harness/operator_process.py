@@ -9,15 +9,27 @@ import subprocess
 import sys
 import time
 import urllib.request
+import uuid
+from collections.abc import Sequence
 from pathlib import Path
 
 from tests.harness.services import free_port
 
 
 class OperatorProcess:
-    def __init__(self, kubeconfig: Path, log: Path, resync_seconds: float = 2.0, args: list[str] = ()) -> None:
-        """`args`: the container's, as the chart's Deployment passes them."""
+    def __init__(
+        self,
+        kubeconfig: Path,
+        log: Path,
+        resync_seconds: float = 2.0,
+        args: Sequence[str] = (),
+        lease: tuple[str, str] = ("sluice-system", "sluice"),
+    ) -> None:
+        """`args`: the container's, as the chart's Deployment passes them; `lease`: the
+        namespace and name of the leader Lease its replicas share."""
         self.kubeconfig, self.log, self.resync, self.args = kubeconfig, log, resync_seconds, list(args)
+        self.lease = lease
+        self.name = f"sluice-operator-{uuid.uuid4().hex[:6]}"  # the pod's name: its identity in the Lease
         self.port = free_port()
         self.process: subprocess.Popen | None = None
 
@@ -27,6 +39,9 @@ class OperatorProcess:
             "KUBECONFIG": str(self.kubeconfig),
             "SLUICE_OPERATOR_RESYNC_SECONDS": str(self.resync),
             "SLUICE_OPERATOR_HTTP_PORT": str(self.port),
+            "POD_NAMESPACE": self.lease[0],
+            "SLUICE_OPERATOR_LEASE": self.lease[1],
+            "POD_NAME": self.name,
         }
         with self.log.open("a") as out:
             self.process = subprocess.Popen(

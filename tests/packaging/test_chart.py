@@ -54,7 +54,7 @@ def test_the_charts_crd_is_the_top_level_one():
 
 
 def test_values_outside_the_schema_are_refused_naming_them():
-    for setting, named in (("replicaCount=2", "/replicaCount"), ("image.pullPolicy=Sometimes", "/image/pullPolicy")):
+    for setting, named in (("replicaCount=9", "/replicaCount"), ("image.pullPolicy=Sometimes", "/image/pullPolicy")):
         done = helm("template", "sluice", str(CHART), "--set", setting)
         assert done.returncode != 0 and named in done.stderr, done.stderr
 
@@ -63,7 +63,7 @@ def test_the_operator_runs_restricted_with_probes_on_its_health_endpoints():
     (deployment,) = [o for o in render("-f", str(FULL)) if o["kind"] == "Deployment"]
     pod = deployment["spec"]["template"]["spec"]
     (container,) = pod["containers"]
-    assert deployment["spec"]["replicas"] == 1 and deployment["spec"]["strategy"]["type"] == "Recreate"
+    assert deployment["spec"]["replicas"] == 2 and deployment["spec"]["strategy"]["type"] == "RollingUpdate"
     assert pod["securityContext"]["runAsNonRoot"] is True
     assert pod["securityContext"]["seccompProfile"]["type"] == "RuntimeDefault"
     assert container["securityContext"] == {
@@ -73,18 +73,24 @@ def test_the_operator_runs_restricted_with_probes_on_its_health_endpoints():
     }
     assert container["livenessProbe"]["httpGet"]["path"] == "/healthz"
     assert container["readinessProbe"]["httpGet"]["path"] == "/readyz"
-    env = {e["name"]: e["value"] for e in container["env"]}
+    env = {e["name"]: e.get("value") or e["valueFrom"]["fieldRef"]["fieldPath"] for e in container["env"]}
+    assert env["POD_NAME"] == "metadata.name" and env["POD_NAMESPACE"] == "metadata.namespace"  # the Lease
     assert env["SLUICE_OPERATOR_HTTP_PORT"] == str(container["ports"][0]["containerPort"]) == "9090"
     assert container["args"][:2] == ["--namespace=data", "--namespace=analytics"]
 
 
 def test_rbac_is_cluster_wide_or_per_namespace_and_covers_the_drivers_role():
     default = {(o["kind"], o["metadata"]["name"]) for o in render()}
-    assert ("ClusterRole", "sluice") in default and not any(kind == "Role" for kind, _ in default)
+    assert ("ClusterRole", "sluice") in default
+    assert [name for kind, name in default if kind == "Role"] == ["sluice-leader-election"]
     objects = render("-f", str(FULL))
     roles = [o for o in objects if o["kind"] == "Role"]
-    assert sorted(r["metadata"]["namespace"] for r in roles) == ["analytics", "data"]
+    assert sorted(r["metadata"]["namespace"] for r in roles if r["metadata"]["name"] == "sluice") == [
+        "analytics",
+        "data",
+    ]
     assert [o["metadata"]["name"] for o in objects if o["kind"] == "ClusterRole"] == ["sluice-discovery"]
+    roles = [r for r in roles if r["metadata"]["name"] != "sluice-leader-election"]
     # RBAC forbids granting what one does not hold: the operator holds every rule it gives the driver.
     granted = {
         (group, resource, verb)
