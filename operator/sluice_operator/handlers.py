@@ -47,6 +47,7 @@ class Apis:
     core: Any
     rbac: Any
     extensions: Any
+    coordination: Any
 
 
 _locks: dict[tuple[str, str], asyncio.Lock] = {}
@@ -116,13 +117,16 @@ async def stopped(**_: Any) -> None:
 
 
 async def _lead() -> None:
-    election = _election()
     while True:
-        was = election.leading
-        if await asyncio.to_thread(election.step) and not was:
-            _resync_now.set()  # a new leader starts from what is
-        if election.answered and not election.leading:
-            _health.ready = True  # a healthy standby
+        try:
+            election = _election()
+            was = election.leading
+            if await asyncio.to_thread(election.step) and not was:
+                _resync_now.set()  # a new leader starts from what is
+            if election.answered and not election.leading:
+                _health.ready = True  # a healthy standby
+        except Exception:  # noqa: BLE001 - a bug of ours: said, and tried again
+            log.exception("leader election failed")
         await asyncio.sleep(RETRY_SECONDS)
 
 
@@ -146,6 +150,7 @@ async def spark_application_changed(labels: dict[str, str], namespace: str, **_:
 async def _resync() -> None:
     """Ready once every watched namespace (or the cluster) has answered a list."""
     while True:
+        _resync_now.clear()  # before the pass: a leadership gained during it asks for another
         try:
             if _election().leading:
                 for item in await asyncio.to_thread(_list_pipelines):
@@ -153,7 +158,6 @@ async def _resync() -> None:
                 _health.ready = True
         except Exception as exc:  # noqa: BLE001 - the API may be away for a while; try again
             log.warning("resync: %s", exc)
-        _resync_now.clear()
         with contextlib.suppress(asyncio.TimeoutError):
             await asyncio.wait_for(_resync_now.wait(), RESYNC_SECONDS)
 

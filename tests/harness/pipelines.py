@@ -196,6 +196,17 @@ def _descendants(root: int) -> set[int]:
     return found
 
 
+def wait_until_target_is(
+    process: subprocess.Popen, want: Any, rows: Callable[[], Any], deadline: float, name: str = "target"
+) -> None:
+    """Waits until `rows()` equals `want` while the run keeps running (its stderr if it ends)."""
+    while (actual := rows()) != want:
+        assert process.poll() is None, f"{name}: {process.communicate()[1]}"
+        differs = diff(want, actual) if isinstance(want, list) else f"{actual} != {want}"
+        assert time.monotonic() < deadline, f"{name}: {differs}"
+        time.sleep(0.2)
+
+
 def stream_until_equal(
     pipelines: dict[str, tuple[Path, Path]],
     env: dict[str, str],
@@ -215,11 +226,7 @@ def stream_until_equal(
         write()
         want = expected()
         for name, rows in targets.items():
-            while (actual := rows()) != want:
-                assert processes[name].poll() is None, f"{name}: {processes[name].communicate()[1]}"
-                differs = diff(want, actual) if isinstance(want, list) else f"{actual} != {want}"
-                assert time.monotonic() < deadline, f"{name}: {differs}"
-                time.sleep(0.2)
+            wait_until_target_is(processes[name], want, rows, deadline, name)
         for name, process in processes.items():
             process.send_signal(signal.SIGTERM)
             _, err = process.communicate(timeout=60)

@@ -19,6 +19,7 @@ from tests.harness.pipelines import (
     sluice_env,
     start_sluice,
     stream_until_equal,
+    wait_until_target_is,
     write_pipeline,
 )
 from tests.harness.workload import RandomWorkload, create_table
@@ -142,10 +143,7 @@ def test_sigterm_mid_snapshot_commits_what_is_in_flight_and_exits_0(tmp_path, ma
 
     rerun = start_sluice(pipeline, state_dir, env)  # streams after the snapshot: stop it once equal
     expected = compare.source_rows(mariadb, source_db, "events")
-    while (actual := compare.postgres_rows(postgresql, source_db, "events")) != expected:
-        assert rerun.poll() is None, rerun.communicate()[1]
-        assert time.monotonic() < deadline, compare.diff(expected, actual)
-        time.sleep(0.2)
+    wait_until_target_is(rerun, expected, lambda: compare.postgres_rows(postgresql, source_db, "events"), deadline)
     rerun.send_signal(signal.SIGTERM)
     _, err = rerun.communicate(timeout=120)
     assert rerun.returncode == 0, err

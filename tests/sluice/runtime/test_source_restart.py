@@ -21,6 +21,7 @@ from tests.harness.pipelines import (
     sluice_env,
     start_sluice,
     wait_until_in_binlog_phase,
+    wait_until_target_is,
     write_pipeline,
 )
 from tests.harness.services import MariaDB, start_mariadb
@@ -80,11 +81,8 @@ def test_the_pipeline_stays_up_through_a_source_restart_and_loses_nothing(source
             "DELETE FROM app.orders WHERE id % 7 = 0",
         )
         expected = compare.source_rows(source, "app", "orders")
-        deadline = time.monotonic() + 120
-        while (actual := compare.postgres_rows(postgresql, "app", "orders")) != expected:
-            assert process.poll() is None, process.communicate()[1]
-            assert time.monotonic() < deadline, compare.diff(expected, actual)
-            time.sleep(0.3)
+        rows = lambda: compare.postgres_rows(postgresql, "app", "orders")  # noqa: E731
+        wait_until_target_is(process, expected, rows, time.monotonic() + 120)
         process.send_signal(signal.SIGTERM)
         _, err = process.communicate(timeout=60)
         assert process.returncode == 0, err
