@@ -28,7 +28,7 @@ def for_phase(phase: str, message: str = "") -> list[Condition]:
     streaming = phase == "Streaming"
     working = phase in ("Pending", "Snapshotting", "SchemaChangePaused")
     return [
-        Condition(READY, streaming or phase == "Completed", phase, message if phase == "Failed" else ""),
+        Condition(READY, streaming or phase == "Completed", phase, message if phase in ("Failed", "Suspended") else ""),
         Condition(PROGRESSING, working, phase, message if working else ""),
         Condition(DEGRADED, phase == "Failed", phase, message if phase == "Failed" else ""),
         Condition(

@@ -206,6 +206,7 @@ class KubernetesApiDouble(kmock.KubernetesEmulator):
                         {
                             "method": request.method.value.upper(),
                             "kind": self._kinds[resource].kind,
+                            "namespace": request.namespace,
                             "name": request.name or (body.get("metadata") or {}).get("name"),
                             "subresource": request.subresource,
                             "agent": request.headers.get("User-Agent", ""),

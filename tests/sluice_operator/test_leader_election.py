@@ -53,7 +53,7 @@ def test_the_standby_takes_over_when_the_leader_dies(cluster: Cluster, mariadb, 
         created = [
             w
             for w in cluster.kube_api.double.writes
-            if w["kind"] == "SparkApplication" and w["method"] == "POST" and w["name"] == "orders-sluice"
+            if (w["kind"], w["method"], w["namespace"]) == ("SparkApplication", "POST", cluster.namespace)
         ]
         assert len(created) == 1  # never a second submission
     finally:

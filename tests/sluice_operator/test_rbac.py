@@ -15,10 +15,11 @@ from kubernetes import client
 from sluice.source.offset import BinlogOffset
 from sluice.state.status_store import GROUP, PLURAL, VERSION, StatusStateStore
 from sluice_operator.rbac import driver_rbac
-from tests.harness.cluster import Cluster, apply
+from tests.harness.cluster import Cluster, apply, manifest
 from tests.harness.kube_api_double import RunningApiDouble
 from tests.harness.states import bigint_edges, planned_state
 from tests.harness.test_kube_api_double import cdc_pipeline
+from tests.sluice_operator.test_end_to_end import changes, seed, wait_equal, wait_streaming
 
 _namespaces = itertools.count()
 
@@ -45,14 +46,24 @@ def test_the_driver_keeps_its_state_in_the_status_with_nothing_but_the_role_the_
     assert kube_api.double.denials[denied_before:] == []
 
 
-def test_an_operator_watching_namespaces_is_ready_under_the_charts_per_namespace_rbac(
-    kube_api: RunningApiDouble, tmp_path: Path
+def test_an_operator_watching_namespaces_runs_a_pipeline_through_snapshot_scale_down_and_streaming(
+    kube_api: RunningApiDouble, tmp_path: Path, mariadb, postgresql, source_db
 ):
     namespace = f"watched-{next(_namespaces)}"
     cluster = Cluster(kube_api, tmp_path, namespace, watch_namespaces=True)  # waits for /readyz
     try:
         assert cluster.operator_args == [f"--namespace={namespace}"]
-        assert not [d for d in kube_api.double.denials if "sluice-" + namespace in d]
+        seed(mariadb, source_db, 1500)
+        cluster.secret("mariadb", mariadb.password)
+        cluster.secret("postgresql", postgresql.password)
+        apply(cluster, manifest("orders", mariadb, postgresql, f"{source_db}.orders"))
+        cluster.wait("orders", "the snapshot shape", lambda s: (s.get("application") or {}).get("shape") == "snapshot")
+        wait_streaming(cluster, "orders")
+        assert "instances" not in cluster.application("orders")["spec"]["executor"]  # scaled down
+        changes(mariadb, source_db, 10_000)
+        wait_equal(mariadb, postgresql, source_db)
+        account = f"system:serviceaccount:sluice-system:sluice-{namespace}"
+        assert not [d for d in kube_api.double.denials if account in d]
     finally:
         cluster.close()
 
