@@ -203,6 +203,10 @@ def _status_schema() -> dict[str, Any]:
                         "type": "boolean",
                         "description": "false: the error is one a user must fix (the definition, a privilege)",
                     },
+                    "adopted": {
+                        "type": "string",
+                        "description": "The run found no state here and took it over from the target's records",
+                    },
                 },
             },
             "retry": {
@@ -227,6 +231,7 @@ def _status_schema() -> dict[str, Any]:
                         "type": "string",
                         "description": "The driver run going when the operator last changed the application.",
                     },
+                    "adopted": {"type": "string", "description": "The adoption the operator last told in an Event."},
                 },
             },
         },

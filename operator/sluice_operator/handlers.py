@@ -18,6 +18,8 @@ import contextlib
 import logging
 import os
 import socket
+import threading
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -106,7 +108,7 @@ async def started(settings: kopf.OperatorSettings, **_: Any) -> None:
     settings.persistence.finalizer = "sluice.io/unused"  # never added: event handlers need none
     settings.watching.server_timeout = 60
     await _health.start()
-    asyncio.get_running_loop().create_task(_lead())
+    threading.Thread(target=_lead, args=(asyncio.get_running_loop(),), name="leader-election", daemon=True).start()
     asyncio.get_running_loop().create_task(_resync())
 
 
@@ -116,18 +118,20 @@ async def stopped(**_: Any) -> None:
     await _health.stop()
 
 
-async def _lead() -> None:
+def _lead(loop: asyncio.AbstractEventLoop) -> None:
+    """In a thread of its own: renewing the Lease never waits behind reconciles in the
+    shared pool (a leader that renews late loses the Lease)."""
     while True:
         try:
             election = _election()
             was = election.leading
-            if await asyncio.to_thread(election.step) and not was:
-                _resync_now.set()  # a new leader starts from what is
+            if election.step() and not was:
+                loop.call_soon_threadsafe(_resync_now.set)  # a new leader starts from what is
             if election.answered and not election.leading:
                 _health.ready = True  # a healthy standby
         except Exception:  # noqa: BLE001 - a bug of ours: said, and tried again
             log.exception("leader election failed")
-        await asyncio.sleep(RETRY_SECONDS)
+        time.sleep(RETRY_SECONDS)
 
 
 @kopf.on.event(owned.GROUP, owned.VERSION, owned.PLURAL)

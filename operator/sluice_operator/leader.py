@@ -45,11 +45,14 @@ class LeaderElection:
         self.answered = False  # the API answered at least once: the replica is healthy
         self._seen: _Seen | None = None
         self._renewed = 0.0
+        self._released = False
 
     def step(self) -> bool:
         """One attempt to take or renew the Lease; whether this replica leads now."""
         from kubernetes.client.exceptions import ApiException
 
+        if self._released:
+            return False  # stopping: the Lease is given up, not taken again
         try:
             held = self._try()
             self.answered = True
@@ -70,6 +73,7 @@ class LeaderElection:
 
     def release(self) -> None:
         """On a clean stop: give the Lease up, so that a standby takes over at once."""
+        self._released = True
         if not self.leading:
             return
         self.leading = False

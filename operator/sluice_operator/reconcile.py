@@ -149,6 +149,12 @@ def reconcile(observation: Observation, now: datetime | None = None) -> Plan:
         },
     }
     plan.events += _transitions(status, phase, message, app_state)
+    adopted, told = driver.get("adopted"), (status.get("application") or {}).get("adopted")
+    if adopted and adopted != told:
+        plan.events.append(Event("Normal", "Adopted", adopted))
+        told = adopted
+    if told:
+        plan.status["application"]["adopted"] = told  # said once
     return plan
 
 

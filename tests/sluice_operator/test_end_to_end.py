@@ -134,7 +134,8 @@ def test_apply_snapshot_scale_down_stream_and_a_manual_schema_change(cluster, ma
     assert {"Submit", "ScaleDown", "SchemaChangePending", "SpecChanged", "JobStatusChanged"} <= reasons
     # The operator and the driver wrote the CdcPipeline's status and nothing else of it.
     for write in cluster.kube_api.double.writes:
-        if write["kind"] == "CdcPipeline" and write["name"] == "orders" and "kubectl" not in write["agent"]:
+        mine = (write["kind"], write["namespace"], write["name"]) == ("CdcPipeline", cluster.namespace, "orders")
+        if mine and "kubectl" not in write["agent"]:
             assert write["subresource"] == "status", write
     # Deleting the CdcPipeline removes what the operator created (the target stays).
     cluster.kubectl("delete", "cdcp", "orders")

@@ -88,7 +88,11 @@ def test_what_the_operator_creates_is_admitted_under_owner_reference_enforcement
             time.sleep(0.3)
         assert cluster.application("owned") is not None, kube_api.double.denials[-5:]
         owned = ("ConfigMap", "ServiceAccount", "Role", "RoleBinding", "SparkApplication")
-        writes = [w for w in kube_api.double.writes if w["kind"] in owned and w["method"] == "POST"]
+        writes = [
+            w
+            for w in kube_api.double.writes
+            if w["kind"] in owned and (w["method"], w["namespace"]) == ("POST", namespace)
+        ]
         assert {w["kind"] for w in writes} == set(owned)
         assert not [d for d in kube_api.double.denials if "blockOwnerDeletion" in d]
     finally:

@@ -36,6 +36,7 @@ from sluice.source.connection import SourceEndpoint, connect, current_offset, ex
 from sluice.source.schema import TableSchema, discover_tables, live_shape, read_table_schema
 from sluice.state.pipeline_state import PipelineState
 from sluice.state.state_store import StateStore
+from sluice.state.target_records import TargetRecordedStore
 
 if TYPE_CHECKING:
     from pyspark import SparkContext
@@ -73,11 +74,11 @@ class PipelineRunner:
         """`approvals` lists the `manual` schema changes approved so far (default: the
         definition's); `master` is local Spark's, None where spark-submit gave one."""
         self.definition = definition
-        self.store = store
         self.approvals = approvals or (lambda: definition.approved_schema_changes)
         self.master = master
         self.endpoint = source_endpoint(definition)
         self.sink: Sink = create_sink(definition)
+        self.store = TargetRecordedStore(store, self.sink, definition.sink.name)
         self.state = PipelineState(definition.name, dict(definition.state_identity))
         self.stopping = threading.Event()
         self._spark: SparkStart | None = None
@@ -347,6 +348,7 @@ class PipelineRunner:
             )
             changes.finish_after_crash(split, committed)
             self._after_schema_change(split)
+            self._catch_up_a_finished_bounded_run(conn, split)
             stop_at = self.state.stop_at
             by_gtid = resumes_by_gtid(split, stop_at)
             if not by_gtid:
@@ -378,6 +380,19 @@ class PipelineRunner:
         finally:
             writer.close()
             progress.show(final=True)
+
+    def _catch_up_a_finished_bounded_run(self, conn, split: BinlogSplit) -> None:
+        """A snapshot-mode run that reached its end left the target a copy as of then: run
+        again, it reads the binlog on to now and ends a copy as of now (the changes made
+        while nothing ran, deletes included), without reading the snapshot again."""
+        stop_at = self.state.stop_at
+        if stop_at is None or split.offset.is_before(stop_at):
+            return
+        now = current_offset(conn)
+        if now.is_after(stop_at):
+            self.state.stop_at = executed_gtids(conn, now)
+            self.store.save(self.state)
+            print(f"snapshot: the target is a copy as of {stop_at}; reading the binlog on to {now}", file=sys.stderr)
 
     def _binlog_split(self, conn, snapshot: SnapshotAssignerState | None) -> BinlogSplit:
         if self.state.binlog is not None:

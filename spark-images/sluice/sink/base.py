@@ -9,7 +9,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from sluice.errors import SinkError
 from sluice.event.row_change import ChangeRow
@@ -126,6 +126,15 @@ class Sink(ABC):
         """Whether the target holds anything this pipeline committed; None where the sink
         keeps no record (values)."""
         return None
+
+    def recorded_state(self) -> tuple[int, dict[str, Any]] | None:
+        """The pipeline's state document as last saved into the target, with its revision;
+        None where the target holds none (or the sink keeps no records)."""
+        return None
+
+    def record_state(self, revision: int, document: dict[str, Any]) -> None:  # noqa: B027 - optional hook
+        """Keeps the state document in the target: the state directory or status is then a
+        cache of what the target holds, and a lost one is adopted from it."""
 
     @abstractmethod
     def writer(self) -> SinkWriter:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import json
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -21,7 +22,7 @@ from sluice.event.row_change import RowKind
 from sluice.event.schema_change import SchemaChangeEvent, apply_events, is_reflected
 from sluice.pipeline.jdbc_url import JdbcUrl, parse_jdbc_url
 from sluice.sink.base import ChangeBatch, SchemaChangeRefused, Sink, SinkWriter
-from sluice.sink.jdbc_dialects import DIALECTS, JdbcDialect
+from sluice.sink.jdbc_dialects import DIALECTS, META_SCHEMA, STATES_TABLE, JdbcDialect
 from sluice.sink.metadata_applier import schema_change_statements
 from sluice.snapshot.snapshot_split import SplitRead
 from sluice.source.offset import BinlogOffset
@@ -244,6 +245,32 @@ class JdbcSink(Sink):
 
     def holds_commits(self) -> bool:
         return bool(self.committed_splits())
+
+    def recorded_state(self) -> tuple[int, dict[str, Any]] | None:
+        dialect = self.target.dialect
+        conn = self.target.connect()
+        try:
+            if not dialect.column_names(conn.cursor(), META_SCHEMA, STATES_TABLE):
+                return None  # a target no pipeline of this Sluice version wrote
+            found = dialect.load_state(conn, self.target.pipeline)
+            conn.commit()
+            return None if found is None else (found[0], json.loads(found[1]))
+        finally:
+            conn.close()
+
+    def record_state(self, revision: int, document: dict[str, Any]) -> None:
+        dialect = self.target.dialect
+        conn = self.target.connect()
+        try:
+            cur = conn.cursor()
+            for statement in dialect.meta_table_statements():
+                cur.execute(statement)
+            dialect.save_state(conn, self.target.pipeline, revision, json.dumps(document, separators=(",", ":")))
+            conn.commit()
+        except Exception as exc:
+            raise SinkError(f"sink {self.target!r}: keeping the pipeline's state failed: {_first_line(exc)}") from exc
+        finally:
+            conn.close()
 
     def writer(self) -> JdbcWriter:
         return JdbcWriter(self.target)

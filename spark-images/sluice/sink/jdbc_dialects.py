@@ -29,6 +29,7 @@ from sluice.source.schema import BINARY_STRING_TYPES, TEXT_STRING_TYPES, Column,
 META_SCHEMA = "sluice_meta"
 OFFSETS_TABLE = "offsets"
 EPOCHS_TABLE = "epochs"  # per pipeline, bumped by every run: the fencing token of its writers
+STATES_TABLE = "states"  # per pipeline, its state as last saved: a lost state directory or status is adopted from it
 
 log = logging.getLogger(__name__)
 
@@ -147,6 +148,20 @@ class JdbcDialect(ABC):
     def epochs_table(self) -> str:
         return f"{self.quote(META_SCHEMA)}.{self.quote(EPOCHS_TABLE)}"
 
+    def states_table(self) -> str:
+        return f"{self.quote(META_SCHEMA)}.{self.quote(STATES_TABLE)}"
+
+    @abstractmethod
+    def save_state(self, conn: Any, pipeline: str, revision: int, document: str) -> None:
+        """Keeps the pipeline's state document, unless the target holds a later revision."""
+
+    def load_state(self, conn: Any, pipeline: str) -> tuple[int, str] | None:
+        cur = conn.cursor()
+        cur.execute(f"SELECT revision, document FROM {self.states_table()} WHERE pipeline = %s", (pipeline,))
+        row = cur.fetchone()
+        cur.close()
+        return None if row is None else (int(row[0]), row[1])
+
     def load_offsets(self, conn: Any, pipeline: str) -> dict[str, BinlogOffset]:
         cur = conn.cursor()
         cur.execute(f"SELECT split_id, position FROM {self.offsets_table()} WHERE pipeline = %s", (pipeline,))
@@ -189,7 +204,17 @@ class PostgresDialect(JdbcDialect):
             "updated_at timestamptz NOT NULL DEFAULT now(), PRIMARY KEY (pipeline, split_id))",
             f"CREATE TABLE IF NOT EXISTS {self.epochs_table()} (pipeline varchar(253) PRIMARY KEY, "
             "epoch bigint NOT NULL, started_at timestamptz NOT NULL DEFAULT now())",
+            f"CREATE TABLE IF NOT EXISTS {self.states_table()} (pipeline varchar(253) PRIMARY KEY, "
+            "revision bigint NOT NULL, document text NOT NULL, saved_at timestamptz NOT NULL DEFAULT now())",
         ]
+
+    def save_state(self, conn: psycopg.Connection, pipeline: str, revision: int, document: str) -> None:
+        conn.execute(
+            f"INSERT INTO {self.states_table()} AS s (pipeline, revision, document) VALUES (%s, %s, %s) "
+            "ON CONFLICT (pipeline) DO UPDATE SET revision = EXCLUDED.revision, document = EXCLUDED.document, "
+            "saved_at = now() WHERE s.revision <= EXCLUDED.revision",
+            (pipeline, revision, document),
+        )
 
     def begin_epoch(self, conn: psycopg.Connection, pipeline: str) -> int:
         row = conn.execute(
@@ -362,7 +387,20 @@ class MySqlDialect(JdbcDialect):
             "updated_at timestamp NOT NULL DEFAULT CURRENT_TIMESTAMP, PRIMARY KEY (pipeline, split_id))",
             f"CREATE TABLE IF NOT EXISTS {self.epochs_table()} (pipeline varchar(253) PRIMARY KEY, "
             "epoch bigint NOT NULL, started_at timestamp NOT NULL DEFAULT CURRENT_TIMESTAMP)",
+            f"CREATE TABLE IF NOT EXISTS {self.states_table()} (pipeline varchar(253) PRIMARY KEY, "
+            "revision bigint NOT NULL, document longtext NOT NULL, "
+            "saved_at timestamp NOT NULL DEFAULT CURRENT_TIMESTAMP)",
         ]
+
+    def save_state(self, conn: pymysql.connections.Connection, pipeline: str, revision: int, document: str) -> None:
+        with conn.cursor() as cur:
+            cur.execute(
+                f"INSERT INTO {self.states_table()} (pipeline, revision, document) VALUES (%s, %s, %s) "
+                "ON DUPLICATE KEY UPDATE document = IF(revision <= VALUES(revision), VALUES(document), document), "
+                "saved_at = IF(revision <= VALUES(revision), CURRENT_TIMESTAMP, saved_at), "
+                "revision = GREATEST(revision, VALUES(revision))",
+                (pipeline, revision, document),
+            )
 
     def begin_epoch(self, conn: pymysql.connections.Connection, pipeline: str) -> int:
         with conn.cursor() as cur:

@@ -33,6 +33,7 @@ class PipelineState:
     schema_change: SchemaChangeInFlight | None = None
     schema_change_history: list[dict[str, Any]] = field(default_factory=list)
     phase: str = ""  # SchemaChangePaused, Streaming, Failed; empty before the binlog phase
+    revision: int = 0  # of the copy kept in the target (state/target_records.py)
 
     @property
     def targets(self) -> dict[str, TableSchema]:
@@ -52,6 +53,7 @@ class PipelineState:
             "schema_change": self.schema_change.to_json() if self.schema_change else None,
             "schema_change_history": self.schema_change_history or None,
             "phase": self.phase or None,
+            "revision": self.revision or None,
         }
         data.update({key: value for key, value in optional.items() if value is not None})
         return data
@@ -72,6 +74,7 @@ class PipelineState:
             schema_change=SchemaChangeInFlight.from_json(data["schema_change"]) if "schema_change" in data else None,
             schema_change_history=list(data.get("schema_change_history", [])),
             phase=data.get("phase", ""),
+            revision=int(data.get("revision", 0)),
         )
 
 

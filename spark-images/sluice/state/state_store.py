@@ -52,6 +52,10 @@ class StateStore(ABC):
     def record_lag(self, seconds: float) -> None:
         """The binlog reader's lag, where the store shows progress."""
 
+    def report_adoption(self, message: str) -> None:  # noqa: B027 - optional hook
+        """That the state was lost and taken over from the target's records (the operator
+        turns it into an `Adopted` Event)."""
+
 
 class DirectoryStateStore(StateStore):
     def __init__(self, directory: str | Path) -> None:

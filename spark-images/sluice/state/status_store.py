@@ -58,6 +58,7 @@ class StatusStateStore(StateStore):
         self._lag: float | None = None
         self._failure: str | None = None
         self._retriable = False
+        self._adopted: str | None = None
         self._dirty = False
         self._last_write = 0.0
         self._timer: threading.Timer | None = None
@@ -108,6 +109,11 @@ class StatusStateStore(StateStore):
         """spec.schemaChanges.approved, read now: approving is editing the CdcPipeline."""
         spec = self._get().get("spec") or {}
         return [str(i) for i in (spec.get("schemaChanges") or {}).get("approved", [])]
+
+    def report_adoption(self, message: str) -> None:
+        with self._lock:
+            self._adopted = message[:1000]
+            self._write()
 
     def report_failure(self, message: str, retriable: bool = False) -> None:
         """Why the run stopped, for the operator's Degraded condition (no passwords: Sluice's
@@ -179,7 +185,8 @@ class StatusStateStore(StateStore):
         """The driver's status fields, from the state; None removes a field."""
         fields: dict[str, Any] = dict.fromkeys(DRIVER_FIELDS)
         failure = {"error": self._failure, "retriable": self._retriable} if self._failure else {}
-        fields["driver"] = {"run": self.run, **failure}
+        adopted = {"adopted": self._adopted} if self._adopted else {}
+        fields["driver"] = {"run": self.run, **failure, **adopted}
         document = self._document
         if document is None:
             return fields

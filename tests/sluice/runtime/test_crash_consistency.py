@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import random
+import shutil
 import signal
 import threading
 import time
@@ -41,6 +42,7 @@ BAGS = [table for table, key in TABLES.items() if key == "bag"]
 DDL_TABLES = [table for table in TABLES if table not in BAGS]
 CHUNK = max(ROWS // 8, 100)
 WRITES_PER_SECOND = 150
+STATE_LOSSES = 0.4  # how often a kill also deletes the state directory
 
 
 def _phase(state: dict) -> str:
@@ -90,8 +92,11 @@ def _kill_moments(rng: random.Random) -> list:
 
 
 def _run_with_kills(name: str, pipeline: Path, state_dir: Path, env: dict, seed: int, log: dict) -> None:
-    """Starts and SIGKILLs the pipeline KILLS times, then leaves a last run going."""
+    """Starts and SIGKILLs the pipeline KILLS times, then leaves a last run going. Where the
+    sink keeps the pipeline's records (jdbc), the state directory is now and then deleted
+    after a kill too, as an ephemeral disk loses it: the next run adopts the target's."""
     rng = random.Random(seed)
+    records_in_target = yaml.safe_load(pipeline.read_text())["sink"]["type"] == "jdbc"
     phases = []
     try:
         for moment in _kill_moments(rng):
@@ -99,6 +104,9 @@ def _run_with_kills(name: str, pipeline: Path, state_dir: Path, env: dict, seed:
             _wait_for(state_dir, process, moment)
             phases.append(_phase(read_state(state_dir)))
             kill_pipeline(process)
+            if records_in_target and rng.random() < STATE_LOSSES:
+                shutil.rmtree(state_dir)
+                phases.append("state deleted")
         log[name] = (start_sluice(pipeline, state_dir, env), phases)
     except BaseException as exc:  # noqa: BLE001 - reported by the test's thread
         log[name] = exc

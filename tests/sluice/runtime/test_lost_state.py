@@ -1,0 +1,162 @@
+"""The target is the truth; a state directory is a cache of it. A run that lost its state (a
+fresh --state-dir against a target that is kept) adopts what the target holds: a streaming
+pipeline streams on from its committed position without reading a chunk, a pipeline
+stopped mid-snapshot reads only the chunks the target lacks, and the target still equals
+the source row for row, bag tables and rows deleted meanwhile included. A definition that
+is not the one the target's records belong to is refused, naming the key."""
+
+from __future__ import annotations
+
+import re
+import signal
+import time
+
+import pytest
+
+from tests.harness import compare
+from tests.harness.pipelines import (
+    kill_pipeline,
+    pipeline_yaml,
+    postgres_sink,
+    read_state,
+    run_sluice,
+    sluice_env,
+    start_sluice,
+    wait_until_in_binlog_phase,
+    wait_until_target_is,
+    write_pipeline,
+)
+
+pytestmark = pytest.mark.slow
+
+
+def both(mariadb_or_rows, source_db: str, postgresql=None) -> list[tuple]:
+    """The keyed table's rows and the bag's, tagged, from the source or (with `postgresql`) the target."""
+    if postgresql is None:
+        read = lambda t: compare.source_rows(mariadb_or_rows, source_db, t)  # noqa: E731
+    else:
+        read = lambda t: compare.postgres_rows(postgresql, source_db, t)  # noqa: E731
+    return sorted((table, *row) for table in ("orders", "notes") for row in read(table))
+
+
+@pytest.fixture
+def tables(mariadb, source_db) -> str:
+    mariadb.execute(
+        "CREATE TABLE orders (id INT PRIMARY KEY, total INT)",
+        "INSERT INTO orders WITH RECURSIVE s(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM s WHERE n < 3000) "
+        "SELECT n, n FROM s",
+        "CREATE TABLE notes (author INT, note VARCHAR(10))",  # a bag: no key at all
+        "INSERT INTO notes WITH RECURSIVE s(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM s WHERE n < 600) "
+        "SELECT n % 50, 'same' FROM s",
+        database=source_db,
+    )
+    return f"{source_db}.(orders|notes)"
+
+
+def definition(mariadb, postgresql, source_db, tables, mode: str = "initial", chunk_size: int = 200) -> dict:
+    return pipeline_yaml(
+        mariadb,
+        tables,
+        postgres_sink(postgresql),
+        name=f"lost-{source_db}",
+        **{
+            "scan.startup.mode": mode,
+            "scan.incremental.snapshot.chunk.size": chunk_size,
+            "scan.incremental.snapshot.chunk.key-column": f"{source_db}.notes:author",
+            "server-id": "6960-6965",
+        },
+    )
+
+
+def changes_while_nothing_runs(mariadb, source_db: str) -> None:
+    mariadb.execute(
+        "DELETE FROM orders WHERE id % 30 = 0",
+        "UPDATE orders SET total = -1 WHERE id % 31 = 0",
+        "INSERT INTO notes VALUES (7, 'same'), (7, 'same')",
+        "DELETE FROM notes WHERE author = 3 LIMIT 4",
+        database=source_db,
+    )
+
+
+def test_a_streaming_pipeline_with_a_fresh_state_directory_streams_on_from_the_targets_records(
+    tmp_path, mariadb, postgresql, source_db, tables
+):
+    pipeline = write_pipeline(tmp_path / "p.yaml", definition(mariadb, postgresql, source_db, tables))
+    env = sluice_env(mariadb, postgresql)
+    first = start_sluice(pipeline, tmp_path / "state", env)
+    try:
+        wait_until_in_binlog_phase(first, tmp_path / "state", time.monotonic() + 180)
+        wait_until_target_is(
+            first, both(mariadb, source_db), lambda: both(None, source_db, postgresql), time.monotonic() + 120
+        )
+        first.send_signal(signal.SIGTERM)
+        assert first.wait(60) == 0
+    finally:
+        if first.poll() is None:
+            kill_pipeline(first)
+    changes_while_nothing_runs(mariadb, source_db)
+
+    again = start_sluice(pipeline, tmp_path / "fresh-state", env)
+    try:
+        wait_until_target_is(
+            again, both(mariadb, source_db), lambda: both(None, source_db, postgresql), time.monotonic() + 180
+        )
+        again.send_signal(signal.SIGTERM)
+        _, err = again.communicate(timeout=60)
+        assert again.returncode == 0, err
+    finally:
+        if again.poll() is None:
+            kill_pipeline(again)
+    assert "adopting the records of pipeline" in err, err
+    assert "snapshot:" not in err, err  # not one chunk read again
+    assert "binlog" in read_state(tmp_path / "fresh-state")  # the cache holds the adopted state
+
+
+def test_a_finished_snapshot_run_with_a_fresh_state_directory_leaves_the_target_equal_to_the_source(
+    tmp_path, mariadb, postgresql, source_db, tables
+):
+    pipeline = write_pipeline(tmp_path / "p.yaml", definition(mariadb, postgresql, source_db, tables, "snapshot"))
+    env = sluice_env(mariadb, postgresql)
+    first = run_sluice(pipeline, tmp_path / "state", env)
+    assert first.returncode == 0, first.stderr
+    assert both(None, source_db, postgresql) == both(mariadb, source_db)
+    changes_while_nothing_runs(mariadb, source_db)
+    again = run_sluice(pipeline, tmp_path / "fresh-state", env)
+    assert again.returncode == 0, again.stderr
+    assert "adopting the records of pipeline" in again.stderr, again.stderr
+    assert both(None, source_db, postgresql) == both(mariadb, source_db)  # no bag row twice, no deleted row left
+
+
+def test_a_pipeline_stopped_mid_snapshot_reads_only_the_chunks_the_target_lacks(
+    tmp_path, mariadb, postgresql, source_db, tables
+):
+    small_chunks = definition(mariadb, postgresql, source_db, tables, "snapshot", chunk_size=20)
+    pipeline = write_pipeline(tmp_path / "p.yaml", small_chunks)
+    env = sluice_env(mariadb, postgresql)
+    stopped = run_sluice(pipeline, tmp_path / "state", {**env, "SLUICE_FAILPOINT": "snapshot:split-finished:5"})
+    assert stopped.returncode != 0
+    with postgresql.connect() as conn:  # what the target committed before the kill
+        (committed,) = conn.execute(
+            "SELECT count(*) FROM sluice_meta.offsets WHERE pipeline = %s", (f"lost-{source_db}",)
+        ).fetchone()
+    again = run_sluice(pipeline, tmp_path / "fresh-state", env)
+    assert again.returncode == 0, again.stderr
+    assert "adopting the records of pipeline" in again.stderr
+    resumed = re.search(r"snapshot: resuming, (\d+) of (\d+) splits already finished", again.stderr)
+    assert resumed and int(resumed[1]) == committed < int(resumed[2]), (committed, again.stderr)
+    assert both(None, source_db, postgresql) == both(mariadb, source_db)
+
+
+def test_a_definition_the_targets_records_do_not_belong_to_is_refused_naming_the_key(
+    tmp_path, mariadb, postgresql, source_db, tables
+):
+    env = sluice_env(mariadb, postgresql)
+    first = definition(mariadb, postgresql, source_db, tables, "snapshot")
+    assert run_sluice(write_pipeline(tmp_path / "a.yaml", first), tmp_path / "state", env).returncode == 0
+    changed = definition(mariadb, postgresql, source_db, tables, "snapshot")
+    changed["source"]["scan.incremental.snapshot.chunk.size"] = 100
+    refused = run_sluice(write_pipeline(tmp_path / "b.yaml", changed), tmp_path / "fresh-state", env)
+    assert refused.returncode == 1
+    last = refused.stderr.strip().splitlines()[-1]
+    assert "scan.incremental.snapshot.chunk.size changed from '200' to '100'" in last, refused.stderr
+    assert f"the records of pipeline 'lost-{source_db}'" in last and "new pipeline.name" in last
