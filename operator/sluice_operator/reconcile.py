@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timezone
 from typing import Any
 
 from sluice.coordinator.schema_change import SchemaChangeInFlight, Step, pending_message
@@ -24,7 +24,7 @@ from sluice.errors import DefinitionError
 from sluice.pipeline.definition import PipelineDefinition
 from sluice.state.compact_state import expand
 from sluice.state.pipeline_state import PipelineState
-from sluice_operator import conditions
+from sluice_operator import conditions, retries
 from sluice_operator.observe import Observation
 from sluice_operator.pipeline_spec import PipelineSpec, read_spec
 from sluice_operator.rbac import driver_rbac
@@ -33,11 +33,6 @@ from sluice_operator.spark_operator import UNSUPPORTED_SUSPEND
 
 FAILED_STATES = ("FAILED", "SUBMISSION_FAILED")
 RETRYING_STATES = ("FAILING", "PENDING_RERUN")  # the Spark Operator's restartPolicy at work
-# Once the Spark Operator's own retries are spent, the operator resubmits an application that
-# failed for a cause that may heal (a source or target away, a node lost), for ever, waiting
-# 10 s, 20 s, 40 s ... up to 5 minutes between attempts; the count starts again once the
-# pipeline has been Ready for 10 minutes.
-RETRY_FIRST_SECONDS, RETRY_MAX_SECONDS, RETRY_RESET_SECONDS = 10, 300, 600
 
 
 @dataclass(frozen=True)
@@ -91,7 +86,7 @@ def reconcile(observation: Observation, now: datetime | None = None) -> Plan:
     driver = status.get("driver") or {}
     error = driver.get("error") or (app_status.get("applicationState") or {}).get("errorMessage", "")
     retriable = app_state in FAILED_STATES and not changed and driver.get("retriable", True)
-    retry = _retry(status, current, retriable, error, now)
+    retry = retries.record(status, current, retriable, error, now)
     if suspend_by_deletion:
         plan.delete_application = current is not None
         if current is not None:
@@ -104,7 +99,7 @@ def reconcile(observation: Observation, now: datetime | None = None) -> Plan:
             plan.events.append(Event("Normal", "Submit", "the Spark job ended; submitting it again"))
         elif app_state in FAILED_STATES and changed:
             plan.delete_application = True  # the user changed the spec of a failed pipeline: try it
-        elif retriable and _stamp(now) >= retry["nextRetryTime"]:
+        elif retriable and retries.due(retry, now):
             plan.delete_application = True
             plan.events.append(Event("Normal", "Retry", f"resubmitting after failure {retry['attempts']}: {error}"))
     else:
@@ -130,8 +125,8 @@ def reconcile(observation: Observation, now: datetime | None = None) -> Plan:
         wait = f"retry {retry['attempts']} at {retry['nextRetryTime']}"
         found = _with(found, conditions.DEGRADED, True, "Retrying", f"the Spark job failed: {error}; {wait}")
     found = _with(found, conditions.READY, ready, phase, "" if ready else found[0].message)
-    if ready and _ready_since(status, now) >= RETRY_RESET_SECONDS:
-        retry = None  # it healed: the next failure waits the first interval again
+    if ready and retries.healed(status, now):
+        retry = None  # the next failure waits the first interval again
     plan.events += _new_degradation(status, found)
     plan.phase = phase
     plan.status = {
@@ -156,40 +151,6 @@ def reconcile(observation: Observation, now: datetime | None = None) -> Plan:
     if told:
         plan.status["application"]["adopted"] = told  # said once
     return plan
-
-
-def _retry(
-    status: dict[str, Any], current: dict[str, Any] | None, retriable: bool, error: str, now: datetime
-) -> dict[str, Any] | None:
-    """The retry record: a new failed application (by uid) counts one more attempt and sets
-    the time of the next; otherwise the record stays as it is."""
-    retry = status.get("retry") or None
-    if not retriable or current is None:
-        return retry
-    uid = current["metadata"].get("uid", "")
-    if retry is not None and retry.get("failedApplication") == uid:
-        return retry
-    attempts = int((retry or {}).get("attempts", 0)) + 1
-    delay = min(RETRY_FIRST_SECONDS * 2 ** (attempts - 1), RETRY_MAX_SECONDS)
-    return {
-        "attempts": attempts,
-        "lastError": error[:1000],
-        "nextRetryTime": _stamp(now + timedelta(seconds=delay)),
-        "failedApplication": uid,
-    }
-
-
-def _ready_since(status: dict[str, Any], now: datetime) -> float:
-    """Seconds the pipeline has been Ready, as its condition last said (0: not Ready)."""
-    ready = {c.get("type"): c for c in status.get("conditions") or []}.get(conditions.READY) or {}
-    if ready.get("status") != "True" or not ready.get("lastTransitionTime"):
-        return 0.0
-    since = datetime.fromisoformat(ready["lastTransitionTime"].replace("Z", "+00:00"))
-    return (now - since).total_seconds()
-
-
-def _stamp(moment: datetime) -> str:
-    return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def _state(status: dict[str, Any]) -> PipelineState | None:
