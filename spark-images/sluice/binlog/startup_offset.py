@@ -74,6 +74,7 @@ def check_offset_available(conn: pymysql.connections.Connection, offset: BinlogO
         oldest = files[0] if files else "none"
         raise SourceError(
             f"binlog position {offset} is no longer on the source (purged?); the oldest binlog "
-            f"the server has is {oldest}:4. Restart the pipeline from a fresh snapshot "
-            "(new --state-dir and target offsets), or raise the server's binlog retention"
+            f"the server has is {oldest}:4. Restart the pipeline from a fresh snapshot (a new "
+            "pipeline.name into an empty target: the target's records of this one point to the purged "
+            "position), or raise the server's binlog retention"
         )

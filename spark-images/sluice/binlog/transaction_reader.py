@@ -130,7 +130,7 @@ def replication_error(exc: pymysql.err.OperationalError, server_id: int, where: 
     if code == 1236:
         return SourceError(
             f"the source cannot serve the binlog {where}: {message.rstrip('.')}; if the binlog was purged, restart the "
-            "pipeline from a fresh snapshot (new --state-dir and target offsets), or raise the server's "
+            "pipeline from a fresh snapshot (a new pipeline.name into an empty target), or raise the server's "
             "binlog retention"
         )
     return SourceUnavailable(f"binlog connection to the source failed: {message}")
