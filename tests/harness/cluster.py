@@ -95,6 +95,11 @@ class Cluster:
         logs = "\n".join(p.read_text()[-2500:] for p in sorted(self.directory.rglob("*.log")))
         raise AssertionError(f"timed out waiting for {what}; status: {json.dumps(status)[:3000]}\n{logs}")
 
+    def passwords(self, source: MariaDB, target: PostgreSQL) -> None:
+        """The Secrets `manifest` refers to."""
+        self.secret("mariadb", source.password)
+        self.secret("postgresql", target.password)
+
     def secret(self, name: str, password: str) -> None:
         data = {"password": base64.b64encode(password.encode()).decode()}
         self.core.create_namespaced_secret(self.namespace, {"metadata": {"name": name}, "data": data})

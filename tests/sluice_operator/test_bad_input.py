@@ -27,8 +27,7 @@ def test_each_bad_input_is_a_degraded_condition_and_a_warning_and_the_operator_g
 ):
     mariadb.execute(f"CREATE TABLE {source_db}.keyless (note VARCHAR(10))")
     mariadb.execute(f"CREATE TABLE {source_db}.orders (id INT PRIMARY KEY)")
-    cluster.secret("mariadb", mariadb.password)
-    cluster.secret("postgresql", postgresql.password)
+    cluster.passwords(mariadb, postgresql)
     cluster.core.create_namespaced_secret(
         cluster.namespace, {"metadata": {"name": "wrong-key"}, "data": {"pw": "eA=="}}
     )

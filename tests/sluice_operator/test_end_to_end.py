@@ -80,8 +80,7 @@ def executors_read(document: dict) -> dict:
 
 def test_apply_snapshot_scale_down_stream_and_a_manual_schema_change(cluster, mariadb, postgresql, source_db):
     seed(mariadb, source_db, 3000)
-    cluster.secret("mariadb", mariadb.password)
-    cluster.secret("postgresql", postgresql.password)
+    cluster.passwords(mariadb, postgresql)
     apply(cluster, manifest("orders", mariadb, postgresql, f"{source_db}.orders"))
 
     # The snapshot runs with 2 executors.
@@ -150,8 +149,7 @@ def test_a_killed_driver_resumes_from_status_and_an_operator_restart_changes_not
     cluster, mariadb, postgresql, source_db
 ):
     seed(mariadb, source_db, 300_000)
-    cluster.secret("mariadb", mariadb.password)
-    cluster.secret("postgresql", postgresql.password)
+    cluster.passwords(mariadb, postgresql)
     # The first driver SIGKILLs itself once it has recorded 5 of its 1,200 splits.
     cluster.spark.extra_env = {"SLUICE_FAILPOINT": "snapshot:split-finished:5"}
     apply(cluster, executors_read(manifest("killed", mariadb, postgresql, f"{source_db}.orders")))
@@ -201,8 +199,7 @@ def test_a_table_added_to_a_streaming_pipeline_is_snapshotted_at_the_new_paralle
     cluster, mariadb, postgresql, source_db
 ):
     seed(mariadb, source_db, 600)
-    cluster.secret("mariadb", mariadb.password)
-    cluster.secret("postgresql", postgresql.password)
+    cluster.passwords(mariadb, postgresql)
     apply(cluster, executors_read(manifest("grows", mariadb, postgresql, f"{source_db}.orders")))
     wait_streaming(cluster, "grows")
     mariadb.execute(

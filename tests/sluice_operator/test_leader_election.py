@@ -26,8 +26,7 @@ def test_the_standby_takes_over_when_the_leader_dies(cluster: Cluster, mariadb, 
     try:
         assert holder(cluster) == cluster.operator.name
         seed(mariadb, source_db, 1000)
-        cluster.secret("mariadb", mariadb.password)
-        cluster.secret("postgresql", postgresql.password)
+        cluster.passwords(mariadb, postgresql)
         apply(cluster, manifest("orders", mariadb, postgresql, f"{source_db}.orders"))
         wait_streaming(cluster, "orders")
         assert not [w for w in cluster.kube_api.double.writes if standby.name in w["agent"]]  # it stood by

@@ -18,8 +18,7 @@ def test_a_re_created_cdc_pipeline_adopts_the_target_and_streams_without_a_snaps
     cluster: Cluster, mariadb, postgresql, source_db
 ):
     seed(mariadb, source_db, 2000)
-    cluster.secret("mariadb", mariadb.password)
-    cluster.secret("postgresql", postgresql.password)
+    cluster.passwords(mariadb, postgresql)
     document = manifest("orders", mariadb, postgresql, f"{source_db}.orders")
     apply(cluster, document)
     wait_streaming(cluster, "orders")

@@ -54,8 +54,7 @@ def test_an_operator_watching_namespaces_runs_a_pipeline_through_snapshot_scale_
     try:
         assert cluster.operator_args == [f"--namespace={namespace}"]
         seed(mariadb, source_db, 1500)
-        cluster.secret("mariadb", mariadb.password)
-        cluster.secret("postgresql", postgresql.password)
+        cluster.passwords(mariadb, postgresql)
         apply(cluster, manifest("orders", mariadb, postgresql, f"{source_db}.orders"))
         cluster.wait("orders", "the snapshot shape", lambda s: (s.get("application") or {}).get("shape") == "snapshot")
         wait_streaming(cluster, "orders")

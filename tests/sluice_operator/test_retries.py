@@ -33,8 +33,7 @@ def condition(status: dict[str, Any], kind: str) -> dict[str, Any]:
 def test_a_source_outage_longer_than_every_retry_heals_by_itself(cluster: Cluster, source, postgresql):
     source.execute("CREATE DATABASE shop")
     seed(source, "shop", 500)
-    cluster.secret("mariadb", source.password)
-    cluster.secret("postgresql", postgresql.password)
+    cluster.passwords(source, postgresql)
     document = manifest("orders", source, postgresql, "shop.orders")
     # Give up on the connection quickly, so that the Spark Operator's retries are spent too.
     document["spec"]["source"].update({"connect.max-retries": 0, "connect.reconnect.timeout": "1s"})
@@ -64,8 +63,7 @@ def test_a_source_outage_longer_than_every_retry_heals_by_itself(cluster: Cluste
 
 def test_a_failure_a_user_must_fix_stays_failed_and_is_not_retried(cluster: Cluster, mariadb, postgresql, source_db):
     mariadb.execute(f"CREATE TABLE {source_db}.keyless (note VARCHAR(10))")
-    cluster.secret("mariadb", mariadb.password)
-    cluster.secret("postgresql", postgresql.password)
+    cluster.passwords(mariadb, postgresql)
     document = manifest("keyless", mariadb, postgresql, f"{source_db}.keyless")
     document["spec"]["pipeline"]["schema.change.behavior"] = "lenient"
     apply(cluster, document)

@@ -33,8 +33,7 @@ def application_writes(cluster: Cluster, method: str) -> list[dict[str, Any]]:
 def test_fields_the_webhook_defaults_never_cause_a_replace_or_a_rerun(cluster, mariadb, postgresql, source_db):
     seed(mariadb, source_db, 1)
     mariadb.execute(f"DELETE FROM {source_db}.orders")  # before the start: the target starts empty too
-    cluster.secret("mariadb", mariadb.password)
-    cluster.secret("postgresql", postgresql.password)
+    cluster.passwords(mariadb, postgresql)
     document = manifest("latest", mariadb, postgresql, f"{source_db}.orders")
     document["spec"]["source"]["scan.startup.mode"] = "latest-offset"  # streaming-shaped from the start
     before = len(application_writes(cluster, "PUT"))
@@ -70,8 +69,7 @@ def test_a_refusal_by_an_admission_policy_is_a_degraded_condition_and_a_warning(
     cluster, mariadb, postgresql, source_db
 ):
     seed(mariadb, source_db, 10)
-    cluster.secret("mariadb", mariadb.password)
-    cluster.secret("postgresql", postgresql.password)
+    cluster.passwords(mariadb, postgresql)
 
     def require_team_label(review):
         if review.obj["metadata"]["namespace"] == cluster.namespace and "team" not in review.obj["metadata"].get(
@@ -111,8 +109,7 @@ def test_before_spark_operator_2_4_suspend_deletes_the_application_and_says_so(
 ):
     cluster = old_spark_operator
     seed(mariadb, source_db, 200)
-    cluster.secret("mariadb", mariadb.password)
-    cluster.secret("postgresql", postgresql.password)
+    cluster.passwords(mariadb, postgresql)
     document = manifest("orders", mariadb, postgresql, f"{source_db}.orders")
     apply(cluster, document)
     wait_streaming(cluster, "orders")
