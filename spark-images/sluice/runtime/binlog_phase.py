@@ -28,6 +28,7 @@ from sluice.binlog.binlog_split import BinlogSplit
 from sluice.binlog.ddl_parser import Captured
 from sluice.binlog.emit_rule import emit
 from sluice.binlog.transaction_reader import Heartbeat, SchemaChange, Transaction, read_transactions
+from sluice.errors import SluiceError
 from sluice.event.projection import projection
 from sluice.event.row_change import ChangeRow
 from sluice.runtime.reader_process import END, ReaderProcess
@@ -148,7 +149,7 @@ def run_binlog_phase(
             item = reader.get(timeout)
             if item is END:
                 lost = reader.failure[0] if reader.failure else None
-                if lost is None or not getattr(lost, "transient", False):
+                if not (isinstance(lost, SluiceError) and lost.transient):
                     break
                 outage = outage or _Outage(endpoint.reconnect_timeout)
                 if batch or end != split.offset:

@@ -216,6 +216,7 @@ class JdbcSink(Sink):
         self.target = JdbcTarget(
             options["url"], options["username"], options["password"], pipeline, options["sink.batch-size"]
         )
+        self._meta_tables = False  # created in this process (the first state is kept before `prepare`)
 
     def prepare(self, schemas: Sequence[TableSchema]) -> None:
         dialect = self.target.dialect
@@ -262,11 +263,13 @@ class JdbcSink(Sink):
         dialect = self.target.dialect
         conn = self.target.connect()
         try:
-            cur = conn.cursor()
-            for statement in dialect.meta_table_statements():
-                cur.execute(statement)
+            if not self._meta_tables:
+                cur = conn.cursor()
+                for statement in dialect.meta_table_statements():
+                    cur.execute(statement)
             dialect.save_state(conn, self.target.pipeline, revision, json.dumps(document, separators=(",", ":")))
             conn.commit()
+            self._meta_tables = True  # after the commit: PostgreSQL rolls DDL back with the rest
         except Exception as exc:
             raise SinkError(f"sink {self.target!r}: keeping the pipeline's state failed: {_first_line(exc)}") from exc
         finally:
