@@ -28,6 +28,7 @@ from sluice.runtime.schema_change_handler import SchemaChangeHandler
 from sluice.sink.base import Sink
 from sluice.sink.factory import create_sink
 from sluice.snapshot.chunk_splitter import split_table
+from sluice.snapshot.range_replacement import tables_to_replace
 from sluice.snapshot.snapshot_split import SplitResult, SplitTask
 from sluice.snapshot.snapshot_split_assigner import SnapshotAssignerState
 from sluice.snapshot.split_reader import read_splits, reads_onto
@@ -284,6 +285,11 @@ class PipelineRunner:
                 "again once the binlog reader has applied the change\n"
             )
 
+        conn = connect(self.endpoint)
+        try:
+            replacing = tables_to_replace(self.sink, conn, snapshot)
+        finally:
+            conn.close()
         progress = SnapshotProgress(len(snapshot.splits), len(snapshot.finished), snapshot.rows_done)
         progress.resuming()
         progress.show()
@@ -299,6 +305,7 @@ class PipelineRunner:
                 self.stopping,
                 table_changed,
                 progress,
+                replacing,
                 until,
             )
 

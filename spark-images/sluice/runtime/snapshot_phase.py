@@ -75,10 +75,12 @@ def run_snapshot_phase(
     stopping: threading.Event,
     on_table_changed: Callable[[str], None],
     progress: SnapshotProgress,
+    replacing: set[str],
     until: Callable[[], bool] = lambda: False,
 ) -> None:
     """Reads the remaining splits, on Spark (`sc`) or, with `sc` None, in this process until
-    `until()` says to hand over. Once `stopping` is set no new job starts, and the running
+    `until()` says to hand over. The splits of `replacing` tables replace their key ranges in
+    the target (snapshot/range_replacement). Once `stopping` is set no new job starts, and the running
     ones finish and are recorded. A table whose columns changed meanwhile (a split read
     refused to mix two schemas) is handed to `on_table_changed`, which defers its
     unfinished splits; the other tables go on."""
@@ -111,7 +113,14 @@ def run_snapshot_phase(
             if splits[0].split_id in state.deferred:
                 continue
             try:
-                write([SplitTask(s, state.tables[s.table_id], endpoint, server_id, source.fetch_size) for s in splits])
+                write(
+                    [
+                        SplitTask(
+                            s, state.tables[s.table_id], endpoint, server_id, source.fetch_size, s.table_id in replacing
+                        )
+                        for s in splits
+                    ]
+                )
             except BaseException as exc:  # noqa: BLE001 - reported by the driver thread below
                 changed = exc.table_id if isinstance(exc, SchemaDrift) else SchemaDrift.in_text(str(exc))
                 if changed is None:

@@ -136,6 +136,19 @@ class Sink(ABC):
         """Keeps the state document in the target: the state directory or status is then a
         cache of what the target holds, and a lost one is adopted from it."""
 
+    def tables_holding_rows(self, schemas: Sequence[TableSchema]) -> set[str]:
+        """Which of the tables hold rows in the target already: their snapshot chunks
+        replace their key ranges (snapshot/range_replacement); none where the sink cannot."""
+        return set()
+
+    def chunk_keys(self, schema: TableSchema) -> Iterator[list[Any]]:
+        """The target's distinct chunk keys of a table, in batches."""
+        raise NotImplementedError(f"{type(self).__name__} does not replace key ranges")
+
+    def delete_chunk_keys(self, schema: TableSchema, keys: Sequence[Any] | None) -> None:
+        """Deletes the target's rows with these chunk keys; with None, all its rows."""
+        raise NotImplementedError(f"{type(self).__name__} does not replace key ranges")
+
     @abstractmethod
     def writer(self) -> SinkWriter:
         """A writer for an executor task or for the binlog phase."""

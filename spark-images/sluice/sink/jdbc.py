@@ -14,7 +14,7 @@ from __future__ import annotations
 import collections
 import contextlib
 import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 from sluice.errors import SinkError, SinkUnavailable
@@ -73,6 +73,8 @@ class JdbcWriter(SinkWriter):
         dialect = self.target.dialect
         try:
             self._fence()
+            if read.replaces is not None:
+                dialect.delete_range(self.conn, read.schema, read.replaces)
             dialect.insert_new(self.conn, read.schema, read.rows)
             covered = {split.split_id: read.high_watermark for split, _ in read.covered()}
             dialect.save_offsets(self.conn, self.target.pipeline, covered)
@@ -275,8 +277,59 @@ class JdbcSink(Sink):
         finally:
             conn.close()
 
+    def tables_holding_rows(self, schemas: Sequence[TableSchema]) -> set[str]:
+        """The tables whose target holds rows: their chunks replace their key ranges
+        (snapshot/range_replacement)."""
+        table = self.target.dialect.target_table
+        with contextlib.closing(self.target.connect()) as conn, contextlib.closing(conn.cursor()) as cur:
+            holding = set()
+            for schema in schemas:
+                cur.execute(f"SELECT 1 FROM {table(schema)} LIMIT 1")
+                if cur.fetchone() is not None:
+                    holding.add(schema.table_id)
+            conn.commit()
+            return holding
+
+    def chunk_keys(self, schema: TableSchema) -> Iterator[list[Any]]:
+        """The target's distinct chunk keys, a batch at a time in the target's own order
+        (NULL, if any, alone first)."""
+        dialect = self.target.dialect
+        key, table = dialect.quote(schema.chunk_key), dialect.target_table(schema)
+        with contextlib.closing(self.target.connect()) as conn, contextlib.closing(conn.cursor()) as cur:
+            cur.execute(f"SELECT 1 FROM {table} WHERE {key} IS NULL LIMIT 1")
+            if cur.fetchone() is not None:
+                yield [None]
+            after: list[Any] = []
+            while True:
+                where = f"{key} IS NOT NULL" + (f" AND {key} > %s" if after else "")
+                cur.execute(f"SELECT DISTINCT {key} FROM {table} WHERE {where} ORDER BY {key} LIMIT {KEY_BATCH}", after)
+                keys = [row[0] for row in cur.fetchall()]
+                conn.commit()
+                if not keys:
+                    return
+                yield keys
+                after = [keys[-1]]
+
+    def delete_chunk_keys(self, schema: TableSchema, keys: Sequence[Any] | None) -> None:
+        """Deletes the target's rows with these chunk keys (every row, for None), committed."""
+        dialect = self.target.dialect
+        key, table = dialect.quote(schema.chunk_key), dialect.target_table(schema)
+        with contextlib.closing(self.target.connect()) as conn, contextlib.closing(conn.cursor()) as cur:
+            if keys is None:
+                cur.execute(f"DELETE FROM {table}")
+            if None in (keys or ()):
+                cur.execute(f"DELETE FROM {table} WHERE {key} IS NULL")
+            values = [k for k in keys or () if k is not None]
+            for start in range(0, len(values), KEY_BATCH):
+                part = values[start : start + KEY_BATCH]
+                cur.execute(f"DELETE FROM {table} WHERE {key} IN ({', '.join(['%s'] * len(part))})", part)
+            conn.commit()
+
     def writer(self) -> JdbcWriter:
         return JdbcWriter(self.target)
+
+
+KEY_BATCH = 1000  # chunk keys per query when a collation-keyed table's unread chunks are cleared
 
 
 def _key_tuple(key: Any) -> tuple[Any, ...]:

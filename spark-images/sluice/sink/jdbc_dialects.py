@@ -6,6 +6,7 @@ rows in bulk, and keep the offsets table. Everything runs inside the caller's tr
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import json
 import logging
@@ -22,6 +23,7 @@ from sluice.pipeline.jdbc_url import JdbcUrl
 from sluice.sink.base import already_committed
 from sluice.sink.type_mapping import mysql_type, postgres_type
 from sluice.snapshot.copy_text import RendersCopyText, load_data_columns
+from sluice.snapshot.snapshot_split import SnapshotSplit
 from sluice.source.offset import BinlogOffset
 from sluice.source.row_decoding import Row
 from sluice.source.schema import BINARY_STRING_TYPES, TEXT_STRING_TYPES, Column, TableSchema
@@ -124,9 +126,21 @@ class JdbcDialect(ABC):
     def delete_equal_sql(self, schema: TableSchema, nulls: Sequence[bool]) -> str:
         """DELETE of at most %s rows whose columns equal the parameters (IS NULL where `nulls`)."""
 
+    def delete_range(self, conn: Any, schema: TableSchema, split: SnapshotSplit) -> None:
+        """Removes the target's rows in a chunk's key range, which the chunk's rows replace."""
+        key = schema.column(schema.chunk_key)
+        where, params = split.key_condition(self.quote(key.name), self._parameter(key))
+        with contextlib.closing(conn.cursor()) as cur:
+            cur.execute(f"DELETE FROM {self.target_table(schema)}{where}", params)
+
     def _equal(self, column: Column, null: bool) -> str:
-        name = self.quote(column.name)
-        return f"{name} IS NULL" if null else f"{name} = CAST(%s AS {self.column_type(column)})"
+        return (
+            f"{self.quote(column.name)} IS NULL" if null else f"{self.quote(column.name)} = {self._parameter(column)}"
+        )
+
+    def _parameter(self, column: Column) -> str:
+        """A parameter compared with the column: the value as the column's type."""
+        return f"CAST(%s AS {self.column_type(column)})"
 
     @abstractmethod
     def save_offsets(self, conn: Any, pipeline: str, offsets: Mapping[str, BinlogOffset]) -> None: ...
@@ -489,9 +503,9 @@ class MySqlDialect(JdbcDialect):
         match = " AND ".join(self._equal(c, null) for c, null in zip(schema.columns, nulls, strict=True))
         return f"DELETE FROM {self.target_table(schema)} WHERE {match} LIMIT %s"
 
-    def _equal(self, column: Column, null: bool) -> str:
+    def _parameter(self, column: Column) -> str:
         # A MySQL-dialect target has the source's own types: the values compare as they are.
-        return f"{self.quote(column.name)} IS NULL" if null else f"{self.quote(column.name)} = %s"
+        return "%s"
 
     def save_offsets(
         self, conn: pymysql.connections.Connection, pipeline: str, offsets: Mapping[str, BinlogOffset]

@@ -42,16 +42,37 @@ class SnapshotSplit:
     def from_json(cls, data: dict[str, Any]) -> SnapshotSplit:
         return cls(data["table"], int(data["index"]), values.decode(data["start"]), values.decode(data["end"]))
 
+    def key_condition(self, key: str, value: str = "%s") -> tuple[str, list[Any]]:
+        """The WHERE clause (empty for a whole table) that selects this split's rows by the
+        quoted chunk key `key`, with its parameters (`value`: how a parameter is written).
+        NULL chunk keys (allowed without a primary key) sort first: the first chunk has them."""
+        conditions: list[str] = []
+        params: list[Any] = []
+        if self.start is not None:
+            conditions.append(f"{key} >= {value}")
+            params.append(self.start)
+        if self.end is not None:
+            conditions.append(f"({key} < {value}{f' OR {key} IS NULL' if self.start is None else ''})")
+            params.append(self.end)
+        return (f" WHERE {' AND '.join(conditions)}" if conditions else ""), params
+
+    def spanning(self, last: SnapshotSplit) -> SnapshotSplit:
+        """The key range from this split's start to the end of `last`, a later split of its table."""
+        return SnapshotSplit(self.table_id, self.index, self.start, last.end)
+
 
 @dataclass(frozen=True)
 class SplitTask:
-    """Everything an executor needs to read one split; shipped by Spark to the task."""
+    """Everything an executor needs to read one split; shipped by Spark to the task.
+    `replaces`: the target may hold rows in the split's key range (it was not empty when
+    the run began), which the split's rows then replace."""
 
     split: SnapshotSplit
     schema: TableSchema
     endpoint: SourceEndpoint
     server_id: int
     fetch_size: int
+    replaces: bool = False
 
 
 @dataclass(frozen=True)
@@ -72,6 +93,9 @@ class SplitRead:
     rows: Iterable[Row]
     high_watermark: BinlogOffset
     covered: Callable[[], list[tuple[SnapshotSplit, int]]]  # once the rows were iterated: the splits, with rows
+    # The key range the target must clear before it loads the rows: every split offered to
+    # the read (those it does not cover are read next, and clear their range again).
+    replaces: SnapshotSplit | None = None
 
     def results(self) -> list[SplitResult]:
         return [SplitResult(split.split_id, self.high_watermark, rows) for split, rows in self.covered()]

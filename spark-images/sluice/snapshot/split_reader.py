@@ -52,18 +52,8 @@ def _selected(column: Column) -> str:
 
 def chunk_query(schema: TableSchema, split: SnapshotSplit, select: str | None = None) -> tuple[str, list[Any]]:
     """The chunk's SELECT: its columns, or the given select list, over the split's key range."""
-    key = quote(schema.chunk_key)
     columns = select or ", ".join(_selected(c) for c in schema.columns)
-    conditions: list[str] = []
-    params: list[Any] = []
-    if split.start is not None:
-        conditions.append(f"{key} >= %s")
-        params.append(split.start)
-    if split.end is not None:
-        # NULL chunk keys (allowed without a primary key) sort first: the first chunk has them.
-        conditions.append(f"({key} < %s{f' OR {key} IS NULL' if split.start is None else ''})")
-        params.append(split.end)
-    where = f" WHERE {' AND '.join(conditions)}" if conditions else ""
+    where, params = split.key_condition(quote(schema.chunk_key))
     return f"SELECT {columns} FROM {qualified(schema.database, schema.table)}{where}", params
 
 
@@ -271,14 +261,17 @@ def read_splits(tasks: list[SplitTask]) -> Iterator[SplitRead]:
             task = pending[0]
             if exact_reads:
                 exact = _begin_read_view(task.schema, conn)
-                group = ChunkGroup(conn, _adjacent(pending))
-                yield SplitRead(task.schema, group, exact, group.covered)
+                offered = _adjacent(pending)
+                group = ChunkGroup(conn, offered)
+                replaces = task.split.spanning(offered[-1].split) if task.replaces else None
+                yield SplitRead(task.schema, group, exact, group.covered, replaces)
                 for _ in group.covered():
                     pending.popleft()
             else:
                 pending.popleft()
                 rows, high, _ = read_split(task, conn)
-                yield SplitRead(task.schema, rows, high, lambda t=task, r=rows: [(t.split, len(r))])
+                replaces = task.split if task.replaces else None
+                yield SplitRead(task.schema, rows, high, lambda t=task, r=rows: [(t.split, len(r))], replaces)
             end_split(conn)
     finally:
         conn.close()
@@ -363,6 +356,8 @@ def reads_onto(target: TableSchema) -> ReadSplits:
             if project is None:
                 yield split
                 continue
-            yield SplitRead(target, _Projected(split.rows, project), split.high_watermark, split.covered)
+            yield SplitRead(
+                target, _Projected(split.rows, project), split.high_watermark, split.covered, split.replaces
+            )
 
     return read

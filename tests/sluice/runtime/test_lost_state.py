@@ -16,6 +16,7 @@ import pytest
 from tests.harness import compare
 from tests.harness.pipelines import (
     kill_pipeline,
+    mysql_sink,
     pipeline_yaml,
     postgres_sink,
     read_state,
@@ -160,3 +161,85 @@ def test_a_definition_the_targets_records_do_not_belong_to_is_refused_naming_the
     last = refused.stderr.strip().splitlines()[-1]
     assert "scan.incremental.snapshot.chunk.size changed from '200' to '100'" in last, refused.stderr
     assert f"the records of pipeline 'lost-{source_db}'" in last and "new pipeline.name" in last
+
+
+def all_three(server, source_db: str, postgresql=None) -> list[tuple]:
+    """The keyed, bag and string-keyed tables' rows, tagged: from a MariaDB (source or
+    MySQL-dialect target) or, with `postgresql`, from PostgreSQL."""
+    if postgresql is None:
+        read = lambda t: compare.source_rows(server, source_db, t)  # noqa: E731
+    else:
+        read = lambda t: compare.postgres_rows(postgresql, source_db, t)  # noqa: E731
+    return sorted((table, *map(str, row)) for table in ("orders", "notes", "tags") for row in read(table))
+
+
+@pytest.mark.parametrize("target", ["postgres", "mariadb"])
+def test_a_snapshot_into_a_target_that_holds_rows_leaves_it_exact(
+    request, tmp_path, mariadb, postgresql, mariadb_target, source_db, tables, target
+):
+    """Each chunk replaces its key range in the target: rows the source deleted, copies of a
+    bag's rows, rows below the first chunk and above the last, and NULL chunk keys are gone
+    after a new pipeline snapshots into a kept target; also when that pipeline is stopped
+    mid-snapshot and resumes (string keys under a collation included)."""
+    mariadb.execute(
+        "CREATE TABLE tags (name VARCHAR(20) PRIMARY KEY, n INT)",  # the server's default collation
+        "INSERT INTO tags WITH RECURSIVE s(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM s WHERE n < 400) "
+        "SELECT CONCAT(IF(n % 2, 'tag-', 'TAG-'), LPAD(n, 4, '0')), n FROM s",
+        database=source_db,
+    )
+    tables = f"{source_db}.(orders|notes|tags)"
+    sink = postgres_sink(postgresql) if target == "postgres" else mysql_sink(mariadb_target)
+    rows_in_target = (
+        (lambda: all_three(None, source_db, postgresql))
+        if target == "postgres"
+        else (lambda: all_three(mariadb_target, source_db))
+    )
+    env = sluice_env(mariadb, postgresql, mariadb_target)
+
+    def pipeline(name: str, path: str):
+        definition = pipeline_yaml(
+            mariadb,
+            tables,
+            sink,
+            name=f"{name}-{target}-{source_db}",
+            **{
+                "scan.startup.mode": "snapshot",
+                "scan.incremental.snapshot.chunk.size": 20,
+                "scan.incremental.snapshot.chunk.key-column": f"{source_db}.notes:author",
+                "server-id": "6966-6969",
+            },
+        )
+        return write_pipeline(tmp_path / path, definition)
+
+    first = run_sluice(pipeline("first", "a.yaml"), tmp_path / "a", env)
+    assert first.returncode == 0, first.stderr
+    assert rows_in_target() == all_three(mariadb, source_db)
+    changes_while_nothing_runs(mariadb, source_db)
+    mariadb.execute(
+        "DELETE FROM orders WHERE id < 5 OR id > 2990",  # the first and the last chunk lose rows
+        "DELETE FROM tags WHERE n % 7 = 0",
+        "UPDATE tags SET n = -n WHERE n % 11 = 0",
+        "INSERT INTO notes VALUES (NULL, 'null key')",
+        database=source_db,
+    )
+    stale = [
+        f"INSERT INTO {source_db}.notes VALUES (NULL, 'stale'), (NULL, 'stale')",  # NULL keys: the first chunk's
+        f"INSERT INTO {source_db}.orders VALUES (-7, 0), (99999, 0)",
+        f"INSERT INTO {source_db}.tags VALUES ('a-stale', 0), ('ZZ-stale', 0), ('tag-0100x', 0)",
+    ]
+    if target == "postgres":
+        with postgresql.connect() as conn:
+            for statement in stale:
+                conn.execute(statement)
+    else:
+        mariadb_target.execute(*stale)
+
+    # A new pipeline name, stopped after a few chunks and resumed: its chunks replace what
+    # the kept target holds in their ranges, the first pipeline's rows included.
+    second = pipeline("second", "b.yaml")
+    stopped = run_sluice(second, tmp_path / "b", {**env, "SLUICE_FAILPOINT": "snapshot:split-finished:30"})
+    assert stopped.returncode != 0
+    resumed = run_sluice(second, tmp_path / "b", env)
+    assert resumed.returncode == 0, resumed.stderr
+    want, got = all_three(mariadb, source_db), rows_in_target()
+    assert got == want, compare.diff(want, got)

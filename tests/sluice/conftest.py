@@ -1,4 +1,4 @@
-"""Fixtures of the jdbc sink's tests: each runs against PostgreSQL and against MariaDB."""
+"""Fixtures of the data plane's tests against a target: each runs against PostgreSQL and against MariaDB."""
 
 from __future__ import annotations
 
