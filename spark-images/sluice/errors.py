@@ -31,6 +31,12 @@ class SinkUnavailable(SinkError):
     transient = True
 
 
+class PositionPurged(SourceError):
+    """The binlog after the pipeline's position is gone from the source (a retention shorter
+    than an outage). A pipeline that takes a snapshot reads it again into a sink whose chunks
+    replace their key ranges; any other fails with this message."""
+
+
 class SchemaDrift(SourceError):
     """A table's columns changed while the snapshot read it: its splits are read again once
     the binlog reader has brought the target to the new columns."""

@@ -81,6 +81,24 @@ class MariaDB:
                 cur.execute(f"SET GLOBAL {name} = %s", (before,))
             conn.close()
 
+    def purge_binlogs(self) -> None:
+        """Starts a new binlog and purges every older one, as a short retention would.
+        MariaDB keeps a binlog until InnoDB no longer needs it for crash recovery: retry."""
+        conn = self.connect()
+        with conn.cursor() as cur:
+            cur.execute("FLUSH BINARY LOGS")
+            cur.execute("SHOW MASTER STATUS")
+            (current, *_) = cur.fetchone()
+            deadline = time.monotonic() + 30
+            while True:
+                cur.execute(f"PURGE BINARY LOGS TO '{current}'")
+                cur.execute("SHOW BINARY LOGS")
+                if [row[0] for row in cur.fetchall()] == [current]:
+                    break
+                assert time.monotonic() < deadline, "MariaDB kept the older binlogs"
+                time.sleep(0.2)
+        conn.close()
+
     def stop(self) -> None:
         _stop(self.process)
 

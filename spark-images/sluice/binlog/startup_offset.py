@@ -7,7 +7,7 @@ import pymysql
 from pymysqlreplication.event import GtidEvent, MariadbGtidEvent
 
 from sluice.binlog.event_reader import event_start, open_stream
-from sluice.errors import SourceError
+from sluice.errors import PositionPurged, SourceError
 from sluice.pipeline.definition import StartupOptions
 from sluice.source.connection import SourceEndpoint, current_offset, is_mariadb
 from sluice.source.offset import BinlogOffset
@@ -72,7 +72,7 @@ def check_offset_available(conn: pymysql.connections.Connection, offset: BinlogO
     files = binlog_files(conn)
     if offset.file not in files:
         oldest = files[0] if files else "none"
-        raise SourceError(
+        raise PositionPurged(
             f"binlog position {offset} is no longer on the source (purged?); the oldest binlog "
             f"the server has is {oldest}:4. Restart the pipeline from a fresh snapshot (a new "
             "pipeline.name into an empty target: the target's records of this one point to the purged "

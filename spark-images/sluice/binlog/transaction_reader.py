@@ -31,7 +31,7 @@ from sluice.binlog.event_reader import RowsEvent, WatchedTables, event_start, op
 from sluice.binlog.event_stream import BinlogRowsEvent
 from sluice.binlog.gtid_state import GtidState, gtid_state
 from sluice.binlog.row_image_decoder import RowImageDecoders
-from sluice.errors import SourceError, SourceUnavailable
+from sluice.errors import PositionPurged, SourceError, SourceUnavailable
 from sluice.event.schema_change import CreateTable, SchemaChangeEvent, is_reflected
 from sluice.source.connection import SourceEndpoint
 from sluice.source.offset import BinlogOffset
@@ -119,6 +119,10 @@ def read_transactions(
         stream.close()
 
 
+# How MariaDB and MySQL say, in a 1236 error, that the binlog a replica asks for was purged.
+PURGED_SIGNS = ("purged", "Could not find first log file", "Could not find GTID state")
+
+
 def replication_error(exc: pymysql.err.OperationalError, server_id: int, where: str) -> SourceError:
     """Names what to fix for the replication errors users meet."""
     code, message = (exc.args + ("",))[:2]
@@ -128,7 +132,8 @@ def replication_error(exc: pymysql.err.OperationalError, server_id: int, where: 
             "reading this source; give each pipeline its own server-id range"
         )
     if code == 1236:
-        return SourceError(
+        purged = any(sign in message for sign in PURGED_SIGNS)
+        return (PositionPurged if purged else SourceError)(
             f"the source cannot serve the binlog {where}: {message.rstrip('.')}; if the binlog was purged, restart the "
             "pipeline from a fresh snapshot (a new pipeline.name into an empty target), or raise the server's "
             "binlog retention"

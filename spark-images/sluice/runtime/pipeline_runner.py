@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from sluice.binlog.binlog_split import BinlogSplit
 from sluice.binlog.startup_offset import check_offset_available, startup_offset
-from sluice.errors import DefinitionError, SchemaDrift, SluiceError
+from sluice.errors import DefinitionError, PositionPurged, SchemaDrift, SluiceError
 from sluice.event.schema_change import create_table_event
 from sluice.failpoints import failpoint
 from sluice.pipeline.definition import PipelineDefinition, load_definition
@@ -82,6 +82,7 @@ class PipelineRunner:
         self.store = TargetRecordedStore(store, self.sink, definition.sink.name)
         self.state = PipelineState(definition.name, dict(definition.state_identity))
         self.stopping = threading.Event()
+        self.signalled = False  # stopping is also set by the binlog phase as it ends
         self._spark: SparkStart | None = None
         self._capture_changed = False
 
@@ -97,6 +98,37 @@ class PipelineRunner:
     def _run(self) -> None:
         self.state = self.store.load() or self.state
         self._check_pipeline_identity()
+        try:
+            self._run_from_state()
+        except PositionPurged as exc:
+            if not self._read_the_snapshot_again(exc):
+                raise
+            self._run_from_state()
+
+    def _read_the_snapshot_again(self, purged: PositionPurged) -> bool:
+        """The binlog the target's position needs is gone: a pipeline that takes a snapshot
+        starts it afresh (its old records dropped), and each chunk replaces its key range,
+        so the target ends exact: rows deleted meanwhile gone, no row twice. Once a run."""
+        if not self.definition.source.startup.takes_snapshot or not self.sink.replaces_key_ranges:
+            return False
+        if self.state.binlog is None and self.state.snapshot is None:
+            return False  # read afresh already
+        where = self.state.binlog.offset if self.state.binlog is not None else "the snapshot's watermarks"
+        log.warning("%s", purged)
+        sys.stderr.write(
+            f"snapshot: the binlog after {where} is no longer on the source: reading the snapshot again, "
+            "each chunk replacing its key range in the target\n"
+        )
+        if not self.signalled:
+            self.stopping.clear()
+        fresh = PipelineState(self.definition.name, dict(self.definition.state_identity))
+        fresh.revision = self.state.revision
+        self.state = fresh
+        self.sink.forget_commits()
+        self.store.save(self.state)
+        return True
+
+    def _run_from_state(self) -> None:
         startup = self.definition.source.startup
         snapshot: SnapshotAssignerState | None = None
         conn = connect(self.endpoint)
@@ -534,6 +566,7 @@ class PipelineRunner:
             return {}
 
         def stop(signum: int, _frame: Any) -> None:
+            self.signalled = True
             self.stopping.set()
 
         return {sig: signal.signal(sig, stop) for sig in (signal.SIGTERM, signal.SIGINT)}

@@ -96,6 +96,7 @@ class Sink(ABC):
 
     max_batch_delay: float = 0.2  # how long the binlog phase may hold a batch before committing
     writes_changes_with_spark: bool = False  # the binlog phase then keeps the Spark session
+    replaces_key_ranges: bool = False  # a snapshot chunk replaces its key range (snapshot/range_replacement)
 
     def attach(self, spark: SparkSession) -> None:  # noqa: B027 - optional hook
         """Given the driver's Spark session, for sinks that write with Spark itself."""
@@ -135,6 +136,10 @@ class Sink(ABC):
     def record_state(self, revision: int, document: dict[str, Any]) -> None:  # noqa: B027 - optional hook
         """Keeps the state document in the target: the state directory or status is then a
         cache of what the target holds, and a lost one is adopted from it."""
+
+    def forget_commits(self) -> None:
+        """Drops the pipeline's commit records (a snapshot read again makes new ones)."""
+        raise NotImplementedError(f"{type(self).__name__} keeps its commit records")
 
     def tables_holding_rows(self, schemas: Sequence[TableSchema]) -> set[str]:
         """Which of the tables hold rows in the target already: their snapshot chunks

@@ -214,6 +214,8 @@ class JdbcWriter(SinkWriter):
 
 
 class JdbcSink(Sink):
+    replaces_key_ranges = True
+
     def __init__(self, options: Mapping[str, Any], pipeline: str) -> None:
         self.target = JdbcTarget(
             options["url"], options["username"], options["password"], pipeline, options["sink.batch-size"]
@@ -276,6 +278,11 @@ class JdbcSink(Sink):
             raise SinkError(f"sink {self.target!r}: keeping the pipeline's state failed: {_first_line(exc)}") from exc
         finally:
             conn.close()
+
+    def forget_commits(self) -> None:
+        with contextlib.closing(self.target.connect()) as conn:
+            self.target.dialect.delete_offsets(conn, self.target.pipeline)
+            conn.commit()
 
     def tables_holding_rows(self, schemas: Sequence[TableSchema]) -> set[str]:
         """The tables whose target holds rows: their chunks replace their key ranges

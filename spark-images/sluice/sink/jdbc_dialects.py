@@ -183,10 +183,14 @@ class JdbcDialect(ABC):
         cur.close()
         return result
 
-    def delete_offsets(self, conn: Any, pipeline: str, exclude: str) -> None:
-        cur = conn.cursor()
-        cur.execute(f"DELETE FROM {self.offsets_table()} WHERE pipeline = %s AND split_id <> %s", (pipeline, exclude))
-        cur.close()
+    def delete_offsets(self, conn: Any, pipeline: str, exclude: str | None = None) -> None:
+        """Deletes the pipeline's commit records, all but `exclude` if given."""
+        with contextlib.closing(conn.cursor()) as cur:
+            if exclude is None:
+                cur.execute(f"DELETE FROM {self.offsets_table()} WHERE pipeline = %s", (pipeline,))
+            else:
+                sql = f"DELETE FROM {self.offsets_table()} WHERE pipeline = %s AND split_id <> %s"
+                cur.execute(sql, (pipeline, exclude))
 
 
 class PostgresDialect(JdbcDialect):

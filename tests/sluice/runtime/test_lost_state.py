@@ -27,6 +27,7 @@ from tests.harness.pipelines import (
     wait_until_target_is,
     write_pipeline,
 )
+from tests.harness.services import start_mariadb
 
 pytestmark = pytest.mark.slow
 
@@ -42,6 +43,10 @@ def both(mariadb_or_rows, source_db: str, postgresql=None) -> list[tuple]:
 
 @pytest.fixture
 def tables(mariadb, source_db) -> str:
+    return create_tables(mariadb, source_db)
+
+
+def create_tables(mariadb, source_db: str) -> str:
     mariadb.execute(
         "CREATE TABLE orders (id INT PRIMARY KEY, total INT)",
         "INSERT INTO orders WITH RECURSIVE s(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM s WHERE n < 3000) "
@@ -243,3 +248,49 @@ def test_a_snapshot_into_a_target_that_holds_rows_leaves_it_exact(
     assert resumed.returncode == 0, resumed.stderr
     want, got = all_three(mariadb, source_db), rows_in_target()
     assert got == want, compare.diff(want, got)
+
+
+def test_a_pipeline_whose_position_was_purged_reads_the_snapshot_again_exactly(
+    tmp_path, services_dir, postgresql, source_db
+):
+    """The binlog after the target's position is gone (a retention shorter than an outage):
+    the run says so and reads the snapshot again, each chunk replacing its range, so rows
+    deleted meanwhile go and a bag's rows are not doubled; then it streams on."""
+    server = start_mariadb(services_dir / f"purged-{source_db}", server_id=33)
+    try:
+        server.execute(f"CREATE DATABASE {source_db}")
+        tables = create_tables(server, source_db)
+        pipeline = write_pipeline(tmp_path / "p.yaml", definition(server, postgresql, source_db, tables))
+        env = sluice_env(server, postgresql)
+        first = start_sluice(pipeline, tmp_path / "state", env)
+        try:
+            wait_until_in_binlog_phase(first, tmp_path / "state", time.monotonic() + 180)
+            wait_until_target_is(
+                first, both(server, source_db), lambda: both(None, source_db, postgresql), time.monotonic() + 120
+            )
+            first.send_signal(signal.SIGTERM)
+            assert first.wait(60) == 0
+        finally:
+            if first.poll() is None:
+                kill_pipeline(first)
+        changes_while_nothing_runs(server, source_db)
+        server.purge_binlogs()
+
+        again = start_sluice(pipeline, tmp_path / "state", env)
+        try:
+            wait_until_target_is(
+                again, both(server, source_db), lambda: both(None, source_db, postgresql), time.monotonic() + 180
+            )
+            server.execute(f"INSERT INTO {source_db}.orders VALUES (100000, 1)")  # and it streams on
+            wait_until_target_is(
+                again, both(server, source_db), lambda: both(None, source_db, postgresql), time.monotonic() + 60
+            )
+            again.send_signal(signal.SIGTERM)
+            _, err = again.communicate(timeout=60)
+            assert again.returncode == 0, err
+        finally:
+            if again.poll() is None:
+                kill_pipeline(again)
+        assert "is no longer on the source: reading the snapshot again" in err, err
+    finally:
+        server.stop()
