@@ -145,13 +145,22 @@ def _mariadb_count(server, database: str, table: str = "orders") -> int:
 
 
 def sluice_snapshot(
-    base, mariadb, postgresql, parallelism: int, chunk_size: int, target=None, table: str = "bench.orders"
+    base,
+    mariadb,
+    postgresql,
+    parallelism: int,
+    chunk_size: int,
+    target=None,
+    table: str = "bench.orders",
+    full_target: bool = False,
 ) -> tuple[float, float, int, float, str]:
     """One `sluice run` of the snapshot of `table` into an empty PostgreSQL schema (or MariaDB
-    database, with `target`): phase rate, end-to-end rate, rows, seconds, CPU use."""
+    database, with `target`), or with `full_target` (PostgreSQL) into the rows the last run
+    left, which each chunk then replaces: phase rate, end-to-end rate, rows, seconds, CPU use."""
     if target is None:
         with postgresql.connect() as conn:
-            conn.execute("DROP SCHEMA IF EXISTS bench CASCADE")
+            if not full_target:
+                conn.execute("DROP SCHEMA IF EXISTS bench CASCADE")
             conn.execute(f"DROP SCHEMA IF EXISTS {META_SCHEMA} CASCADE")  # each run a fresh pipeline
         sink = postgres_sink(postgresql)
     else:
@@ -216,6 +225,11 @@ def main() -> None:
                 f"{end_to_end / pipe_rate:.2f}x the pipe ({copied:,} rows, {seconds:.1f}s incl. Spark start)"
             )
         print(f"snapshot phase, parallelism 2 / parallelism 1: {phases[2] / phases[1]:.2f}x")
+        replacing, *_ = sluice_snapshot(base, mariadb, postgresql, 2, args.chunk_size, full_target=True)
+        print(
+            f"sluice, parallelism 2, into a target holding every row (each chunk replaces its range): snapshot "
+            f"phase {replacing:>10,.0f} rows/s = {replacing / phases[2]:.2f}x into an empty target"
+        )
         piped, two_pipes_seconds, two_pipes_cpu = min(
             (pipe_copy(mariadb, postgresql, lanes=2) for _ in range(2)), key=lambda run: run[1]
         )
