@@ -1,4 +1,4 @@
-"""The `sluice` command line: `sluice run PIPELINE.yaml [--state-dir DIR]`."""
+"""The `sluice` command line: `sluice run|verify|resnapshot PIPELINE.yaml`."""
 
 from __future__ import annotations
 
@@ -9,10 +9,11 @@ import traceback
 from pathlib import Path
 
 from sluice.errors import DefinitionError, SluiceError
-from sluice.pipeline.definition import load_definition
+from sluice.pipeline.definition import PipelineDefinition, load_definition
 
 EXIT_FAILED = 1
 EXIT_BAD_DEFINITION = 2
+EXIT_MISMATCH = 3  # verify: the target differs from the source
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -27,6 +28,23 @@ def build_parser() -> argparse.ArgumentParser:
         help="where progress is kept between runs (default: .sluice/<pipeline name>)",
     )
     run.add_argument("-v", "--verbose", action="store_true", help="log more")
+    verify = commands.add_parser(
+        "verify", help="compare a streaming pipeline's target with its source, range by range, while it streams"
+    )
+    verify.add_argument("pipeline", type=Path, help="pipeline YAML (Flink CDC 3 keys)")
+    verify.add_argument("--table", action="append", metavar="DB.TABLE", help="only this table (repeatable)")
+    verify.add_argument("--repair", action="store_true", help="read each range that differs again")
+    verify.add_argument("-v", "--verbose", action="store_true", help="log more")
+    resnapshot = commands.add_parser(
+        "resnapshot", help="read tables of a streaming pipeline again, range by range, while it streams"
+    )
+    resnapshot.add_argument("pipeline", type=Path, help="pipeline YAML (Flink CDC 3 keys)")
+    resnapshot.add_argument("--table", action="append", metavar="DB.TABLE", required=True, help="repeatable")
+    resnapshot.add_argument("-v", "--verbose", action="store_true", help="log more")
+    for command in (verify, resnapshot):
+        command.add_argument(
+            "--state-dir", type=Path, default=None, help="not needed: the pipeline's target keeps its records"
+        )
     return parser
 
 
@@ -41,18 +59,11 @@ def main(argv: list[str] | None = None) -> int:
     except DefinitionError as exc:
         print(f"sluice: error: {exc}", file=sys.stderr)
         return EXIT_BAD_DEFINITION
-    state_dir = args.state_dir or Path(".sluice") / definition.name
-    from sluice.runtime.pipeline_runner import PipelineRunner, approvals_from_file
-    from sluice.state.state_store import DirectoryStateStore
-
     try:
-        runner = PipelineRunner(
-            definition,
-            DirectoryStateStore(state_dir),
-            approvals_from_file(args.pipeline, definition),
-            master=f"local[{definition.parallelism}]",
-        )
-        runner.run()
+        if args.command == "run":
+            run(args, definition)
+        elif verify_or_resnapshot(args, definition) is False:
+            return EXIT_MISMATCH
     except SluiceError as exc:
         print(f"sluice: error: {exc}", file=sys.stderr)
         return EXIT_FAILED
@@ -67,6 +78,46 @@ def main(argv: list[str] | None = None) -> int:
         print(f"sluice: internal error: {type(exc).__name__}: {first}{hint}", file=sys.stderr)
         return EXIT_FAILED
     return 0
+
+
+def run(args: argparse.Namespace, definition: PipelineDefinition) -> None:
+    from sluice.runtime.pipeline_runner import PipelineRunner, approvals_from_file
+    from sluice.state.state_store import DirectoryStateStore
+
+    state_dir = args.state_dir or Path(".sluice") / definition.name
+    runner = PipelineRunner(
+        definition,
+        DirectoryStateStore(state_dir),
+        approvals_from_file(args.pipeline, definition),
+        master=f"local[{definition.parallelism}]",
+    )
+    runner.run()
+
+
+def verify_or_resnapshot(args: argparse.Namespace, definition: PipelineDefinition) -> bool:
+    """False if verify found ranges that differ (and did not repair them)."""
+    from sluice.runtime.pipeline_runner import source_endpoint
+    from sluice.sink.factory import create_sink
+    from sluice.sink.jdbc import JdbcSink
+    from sluice.verify.verifier import Verifier
+
+    sink = create_sink(definition)
+    if not isinstance(sink, JdbcSink):
+        raise SluiceError(f"sluice {args.command}: sink.type {definition.sink.type} is not supported (jdbc is)")
+    verifier = Verifier(definition, sink, source_endpoint(definition))
+    tables = verifier.tables(args.table)
+    if args.command == "resnapshot":
+        verifier.resnapshot(tables)
+        return True
+    result = verifier.verify(tables, repair=args.repair)
+    for mismatch in result.mismatches:
+        print(f"mismatch: {mismatch.describe()}")
+    for mismatch in result.repaired:
+        print(f"repaired: {mismatch.describe()}")
+    for table_id in result.skipped:
+        print(f"skipped: {table_id} changed while it was compared")
+    print(f"{result.checked} ranges checked, {len(result.mismatches)} differ, {len(result.repaired)} repaired")
+    return result.equal
 
 
 if __name__ == "__main__":

@@ -24,7 +24,7 @@ from sluice.pipeline.jdbc_url import JdbcUrl, parse_jdbc_url
 from sluice.sink.base import ChangeBatch, SchemaChangeRefused, Sink, SinkWriter
 from sluice.sink.jdbc_dialects import DIALECTS, META_SCHEMA, STATES_TABLE, JdbcDialect
 from sluice.sink.metadata_applier import schema_change_statements
-from sluice.snapshot.snapshot_split import SplitRead
+from sluice.snapshot.snapshot_split import SnapshotSplit, SplitRead
 from sluice.source.offset import BinlogOffset
 from sluice.source.row_decoding import Row, RowDecoder
 from sluice.source.schema import TableSchema
@@ -331,6 +331,41 @@ class JdbcSink(Sink):
                 part = values[start : start + KEY_BATCH]
                 cur.execute(f"DELETE FROM {table} WHERE {key} IN ({', '.join(['%s'] * len(part))})", part)
             conn.commit()
+
+    def read_range(self, schema: TableSchema, split: SnapshotSplit) -> tuple[list[Row], BinlogOffset | None]:
+        """The target's rows in a key range and the binlog position they are as of (the
+        pipeline's committed one), read in one consistent view: nothing waits for it."""
+        dialect = self.target.dialect
+        with contextlib.closing(self.target.connect()) as conn:
+            dialect.begin_consistent_read(conn)
+            position = dialect.load_offsets(conn, self.target.pipeline).get(BINLOG_SPLIT_ID)
+            rows = dialect.select_range(conn, schema, split)
+            conn.rollback()
+            return rows, position
+
+    def replace_range(
+        self, schema: TableSchema, split: SnapshotSplit, rows_as_of: Callable[[BinlogOffset], list[Row]]
+    ) -> int:
+        """Replaces the target's rows in a key range by `rows_as_of(position)`, the source's
+        rows as of the pipeline's committed position. The pipeline's writes wait meanwhile
+        (its epoch row is locked), so the position holds until the rows are in: the
+        pipeline pauses for as long as one range takes. Returns the rows written."""
+        dialect = self.target.dialect
+        with contextlib.closing(self.target.connect()) as conn:
+            try:
+                dialect.lock_epoch(conn, self.target.pipeline)
+                position = dialect.load_offsets(conn, self.target.pipeline).get(BINLOG_SPLIT_ID)
+                if position is None:
+                    raise SinkError(f"sink {self.target!r}: pipeline {self.target.pipeline!r} has no binlog position")
+                rows = rows_as_of(position)
+                dialect.delete_range(conn, schema, split)
+                dialect.insert_new(conn, schema, rows)
+                conn.commit()
+                return len(rows)
+            except Exception:
+                with contextlib.suppress(Exception):
+                    conn.rollback()
+                raise
 
     def writer(self) -> JdbcWriter:
         return JdbcWriter(self.target)

@@ -126,6 +126,26 @@ class JdbcDialect(ABC):
     def delete_equal_sql(self, schema: TableSchema, nulls: Sequence[bool]) -> str:
         """DELETE of at most %s rows whose columns equal the parameters (IS NULL where `nulls`)."""
 
+    def select_range(self, conn: Any, schema: TableSchema, split: SnapshotSplit) -> list[Row]:
+        """The target's rows in a chunk's key range (the target's columns, in order)."""
+        key = schema.column(schema.chunk_key)
+        where, params = split.key_condition(self.quote(key.name), self._parameter(key))
+        columns = ", ".join(map(self.quote, schema.column_names))
+        with contextlib.closing(conn.cursor()) as cur:
+            cur.execute(f"SELECT {columns} FROM {self.target_table(schema)}{where}", params)
+            return [tuple(row) for row in cur.fetchall()]
+
+    @abstractmethod
+    def begin_consistent_read(self, conn: Any) -> None:
+        """Starts a transaction whose reads all see one committed state of the target."""
+
+    def lock_epoch(self, conn: Any, pipeline: str) -> None:
+        """Locks the pipeline's epoch row until the transaction ends: the pipeline's writes
+        (each share-locks it first, see held_epoch) wait for this transaction, and this
+        waits for the one in flight."""
+        with contextlib.closing(conn.cursor()) as cur:
+            cur.execute(f"SELECT epoch FROM {self.epochs_table()} WHERE pipeline = %s FOR UPDATE", (pipeline,))
+
     def delete_range(self, conn: Any, schema: TableSchema, split: SnapshotSplit) -> None:
         """Removes the target's rows in a chunk's key range, which the chunk's rows replace."""
         key = schema.column(schema.chunk_key)
@@ -213,6 +233,10 @@ class PostgresDialect(JdbcDialect):
 
     def quote(self, name: str) -> str:
         return '"' + name.replace('"', '""') + '"'
+
+    def begin_consistent_read(self, conn: psycopg.Connection) -> None:
+        conn.rollback()
+        conn.isolation_level = psycopg.IsolationLevel.REPEATABLE_READ  # one snapshot for the transaction
 
     def meta_table_statements(self) -> list[str]:
         return [
@@ -394,6 +418,10 @@ class MySqlDialect(JdbcDialect):
 
     def quote(self, name: str) -> str:
         return "`" + name.replace("`", "``") + "`"
+
+    def begin_consistent_read(self, conn: pymysql.connections.Connection) -> None:
+        with conn.cursor() as cur:
+            cur.execute("START TRANSACTION WITH CONSISTENT SNAPSHOT")
 
     share_lock = "LOCK IN SHARE MODE"  # MySQL 5.7 and MariaDB spell it so too
 

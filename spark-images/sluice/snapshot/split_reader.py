@@ -188,7 +188,7 @@ def read_split_with_window(
     changes = read_window(task.endpoint, task.server_id, low, high, {schema.table_id: schema}, is_mariadb(conn))
     order = key_order_for(schema.column(schema.chunk_key), conn)
     decoder = scan.decoder
-    in_chunk = _changes_in_chunk(changes, split, decoder, order)
+    in_chunk = changes_in_chunk(changes, split, decoder, order)
     if not in_chunk:
         return rows, high, 0
     return fold(rows, in_chunk, decoder), high, len(in_chunk)
@@ -199,7 +199,7 @@ def end_split(conn: MySQLdb.connections.Connection) -> None:
     conn.rollback()
 
 
-def _changes_in_chunk(
+def changes_in_chunk(
     changes: Iterable[RowChange], split: SnapshotSplit, decoder: RowDecoder, order: KeyOrder, batch: int = 1000
 ) -> list[tuple[RowChange, bool, bool]]:
     """Changes touching the chunk, each with whether its before and after images are inside.
@@ -245,6 +245,38 @@ def fold(rows: list[Row], changes: list[tuple[RowChange, bool, bool]], decoder: 
             by_key.pop(decoder.row_key(change.before), None)  # type: ignore[arg-type]
         if change.kind is not RowKind.DELETE and after_in:
             by_key[decoder.row_key(change.after)] = change.after  # type: ignore[arg-type,index]
+    return list(by_key.values())
+
+
+def unfold(rows: list[Row], changes: list[tuple[RowChange, bool, bool]], decoder: RowDecoder) -> list[Row]:
+    """fold's inverse: the chunk rows as of the window's start, from its rows as of its end
+    and the window's changes (a verifier reads the source after the position it compares at).
+
+    A bag takes each change back (an after image goes, a before image returns). A key takes
+    the before image of the first change that touches it, or is absent if that change made
+    it (an insert, or an update that moved a row onto it); keys no change touched stay.
+    """
+    if decoder.schema.is_bag:
+        bag = collections.Counter(rows)
+        for change, before_in, after_in in changes:
+            if change.kind is not RowKind.DELETE and after_in:
+                bag[change.after] -= 1
+            if change.kind is not RowKind.INSERT and before_in:
+                bag[change.before] += 1
+        return list(bag.elements())
+    by_key = {decoder.row_key(row): row for row in rows}
+    seen: set[Any] = set()
+    for change, before_in, after_in in changes:
+        if change.kind is not RowKind.INSERT and before_in:
+            key = decoder.row_key(change.before)  # type: ignore[arg-type]
+            if key not in seen:
+                seen.add(key)
+                by_key[key] = change.before  # type: ignore[assignment]
+        if change.kind is not RowKind.DELETE and after_in:
+            key = decoder.row_key(change.after)  # type: ignore[arg-type]
+            if key not in seen:
+                seen.add(key)
+                by_key.pop(key, None)
     return list(by_key.values())
 
 

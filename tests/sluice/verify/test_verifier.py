@@ -1,0 +1,213 @@
+"""`sluice verify` compares a streaming pipeline's target with its source range by range,
+exactly as of the position the target committed, while writes go on at the source: it
+names exactly the ranges corrupted behind the pipeline's back (a row updated, a row
+deleted, a row inserted, a bag's row duplicated) and no others, and `--repair` reads them
+again without stopping the stream. `sluice resnapshot` reads whole tables again so."""
+
+from __future__ import annotations
+
+import re
+import signal
+import subprocess
+import threading
+import time
+from collections.abc import Iterator
+
+import pytest
+
+from tests.harness import compare
+from tests.harness.pipelines import (
+    SLUICE,
+    kill_pipeline,
+    mysql_sink,
+    pipeline_yaml,
+    postgres_sink,
+    read_state,
+    sluice_env,
+    start_sluice,
+    wait_until_in_binlog_phase,
+    wait_until_target_is,
+    write_pipeline,
+)
+
+pytestmark = pytest.mark.slow
+
+
+def sluice(command: str, pipeline, env, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [*SLUICE, command, str(pipeline), *args], env=env, capture_output=True, text=True, timeout=300
+    )
+
+
+class Target:
+    """The target's rows and how to change them behind the pipeline's back."""
+
+    def __init__(self, kind: str, postgresql, mariadb_target, db: str) -> None:
+        self.kind, self.postgresql, self.mariadb_target, self.db = kind, postgresql, mariadb_target, db
+
+    def sink(self) -> dict:
+        return postgres_sink(self.postgresql) if self.kind == "postgres" else mysql_sink(self.mariadb_target)
+
+    def rows(self) -> list[tuple]:
+        if self.kind == "postgres":
+            read = lambda t: compare.postgres_rows(self.postgresql, self.db, t)  # noqa: E731
+        else:
+            read = lambda t: compare.source_rows(self.mariadb_target, self.db, t)  # noqa: E731
+        return sorted((t, *row) for t in ("orders", "notes") for row in read(t))
+
+    def execute(self, *statements: str) -> None:
+        if self.kind == "postgres":
+            with self.postgresql.connect() as conn:
+                for statement in statements:
+                    conn.execute(statement)
+        else:
+            self.mariadb_target.execute(*statements)
+
+
+def source_rows(mariadb, db: str) -> list[tuple]:
+    return sorted((t, *row) for t in ("orders", "notes") for row in compare.source_rows(mariadb, db, t))
+
+
+@pytest.fixture(params=["postgres", "mariadb"])
+def streaming(request, tmp_path, mariadb, postgresql, mariadb_target, source_db) -> Iterator[tuple]:
+    """A pipeline streaming orders (3,000 rows, chunks of 200 ids) and the bag notes (600
+    rows, authors 0-49 in chunks of 16) into the target, equal to the source: (pipeline
+    file, environment, target, process)."""
+    mariadb.execute(
+        "CREATE TABLE orders (id INT PRIMARY KEY, total INT)",
+        "INSERT INTO orders SELECT seq, seq FROM seq_1_to_3000",
+        "CREATE TABLE notes (author INT, note VARCHAR(10))",
+        "INSERT INTO notes SELECT seq % 50, 'same' FROM seq_1_to_600",
+        database=source_db,
+    )
+    target = Target(request.param, postgresql, mariadb_target, source_db)
+    definition = pipeline_yaml(
+        mariadb,
+        f"{source_db}.(orders|notes)",
+        target.sink(),
+        name=f"verify-{request.param}-{source_db}",
+        **{
+            "scan.incremental.snapshot.chunk.size": 200,
+            "scan.incremental.snapshot.chunk.key-column": f"{source_db}.notes:author",
+            "server-id": "6970-6972",
+        },
+    )
+    pipeline = write_pipeline(tmp_path / "p.yaml", definition)
+    env = sluice_env(mariadb, postgresql, mariadb_target)
+    process = start_sluice(pipeline, tmp_path / "state", env)
+    try:
+        wait_until_in_binlog_phase(process, tmp_path / "state", time.monotonic() + 180)
+        mariadb.execute("INSERT INTO orders VALUES (3001, 1)", database=source_db)  # past the watermarks
+        wait_until_target_is(process, source_rows(mariadb, source_db), target.rows, time.monotonic() + 120)
+        deadline = time.monotonic() + 30
+        while "snapshot" in read_state(tmp_path / "state"):  # kept in the target before the state directory
+            assert time.monotonic() < deadline, "the pipeline kept its snapshot's watermarks"
+            time.sleep(0.1)
+        yield pipeline, env, target, process
+        process.send_signal(signal.SIGTERM)
+        _, err = process.communicate(timeout=60)
+        assert process.returncode == 0, err
+    finally:
+        if process.poll() is None:
+            kill_pipeline(process)
+
+
+class SourceWrites:
+    """Inserts, updates and deletes in the last chunks of both tables, until stopped."""
+
+    def __init__(self, mariadb, db: str) -> None:
+        self.mariadb, self.db = mariadb, db
+        self.done = threading.Event()
+        self.thread = threading.Thread(target=self._write, daemon=True)
+        self.count = 0
+
+    def _write(self) -> None:
+        conn = self.mariadb.connect(self.db)
+        with conn.cursor() as cur:
+            n = 10_000
+            while not self.done.is_set():
+                n += 1
+                cur.execute("INSERT INTO orders VALUES (%s, 0)", (n,))
+                cur.execute("UPDATE orders SET total = total + 1 WHERE id BETWEEN 2900 AND 2910")
+                cur.execute("INSERT INTO notes VALUES (49, 'new'), (49, 'new')")
+                cur.execute("DELETE FROM notes WHERE author = 49 LIMIT 1")
+                if n % 5 == 0:
+                    cur.execute("DELETE FROM orders WHERE id = %s", (n - 3,))
+                self.count += 1
+                time.sleep(0.005)
+        conn.close()
+
+    def __enter__(self) -> SourceWrites:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.done.set()
+        self.thread.join(30)
+
+
+def reported(output: str, kind: str) -> set[tuple[str, float, float]]:
+    """The ranges a verify run reported as `kind`: (table, start, end)."""
+    bound = lambda text: float(text.replace("inf", "Infinity"))  # noqa: E731
+    found = re.findall(rf"^{kind}: (\S+) \[(\S+), (\S+)\):", output, re.MULTILINE)
+    return {(table, bound(start), bound(end)) for table, start, end in found}
+
+
+def holding_exactly(ranges: set[tuple[str, float, float]], keys: set[tuple[str, int]]) -> bool:
+    """Whether every range holds one of the keys and every key is in one of the ranges."""
+    holds = lambda r, k: r[0] == k[0] and r[1] <= k[1] < r[2]  # noqa: E731
+    return all(any(holds(r, k) for k in keys) for r in ranges) and all(any(holds(r, k) for r in ranges) for k in keys)
+
+
+def test_verify_names_exactly_the_ranges_corrupted_behind_the_pipeline_and_repair_mends_them(
+    streaming, mariadb, source_db
+):
+    pipeline, env, target, process = streaming
+    mariadb.execute("DELETE FROM orders WHERE id = 1250", database=source_db)
+    wait_until_target_is(process, source_rows(mariadb, source_db), target.rows, time.monotonic() + 60)
+    target.execute(
+        f"UPDATE {source_db}.orders SET total = -5 WHERE id = 150",
+        f"DELETE FROM {source_db}.orders WHERE id = 650",
+        f"INSERT INTO {source_db}.orders VALUES (1250, 1)",
+        f"INSERT INTO {source_db}.notes VALUES (30, 'same')",
+    )
+    # The chunk key of each corrupted row (the verifier's ranges follow the source's keys).
+    corrupted = {
+        (f"{source_db}.orders", 150),
+        (f"{source_db}.orders", 650),
+        (f"{source_db}.orders", 1250),
+        (f"{source_db}.notes", 30),
+    }
+    with SourceWrites(mariadb, source_db) as writes:
+        found = sluice("verify", pipeline, env)
+        assert found.returncode == 3, found.stderr
+        mismatched = reported(found.stdout, "mismatch")
+        assert holding_exactly(mismatched, corrupted), found.stdout
+        assert re.search(rf"verify: (\d+)/\1 ranges checked, {len(mismatched)} mismatched", found.stderr), found.stderr
+
+        repaired = sluice("verify", pipeline, env, "--repair")
+        assert repaired.returncode == 0, repaired.stderr
+        assert holding_exactly(reported(repaired.stdout, "repaired"), corrupted), repaired.stdout
+        assert writes.count > 0 and process.poll() is None  # the stream went on throughout
+
+        again = sluice("verify", pipeline, env)
+        assert again.returncode == 0, again.stdout + again.stderr
+        assert "0 differ" in again.stdout
+    wait_until_target_is(process, source_rows(mariadb, source_db), target.rows, time.monotonic() + 60)
+
+
+def test_resnapshot_reads_a_table_again_while_the_pipeline_streams(streaming, mariadb, source_db):
+    pipeline, env, target, process = streaming
+    target.execute(f"DELETE FROM {source_db}.notes WHERE author < 20", f"UPDATE {source_db}.orders SET total = 0")
+    with SourceWrites(mariadb, source_db):
+        done = sluice("resnapshot", pipeline, env, "--table", f"{source_db}.notes", "--table", f"{source_db}.orders")
+        assert done.returncode == 0, done.stderr
+        assert f"resnapshot: {source_db}.orders read again" in done.stderr
+    wait_until_target_is(process, source_rows(mariadb, source_db), target.rows, time.monotonic() + 60)
+
+
+def test_verify_refuses_a_table_the_pipeline_does_not_capture(streaming, source_db):
+    pipeline, env, _, _ = streaming
+    refused = sluice("verify", pipeline, env, "--table", f"{source_db}.nothing")
+    assert refused.returncode == 1
+    assert f"--table: {source_db}.nothing not captured by pipeline" in refused.stderr
