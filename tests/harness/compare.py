@@ -3,9 +3,6 @@
 from __future__ import annotations
 
 import collections
-import ipaddress
-import json
-import struct
 from decimal import Decimal
 from typing import Any
 
@@ -14,6 +11,7 @@ from sluice.snapshot.split_reader import ChunkScan, chunk_query
 from sluice.source.connection import connect_scan
 from sluice.source.row_decoding import RowDecoder
 from sluice.source.schema import TableSchema, read_table_schema
+from sluice.verify.normal_form import normal_value
 from tests.harness.services import MariaDB, PostgreSQL
 
 
@@ -112,26 +110,8 @@ def selected_rows(server: MariaDB, db: str, table: str) -> list[tuple]:
 def typed_rows(rows: list[tuple], schema: TableSchema) -> list[tuple]:
     """Rows from any target in one form per column type, so a target's own types (jsonb,
     inet, numeric for unsigned BIGINT, bytea, text for a too-wide decimal) compare with the
-    source's values."""
+    source's values: the form `sluice verify` compares in."""
     types = [c.data_type for c in schema.columns]
     by_id = schema.position("id")
-    typed = (tuple(_typed(v, t) for v, t in zip(row, types, strict=True)) for row in rows)
+    typed = (tuple(normal_value(t, v) for v, t in zip(row, types, strict=True)) for row in rows)
     return sorted(typed, key=lambda r: r[by_id])
-
-
-def _typed(value: Any, data_type: str) -> Any:
-    if value is None:
-        return None
-    if data_type == "json":
-        return json.loads(value) if isinstance(value, str) else value
-    if data_type in ("inet4", "inet6"):
-        return ipaddress.ip_address(str(value))
-    if data_type == "uuid":
-        return str(value)
-    if data_type == "float":  # PostgreSQL prints a real as the shortest text of its float32
-        return struct.unpack("<f", struct.pack("<f", value))[0]
-    if data_type in ("decimal", "bigint", "bit"):
-        return Decimal(str(value)).normalize()
-    if isinstance(value, (bytes, bytearray, memoryview)):
-        return bytes(value)
-    return _normal(value)

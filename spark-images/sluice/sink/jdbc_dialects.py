@@ -130,10 +130,13 @@ class JdbcDialect(ABC):
         """The target's rows in a chunk's key range (the target's columns, in order)."""
         key = schema.column(schema.chunk_key)
         where, params = split.key_condition(self.quote(key.name), self._parameter(key))
-        columns = ", ".join(map(self.quote, schema.column_names))
+        columns = ", ".join(self._selected(c) for c in schema.columns)
         with contextlib.closing(conn.cursor()) as cur:
             cur.execute(f"SELECT {columns} FROM {self.target_table(schema)}{where}", params)
             return [tuple(row) for row in cur.fetchall()]
+
+    def _selected(self, column: Column) -> str:
+        return self.quote(column.name)
 
     @abstractmethod
     def begin_consistent_read(self, conn: Any) -> None:
@@ -418,6 +421,11 @@ class MySqlDialect(JdbcDialect):
 
     def quote(self, name: str) -> str:
         return "`" + name.replace("`", "``") + "`"
+
+    def _selected(self, column: Column) -> str:
+        """The server prints a FLOAT to six digits; as a DOUBLE, its exact float32 value."""
+        name = self.quote(column.name)
+        return f"{name} + 0e0" if column.data_type == "float" else name
 
     def begin_consistent_read(self, conn: pymysql.connections.Connection) -> None:
         with conn.cursor() as cur:

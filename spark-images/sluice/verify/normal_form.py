@@ -25,10 +25,9 @@ def normal_value(data_type: str, value: Any) -> Any:
     if value is None:
         return None
     if isinstance(value, (bytes, bytearray, memoryview)):
-        value = bytes(value)
-        if data_type == "bit":  # a MySQL-dialect target's driver gives BIT as big-endian bytes
-            return Decimal(int.from_bytes(value, "big"))
-        return value
+        if data_type != "bit":
+            return bytes(value)
+        value = int.from_bytes(value, "big")  # a MySQL-dialect target's driver gives BIT as big-endian bytes
     if data_type == "json":
         return json.dumps(json.loads(value) if isinstance(value, str) else value, sort_keys=True)
     if data_type in ("inet4", "inet6"):
@@ -36,9 +35,12 @@ def normal_value(data_type: str, value: Any) -> Any:
     if data_type == "uuid":
         return str(value)
     if data_type == "float":  # float32: PostgreSQL's real prints the shortest text of it
-        return struct.unpack("<f", struct.pack("<f", float(value)))[0]
+        return struct.unpack("<f", struct.pack("<f", float(value)))[0] + 0.0  # -0.0 is 0.0
+    if data_type == "double":
+        return float(value) + 0.0
     if data_type in _NUMBERS:
-        return Decimal(str(value)).normalize()
+        number = Decimal(str(value))
+        return number.normalize() if number else Decimal(0)  # -0 and 0E+2 are 0
     if isinstance(value, datetime) and value.tzinfo is not None:
         return value.astimezone(timezone.utc).replace(tzinfo=None)
     return value

@@ -31,11 +31,11 @@ from sluice.sink.jdbc import JdbcSink
 from sluice.snapshot.chunk_splitter import split_table
 from sluice.snapshot.snapshot_split import SnapshotSplit, SplitTask
 from sluice.source.connection import SourceEndpoint, connect
-from sluice.source.row_decoding import Row
+from sluice.source.row_decoding import Row, RowDecoder
 from sluice.source.schema import TableSchema
 from sluice.state.compact_state import expand
 from sluice.state.pipeline_state import PipelineState
-from sluice.verify.normal_form import row_digest
+from sluice.verify.normal_form import normal_value, row_digest
 from sluice.verify.source_rows import PositionInsideTransaction, source_rows_as_of
 
 RETRIES = 20  # a range whose target position sits inside a huge transaction is tried again
@@ -50,12 +50,14 @@ class RangeMismatch:
     target_rows: int
     missing: int  # source rows the target lacks or holds otherwise
     unexpected: int  # target rows the source does not hold
+    examples: tuple[str, ...] = ()  # a few rows that differ, by key
 
     def describe(self) -> str:
+        examples = f"; e.g. {'; '.join(self.examples)}" if self.examples else ""
         return (
             f"{self.table_id} {key_range(self.split)}: {self.missing} source rows missing or different in the "
             f"target, {self.unexpected} target rows not at the source ({self.source_rows} rows at the source, "
-            f"{self.target_rows} in the target)"
+            f"{self.target_rows} in the target){examples}"
         )
 
 
@@ -224,7 +226,51 @@ def _compare(
         len(target_rows),
         sum(missing.values()),
         sum(unexpected.values()),
+        _examples(
+            schema,
+            [r for r in source_rows if digest(r) in missing],
+            [r for r in target_rows if digest(r) in unexpected],
+        ),
     )
+
+
+EXAMPLES = 3
+
+
+def _examples(schema: TableSchema, missing: list[Row], unexpected: list[Row]) -> tuple[str, ...]:
+    """For a keyed table, a few differing rows by key: which columns differ, or which side lacks the row."""
+    if schema.is_bag:
+        return ()
+    decoder = RowDecoder(schema)
+    by_key = {decoder.row_key(row): row for row in unexpected}
+    found = []
+    for row in missing[:EXAMPLES]:
+        key = decoder.row_key(row)
+        other = by_key.pop(key, None)
+        named = ", ".join(
+            f"{k}={v!r}"
+            for k, v in zip(
+                schema.row_key, key if isinstance(key, tuple) and len(schema.row_key) > 1 else (key,), strict=True
+            )
+        )
+        if other is None:
+            found.append(f"{named} not in the target")
+        else:
+            differ = [
+                c.name
+                for c, a, b in zip(schema.columns, row, other, strict=True)
+                if repr(normal_value(c.data_type, a)) != repr(normal_value(c.data_type, b))
+            ]
+            found.append(f"{named} differs in {', '.join(differ)}")
+    for key in list(by_key)[: max(0, EXAMPLES - len(found))]:
+        named = ", ".join(
+            f"{k}={v!r}"
+            for k, v in zip(
+                schema.row_key, key if isinstance(key, tuple) and len(schema.row_key) > 1 else (key,), strict=True
+            )
+        )
+        found.append(f"{named} not at the source")
+    return tuple(found)
 
 
 class _Progress:
@@ -236,8 +282,8 @@ class _Progress:
 
     def show(self, final: bool = False) -> None:
         now = time.monotonic()
-        if not final and now - self._last < 5:
-            return
+        if not final and (now - self._last < 5 or self.result.checked == self.result.ranges):
+            return  # the last range gets the final line
         self._last = now
         r = self.result
         found = len(r.mismatches) + len(r.repaired)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import random
 import signal
+import subprocess
 import time
 from collections.abc import Callable
 
@@ -22,6 +23,7 @@ from sluice.source.schema import Column, TableSchema, read_table_schema
 from tests.harness import compare
 from tests.harness.column_types import COLUMNS, placeholder, random_value
 from tests.harness.pipelines import (
+    SLUICE,
     every_sink,
     pipeline_per_sink,
     sluice_env,
@@ -124,6 +126,15 @@ def test_every_column_type_reaches_every_target_as_in_the_source(
                 )[:2000]
             )
             time.sleep(0.2)
+    for name in ("postgres", "mariadb"):  # verify's normal form agrees with the target on every value
+        checked = subprocess.run(
+            [*SLUICE, "verify", str(pipelines[name][0])],
+            env=sluice_env(mariadb, postgresql, mariadb_target),
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        assert checked.returncode == 0, f"{name}: {checked.stdout}{checked.stderr}"
     for name, process in processes.items():
         process.send_signal(signal.SIGTERM)
         _, err = process.communicate(timeout=60)
