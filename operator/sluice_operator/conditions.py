@@ -1,5 +1,5 @@
 """A CdcPipeline's conditions, as Strimzi and the Flink Kubernetes Operator report them:
-Ready, Progressing, Degraded and SchemaChangePending, each with reason, message,
+Ready, Progressing, Degraded and SchemaChangePending (and Verified where the spec asks), each with reason, message,
 observedGeneration and lastTransitionTime. The time moves only when a condition's status
 does, so a reconcile that changes nothing writes nothing new."""
 
@@ -11,14 +11,15 @@ from datetime import datetime, timezone
 from typing import Any
 
 READY, PROGRESSING, DEGRADED, SCHEMA_CHANGE_PENDING = "Ready", "Progressing", "Degraded", "SchemaChangePending"
-CONDITION_TYPES = [READY, PROGRESSING, DEGRADED, SCHEMA_CHANGE_PENDING]
+VERIFIED = "Verified"  # only where spec.verification asks for it
+CONDITION_TYPES = [READY, PROGRESSING, DEGRADED, SCHEMA_CHANGE_PENDING, VERIFIED]
 PHASES = ["Pending", "Snapshotting", "Streaming", "SchemaChangePaused", "Suspended", "Failed", "Completed"]
 
 
 @dataclass(frozen=True)
 class Condition:
     type: str
-    status: bool
+    status: bool | None  # None: Unknown
     reason: str
     message: str = ""
 
@@ -48,7 +49,7 @@ def merge(
     before = {c.get("type"): c for c in previous}
     merged = []
     for condition in conditions:
-        status = "True" if condition.status else "False"
+        status = "Unknown" if condition.status is None else "True" if condition.status else "False"
         old = before.get(condition.type)
         moved = old is None or old.get("status") != status
         merged.append(
@@ -62,3 +63,26 @@ def merge(
             }
         )
     return merged
+
+
+def verified(verification: dict[str, Any]) -> Condition:
+    """What the last verification found (status.verification): Unknown while the first runs."""
+    if not verification.get("finishedAt"):
+        progress = verification.get("progress")
+        return Condition(VERIFIED, None, "Verifying", f"{progress} ranges checked" if progress else "not verified yet")
+    if verification.get("error"):
+        return Condition(VERIFIED, False, "VerificationFailed", verification["error"])
+    checked, at = verification.get("rangesChecked", 0), verification["finishedAt"]
+    mismatches = int(verification.get("mismatchCount", 0))
+    if mismatches:
+        first = "; ".join(verification.get("mismatches", [])[:3])
+        return Condition(
+            VERIFIED,
+            False,
+            "Mismatch",
+            f"{mismatches} of {checked} ranges differ from the source (verified {at}): {first}; "
+            "set spec.verification.repair, or request spec.resnapshots, to read them again",
+        )
+    repaired = int(verification.get("repairedCount", 0))
+    mended = f", {repaired} of them read again" if repaired else ""
+    return Condition(VERIFIED, True, "Equal", f"{checked} ranges equal to the source as of {at}{mended}")

@@ -131,6 +131,35 @@ def _spec_schema() -> dict[str, Any]:
                 },
             },
             "suspend": {"type": "boolean", "description": "Stops the pipeline's Spark job; its state is kept."},
+            "verification": {
+                "type": "object",
+                "description": "Verifies the target against the source, range by range, while the pipeline streams "
+                "(jdbc sinks): at once whenever `id` changes, and every `intervalSeconds`.",
+                "properties": {
+                    "id": {"type": "string", "description": "Verify now: any new value asks for one verification."},
+                    "intervalSeconds": {"type": "integer", "minimum": 60, "description": "Verify this often."},
+                    "repair": {"type": "boolean", "description": "Read the ranges that differ again."},
+                    "tables": {
+                        "type": "array",
+                        "items": {"type": "string"},
+                        "description": "DB.TABLE names (default: every captured table).",
+                    },
+                },
+            },
+            "resnapshots": {
+                "type": "array",
+                "description": "Tables to read again while the pipeline streams, each request once (by its id).",
+                "x-kubernetes-list-type": "map",
+                "x-kubernetes-list-map-keys": ["id"],
+                "items": {
+                    "type": "object",
+                    "required": ["id", "tables"],
+                    "properties": {
+                        "id": {"type": "string", "minLength": 1},
+                        "tables": {"type": "array", "minItems": 1, "items": {"type": "string"}},
+                    },
+                },
+            },
             "schemaChanges": {
                 "type": "object",
                 "properties": {
@@ -209,6 +238,39 @@ def _status_schema() -> dict[str, Any]:
                     },
                 },
             },
+            "verification": {
+                "type": "object",
+                "description": "The last (or running) verification of spec.verification, as the driver left it.",
+                "properties": {
+                    "id": {"type": "string"},
+                    "startedAt": {"type": "string", "format": "date-time"},
+                    "finishedAt": {"type": "string", "format": "date-time"},
+                    "rangesTotal": {"type": "integer"},
+                    "rangesChecked": {"type": "integer"},
+                    "progress": {"type": "string", "description": "ranges checked/total"},
+                    "mismatchCount": {"type": "integer"},
+                    "mismatches": {"type": "array", "items": {"type": "string"}},
+                    "repairedCount": {"type": "integer"},
+                    "repaired": {"type": "array", "items": {"type": "string"}},
+                    "skipped": {"type": "array", "items": {"type": "string"}},
+                    "error": {"type": "string"},
+                },
+            },
+            "resnapshots": {
+                "type": "array",
+                "description": "The requests of spec.resnapshots the driver took up, and their results.",
+                "items": {
+                    "type": "object",
+                    "properties": {
+                        "id": {"type": "string"},
+                        "state": {"type": "string", "enum": ["Running", "Done", "Failed"]},
+                        "startedAt": {"type": "string", "format": "date-time"},
+                        "finishedAt": {"type": "string", "format": "date-time"},
+                        "rows": {"type": "integer"},
+                        "message": {"type": "string"},
+                    },
+                },
+            },
             "retry": {
                 "type": "object",
                 "description": "Resubmissions of an application that failed for a cause that may heal, with backoff.",
@@ -232,6 +294,15 @@ def _status_schema() -> dict[str, Any]:
                         "description": "The driver run going when the operator last changed the application.",
                     },
                     "adopted": {"type": "string", "description": "The adoption the operator last told in an Event."},
+                    "verificationTold": {
+                        "type": "string",
+                        "description": "The finishedAt of the verification the operator last told in an Event.",
+                    },
+                    "resnapshotsTold": {
+                        "type": "array",
+                        "items": {"type": "string"},
+                        "description": "The resnapshot requests whose result the operator told in an Event.",
+                    },
                 },
             },
         },

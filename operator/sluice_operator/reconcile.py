@@ -127,6 +127,8 @@ def reconcile(observation: Observation, now: datetime | None = None) -> Plan:
     found = _with(found, conditions.READY, ready, phase, "" if ready else found[0].message)
     if ready and retries.healed(status, now):
         retry = None  # the next failure waits the first interval again
+    if spec.get("verification") or status.get("verification"):
+        found.append(conditions.verified(status.get("verification") or {}))
     plan.events += _new_degradation(status, found)
     plan.phase = phase
     plan.status = {
@@ -150,7 +152,41 @@ def reconcile(observation: Observation, now: datetime | None = None) -> Plan:
         told = adopted
     if told:
         plan.status["application"]["adopted"] = told  # said once
+    _tell_online_work(status, plan)
     return plan
+
+
+def _tell_online_work(status: dict[str, Any], plan: Plan) -> None:
+    """An Event per finished verification and per resnapshot request done, each said once."""
+    application = status.get("application") or {}
+    verification = status.get("verification") or {}
+    told = application.get("verificationTold")
+    finished = verification.get("finishedAt")
+    if finished and finished != told:
+        found = conditions.verified(verification)
+        plan.events.append(
+            Event(
+                "Normal" if found.status else "Warning",
+                "Verified" if found.status else "VerificationMismatch",
+                found.message,
+            )
+        )
+        told = finished
+    if told:
+        plan.status["application"]["verificationTold"] = told
+    said = list(application.get("resnapshotsTold") or [])
+    for request in status.get("resnapshots") or []:
+        if request.get("state") not in ("Done", "Failed") or request.get("id") in said:
+            continue
+        if request["state"] == "Done":
+            plan.events.append(
+                Event("Normal", "Resnapshotted", f"{request['id']}: {request.get('rows', 0)} rows read again")
+            )
+        else:
+            plan.events.append(Event("Warning", "ResnapshotFailed", f"{request['id']}: {request.get('message', '')}"))
+        said.append(request["id"])
+    if said:
+        plan.status["application"]["resnapshotsTold"] = said[-100:]
 
 
 def _state(status: dict[str, Any]) -> PipelineState | None:

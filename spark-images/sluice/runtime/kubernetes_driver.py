@@ -36,7 +36,7 @@ def main(argv: list[str] | None = None) -> int:
     store = status_state_store(args.cdc_pipeline, args.status_interval)
     try:
         definition = load_definition(args.pipeline, env=os.environ)
-        runner = PipelineRunner(definition, store, store.approved_schema_changes, master=None)
+        runner = PipelineRunner(definition, store, store.approved_schema_changes, master=None, requests=store)
         runner.run()
         store.flush()
     except StateFenced as exc:

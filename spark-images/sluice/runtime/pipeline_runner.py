@@ -44,6 +44,7 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
     from sluice.runtime.spark_start import SparkStart
+    from sluice.verify.online import OnlineWork, RequestDesk
 
 log = logging.getLogger(__name__)
 
@@ -71,9 +72,12 @@ class PipelineRunner:
         store: StateStore,
         approvals: Callable[[], Collection[str]] | None = None,
         master: str | None = None,
+        requests: RequestDesk | None = None,
     ) -> None:
         """`approvals` lists the `manual` schema changes approved so far (default: the
-        definition's); `master` is local Spark's, None where spark-submit gave one."""
+        definition's); `master` is local Spark's, None where spark-submit gave one;
+        `requests`: verification and resnapshot requests to carry out while streaming
+        (a CdcPipeline's spec)."""
         self.definition = definition
         self.approvals = approvals or (lambda: definition.approved_schema_changes)
         self.master = master
@@ -81,6 +85,7 @@ class PipelineRunner:
         self.sink: Sink = create_sink(definition)
         self.store = TargetRecordedStore(store, self.sink, definition.sink.name)
         self.state = PipelineState(definition.name, dict(definition.state_identity))
+        self.requests = requests
         self.stopping = threading.Event()
         self.signalled = False  # stopping is also set by the binlog phase as it ends
         self._spark: SparkStart | None = None
@@ -400,6 +405,7 @@ class PipelineRunner:
             batch_rows=int(self.definition.sink.options.get("sink.batch-size", 5000)),
             max_batch_delay=self.sink.max_batch_delay,
         )
+        online = self._online_work()
         try:
             run_binlog_phase(
                 self.endpoint,
@@ -417,8 +423,21 @@ class PipelineRunner:
                 targets=self.state.targets,
             )
         finally:
+            if online is not None:
+                online.stop()
             writer.close()
             progress.show(final=True)
+
+    def _online_work(self) -> OnlineWork | None:
+        """Verification and resnapshots as the spec asks, beside the binlog reader (jdbc sinks)."""
+        from sluice.sink.jdbc import JdbcSink
+        from sluice.verify.online import OnlineWork
+
+        if self.requests is None or not isinstance(self.sink, JdbcSink):
+            return None
+        online = OnlineWork(self.definition, self.sink, self.endpoint, self.requests)
+        online.start()
+        return online
 
     def _catch_up_a_finished_bounded_run(self, conn, split: BinlogSplit) -> None:
         """A snapshot-mode run that reached its end left the target a copy as of then: run

@@ -31,11 +31,21 @@ from sluice.source.offset import BinlogOffset
 from sluice.state.compact_state import compact, expand
 from sluice.state.pipeline_state import STATE_VERSION, PipelineState
 from sluice.state.state_store import StateStore
+from sluice.verify.online import ResnapshotRequest, VerificationSpec
 
 log = logging.getLogger(__name__)
 
 GROUP, VERSION, PLURAL = "sluice.io", "v1alpha1", "cdcpipelines"
-DRIVER_FIELDS = ("state", "snapshot", "binlog", "schemaChange", "schemaChangeHistory", "driver")
+DRIVER_FIELDS = (
+    "state",
+    "snapshot",
+    "binlog",
+    "schemaChange",
+    "schemaChangeHistory",
+    "driver",
+    "verification",
+    "resnapshots",
+)
 CONFLICT_RETRIES = 20
 
 
@@ -59,6 +69,8 @@ class StatusStateStore(StateStore):
         self._failure: str | None = None
         self._retriable = False
         self._adopted: str | None = None
+        self._verification: dict[str, Any] | None = None  # as this run last said; else the status's
+        self._resnapshots: dict[str, dict[str, Any]] | None = None
         self._dirty = False
         self._last_write = 0.0
         self._timer: threading.Timer | None = None
@@ -109,6 +121,44 @@ class StatusStateStore(StateStore):
         """spec.schemaChanges.approved, read now: approving is editing the CdcPipeline."""
         spec = self._get().get("spec") or {}
         return [str(i) for i in (spec.get("schemaChanges") or {}).get("approved", [])]
+
+    def verification_spec(self) -> VerificationSpec | None:
+        """spec.verification, read now."""
+        spec = (self._get().get("spec") or {}).get("verification")
+        return None if spec is None else VerificationSpec.from_spec(spec)
+
+    def resnapshot_requests(self) -> list[ResnapshotRequest]:
+        """spec.resnapshots, read now."""
+        requests = (self._get().get("spec") or {}).get("resnapshots") or []
+        return [ResnapshotRequest(str(r["id"]), tuple(str(t) for t in r.get("tables") or ())) for r in requests]
+
+    def verification_status(self) -> dict[str, Any]:
+        with self._lock:
+            if self._verification is None:
+                self._verification = dict(self._status().get("verification") or {})
+            return dict(self._verification)
+
+    def resnapshot_statuses(self) -> dict[str, dict[str, Any]]:
+        with self._lock:
+            if self._resnapshots is None:
+                self._resnapshots = {r["id"]: r for r in self._status().get("resnapshots") or [] if "id" in r}
+            return dict(self._resnapshots)
+
+    def report_verification(self, status: dict[str, Any], now: bool = False) -> None:
+        """Progress (throttled as the rest) or, `now`, a result."""
+        with self._lock:
+            self._verification = status
+            self._write() if now else self._soon()
+
+    def report_resnapshot(self, request_id: str, status: dict[str, Any]) -> None:
+        with self._lock:
+            self.resnapshot_statuses()
+            self._resnapshots[request_id] = status  # type: ignore[index]
+            self._write()
+
+    def _status(self) -> dict[str, Any]:
+        obj = self._object if self._object is not None else self._read()
+        return obj.get("status") or {}
 
     def report_adoption(self, message: str) -> None:
         with self._lock:
@@ -187,6 +237,11 @@ class StatusStateStore(StateStore):
         failure = {"error": self._failure, "retriable": self._retriable} if self._failure else {}
         adopted = {"adopted": self._adopted} if self._adopted else {}
         fields["driver"] = {"run": self.run, **failure, **adopted}
+        status = (self._object.get("status") or {}) if self._object is not None else {}
+        fields["verification"] = self._verification if self._verification is not None else status.get("verification")
+        fields["resnapshots"] = (
+            list(self._resnapshots.values()) if self._resnapshots is not None else status.get("resnapshots")
+        )
         document = self._document
         if document is None:
             return fields

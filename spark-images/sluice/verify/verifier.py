@@ -42,6 +42,10 @@ RETRIES = 20  # a range whose target position sits inside a huge transaction is 
 RETRY_SECONDS = 0.5
 
 
+class NotStreamingYet(SluiceError):
+    """The pipeline has not streamed past its snapshot: there is no one position to compare at."""
+
+
 @dataclass(frozen=True)
 class RangeMismatch:
     table_id: str
@@ -108,7 +112,7 @@ class Verifier:
             raise SluiceError(f"sink {self.definition.sink.name} holds no records of pipeline '{name}': has it run?")
         state = PipelineState.from_json(expand(recorded[1]))
         if state.binlog is None or state.snapshot is not None:
-            raise SluiceError(
+            raise NotStreamingYet(
                 f"pipeline '{name}' has not streamed past its snapshot yet (its binlog reader moves past the "
                 "snapshot's high watermarks with the first change after them): verify it once it has"
             )
@@ -133,7 +137,13 @@ class Verifier:
         finally:
             conn.close()
 
-    def verify(self, tables: list[str], repair: bool = False) -> VerificationResult:
+    def verify(
+        self,
+        tables: list[str],
+        repair: bool = False,
+        on_progress: Callable[[VerificationResult], None] | None = None,
+    ) -> VerificationResult:
+        """Compares (and with `repair` mends) the tables' ranges; `on_progress` hears after each."""
         result = VerificationResult()
         plans = {table_id: self.ranges(table_id) for table_id in tables}
         result.ranges = sum(len(p) for p in plans.values())
@@ -152,6 +162,8 @@ class Verifier:
                         else:
                             result.mismatches.append(mismatch)
                     progress.show()
+                    if on_progress is not None:
+                        on_progress(result)
             except SchemaDrift:
                 result.skipped.append(table_id)
                 self.out.write(f"verify: {table_id} changed while it was compared; verify it again\n")

@@ -1,0 +1,170 @@
+"""Verification and resnapshot requests of a CdcPipeline's spec, carried out by its driver
+while the pipeline streams (the `sluice verify` and `sluice resnapshot` of Kubernetes).
+
+GitOps-friendly: a request is a value in the spec, done once, its result in the status.
+`spec.verification` verifies every `intervalSeconds`, and at once whenever its `id`
+changes; each of `spec.resnapshots` (an `id` and its tables) is read again once. The
+driver reads the spec as it goes (no restart), and says where it is in the status.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import Any, Protocol
+
+from sluice.errors import SluiceError
+from sluice.pipeline.definition import PipelineDefinition
+from sluice.sink.jdbc import JdbcSink
+from sluice.source.connection import SourceEndpoint
+from sluice.verify.verifier import NotStreamingYet, VerificationResult, Verifier
+
+log = logging.getLogger(__name__)
+
+POLL_SECONDS = 2.0
+
+
+@dataclass(frozen=True)
+class VerificationSpec:
+    id: str = ""
+    interval_seconds: int | None = None
+    repair: bool = False
+    tables: tuple[str, ...] = ()
+
+    @classmethod
+    def from_spec(cls, spec: Mapping[str, Any]) -> VerificationSpec:
+        interval = spec.get("intervalSeconds")
+        return cls(
+            str(spec.get("id", "")),
+            None if interval is None else int(interval),
+            bool(spec.get("repair", False)),
+            tuple(str(t) for t in spec.get("tables") or ()),
+        )
+
+
+@dataclass(frozen=True)
+class ResnapshotRequest:
+    id: str
+    tables: tuple[str, ...]
+
+
+class RequestDesk(Protocol):
+    """Where requests come from and results go: the CdcPipeline (state/status_store)."""
+
+    def verification_spec(self) -> VerificationSpec | None: ...
+
+    def resnapshot_requests(self) -> list[ResnapshotRequest]: ...
+
+    def verification_status(self) -> dict[str, Any]: ...
+
+    def resnapshot_statuses(self) -> dict[str, dict[str, Any]]: ...
+
+    def report_verification(self, status: dict[str, Any], now: bool = False) -> None: ...
+
+    def report_resnapshot(self, request_id: str, status: dict[str, Any]) -> None: ...
+
+
+def stamp() -> str:
+    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _seconds_since(text: str) -> float:
+    then = datetime.strptime(text, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=timezone.utc)
+    return (datetime.now(timezone.utc) - then).total_seconds()
+
+
+def verification_due(spec: VerificationSpec, last: Mapping[str, Any]) -> bool:
+    """At once for an id not yet verified; else once `intervalSeconds` passed since the last."""
+    finished = last.get("finishedAt")
+    if last.get("id", "") != spec.id or not finished:
+        return bool(spec.id) or spec.interval_seconds is not None
+    return spec.interval_seconds is not None and _seconds_since(finished) >= spec.interval_seconds
+
+
+def result_status(spec: VerificationSpec, result: VerificationResult, started: str) -> dict[str, Any]:
+    return {
+        "id": spec.id,
+        "startedAt": started,
+        "rangesTotal": result.ranges,
+        "rangesChecked": result.checked,
+        "progress": f"{result.checked}/{result.ranges}",
+        "mismatches": [m.describe() for m in result.mismatches][:20],
+        "mismatchCount": len(result.mismatches),
+        "repaired": [m.describe() for m in result.repaired][:20],
+        "repairedCount": len(result.repaired),
+        "skipped": result.skipped,
+    }
+
+
+class OnlineWork:
+    def __init__(
+        self, definition: PipelineDefinition, sink: JdbcSink, endpoint: SourceEndpoint, desk: RequestDesk
+    ) -> None:
+        self.definition, self.sink, self.endpoint, self.desk = definition, sink, endpoint, desk
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name="online-verification", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(60)
+
+    def _loop(self) -> None:
+        while not self._stop.wait(POLL_SECONDS):
+            try:
+                self.carry_out()
+            except NotStreamingYet:
+                continue
+            except Exception as exc:  # noqa: BLE001 - said in the status; the pipeline streams on
+                log.warning("online verification: %s", exc)
+
+    def carry_out(self) -> None:
+        """Does what the spec asks and the status does not show done yet."""
+        done = self.desk.resnapshot_statuses()
+        for request in self.desk.resnapshot_requests():
+            if (done.get(request.id) or {}).get("state") in ("Done", "Failed"):
+                continue
+            self._resnapshot(request)
+        spec = self.desk.verification_spec()
+        if spec is not None and verification_due(spec, self.desk.verification_status()):
+            self._verify(spec)
+
+    def _verifier(self) -> Verifier:
+        return Verifier(self.definition, self.sink, self.endpoint)
+
+    def _resnapshot(self, request: ResnapshotRequest) -> None:
+        started = stamp()
+        self.desk.report_resnapshot(request.id, {"id": request.id, "state": "Running", "startedAt": started})
+        try:
+            verifier = self._verifier()
+            rows = verifier.resnapshot(verifier.tables(list(request.tables)))
+        except NotStreamingYet:
+            raise
+        except SluiceError as exc:
+            failed = {"id": request.id, "state": "Failed", "startedAt": started, "finishedAt": stamp()}
+            self.desk.report_resnapshot(request.id, {**failed, "message": str(exc)[:1000]})
+            return
+        done = {"id": request.id, "state": "Done", "startedAt": started, "finishedAt": stamp(), "rows": rows}
+        self.desk.report_resnapshot(request.id, done)
+
+    def _verify(self, spec: VerificationSpec) -> None:
+        started = stamp()
+        verifier = self._verifier()
+        try:
+            tables = verifier.tables(list(spec.tables) or None)
+        except SluiceError as exc:
+            self.desk.report_verification(
+                {"id": spec.id, "startedAt": started, "finishedAt": stamp(), "error": str(exc)[:1000]}, now=True
+            )
+            return
+
+        def progress(result: VerificationResult) -> None:
+            self.desk.report_verification(result_status(spec, result, started))
+
+        result = verifier.verify(tables, repair=spec.repair, on_progress=progress)
+        self.desk.report_verification({**result_status(spec, result, started), "finishedAt": stamp()}, now=True)
