@@ -13,6 +13,8 @@ Layout under `path`:
     _sluice_log/schemas.json             the schema changes applied, each with the first
                                          commit written after it and the tables' columns
                                          from then on: the changelog's schema versions
+    _sluice_log/state.json               the pipeline's state document and its revision: a
+                                         run that lost its state adopts it (state/target_records)
 
 A commit exists once the log says so (written atomically after Spark's job commit): a
 snapshot job once its entry exists, binlog commit N once binlog.json reaches N. Directories
@@ -63,6 +65,7 @@ LOG_DIRECTORY = "_sluice_log"
 BINLOG_ENTRY = "binlog"  # the last binlog commit and its end
 SNAPSHOT_ENTRY = "snapshot"  # the snapshot's directories, once compacted
 SCHEMAS_ENTRY = "schemas"  # the schema changes, in binlog order
+STATE_ENTRY = "state"  # the pipeline's state document, kept beside the commits
 ATTEMPT = re.compile(r"^(snapshot-\d{6}-[0-9a-f]{8}|binlog-(\d{12}))$")  # directories Sluice writes
 METADATA = [
     T.StructField("_op", T.StringType(), False),
@@ -148,6 +151,9 @@ class CommitLog:
         ends = [BinlogOffset.from_json(entry["end"]) for entry in legacy]
         return {"commit": max(e.get("commit", SNAPSHOT_COMMIT) for e in legacy), "end": max(ends).to_json()}
 
+    def entry(self, name: str) -> dict[str, Any] | None:
+        return self._known().get(name)
+
     def schema_changes(self) -> list[dict[str, Any]]:
         return list(self._known().get(SCHEMAS_ENTRY, {}).get("changes", []))
 
@@ -227,18 +233,34 @@ class ParquetSink(Sink):
         in captured tables' folders that no commit counts. A directory with other content
         and no commit log is not Sluice's to write into."""
         try:
-            if self.path.is_dir() and any(self.path.iterdir()) and not self.log.exists():
-                raise SinkError(
-                    f"sink.path {self.path} is not empty and holds no Sluice commit log ({LOG_DIRECTORY}); "
-                    "point sink.path at an empty or new directory"
-                )
-            self.log.directory.mkdir(parents=True, exist_ok=True)
+            self._open_log()
             for schema in schemas:
                 table_dir = self.path / schema.database / schema.table
                 table_dir.mkdir(parents=True, exist_ok=True)
                 for attempt in table_dir.iterdir():
                     if ATTEMPT.match(attempt.name) and not self.log.is_committed(attempt):
                         shutil.rmtree(attempt)
+        except OSError as exc:
+            raise SinkError(f"sink.path {self.path}: {exc.strerror or exc}") from exc
+
+    def _open_log(self) -> None:
+        """The commit log, made in an empty directory; a directory with other content and no
+        commit log is not Sluice's to write into."""
+        if self.path.is_dir() and any(self.path.iterdir()) and not self.log.exists():
+            raise SinkError(
+                f"sink.path {self.path} is not empty and holds no Sluice commit log ({LOG_DIRECTORY}); "
+                "point sink.path at an empty or new directory"
+            )
+        self.log.directory.mkdir(parents=True, exist_ok=True)
+
+    def recorded_state(self) -> tuple[int, dict[str, Any]] | None:
+        entry = self.log.entry(STATE_ENTRY)
+        return None if entry is None else (int(entry["revision"]), entry["document"])
+
+    def record_state(self, revision: int, document: dict[str, Any]) -> None:
+        try:
+            self._open_log()
+            self.log.write(STATE_ENTRY, {"revision": revision, "document": document})
         except OSError as exc:
             raise SinkError(f"sink.path {self.path}: {exc.strerror or exc}") from exc
 

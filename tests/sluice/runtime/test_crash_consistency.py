@@ -92,11 +92,10 @@ def _kill_moments(rng: random.Random) -> list:
 
 
 def _run_with_kills(name: str, pipeline: Path, state_dir: Path, env: dict, seed: int, log: dict) -> None:
-    """Starts and SIGKILLs the pipeline KILLS times, then leaves a last run going. Where the
-    sink keeps the pipeline's records (jdbc), the state directory is now and then deleted
-    after a kill too, as an ephemeral disk loses it: the next run adopts the target's."""
+    """Starts and SIGKILLs the pipeline KILLS times, then leaves a last run going. The state
+    directory is now and then deleted after a kill too, as an ephemeral disk loses it: the
+    next run adopts the target's records (the jdbc tables', the parquet commit log's)."""
     rng = random.Random(seed)
-    records_in_target = yaml.safe_load(pipeline.read_text())["sink"]["type"] == "jdbc"
     phases = []
     try:
         for moment in _kill_moments(rng):
@@ -104,7 +103,7 @@ def _run_with_kills(name: str, pipeline: Path, state_dir: Path, env: dict, seed:
             _wait_for(state_dir, process, moment)
             phases.append(_phase(read_state(state_dir)))
             kill_pipeline(process)
-            if records_in_target and rng.random() < STATE_LOSSES:
+            if rng.random() < STATE_LOSSES:
                 shutil.rmtree(state_dir, ignore_errors=True)  # a run killed before it saved made none
                 phases.append("state deleted")
         log[name] = (start_sluice(pipeline, state_dir, env), phases)

@@ -13,6 +13,7 @@ import time
 
 import pytest
 
+from sluice.sink.parquet import read_changelog
 from tests.harness import compare
 from tests.harness.pipelines import (
     kill_pipeline,
@@ -294,3 +295,35 @@ def test_a_pipeline_whose_position_was_purged_reads_the_snapshot_again_exactly(
         assert "is no longer on the source: reading the snapshot again" in err, err
     finally:
         server.stop()
+
+
+def test_a_parquet_changelog_adopts_its_commit_log_after_the_state_is_lost(
+    tmp_path, mariadb, postgresql, source_db, tables
+):
+    """The parquet sink keeps the state document beside its commit log: a rerun with a fresh
+    state directory reads no snapshot into the changelog a second time, and replaying the
+    log (which fails on any change seen twice) gives the source."""
+    lake = tmp_path / "lake"
+    definition = pipeline_yaml(
+        mariadb,
+        tables,
+        {"type": "parquet", "path": str(lake)},
+        name=f"lost-parquet-{source_db}",
+        **{
+            "scan.startup.mode": "snapshot",
+            "scan.incremental.snapshot.chunk.key-column": f"{source_db}.notes:author",
+            "server-id": "6973-6975",
+        },
+    )
+    pipeline = write_pipeline(tmp_path / "p.yaml", definition)
+    env = sluice_env(mariadb, postgresql)
+    first = run_sluice(pipeline, tmp_path / "state", env)
+    assert first.returncode == 0, first.stderr
+    changes_while_nothing_runs(mariadb, source_db)
+    again = run_sluice(pipeline, tmp_path / "fresh-state", env)
+    assert again.returncode == 0, again.stderr
+    assert "adopting the records of pipeline" in again.stderr, again.stderr
+    assert "snapshot:" not in again.stderr.replace("snapshot: the target is a copy as of", ""), again.stderr
+    for table, key in (("orders", "id"), ("notes", None)):
+        replayed = compare.replay_changelog(read_changelog(lake, f"{source_db}.{table}"), key)
+        assert replayed == compare.source_rows(mariadb, source_db, table), table
