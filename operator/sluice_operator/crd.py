@@ -157,6 +157,10 @@ def _spec_schema() -> dict[str, Any]:
                     "properties": {
                         "id": {"type": "string", "minLength": 1},
                         "tables": {"type": "array", "minItems": 1, "items": {"type": "string"}},
+                        "where": {
+                            "type": "string",
+                            "description": "Only the rows matching this SQL condition at the source (keyed tables).",
+                        },
                     },
                 },
             },

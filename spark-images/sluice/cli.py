@@ -40,6 +40,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     resnapshot.add_argument("pipeline", type=Path, help="pipeline YAML (Flink CDC 3 keys)")
     resnapshot.add_argument("--table", action="append", metavar="DB.TABLE", required=True, help="repeatable")
+    resnapshot.add_argument(
+        "--where", metavar="CONDITION", help="only the rows matching this SQL condition at the source (keyed tables)"
+    )
     resnapshot.add_argument("-v", "--verbose", action="store_true", help="log more")
     for command in (verify, resnapshot):
         command.add_argument(
@@ -107,7 +110,7 @@ def verify_or_resnapshot(args: argparse.Namespace, definition: PipelineDefinitio
     verifier = Verifier(definition, sink, source_endpoint(definition))
     tables = verifier.tables(args.table)
     if args.command == "resnapshot":
-        verifier.resnapshot(tables)
+        verifier.resnapshot(tables, args.where)
         return True
     result = verifier.verify(tables, repair=args.repair)
     for mismatch in result.mismatches:

@@ -347,9 +347,37 @@ class JdbcSink(Sink):
         self, schema: TableSchema, split: SnapshotSplit, rows_as_of: Callable[[BinlogOffset], list[Row]]
     ) -> int:
         """Replaces the target's rows in a key range by `rows_as_of(position)`, the source's
-        rows as of the pipeline's committed position. The pipeline's writes wait meanwhile
-        (its epoch row is locked), so the position holds until the rows are in: the
-        pipeline pauses for as long as one range takes. Returns the rows written."""
+        rows as of the pipeline's committed position. Returns the rows written."""
+
+        def replace(conn: Any, position: BinlogOffset) -> int:
+            rows = rows_as_of(position)
+            self.target.dialect.delete_range(conn, schema, split)
+            self.target.dialect.insert_new(conn, schema, rows)
+            return len(rows)
+
+        return self._at_committed_position(replace)
+
+    def replace_keys(
+        self,
+        schema: TableSchema,
+        rows_as_of: Callable[[BinlogOffset], tuple[list[tuple[Any, ...]], list[Row]]],
+    ) -> int:
+        """Replaces the target's rows of the keys `rows_as_of(position)` gives by the rows it
+        gives with them (the source's as of the pipeline's committed position)."""
+
+        def replace(conn: Any, position: BinlogOffset) -> int:
+            keys, rows = rows_as_of(position)
+            for start in range(0, len(keys), self.target.batch_size):
+                self.target.dialect.delete(conn, schema, keys[start : start + self.target.batch_size])
+            self.target.dialect.insert_new(conn, schema, rows)
+            return len(rows)
+
+        return self._at_committed_position(replace)
+
+    def _at_committed_position(self, write: Callable[[Any, BinlogOffset], int]) -> int:
+        """Runs `write` in a transaction at the pipeline's committed binlog position: its
+        writes wait meanwhile (the epoch row is locked), so the position holds until the
+        rows are in; the pipeline pauses for as long as one write takes."""
         dialect = self.target.dialect
         with contextlib.closing(self.target.connect()) as conn:
             try:
@@ -357,11 +385,9 @@ class JdbcSink(Sink):
                 position = dialect.load_offsets(conn, self.target.pipeline).get(BINLOG_SPLIT_ID)
                 if position is None:
                     raise SinkError(f"sink {self.target!r}: pipeline {self.target.pipeline!r} has no binlog position")
-                rows = rows_as_of(position)
-                dialect.delete_range(conn, schema, split)
-                dialect.insert_new(conn, schema, rows)
+                written = write(conn, position)
                 conn.commit()
-                return len(rows)
+                return written
             except Exception:
                 with contextlib.suppress(Exception):
                     conn.rollback()

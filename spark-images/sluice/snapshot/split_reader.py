@@ -43,7 +43,7 @@ log = logging.getLogger(__name__)
 ER_TABLE_DEF_CHANGED = 1412  # "Table definition has changed, please retry transaction"
 
 
-def _selected(column: Column) -> str:
+def selected(column: Column) -> str:
     """The server prints a FLOAT to six digits, which loses bits; as a DOUBLE it prints the
     exact float32 value, which is also what the binlog holds."""
     name = quote(column.name)
@@ -52,7 +52,7 @@ def _selected(column: Column) -> str:
 
 def chunk_query(schema: TableSchema, split: SnapshotSplit, select: str | None = None) -> tuple[str, list[Any]]:
     """The chunk's SELECT: its columns, or the given select list, over the split's key range."""
-    columns = select or ", ".join(_selected(c) for c in schema.columns)
+    columns = select or ", ".join(selected(c) for c in schema.columns)
     where, params = split.key_condition(quote(schema.chunk_key))
     return f"SELECT {columns} FROM {qualified(schema.database, schema.table)}{where}", params
 

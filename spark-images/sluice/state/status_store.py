@@ -130,7 +130,10 @@ class StatusStateStore(StateStore):
     def resnapshot_requests(self) -> list[ResnapshotRequest]:
         """spec.resnapshots, read now."""
         requests = (self._get().get("spec") or {}).get("resnapshots") or []
-        return [ResnapshotRequest(str(r["id"]), tuple(str(t) for t in r.get("tables") or ())) for r in requests]
+        return [
+            ResnapshotRequest(str(r["id"]), tuple(str(t) for t in r.get("tables") or ()), str(r.get("where", "")))
+            for r in requests
+        ]
 
     def verification_status(self) -> dict[str, Any]:
         with self._lock:

@@ -49,6 +49,7 @@ class VerificationSpec:
 class ResnapshotRequest:
     id: str
     tables: tuple[str, ...]
+    where: str = ""  # only the rows matching it at the source, by key
 
 
 class RequestDesk(Protocol):
@@ -142,7 +143,7 @@ class OnlineWork:
         self.desk.report_resnapshot(request.id, {"id": request.id, "state": "Running", "startedAt": started})
         try:
             verifier = self._verifier()
-            rows = verifier.resnapshot(verifier.tables(list(request.tables)))
+            rows = verifier.resnapshot(verifier.tables(list(request.tables)), request.where or None)
         except NotStreamingYet:
             raise
         except SluiceError as exc:

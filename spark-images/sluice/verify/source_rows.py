@@ -6,16 +6,29 @@ comparison wrong, and the pipeline is never asked to wait."""
 
 from __future__ import annotations
 
+from typing import Any
+
+import MySQLdb
+
 from sluice.binlog.event_reader import read_window
 from sluice.errors import SluiceError
 from sluice.event.projection import projection
 from sluice.snapshot.snapshot_split import SplitTask
-from sluice.snapshot.split_reader import changes_in_chunk, end_split, read_split, unfold
+from sluice.snapshot.split_reader import (
+    ChunkScan,
+    begin_consistent_snapshot,
+    changes_in_chunk,
+    end_split,
+    read_split,
+    selected,
+    unfold,
+)
 from sluice.source.connection import connect_scan, is_mariadb
 from sluice.source.key_order import key_order_for
 from sluice.source.offset import BinlogOffset
 from sluice.source.row_decoding import Row, RowDecoder
 from sluice.source.schema import TableSchema
+from sluice.source.sql import qualified
 
 
 class PositionInsideTransaction(SluiceError):
@@ -25,10 +38,14 @@ class PositionInsideTransaction(SluiceError):
     transient = True
 
 
-def source_rows_as_of(task: SplitTask, position: BinlogOffset, target: TableSchema) -> list[Row]:
-    """The split's rows at the source as of `position`, in the target's columns."""
+def _check_windable(position: BinlogOffset) -> None:
     if position.row or position.transaction:
         raise PositionInsideTransaction(f"the target's position {position} is inside a transaction")
+
+
+def source_rows_as_of(task: SplitTask, position: BinlogOffset, target: TableSchema) -> list[Row]:
+    """The split's rows at the source as of `position`, in the target's columns."""
+    _check_windable(position)
     schema = task.schema
     conn = connect_scan(task.endpoint)
     try:
@@ -51,3 +68,46 @@ def source_rows_as_of(task: SplitTask, position: BinlogOffset, target: TableSche
         conn.close()
     project = projection(schema, target)
     return rows if project is None else [project(row) for row in rows]
+
+
+def rows_matching_as_of(
+    task: SplitTask, where: str, position: BinlogOffset, target: TableSchema
+) -> tuple[list[tuple[Any, ...]], list[Row]]:
+    """The keys of the source's rows that match `where` (SQL of the source's dialect, as
+    Debezium's additional-conditions), and those rows as of `position` in the target's
+    columns (a key without a row there: made after it). Needs MariaDB's exact read view."""
+    _check_windable(position)
+    schema = task.schema
+    conn = connect_scan(task.endpoint)
+    try:
+        if not is_mariadb(conn):
+            raise SluiceError(
+                f"a condition needs the read view's exact binlog position, which only MariaDB gives: "
+                f"read {schema.table_id} again whole instead"
+            )
+        read_at = begin_consistent_snapshot(conn)
+        columns = ", ".join(selected(c) for c in schema.columns)
+        sql = f"SELECT {columns} FROM {qualified(schema.database, schema.table)} WHERE ({where})"
+        decoder = RowDecoder(schema)
+        try:
+            rows = list(ChunkScan(conn, sql, [], decoder, task.fetch_size))
+        except MySQLdb.Error as exc:
+            raise SluiceError(
+                f"{schema.table_id}: the condition '{where}' failed at the source: {exc.args[-1]}"
+            ) from exc
+        end_split(conn)
+        keys = {decoder.row_key(row) for row in rows}
+        if read_at.is_after(position):
+            changes = read_window(task.endpoint, task.server_id, position, read_at, {schema.table_id: schema}, True)
+            touching = []
+            for change in changes:
+                before_in = change.before is not None and decoder.row_key(change.before) in keys
+                after_in = change.after is not None and decoder.row_key(change.after) in keys
+                if before_in or after_in:
+                    touching.append((change, before_in, after_in))
+            rows = unfold(rows, touching, decoder)
+    finally:
+        conn.close()
+    project = projection(schema, target)
+    as_tuples = [key if isinstance(key, tuple) else (key,) for key in keys]
+    return as_tuples, rows if project is None else [project(row) for row in rows]

@@ -36,7 +36,7 @@ from sluice.source.schema import TableSchema
 from sluice.state.compact_state import expand
 from sluice.state.pipeline_state import PipelineState
 from sluice.verify.normal_form import normal_value, row_digest
-from sluice.verify.source_rows import PositionInsideTransaction, source_rows_as_of
+from sluice.verify.source_rows import PositionInsideTransaction, rows_matching_as_of, source_rows_as_of
 
 RETRIES = 20  # a range whose target position sits inside a huge transaction is tried again
 RETRY_SECONDS = 0.5
@@ -170,9 +170,12 @@ class Verifier:
         progress.show(final=True)
         return result
 
-    def resnapshot(self, tables: list[str]) -> int:
+    def resnapshot(self, tables: list[str], where: str | None = None) -> int:
         """Reads the tables again, range by range, while the pipeline streams: each range
-        replaces the target's (Debezium's execute-snapshot signal). Returns the rows read."""
+        replaces the target's (Debezium's execute-snapshot signal). With `where`, only the
+        rows matching it at the source, by key (its additional-conditions). Returns the rows read."""
+        if where:
+            return sum(self._resnapshot_matching(table_id, where) for table_id in tables)
         ranges = {table_id: self.ranges(table_id) for table_id in tables}
         total, done, rows = sum(len(r) for r in ranges.values()), 0, 0
         for table_id, splits in ranges.items():
@@ -181,6 +184,22 @@ class Verifier:
                 done += 1
             self.out.write(f"resnapshot: {table_id} read again ({done}/{total} ranges, {rows:,} rows)\n")
         return rows
+
+    def _resnapshot_matching(self, table_id: str, where: str) -> int:
+        source, target = self._schemas(table_id)
+        if source.is_bag:
+            raise SluiceError(f"{table_id} has no key to find the rows matching '{where}' by: read it again whole")
+        task = self._task(SnapshotSplit(table_id, 0, None, None))
+        for _ in _attempts():
+            try:
+                rows = self.sink.replace_keys(
+                    target, lambda position: rows_matching_as_of(task, where, position, target)
+                )
+            except PositionInsideTransaction:
+                continue
+            self.out.write(f"resnapshot: {table_id}: {rows:,} rows matching '{where}' read again\n")
+            return rows
+        raise SluiceError(f"{table_id}: the target stayed inside one transaction")
 
     def _schemas(self, table_id: str) -> tuple[TableSchema, TableSchema]:
         return self.state.tables[table_id], self.state.targets[table_id]  # type: ignore[index]

@@ -211,3 +211,27 @@ def test_verify_refuses_a_table_the_pipeline_does_not_capture(streaming, source_
     refused = sluice("verify", pipeline, env, "--table", f"{source_db}.nothing")
     assert refused.returncode == 1
     assert f"--table: {source_db}.nothing not captured by pipeline" in refused.stderr
+
+
+def test_resnapshot_reads_again_the_rows_matching_a_condition(streaming, mariadb, source_db):
+    pipeline, env, target, process = streaming
+    target.execute(
+        f"UPDATE {source_db}.orders SET total = -1 WHERE id BETWEEN 100 AND 120",
+        f"DELETE FROM {source_db}.orders WHERE id = 130",
+    )
+    with SourceWrites(mariadb, source_db):  # which updates rows 2900-2910 meanwhile
+        done = sluice(
+            "resnapshot",
+            pipeline,
+            env,
+            "--table",
+            f"{source_db}.orders",
+            "--where",
+            "id BETWEEN 100 AND 140 OR id BETWEEN 2900 AND 2905",
+        )
+        assert done.returncode == 0, done.stderr
+        assert "47 rows matching 'id BETWEEN 100 AND 140 OR id BETWEEN 2900 AND 2905' read again" in done.stderr
+    wait_until_target_is(process, source_rows(mariadb, source_db), target.rows, time.monotonic() + 60)
+    refused = sluice("resnapshot", pipeline, env, "--table", f"{source_db}.notes", "--where", "author = 1")
+    assert refused.returncode == 1
+    assert f"{source_db}.notes has no key to find the rows matching 'author = 1' by" in refused.stderr
