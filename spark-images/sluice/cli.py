@@ -34,6 +34,12 @@ def build_parser() -> argparse.ArgumentParser:
     verify.add_argument("pipeline", type=Path, help="pipeline YAML (Flink CDC 3 keys)")
     verify.add_argument("--table", action="append", metavar="DB.TABLE", help="only this table (repeatable)")
     verify.add_argument("--repair", action="store_true", help="read each range that differs again")
+    verify.add_argument(
+        "--pace",
+        type=float,
+        default=0.0,
+        help="after each range, wait PACE times as long as it took (1.0: work half the time; default 0)",
+    )
     verify.add_argument("-v", "--verbose", action="store_true", help="log more")
     resnapshot = commands.add_parser(
         "resnapshot", help="read tables of a streaming pipeline again, range by range, while it streams"
@@ -112,7 +118,7 @@ def verify_or_resnapshot(args: argparse.Namespace, definition: PipelineDefinitio
     if args.command == "resnapshot":
         verifier.resnapshot(tables, args.where)
         return True
-    result = verifier.verify(tables, repair=args.repair)
+    result = verifier.verify(tables, repair=args.repair, pace=args.pace)
     for mismatch in result.mismatches:
         print(f"mismatch: {mismatch.describe()}")
     for mismatch in result.repaired:

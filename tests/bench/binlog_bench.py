@@ -12,6 +12,7 @@ of two runs; the run into PostgreSQL writes its target once.
 from __future__ import annotations
 
 import argparse
+import io
 import os
 import statistics
 import subprocess
@@ -22,12 +23,17 @@ from pymysqlreplication import BinLogStreamReader
 from pymysqlreplication.row_event import DeleteRowsEvent, UpdateRowsEvent, WriteRowsEvent
 
 from sluice.binlog.binlog_split import BinlogSplit
+from sluice.pipeline.definition import build_definition
 from sluice.runtime.binlog_phase import BinlogSettings, run_binlog_phase
 from sluice.sink.base import ChangeBatch, SinkWriter
 from sluice.sink.jdbc import JdbcSink
 from sluice.source.connection import SourceEndpoint, current_offset
 from sluice.source.offset import BinlogOffset
 from sluice.source.schema import read_table_schema
+from sluice.state.compact_state import compact
+from sluice.state.pipeline_state import PipelineState
+from sluice.verify.online import PACE
+from sluice.verify.verifier import Verifier
 
 TABLE_DDL = (
     "CREATE TABLE bench.events (id BIGINT PRIMARY KEY, customer VARCHAR(40) NOT NULL, "
@@ -154,6 +160,49 @@ def sluice_reader(endpoint, schemas, writer: SinkWriter, start, end) -> float:
     return time.perf_counter() - started
 
 
+class VerifyingLoop:
+    """`sluice verify` of the events table over and over, beside the streaming reader: what
+    verification costs the pipeline (and, under load, that it finds nothing)."""
+
+    def __init__(self, mariadb, postgresql, schema, sink: JdbcSink) -> None:
+        source = {
+            "type": "mysql",
+            "hostname": mariadb.host,
+            "port": mariadb.port,
+            "username": mariadb.user,
+            "password": mariadb.password,
+            "tables": schema.table_id,
+            "server-id": "7910-7911",
+            "scan.incremental.snapshot.chunk.size": 8096,
+        }
+        target = {"type": "jdbc", "url": postgresql.url, "username": postgresql.user, "password": postgresql.password}
+        definition = build_definition({"source": source, "sink": target, "pipeline": {"name": "binlog-bench"}}, {})
+        state = PipelineState(
+            "binlog-bench", {}, tables={schema.table_id: schema}, binlog=BinlogSplit(BinlogOffset("", 4))
+        )
+        sink.record_state(1, compact(state.to_json()))  # what a pipeline keeps in its target
+        self.verifier = Verifier(definition, sink, mariadb.endpoint(), out=io.StringIO())
+        self.table = schema.table_id
+        self.done = threading.Event()
+        self.passes = self.ranges = self.mismatches = 0
+        self.thread = threading.Thread(target=self._loop, daemon=True)
+
+    def _loop(self) -> None:
+        while not self.done.is_set():
+            result = self.verifier.verify([self.table], pace=PACE)  # as the Kubernetes driver runs it
+            self.passes += 1
+            self.ranges += result.checked
+            self.mismatches += len(result.mismatches)
+
+    def __enter__(self) -> VerifyingLoop:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.done.set()
+        self.thread.join()
+
+
 def latency(mariadb, endpoint, schemas, sink: JdbcSink, rate: int, seconds: float) -> list[float]:
     """Writes `rate` rows/s in transactions of 10 while the reader streams into PostgreSQL."""
     conn = mariadb.connect("bench")
@@ -257,6 +306,16 @@ def main() -> None:
         print(
             f"latency at {args.rate:,} rows/s into PostgreSQL ({len(lat):,} rows): p50 {p50 * 1000:.0f} ms, "
             f"p99 {p99 * 1000:.0f} ms"
+        )
+        started = time.monotonic()
+        with VerifyingLoop(mariadb, postgresql, schema, sink) as verifying:
+            checked = sorted(latency(mariadb, endpoint, schemas, sink, args.rate, args.seconds))
+        verify_seconds = time.monotonic() - started
+        p50v, p99v = statistics.median(checked), checked[int(len(checked) * 0.99) - 1]
+        print(
+            f"  with verification running beside it ({verifying.passes} passes, {verifying.ranges:,} ranges, "
+            f"{verifying.ranges / verify_seconds:.1f} ranges/s, {verifying.mismatches} false mismatches): "
+            f"p50 {p50v * 1000:.0f} ms ({p50v / p50:.2f}x), p99 {p99v * 1000:.0f} ms ({p99v / p99:.2f}x)"
         )
 
 

@@ -142,8 +142,11 @@ class Verifier:
         tables: list[str],
         repair: bool = False,
         on_progress: Callable[[VerificationResult], None] | None = None,
+        pace: float = 0.0,
     ) -> VerificationResult:
-        """Compares (and with `repair` mends) the tables' ranges; `on_progress` hears after each."""
+        """Compares (and with `repair` mends) the tables' ranges; `on_progress` hears after
+        each. `pace`: after each range, wait this many times as long as it took (1.0: the
+        verifier works half the time), as pt-table-checksum's chunk time bounds its load."""
         result = VerificationResult()
         plans = {table_id: self.ranges(table_id) for table_id in tables}
         result.ranges = sum(len(p) for p in plans.values())
@@ -151,6 +154,7 @@ class Verifier:
         for table_id, splits in plans.items():
             try:
                 for split in splits:
+                    began = time.monotonic()
                     mismatch = self.check(split)
                     result.checked += 1
                     if mismatch is not None:
@@ -164,6 +168,7 @@ class Verifier:
                     progress.show()
                     if on_progress is not None:
                         on_progress(result)
+                    time.sleep(pace * (time.monotonic() - began))
             except SchemaDrift:
                 result.skipped.append(table_id)
                 self.out.write(f"verify: {table_id} changed while it was compared; verify it again\n")
