@@ -176,7 +176,7 @@ def all_three(server, source_db: str, postgresql=None) -> list[tuple]:
         read = lambda t: compare.source_rows(server, source_db, t)  # noqa: E731
     else:
         read = lambda t: compare.postgres_rows(postgresql, source_db, t)  # noqa: E731
-    return sorted((table, *map(str, row)) for table in ("orders", "notes", "tags") for row in read(table))
+    return sorted((table, *map(str, row)) for table in ("orders", "notes", "tags", "codes") for row in read(table))
 
 
 @pytest.mark.parametrize("target", ["postgres", "mariadb"])
@@ -191,9 +191,11 @@ def test_a_snapshot_into_a_target_that_holds_rows_leaves_it_exact(
         "CREATE TABLE tags (name VARCHAR(20) PRIMARY KEY, n INT)",  # the server's default collation
         "INSERT INTO tags WITH RECURSIVE s(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM s WHERE n < 400) "
         "SELECT CONCAT(IF(n % 2, 'tag-', 'TAG-'), LPAD(n, 4, '0')), n FROM s",
+        "CREATE TABLE codes (code INT NOT NULL, v INT, UNIQUE KEY (code))",  # keyed by a unique key
+        "INSERT INTO codes SELECT seq * 3, seq FROM seq_1_to_300",
         database=source_db,
     )
-    tables = f"{source_db}.(orders|notes|tags)"
+    tables = f"{source_db}.(orders|notes|tags|codes)"
     sink = postgres_sink(postgresql) if target == "postgres" else mysql_sink(mariadb_target)
     rows_in_target = (
         (lambda: all_three(None, source_db, postgresql))
@@ -224,6 +226,7 @@ def test_a_snapshot_into_a_target_that_holds_rows_leaves_it_exact(
     mariadb.execute(
         "DELETE FROM orders WHERE id < 5 OR id > 2990",  # the first and the last chunk lose rows
         "DELETE FROM tags WHERE n % 7 = 0",
+        "DELETE FROM codes WHERE code % 4 = 0 OR code = 900",
         "UPDATE tags SET n = -n WHERE n % 11 = 0",
         "INSERT INTO notes VALUES (NULL, 'null key')",
         database=source_db,
@@ -232,6 +235,7 @@ def test_a_snapshot_into_a_target_that_holds_rows_leaves_it_exact(
         f"INSERT INTO {source_db}.notes VALUES (NULL, 'stale'), (NULL, 'stale')",  # NULL keys: the first chunk's
         f"INSERT INTO {source_db}.orders VALUES (-7, 0), (99999, 0)",
         f"INSERT INTO {source_db}.tags VALUES ('a-stale', 0), ('ZZ-stale', 0), ('tag-0100x', 0)",
+        f"INSERT INTO {source_db}.codes VALUES (1, 0), (2000, 0)",
     ]
     if target == "postgres":
         with postgresql.connect() as conn:
