@@ -75,6 +75,26 @@ def definition(mariadb, postgresql, source_db, tables, mode: str = "initial", ch
     )
 
 
+def run_until_equal(server, postgresql, source_db, pipeline, state_dir, env, then=None) -> str:
+    """Runs the pipeline until it streams with the target equal to the source (again after
+    `then()`, if given), stops it with SIGTERM, and returns what it said."""
+    process = start_sluice(pipeline, state_dir, env)
+    try:
+        wait_until_in_binlog_phase(process, state_dir, time.monotonic() + 180)
+        target = lambda: both(None, source_db, postgresql)  # noqa: E731
+        wait_until_target_is(process, both(server, source_db), target, time.monotonic() + 180)
+        if then is not None:
+            then()
+            wait_until_target_is(process, both(server, source_db), target, time.monotonic() + 60)
+        process.send_signal(signal.SIGTERM)
+        _, err = process.communicate(timeout=60)
+        assert process.returncode == 0, err
+        return err
+    finally:
+        if process.poll() is None:
+            kill_pipeline(process)
+
+
 def changes_while_nothing_runs(mariadb, source_db: str) -> None:
     mariadb.execute(
         "DELETE FROM orders WHERE id % 30 = 0",
@@ -90,30 +110,9 @@ def test_a_streaming_pipeline_with_a_fresh_state_directory_streams_on_from_the_t
 ):
     pipeline = write_pipeline(tmp_path / "p.yaml", definition(mariadb, postgresql, source_db, tables))
     env = sluice_env(mariadb, postgresql)
-    first = start_sluice(pipeline, tmp_path / "state", env)
-    try:
-        wait_until_in_binlog_phase(first, tmp_path / "state", time.monotonic() + 180)
-        wait_until_target_is(
-            first, both(mariadb, source_db), lambda: both(None, source_db, postgresql), time.monotonic() + 120
-        )
-        first.send_signal(signal.SIGTERM)
-        assert first.wait(60) == 0
-    finally:
-        if first.poll() is None:
-            kill_pipeline(first)
+    run_until_equal(mariadb, postgresql, source_db, pipeline, tmp_path / "state", env)
     changes_while_nothing_runs(mariadb, source_db)
-
-    again = start_sluice(pipeline, tmp_path / "fresh-state", env)
-    try:
-        wait_until_target_is(
-            again, both(mariadb, source_db), lambda: both(None, source_db, postgresql), time.monotonic() + 180
-        )
-        again.send_signal(signal.SIGTERM)
-        _, err = again.communicate(timeout=60)
-        assert again.returncode == 0, err
-    finally:
-        if again.poll() is None:
-            kill_pipeline(again)
+    err = run_until_equal(mariadb, postgresql, source_db, pipeline, tmp_path / "fresh-state", env)
     assert "adopting the records of pipeline" in err, err
     assert "snapshot:" not in err, err  # not one chunk read again
     assert "binlog" in read_state(tmp_path / "fresh-state")  # the cache holds the adopted state
@@ -267,35 +266,11 @@ def test_a_pipeline_whose_position_was_purged_reads_the_snapshot_again_exactly(
         tables = create_tables(server, source_db)
         pipeline = write_pipeline(tmp_path / "p.yaml", definition(server, postgresql, source_db, tables))
         env = sluice_env(server, postgresql)
-        first = start_sluice(pipeline, tmp_path / "state", env)
-        try:
-            wait_until_in_binlog_phase(first, tmp_path / "state", time.monotonic() + 180)
-            wait_until_target_is(
-                first, both(server, source_db), lambda: both(None, source_db, postgresql), time.monotonic() + 120
-            )
-            first.send_signal(signal.SIGTERM)
-            assert first.wait(60) == 0
-        finally:
-            if first.poll() is None:
-                kill_pipeline(first)
+        run_until_equal(server, postgresql, source_db, pipeline, tmp_path / "state", env)
         changes_while_nothing_runs(server, source_db)
         server.purge_binlogs()
-
-        again = start_sluice(pipeline, tmp_path / "state", env)
-        try:
-            wait_until_target_is(
-                again, both(server, source_db), lambda: both(None, source_db, postgresql), time.monotonic() + 180
-            )
-            server.execute(f"INSERT INTO {source_db}.orders VALUES (100000, 1)")  # and it streams on
-            wait_until_target_is(
-                again, both(server, source_db), lambda: both(None, source_db, postgresql), time.monotonic() + 60
-            )
-            again.send_signal(signal.SIGTERM)
-            _, err = again.communicate(timeout=60)
-            assert again.returncode == 0, err
-        finally:
-            if again.poll() is None:
-                kill_pipeline(again)
+        streams_on = lambda: server.execute(f"INSERT INTO {source_db}.orders VALUES (100000, 1)")  # noqa: E731
+        err = run_until_equal(server, postgresql, source_db, pipeline, tmp_path / "state", env, then=streams_on)
         assert "is no longer on the source: reading the snapshot again" in err, err
     finally:
         server.stop()
