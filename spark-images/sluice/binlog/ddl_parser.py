@@ -125,8 +125,9 @@ def _create(tree: exp.Create, default_database: str, captured: Captured, stateme
     primary_key = [
         d.name for d in definitions if any(isinstance(c.kind, exp.PrimaryKeyColumnConstraint) for c in _constraints(d))
     ]
+    spelled = {d.name.lower(): d.name for d in definitions}  # MySQL resolves column names case-insensitively
     for key in schema.find_all(exp.PrimaryKey):
-        primary_key.extend(e.name for e in key.expressions)
+        primary_key.extend(spelled.get(e.name.lower(), e.name) for e in key.expressions)
     columns = tuple(column_from_definition(d, primary_key) for d in definitions)
     return [CreateTable(table_id, columns, tuple(primary_key))]
 

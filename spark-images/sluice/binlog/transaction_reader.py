@@ -32,7 +32,7 @@ from sluice.binlog.event_stream import BinlogRowsEvent
 from sluice.binlog.gtid_state import GtidState, gtid_state
 from sluice.binlog.row_image_decoder import RowImageDecoders
 from sluice.errors import PositionPurged, SourceError, SourceUnavailable
-from sluice.event.schema_change import CreateTable, SchemaChangeEvent, is_reflected
+from sluice.event.schema_change import CreateTable, SchemaChangeEvent, as_spelled, is_reflected
 from sluice.source.connection import SourceEndpoint
 from sluice.source.offset import BinlogOffset
 from sluice.source.schema import TableSchema
@@ -233,7 +233,7 @@ def _schema_change(
     (earliest-offset, timestamp) reads the history of tables it found as they are now."""
     database = event.schema.decode() if isinstance(event.schema, bytes) else str(event.schema or "")
     try:
-        parsed = parse_ddl(event.query, database, captured)
+        parsed = as_spelled(parse_ddl(event.query, database, captured), decoders.columns)
         events, problem = tuple(e for e in parsed if not is_reflected(e, decoders.columns)), ""
     except UnparsableDdl as exc:
         events, problem = (), str(exc)

@@ -244,3 +244,42 @@ def is_reflected(event: SchemaChangeEvent, columns: Callable[[str, str], Collect
     if isinstance(event, RenameTable):
         return not present and bool(columns(*event.new_table_id.split(".", 1)))
     return False
+
+
+def as_spelled(
+    events: Iterable[SchemaChangeEvent], columns: Callable[[str, str], Collection[str]]
+) -> list[SchemaChangeEvent]:
+    """The events with the column names they refer to as their table spells them: MySQL
+    resolves column names case-insensitively (`DROP COLUMN Y` drops `y`). A MODIFY or
+    CHANGE that spells a column otherwise gives it that spelling, as MySQL does: a rename
+    first. `columns(database, table)` gives a table's column names before the events."""
+    names: dict[str, list[str]] = {}
+    result: list[SchemaChangeEvent] = []
+    for event in events:
+        table = names.setdefault(event.table_id, list(columns(*event.table_id.split(".", 1))))
+
+        def spell(name: str, table: list[str] = table) -> str:
+            return next((n for n in table if n.lower() == name.lower()), name)
+
+        if isinstance(event, DropColumn):
+            event = dataclasses.replace(event, name=spell(event.name))
+            table[:] = [n for n in table if n != event.name]
+        elif isinstance(event, RenameColumn):
+            event = dataclasses.replace(event, old_name=spell(event.old_name))
+            table[:] = [event.new_name if n == event.old_name else n for n in table]
+        elif isinstance(event, AddColumn):
+            event = dataclasses.replace(event, after=spell(event.after)) if event.after else event
+            table.append(event.column.name)
+        elif isinstance(event, AlterColumnType):
+            current = spell(event.column.name)
+            if current != event.column.name:
+                result.append(RenameColumn(event.table_id, current, event.column.name))
+                table[:] = [event.column.name if n == current else n for n in table]
+        elif isinstance(event, CreateTable):
+            table[:] = [c.name for c in event.columns]
+        elif isinstance(event, RenameTable):
+            names[event.new_table_id] = names.pop(event.table_id)
+        elif isinstance(event, DropTable):
+            del names[event.table_id]
+        result.append(event)
+    return result

@@ -103,3 +103,9 @@ def test_statements_that_are_no_table_ddl_give_nothing_even_naming_a_captured_ta
     assert parse("CREATE USER 't1'@'%' IDENTIFIED BY 'x'") == []
     assert parse("GRANT SELECT ON app.t1 TO 'u'@'%'") == []
     assert parse("CREATE DATABASE t1") == []
+
+
+def test_a_primary_key_names_its_columns_case_insensitively():
+    (create,) = parse("CREATE TABLE t1 (id INT, Code VARCHAR(5), PRIMARY KEY (ID, code))")
+    assert create.primary_key == ("id", "Code")
+    assert [c.nullable for c in create.columns] == [False, False]

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 from sluice.event.schema_change import (
     AddColumn,
+    AlterColumnType,
     CreateTable,
     DropColumn,
     DropTable,
     RenameColumn,
     RenameTable,
+    as_spelled,
     is_reflected,
 )
 from sluice.source.schema import Column, TableSchema
@@ -55,3 +57,23 @@ def test_an_event_a_table_already_shows_is_recognised():
     assert not is_reflected(RenameColumn("app.t1", "name", "title"), columns)
     assert is_reflected(RenameTable("app.t0", "app.t1"), columns)
     assert not is_reflected(DropColumn("app.t3", "c0"), columns)  # no such table: nothing shown
+
+
+def test_column_names_are_spelled_as_the_table_spells_them():
+    columns = lambda database, table: ("id", "name") if table == "t1" else ()  # noqa: E731
+    events = as_spelled(
+        [
+            DropColumn("app.t1", "NAME"),
+            AddColumn("app.t1", Column("c0", "int", "int", True), "AFTER", "ID"),
+            RenameColumn("app.t1", "C0", "c1"),
+            AlterColumnType("app.t1", Column("Id", "bigint", "bigint", False)),
+        ],
+        columns,
+    )
+    assert events == [
+        DropColumn("app.t1", "name"),
+        AddColumn("app.t1", Column("c0", "int", "int", True), "AFTER", "id"),
+        RenameColumn("app.t1", "c0", "c1"),
+        RenameColumn("app.t1", "id", "Id"),  # MODIFY Id ... respells the column, as MySQL does
+        AlterColumnType("app.t1", Column("Id", "bigint", "bigint", False)),
+    ]

@@ -360,3 +360,51 @@ def test_a_table_renamed_into_tables_is_snapshotted_and_streamed_from_the_rename
             "parquet": lambda: {"t5": parquet_table(lake, source_db)("t5")},
         },
     )
+
+
+def test_column_names_resolve_case_insensitively_as_mysql_resolves_them(
+    tmp_path, mariadb, mariadb_target, postgresql, source_db
+):
+    """MySQL column names are case-insensitive: `PRIMARY KEY (ID)` keys column `id`, `DROP
+    COLUMN Y` drops `y`; a MODIFY or CHANGE spelled otherwise respells the column. Every
+    target follows with the source's own spelling."""
+    mariadb.execute(
+        "CREATE TABLE t (id INT PRIMARY KEY, v INT, w INT)", "INSERT INTO t VALUES (1, 1, 1)", database=source_db
+    )
+    lake = tmp_path / "lake"
+    sinks = every_sink(postgresql, mariadb_target, lake, 7150)
+    pipelines = pipeline_per_sink(
+        tmp_path, mariadb, f"{source_db}.(t|k)", sinks, "case", {"parallelism": 1, "schema.change.behavior": "evolve"}
+    )
+
+    def ddl() -> None:
+        mariadb.execute(
+            "CREATE TABLE k (id INT, v INT, PRIMARY KEY (ID))",
+            "INSERT INTO k VALUES (1, 1), (2, 2)",
+            "UPDATE k SET v = 3 WHERE id = 2",
+            "ALTER TABLE t MODIFY V BIGINT",
+            "INSERT INTO t VALUES (2, 2, 2)",
+            "ALTER TABLE t ADD x INT AFTER ID",
+            "ALTER TABLE t CHANGE W W2 INT",
+            "ALTER TABLE t RENAME COLUMN X TO y",
+            "UPDATE t SET y = 5",
+            "ALTER TABLE t DROP COLUMN Y",
+            "INSERT INTO t VALUES (3, 3, 3)",
+            database=source_db,
+        )
+
+    tables = {"t", "k"}
+    stream_until_equal(
+        pipelines,
+        sluice_env(mariadb, postgresql, mariadb_target),
+        ddl,
+        lambda: {
+            "t": {i: {"id": i, "V": i, "W2": i} for i in (1, 2, 3)},
+            "k": {1: {"id": 1, "v": 1}, 2: {"id": 2, "v": 3}},
+        },
+        {
+            "postgres": lambda: {t: postgres_table(postgresql, source_db)(t) for t in tables},
+            "mariadb": lambda: {t: mariadb_table(mariadb_target, source_db)(t) for t in tables},
+            "parquet": lambda: {t: parquet_table(lake, source_db)(t) for t in tables},
+        },
+    )
