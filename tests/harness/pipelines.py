@@ -214,10 +214,11 @@ def stream_until_equal(
     expected: Callable[[], Any],
     targets: dict[str, Callable[[], Any]],
     timeout: float = 240,
-) -> None:
+) -> dict[str, str]:
     """Starts every pipeline, calls `write` once all of them stream, waits until each
     pipeline's target (same name) reads equal to `expected()` (rows, or any value that
-    describes the target), then stops them with SIGTERM and checks they exit 0."""
+    describes the target), then stops them with SIGTERM, checks they exit 0, and returns
+    what each said (stderr)."""
     processes = {name: start_sluice(path, state, env) for name, (path, state) in pipelines.items()}
     try:
         deadline = time.monotonic() + timeout
@@ -227,10 +228,12 @@ def stream_until_equal(
         want = expected()
         for name, rows in targets.items():
             wait_until_target_is(processes[name], want, rows, deadline, name)
+        said = {}
         for name, process in processes.items():
             process.send_signal(signal.SIGTERM)
-            _, err = process.communicate(timeout=60)
-            assert process.returncode == 0, f"{name}: {err}"
+            _, said[name] = process.communicate(timeout=60)
+            assert process.returncode == 0, f"{name}: {said[name]}"
+        return said
     finally:
         for process in processes.values():
             if process.poll() is None:

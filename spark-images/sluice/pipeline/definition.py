@@ -95,6 +95,13 @@ SINK_OPTIONS = {
         Option("username", str),
         Option("password", str, ""),
         Option("sink.batch-size", int, 5000, check=positive),
+        Option(
+            "sink.nul-replacement",
+            str,
+            "",
+            description="what a NUL character in a string becomes in PostgreSQL, whose text cannot hold it "
+            "(default: removed; a MySQL-dialect target keeps it)",
+        ),
     ],
     "parquet": [
         Option("type", str),

@@ -99,6 +99,15 @@ class PipelineRunner:
             self._run()
         finally:
             self._restore_signal_handlers(previous)
+            self._say_values_changed()
+
+    def _say_values_changed(self) -> None:
+        """How many values this process changed to fit the target, per column (sink/target_values)."""
+        from sluice.sink import target_values
+
+        if target_values.changed:
+            counts = ", ".join(f"{column} {n:,}" for column, n in sorted(target_values.changed.items()))
+            sys.stderr.write(f"values changed to fit the target (sink.nul-replacement): {counts}\n")
 
     def _run(self) -> None:
         self.state = self.store.load() or self.state

@@ -24,6 +24,7 @@ from sluice.pipeline.jdbc_url import JdbcUrl, parse_jdbc_url
 from sluice.sink.base import ChangeBatch, SchemaChangeRefused, Sink, SinkWriter
 from sluice.sink.jdbc_dialects import DIALECTS, META_SCHEMA, STATES_TABLE, JdbcDialect
 from sluice.sink.metadata_applier import schema_change_statements
+from sluice.sink.target_values import TargetValues
 from sluice.snapshot.snapshot_split import SnapshotSplit, SplitRead
 from sluice.source.offset import BinlogOffset
 from sluice.source.row_decoding import Row, RowDecoder
@@ -35,12 +36,15 @@ BINLOG_SPLIT_ID = "binlog"
 class JdbcTarget:
     """Connection details; picklable, and the password stays out of repr."""
 
-    def __init__(self, url: str, username: str, password: str, pipeline: str, batch_size: int) -> None:
+    def __init__(
+        self, url: str, username: str, password: str, pipeline: str, batch_size: int, nul_replacement: str = ""
+    ) -> None:
         self.url: JdbcUrl = parse_jdbc_url(url)
         self.username = username
         self._password = password
         self.pipeline = pipeline
         self.batch_size = batch_size
+        self.values = TargetValues(None if self.dialect.holds_nul else nul_replacement)
         self.epoch: int | None = None  # taken by JdbcSink.prepare, before writers ship
 
     def __repr__(self) -> str:
@@ -62,6 +66,7 @@ class JdbcWriter(SinkWriter):
         self.target = target
         self._conn: Any = None
         self._decoders: dict[str, RowDecoder] = {}  # per table, for row keys
+        self._fits: dict[str, tuple[TableSchema, Callable[[Row], Row] | None]] = {}
 
     @property
     def conn(self) -> Any:
@@ -75,7 +80,7 @@ class JdbcWriter(SinkWriter):
             self._fence()
             if read.replaces is not None:
                 dialect.delete_range(self.conn, read.schema, read.replaces)
-            dialect.insert_new(self.conn, read.schema, read.rows)
+            dialect.insert_new(self.conn, read.schema, self.target.values.rows(read.schema, read.rows))
             covered = {split.split_id: read.high_watermark for split, _ in read.covered()}
             dialect.save_offsets(self.conn, self.target.pipeline, covered)
             self.conn.commit()
@@ -101,6 +106,7 @@ class JdbcWriter(SinkWriter):
         for schema, kind, row, _, _ in batch:
             if schema is not current:  # batches come in runs of one table's changes
                 current = schema
+                fit = self._fit(schema)
                 if schema.is_bag:
                     images = None
                     counts = bags.setdefault(schema.table_id, (schema, collections.Counter()))[1]
@@ -108,6 +114,8 @@ class JdbcWriter(SinkWriter):
                     images, new = final.setdefault(schema.table_id, (schema, {}, set()))[1:]
                     row_key = self._row_key(schema)
             removes = kind is RowKind.DELETE or kind is RowKind.UPDATE_BEFORE
+            if fit is not None:
+                row = fit(row)
             if images is None:
                 counts[row] += -1 if removes else 1
             else:
@@ -182,6 +190,13 @@ class JdbcWriter(SinkWriter):
         for start in range(0, len(rows), self.target.batch_size):
             write(self.conn, schema, rows[start : start + self.target.batch_size])
 
+    def _fit(self, schema: TableSchema) -> Callable[[Row], Row] | None:
+        """What the table's rows become in the target (sink/target_values), per schema."""
+        known = self._fits.get(schema.table_id)
+        if known is None or known[0] != schema:
+            known = self._fits[schema.table_id] = (schema, self.target.values.for_table(schema))
+        return known[1]
+
     def _row_key(self, schema: TableSchema) -> Callable[[Row], Any]:
         decoder = self._decoders.get(schema.table_id)
         if decoder is None:
@@ -218,7 +233,12 @@ class JdbcSink(Sink):
 
     def __init__(self, options: Mapping[str, Any], pipeline: str) -> None:
         self.target = JdbcTarget(
-            options["url"], options["username"], options["password"], pipeline, options["sink.batch-size"]
+            options["url"],
+            options["username"],
+            options["password"],
+            pipeline,
+            options["sink.batch-size"],
+            options.get("sink.nul-replacement", ""),
         )
         self._meta_tables = False  # created in this process (the first state is kept before `prepare`)
 
@@ -352,7 +372,7 @@ class JdbcSink(Sink):
         def replace(conn: Any, position: BinlogOffset) -> int:
             rows = rows_as_of(position)
             self.target.dialect.delete_range(conn, schema, split)
-            self.target.dialect.insert_new(conn, schema, rows)
+            self.target.dialect.insert_new(conn, schema, self.target.values.rows(schema, rows))
             return len(rows)
 
         return self._at_committed_position(replace)
@@ -369,7 +389,7 @@ class JdbcSink(Sink):
             keys, rows = rows_as_of(position)
             for start in range(0, len(keys), self.target.batch_size):
                 self.target.dialect.delete(conn, schema, keys[start : start + self.target.batch_size])
-            self.target.dialect.insert_new(conn, schema, rows)
+            self.target.dialect.insert_new(conn, schema, self.target.values.rows(schema, rows))
             return len(rows)
 
         return self._at_committed_position(replace)

@@ -44,6 +44,7 @@ class JdbcDialect(ABC):
     def quote(self, name: str) -> str: ...
 
     container: str  # what holds a source database's tables: SCHEMA or DATABASE
+    holds_nul: bool  # whether its strings hold U+0000 (sink/target_values)
     transactional_ddl: bool  # whether a DDL waits for the transaction's commit (PostgreSQL) or commits at once
     column_type: Callable[[Column], str]
 
@@ -218,6 +219,7 @@ class JdbcDialect(ABC):
 
 class PostgresDialect(JdbcDialect):
     container = "SCHEMA"
+    holds_nul = False
     transactional_ddl = True
     column_type = staticmethod(postgres_type)
 
@@ -403,6 +405,7 @@ def binary_copy_type(column: Column) -> str | None:
 
 class MySqlDialect(JdbcDialect):
     container = "DATABASE"
+    holds_nul = True
     transactional_ddl = False
     column_type = staticmethod(mysql_type)
 

@@ -223,7 +223,8 @@ class Verifier:
                 source_rows = source_rows_as_of(self._task(split), position, target)
             except PositionInsideTransaction:
                 continue
-            return _compare(split, target, source_rows, target_rows)
+            fit = self.sink.target.values.for_table(target)  # what the target holds of them
+            return _compare(split, target, source_rows if fit is None else list(map(fit, source_rows)), target_rows)
         raise SluiceError(f"{split.table_id} {key_range(split)}: the target stayed inside one transaction")
 
     def repair(self, split: SnapshotSplit) -> int:
