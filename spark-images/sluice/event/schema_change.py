@@ -45,7 +45,8 @@ def _with_columns(schema: TableSchema | None, columns: list[Column], table_id: s
     primary_key = tuple(k for k in schema.primary_key if k in names)
     unique_key = tuple(k for k in schema.unique_key if k in names)
     chunk_key = schema.chunk_key if schema.chunk_key in names else (primary_key or unique_key or (columns[0].name,))[0]
-    return TableSchema(schema.database, schema.table, tuple(columns), primary_key, chunk_key, unique_key)
+    single = schema.single_split and not (primary_key or unique_key)
+    return TableSchema(schema.database, schema.table, tuple(columns), primary_key, chunk_key, unique_key, single)
 
 
 def _renamed(name: str, old: str, new: str) -> str:
@@ -61,7 +62,8 @@ class CreateTable(SchemaChangeEvent):
     def applied_to(self, schema: TableSchema | None) -> TableSchema:
         database, table = self.table_id.split(".", 1)
         chunk_key = (self.primary_key or (self.columns[0].name,))[0]
-        return TableSchema(database, table, self.columns, self.primary_key, chunk_key)
+        # Without a key, which column an index leads is not in the event: one split.
+        return TableSchema(database, table, self.columns, self.primary_key, chunk_key, (), not self.primary_key)
 
     def _fields(self) -> list[tuple[str, object]]:
         return [("columns", f"[{', '.join(map(_column, self.columns))}]"), ("primaryKeys", list(self.primary_key))]
@@ -126,6 +128,7 @@ class RenameColumn(SchemaChangeEvent):
             tuple(_renamed(k, old, new) for k in schema.primary_key),
             _renamed(schema.chunk_key, old, new),
             tuple(_renamed(k, old, new) for k in schema.unique_key),
+            schema.single_split,
         )
 
     def _fields(self) -> list[tuple[str, object]]:

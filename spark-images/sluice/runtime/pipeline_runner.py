@@ -264,6 +264,16 @@ class PipelineRunner:
         schemas = discover_tables(conn, self.definition.source)
         check_select(conn, [s.table_id for s in schemas])
         self.state.tables = {s.table_id: s for s in schemas}
+        configured = self.definition.source.chunk_key_column_for
+        for schema in schemas:
+            if schema.single_split:
+                sys.stderr.write(
+                    f"snapshot: {schema.table_id} has no key and no indexed column that splits it: read as one split\n"
+                )
+            elif schema.is_bag and configured(schema.database, schema.table) is None:
+                sys.stderr.write(
+                    f"snapshot: {schema.table_id} has no key: chunked by its indexed column {schema.chunk_key}\n"
+                )
         return schemas
 
     def _change_capture(self, conn) -> None:

@@ -24,6 +24,8 @@ DISTRIBUTION_FACTOR_UPPER = 1000.0
 
 
 def split_table(conn: pymysql.connections.Connection, schema: TableSchema, chunk_size: int) -> list[SnapshotSplit]:
+    if schema.single_split:
+        return [SnapshotSplit(schema.table_id, 0, None, None)]
     key = quote(schema.chunk_key)
     table = f"{quote(schema.database)}.{quote(schema.table)}"
     with conn.cursor() as cur:

@@ -78,6 +78,7 @@ class TableSchema:
     primary_key: tuple[str, ...]
     chunk_key: str
     unique_key: tuple[str, ...] = ()  # without a primary key: a UNIQUE key over NOT NULL columns
+    single_split: bool = False  # a keyless table no indexed column splits: read as one split
     _positions: dict[str, int] = field(default_factory=dict, compare=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -120,6 +121,7 @@ class TableSchema:
             "chunk_key": self.chunk_key,
             "unique_key": list(self.unique_key),
             "columns": [c.__dict__ for c in self.columns],
+            **({"single_split": True} if self.single_split else {}),
         }
 
     @classmethod
@@ -131,6 +133,7 @@ class TableSchema:
             tuple(data["primary_key"]),
             data["chunk_key"],
             tuple(data.get("unique_key", ())),
+            bool(data.get("single_split", False)),
         )
 
 
@@ -209,10 +212,21 @@ def read_table_schema(
         unique_indexes: dict[str, list[str]] = {}
         for index, column in cur.fetchall():
             unique_indexes.setdefault(index, []).append(column)
+        cur.execute(
+            "SELECT DISTINCT COLUMN_NAME FROM information_schema.STATISTICS "
+            "WHERE TABLE_SCHEMA = %s AND TABLE_NAME = %s AND SEQ_IN_INDEX = 1 AND SUB_PART IS NULL",
+            (database, table),
+        )
+        leading = {name for (name,) in cur.fetchall()}  # columns an index orders the rows by
     if not columns:
         raise SourceError(f"source table {database}.{table} does not exist")
     primary_key = tuple(unique_indexes.pop("PRIMARY", ()))
     unique_key = () if primary_key else _unique_not_null_key(unique_indexes, columns)
+    if chunk_key is None and not (primary_key or unique_key):
+        picked = _indexed_chunk_key(columns, leading)
+        if picked is None:  # no column splits it with an index: one split, keyed by nothing
+            return TableSchema(database, table, columns, (), columns[0].name, (), single_split=True)
+        chunk_key = picked
     return TableSchema(
         database,
         table,
@@ -221,6 +235,14 @@ def read_table_schema(
         _chunk_key(database, table, columns, primary_key, unique_key, chunk_key),
         unique_key,
     )
+
+
+def _indexed_chunk_key(columns: tuple[Column, ...], leading: set[str]) -> str | None:
+    """A keyless table's chunk key: a column that leads an index (chunk queries then read
+    ranges of the index, not the whole table each) and splits exactly, NOT NULL first."""
+    candidates = [c for c in columns if c.name in leading and c.chunkable]
+    candidates.sort(key=lambda c: c.nullable)
+    return candidates[0].name if candidates else None
 
 
 def _unique_not_null_key(unique_indexes: dict[str, list[str]], columns: tuple[Column, ...]) -> tuple[str, ...]:

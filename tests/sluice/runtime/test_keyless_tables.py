@@ -81,3 +81,52 @@ def test_keyless_tables_keep_their_rows_through_snapshot_and_binlog(
             (f'"{source_db}".uniq',),
         ).fetchall()
     assert key == [("code",)]
+
+
+def test_keyless_tables_with_no_chunk_key_configured_are_captured_all_the_same(
+    tmp_path, mariadb, mariadb_target, postgresql, source_db
+):
+    """Nothing to configure: a keyless table is chunked by an indexed column it picks, or,
+    where no column splits it (ENUM, FLOAT, TEXT), read as one split; the run says which."""
+    mariadb.execute(
+        "CREATE TABLE picked (grp INT NOT NULL, v VARCHAR(5), KEY (grp))",
+        "INSERT INTO picked SELECT seq % 4, 'x' FROM seq_1_to_30",
+        "CREATE TABLE whole (level ENUM('low', 'high'), amount FLOAT, note TEXT)",
+        "INSERT INTO whole SELECT IF(seq % 2, 'low', 'high'), 1.5, 'same' FROM seq_1_to_30",
+        database=source_db,
+    )
+    tables = ("picked", "whole")
+    lake = tmp_path / "lake"
+    sinks = every_sink(postgresql, mariadb_target, lake, 7170)
+    pipelines = pipeline_per_sink(
+        tmp_path, mariadb, f"{source_db}.(picked|whole)", sinks, "nokey", **{"scan.incremental.snapshot.chunk.size": 5}
+    )
+
+    def write() -> None:
+        mariadb.execute(
+            "DELETE FROM picked WHERE grp = 1 LIMIT 2",
+            "UPDATE picked SET v = 'y' WHERE grp = 2 LIMIT 1",
+            "INSERT INTO whole VALUES ('low', 1.5, 'same'), (NULL, NULL, NULL)",
+            "DELETE FROM whole WHERE level = 'high' LIMIT 3",
+            "UPDATE whole SET note = 'changed' WHERE level = 'low' LIMIT 1",
+            database=source_db,
+        )
+
+    def rows(read) -> list[tuple]:
+        return sorted((t, *map(str, row)) for t in tables for row in read(t))
+
+    said = stream_until_equal(
+        pipelines,
+        sluice_env(mariadb, postgresql, mariadb_target),
+        write,
+        lambda: rows(lambda t: compare.source_rows(mariadb, source_db, t)),
+        {
+            "postgres": lambda: rows(lambda t: compare.postgres_rows(postgresql, source_db, t)),
+            "mariadb": lambda: rows(lambda t: compare.source_rows(mariadb_target, source_db, t)),
+            "parquet": lambda: rows(
+                lambda t: compare.replay_changelog(read_changelog(lake, f"{source_db}.{t}"), key=None)
+            ),
+        },
+    )
+    assert f"{source_db}.picked has no key: chunked by its indexed column grp" in said["postgres"]
+    assert f"{source_db}.whole has no key and no indexed column that splits it: read as one split" in said["postgres"]

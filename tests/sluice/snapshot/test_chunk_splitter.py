@@ -6,6 +6,7 @@ import pytest
 
 from sluice.errors import SourceError
 from sluice.snapshot.chunk_splitter import split_table
+from sluice.snapshot.snapshot_split import SnapshotSplit
 from sluice.snapshot.split_reader import chunk_query
 from sluice.source.schema import read_table_schema
 
@@ -97,10 +98,28 @@ def test_composite_key_chunks_on_its_first_column_and_keeps_equal_keys_together(
     assert 300 in sizes
 
 
-def test_table_without_primary_key_needs_a_chunk_key(mariadb, source_db):
-    mariadb.execute("CREATE TABLE logs (at DATETIME, line TEXT)", database=source_db)
-    with pytest.raises(SourceError, match=rf"table {source_db}\.logs has no primary key.*chunk.key-column"):
-        _splits(mariadb, source_db, "logs", 100)
+def test_a_keyless_table_is_chunked_by_an_indexed_column_it_picks_not_null_first(mariadb, source_db):
+    _fill(
+        mariadb,
+        source_db,
+        "CREATE TABLE logs (tag VARCHAR(10), seq INT NOT NULL, line TEXT, KEY (tag), KEY (seq))",
+        "INSERT INTO logs SELECT CONCAT('t', seq % 3), seq, 'x' FROM seq_1_to_250",
+    )
+    schema, splits = _splits(mariadb, source_db, "logs", 100)
+    assert schema.chunk_key == "seq" and not schema.single_split
+    assert len(splits) == 3 and sum(_chunk_sizes(mariadb, source_db, schema, splits)) == 250
+
+
+def test_a_keyless_table_no_indexed_column_splits_is_read_as_one_split(mariadb, source_db):
+    _fill(
+        mariadb,
+        source_db,
+        "CREATE TABLE logs (at DATETIME, line TEXT, level ENUM('a', 'b'), KEY (line(10)))",
+        "INSERT INTO logs SELECT NOW(), 'x', 'a' FROM seq_1_to_250",
+    )
+    schema, splits = _splits(mariadb, source_db, "logs", 100)
+    assert schema.single_split and splits == [SnapshotSplit(f"{source_db}.logs", 0, None, None)]
+    assert _chunk_sizes(mariadb, source_db, schema, splits) == [250]
 
 
 def test_configured_chunk_key_is_used_for_a_table_without_primary_key(mariadb, source_db):
