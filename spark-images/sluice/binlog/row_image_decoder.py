@@ -29,7 +29,7 @@ from pymysqlreplication.json_binary import parse_json
 
 from sluice.errors import SourceError
 from sluice.event.schema_change import RenameTable, SchemaChangeEvent, apply_events
-from sluice.source.row_decoding import Row
+from sluice.source.row_decoding import InvalidDate, Row
 from sluice.source.schema import TableSchema
 
 
@@ -142,10 +142,20 @@ def _datetime2(fsp: int) -> Inline:
         f"    {{value}} = {{datetime}}(year_month // 13, year_month % 13, packed >> {17 + bits} & 0x1F, "
         f"packed >> {12 + bits} & 0x1F, packed >> {6 + bits} & 0x3F, packed >> {bits} & 0x3F, "
         f"(packed & {(1 << bits) - 1}) * {unit})\n"
-        "except ValueError:\n"
-        "    {value} = None  # zero or partial dates: the SELECT path gives None too",
-        {"datetime": datetime},
+        "except ValueError:  # zero or partial dates, year 0: their text, as the SELECT path gives it\n"
+        f"    {{value}} = {{invalid}}(year_month // 13, year_month % 13, packed >> {17 + bits} & 0x1F, "
+        f"packed >> {12 + bits} & 0x1F, packed >> {6 + bits} & 0x3F, packed >> {bits} & 0x3F, "
+        f"(packed & {(1 << bits) - 1}) * {unit}, {fsp})",
+        {"datetime": datetime, "invalid": _invalid_datetime},
     )
+
+
+def _invalid_datetime(
+    year: int, month: int, day: int, hour: int, minute: int, second: int, micros: int, fsp: int
+) -> InvalidDate:
+    """The server's text of a DATETIME(fsp) no calendar has."""
+    fraction = f".{micros:06d}"[: fsp + 1] if fsp else ""
+    return InvalidDate.of(year, month, day, f"{hour:02d}:{minute:02d}:{second:02d}{fraction}")
 
 
 def _timestamp2(fsp: int) -> Called:
@@ -153,21 +163,17 @@ def _timestamp2(fsp: int) -> Called:
     frac_size, unit = _fraction(fsp)
     size = 4 + frac_size
 
-    def read(data: bytes, pos: int) -> tuple[datetime | None, int]:
+    zero = InvalidDate.of(0, 0, 0, "00:00:00" + ("." + "0" * fsp if fsp else ""))  # as the SELECT path prints it
+
+    def read(data: bytes, pos: int) -> tuple[datetime | InvalidDate, int]:
         seconds = int.from_bytes(data[pos : pos + 4], "big")
         micros = int.from_bytes(data[pos + 4 : pos + size], "big") * unit
-        return _utc_time(seconds, micros), pos + size
+        return (_EPOCH + timedelta(seconds=seconds, microseconds=micros) if seconds or micros else zero), pos + size
 
     return read
 
 
 _EPOCH = datetime(1970, 1, 1)
-
-
-def _utc_time(seconds: int, micros: int) -> datetime | None:
-    if not seconds and not micros:
-        return None  # '0000-00-00 00:00:00', which the SELECT path gives as None
-    return _EPOCH + timedelta(seconds=seconds, microseconds=micros)
 
 
 def _time2(fsp: int) -> Called:
@@ -190,12 +196,13 @@ def _time2(fsp: int) -> Called:
     return read
 
 
-def _date(data: bytes, pos: int) -> tuple[date | None, int]:
+def _date(data: bytes, pos: int) -> tuple[date | InvalidDate, int]:
     packed = int.from_bytes(data[pos : pos + 3], "little")
+    year, month, day = packed >> 9, (packed >> 5) & 0xF, packed & 0x1F
     try:
-        return date(packed >> 9, (packed >> 5) & 0xF, packed & 0x1F), pos + 3
+        return date(year, month, day), pos + 3
     except ValueError:
-        return None, pos + 3
+        return InvalidDate.of(year, month, day), pos + 3
 
 
 def _old_time(data: bytes, pos: int) -> tuple[timedelta, int]:
@@ -206,15 +213,15 @@ def _old_time(data: bytes, pos: int) -> tuple[timedelta, int]:
     return (-value if packed < 0 else value), pos + 3
 
 
-def _old_datetime(data: bytes, pos: int) -> tuple[datetime | None, int]:
+def _old_datetime(data: bytes, pos: int) -> tuple[datetime | InvalidDate, int]:
     """Pre-5.6 DATETIME: a decimal YYYYMMDDhhmmss in eight bytes."""
     packed = int.from_bytes(data[pos : pos + 8], "little")
     day, time = divmod(packed, 1_000_000)
+    parts = (day // 10000, day // 100 % 100, day % 100, time // 10000, time // 100 % 100, time % 100)
     try:
-        value = datetime(day // 10000, day // 100 % 100, day % 100, time // 10000, time // 100 % 100, time % 100)
+        return datetime(*parts), pos + 8
     except ValueError:
-        value = None
-    return value, pos + 8
+        return _invalid_datetime(*parts, 0, 0), pos + 8
 
 
 def _json_text(value: Any) -> str:
@@ -363,7 +370,8 @@ def column_reader(column: Any, data_type: str | None, where: str) -> ColumnReade
     if kind == FIELD_TYPE.DATETIME:
         return _old_datetime
     if kind == FIELD_TYPE.TIMESTAMP:
-        return _fixed("<I", lambda seconds: _utc_time(seconds, 0))
+        zero = InvalidDate.of(0, 0, 0, "00:00:00")
+        return _fixed("<I", lambda seconds: _EPOCH + timedelta(seconds=seconds) if seconds else zero)
     raise SourceError(f"{where}: binlog column type {kind} is not supported by Sluice")
 
 

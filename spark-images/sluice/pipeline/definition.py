@@ -17,7 +17,15 @@ import yaml
 
 from sluice.errors import DefinitionError
 from sluice.pipeline.jdbc_url import parse_jdbc_url, redacted
-from sluice.pipeline.options import Option, parse_duration, parsed_by, port_number, positive, resolve
+from sluice.pipeline.options import (
+    Option,
+    parse_duration,
+    parsed_by,
+    port_number,
+    positive,
+    resolve,
+    zero_date_rule,
+)
 from sluice.pipeline.options import duration as duration_check
 from sluice.pipeline.schema_change_types import accepted_types, event_types
 from sluice.pipeline.table_selector import TableSelector, parse_patterns
@@ -85,6 +93,16 @@ SCHEMA_CHANGE_FILTERS = [
     Option("exclude.schema.changes", tuple, (), check=_schema_change_types),
 ]
 
+ZERO_DATE_OPTION = Option(
+    "sink.zero-date",
+    str,
+    "",
+    check=zero_date_rule,
+    description="what a zero or partial date ('0000-00-00', '2020-00-15') becomes where the target has no such "
+    "date: empty for NULL where nullable and the epoch where NOT NULL, 'fail', or a date such as 1900-01-01 "
+    "(a MySQL-dialect target keeps it)",
+)
+
 SINK_OPTIONS = {
     "values": [Option("type", str), Option("name", str, "values"), *SCHEMA_CHANGE_FILTERS],
     "jdbc": [
@@ -102,12 +120,14 @@ SINK_OPTIONS = {
             description="what a NUL character in a string becomes in PostgreSQL, whose text cannot hold it "
             "(default: removed; a MySQL-dialect target keeps it)",
         ),
+        ZERO_DATE_OPTION,
     ],
     "parquet": [
         Option("type", str),
         Option("name", str, "parquet"),
         *SCHEMA_CHANGE_FILTERS,
         Option("path", str, description="directory of the changelog; a local path or a mounted volume"),
+        ZERO_DATE_OPTION,
     ],
 }
 

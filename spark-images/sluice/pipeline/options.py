@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from sluice.errors import DefinitionError
@@ -132,3 +133,14 @@ def _closest(key: str, known: Mapping[str, Option]) -> str | None:
 
     matches = difflib.get_close_matches(key, list(known), n=1, cutoff=0.7)
     return matches[0] if matches else None
+
+
+def zero_date_rule(value: str) -> str | None:
+    """sink.zero-date: '' (NULL where nullable, else the epoch), 'fail', or a date."""
+    if value in ("", "fail"):
+        return None
+    try:
+        datetime.fromisoformat(value)
+    except ValueError:
+        return "must be empty (NULL where nullable, else the epoch), 'fail', or a date such as 1900-01-01"
+    return None

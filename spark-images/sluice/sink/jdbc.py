@@ -37,14 +37,22 @@ class JdbcTarget:
     """Connection details; picklable, and the password stays out of repr."""
 
     def __init__(
-        self, url: str, username: str, password: str, pipeline: str, batch_size: int, nul_replacement: str = ""
+        self,
+        url: str,
+        username: str,
+        password: str,
+        pipeline: str,
+        batch_size: int,
+        nul_replacement: str = "",
+        zero_date: str = "",
     ) -> None:
         self.url: JdbcUrl = parse_jdbc_url(url)
         self.username = username
         self._password = password
         self.pipeline = pipeline
         self.batch_size = batch_size
-        self.values = TargetValues(None if self.dialect.holds_nul else nul_replacement)
+        mysql = self.dialect.holds_mysql_values
+        self.values = TargetValues(None if mysql else nul_replacement, None if mysql else zero_date)
         self.epoch: int | None = None  # taken by JdbcSink.prepare, before writers ship
 
     def __repr__(self) -> str:
@@ -239,6 +247,7 @@ class JdbcSink(Sink):
             pipeline,
             options["sink.batch-size"],
             options.get("sink.nul-replacement", ""),
+            options.get("sink.zero-date", ""),
         )
         self._meta_tables = False  # created in this process (the first state is kept before `prepare`)
 

@@ -44,7 +44,7 @@ class JdbcDialect(ABC):
     def quote(self, name: str) -> str: ...
 
     container: str  # what holds a source database's tables: SCHEMA or DATABASE
-    holds_nul: bool  # whether its strings hold U+0000 (sink/target_values)
+    holds_mysql_values: bool  # NUL in strings, dates no calendar has (sink/target_values)
     transactional_ddl: bool  # whether a DDL waits for the transaction's commit (PostgreSQL) or commits at once
     column_type: Callable[[Column], str]
 
@@ -219,7 +219,7 @@ class JdbcDialect(ABC):
 
 class PostgresDialect(JdbcDialect):
     container = "SCHEMA"
-    holds_nul = False
+    holds_mysql_values = False
     transactional_ddl = True
     column_type = staticmethod(postgres_type)
 
@@ -405,7 +405,7 @@ def binary_copy_type(column: Column) -> str | None:
 
 class MySqlDialect(JdbcDialect):
     container = "DATABASE"
-    holds_nul = True
+    holds_mysql_values = True
     transactional_ddl = False
     column_type = staticmethod(mysql_type)
 
@@ -417,7 +417,9 @@ class MySqlDialect(JdbcDialect):
             password=password,
             charset="utf8mb4",
             autocommit=False,
-            init_command="SET time_zone = '+00:00'",
+            # UTC, and zero or partial dates taken as the source has them (MySQL's default refuses them)
+            init_command="SET time_zone = '+00:00', "
+            "sql_mode = REPLACE(REPLACE(@@sql_mode, 'NO_ZERO_IN_DATE', ''), 'NO_ZERO_DATE', '')",
             local_infile=True,  # LOAD DATA of a snapshot chunk's text (insert_new)
         )
         return conn

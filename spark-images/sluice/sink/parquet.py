@@ -54,6 +54,7 @@ from sluice.event.schema_change import (
     event_to_json,
 )
 from sluice.sink.base import ChangeBatch, Sink, SinkWriter
+from sluice.sink.target_values import TargetValues
 from sluice.sink.type_mapping import SPARK_MAX_DECIMAL_PRECISION, spark_type
 from sluice.snapshot.snapshot_split import ReadSplits, SplitResult, SplitTask
 from sluice.source.offset import BinlogOffset
@@ -82,8 +83,16 @@ def changelog_schema(schema: TableSchema) -> T.StructType:
     return T.StructType([*METADATA, *(T.StructField(c.name, spark_type(c), True) for c in schema.columns)])
 
 
-def spark_values(schema: TableSchema) -> Callable[[Row], tuple[Any, ...]]:
-    """Row values as the changelog schema's types take them."""
+def spark_values(schema: TableSchema, rules: TargetValues) -> Callable[[Row], tuple[Any, ...]]:
+    """Row values as the changelog schema's types take them (invalid dates by `rules`)."""
+    fit = rules.for_table(schema)
+    if fit is None:
+        return _spark_types(schema)
+    convert = _spark_types(schema)
+    return lambda row: convert(fit(row))
+
+
+def _spark_types(schema: TableSchema) -> Callable[[Row], tuple[Any, ...]]:
     conversions: list[tuple[int, Callable[[Any], Any]]] = []
     for i, column in enumerate(schema.columns):
         if column.data_type == "timestamp":  # an instant, read in UTC; Spark would take a
@@ -201,10 +210,12 @@ class _SplitResults(AccumulatorParam):
         return value1
 
 
-def _snapshot_rows(tasks: list[SplitTask], read: ReadSplits, results: Any, commit: int) -> Iterator[tuple[Any, ...]]:
+def _snapshot_rows(
+    tasks: list[SplitTask], read: ReadSplits, results: Any, commit: int, rules: TargetValues
+) -> Iterator[tuple[Any, ...]]:
     """Runs on an executor: the splits' rows as changelog rows, results to the accumulator."""
     schema = tasks[0].schema
-    convert = spark_values(schema)
+    convert = spark_values(schema, rules)
     finished: list[SplitResult] = []
     index = 0
     for split in read(tasks):
@@ -222,6 +233,7 @@ class ParquetSink(Sink):
 
     def __init__(self, options: Mapping[str, Any]) -> None:
         self.path = Path(options["path"]).absolute()
+        self.values = TargetValues(None, options.get("sink.zero-date", ""))  # Spark strings hold NUL
         self.log = CommitLog(self.path)
         self.spark: SparkSession | None = None
 
@@ -286,7 +298,10 @@ class ParquetSink(Sink):
         # commit number: they replay after what was committed before them, in their schema.
         binlog = self.log.binlog()
         commit = binlog["commit"] + 1 if binlog else SNAPSHOT_COMMIT
-        rows = spark.sparkContext.parallelize([tasks], 1).flatMap(lambda t: _snapshot_rows(t, read, results, commit))
+        rules = self.values  # not the sink (its Spark session does not ship)
+        rows = spark.sparkContext.parallelize([tasks], 1).flatMap(
+            lambda t: _snapshot_rows(t, read, results, commit, rules)
+        )
         spark.createDataFrame(rows, changelog_schema(schema)).write.parquet(str(self.path / directory))
         finished: list[SplitResult] = results.value
         if binlog:  # the commit number is taken before the job's entry makes its rows count
@@ -354,7 +369,7 @@ class ParquetWriter(SinkWriter):
             schema = change.schema
             rows = by_table.setdefault(schema.table_id, (schema, []))[1]
             if schema.table_id not in self._values:
-                self._values[schema.table_id] = spark_values(schema)
+                self._values[schema.table_id] = spark_values(schema, self.sink.values)
             rows.append(
                 (change.kind.value, schema.table_id, str(change.offset), change.timestamp * 1000, commit, index)
                 + self._values[schema.table_id](change.row)

@@ -1,11 +1,15 @@
 """Values MySQL holds that a target's types cannot, and what each becomes. No such value
-stops a pipeline without a decision: each case has a rule (the README's type mapping says
-which), the values it changed are counted per table and column, and a warning names the
-table, column and key the first time in each column.
+stops a pipeline without a decision: each case has a rule (the README says which), the
+values it changed are counted per table and column, and a warning names the table, column
+and key the first time in each column.
 
 - U+0000 (NUL) in a string: PostgreSQL's text types cannot hold it. By default it is
-  removed and the rest of the value kept; `sink.nul-replacement` gives a replacement
-  instead. A MySQL-dialect target holds it as the source does.
+  removed and the rest of the value kept; `sink.nul-replacement` gives a replacement.
+- A date no calendar has (zero '0000-00-00', partial '2020-00-15', year 0): PostgreSQL and
+  Spark have no such date. By default (Debezium's rule) NULL where the column is nullable,
+  the epoch (1970-01-01, 1970-01-01 00:00:00) where it is NOT NULL; `sink.zero-date` gives
+  a fixed date instead, or `fail` to stop naming table, column and key.
+A MySQL-dialect target holds both as the source does.
 """
 
 from __future__ import annotations
@@ -14,19 +18,31 @@ import collections
 import logging
 import threading
 from collections.abc import Callable, Iterable, Iterator
+from datetime import date, datetime
 from typing import Any
 
+from sluice.errors import SinkError
 from sluice.snapshot.copy_text import RendersCopyText
-from sluice.source.row_decoding import Row, RowDecoder
-from sluice.source.schema import TEXT_STRING_TYPES, TableSchema
+from sluice.source.row_decoding import InvalidDate, Row, RowDecoder
+from sluice.source.schema import TEXT_STRING_TYPES, Column, TableSchema
 
 log = logging.getLogger(__name__)
 
 NUL = "\x00"
 _STRINGS = TEXT_STRING_TYPES | {"enum", "set"}
+_DATES = ("date", "datetime", "timestamp")
+COPY_NULL = "\\N"
 
 _lock = threading.Lock()
 changed: collections.Counter[str] = collections.Counter()  # "db.table.column": values changed, in this process
+
+
+def _where(schema: TableSchema, row: Row) -> str:
+    if not schema.row_key:
+        return f"row {row!r}"
+    key = RowDecoder(schema).row_key(row)
+    keys = key if isinstance(key, tuple) and len(schema.row_key) > 1 else (key,)
+    return ", ".join(f"{k}={v}" for k, v in zip(schema.row_key, keys, strict=True))
 
 
 def _changed(schema: TableSchema, column: str, row: Row, what: str) -> None:
@@ -35,55 +51,95 @@ def _changed(schema: TableSchema, column: str, row: Row, what: str) -> None:
         first = name not in changed
         changed[name] += 1
     if first:
-        key = RowDecoder(schema).row_key(row) if schema.row_key else row
-        keys = key if isinstance(key, tuple) and len(schema.row_key) > 1 else (key,)
-        where = ", ".join(f"{k}={v}" for k, v in zip(schema.row_key, keys, strict=True)) or f"row {row!r}"
-        log.warning("%s: %s (first at %s); sink.nul-replacement chooses otherwise", name, what, where)
+        log.warning("%s: %s (first at %s)", name, what, _where(schema, row))
 
 
 class TargetValues:
-    """The rules of one target. `nul_replacement` None: the target holds NUL."""
+    """The rules of one target: `nul_replacement` None where it holds NUL, `zero_date`
+    None where it holds MySQL's invalid dates (else sink.zero-date's value)."""
 
-    def __init__(self, nul_replacement: str | None) -> None:
-        self.nul_replacement = nul_replacement
+    def __init__(self, nul_replacement: str | None, zero_date: str | None) -> None:
+        self.nul_replacement, self.zero_date = nul_replacement, zero_date
 
     def for_table(self, schema: TableSchema) -> Callable[[Row], Row] | None:
         """What each row of the table becomes in the target; None where rows go as they are."""
-        if self.nul_replacement is None:
+        rules: list[tuple[int, Callable[[Any, Row], Any]]] = []
+        if self.nul_replacement is not None:
+            rules += [(i, self._nul_rule(schema, c)) for i, c in enumerate(schema.columns) if c.data_type in _STRINGS]
+        if self.zero_date is not None:
+            rules += [(i, self._date_rule(schema, c)) for i, c in enumerate(schema.columns) if c.data_type in _DATES]
+        if not rules:
             return None
-        strings = [i for i, c in enumerate(schema.columns) if c.data_type in _STRINGS]
-        if not strings:
-            return None
-        replacement = self.nul_replacement
-        what = f"a value holds NUL characters, which PostgreSQL text cannot: {_done(replacement)}"
 
         def fit(row: Row) -> Row:
-            for i in strings:
+            values: list[Any] | None = None
+            for i, rule in rules:
                 value = row[i]
-                if value.__class__ is str and NUL in value:
-                    values = list(row)
-                    for j in strings:
-                        if values[j].__class__ is str and NUL in values[j]:
-                            _changed(schema, schema.columns[j].name, row, what)
-                            values[j] = values[j].replace(NUL, replacement)
-                    return tuple(values)
-            return row
+                if value.__class__ is InvalidDate or (value.__class__ is str and NUL in value):
+                    values = values or list(row)
+                    values[i] = rule(value, row)
+            return row if values is None else tuple(values)
 
         return fit
+
+    def _nul_rule(self, schema: TableSchema, column: Column) -> Callable[[Any, Row], Any]:
+        replacement = self.nul_replacement or ""
+        done = "removed" if not replacement else f"replaced by {replacement!r}"
+        what = f"a value holds NUL characters, which PostgreSQL text cannot: {done}; sink.nul-replacement decides"
+
+        def rule(value: Any, row: Row) -> Any:
+            if value.__class__ is not str:
+                return value
+            _changed(schema, column.name, row, what)
+            return value.replace(NUL, replacement)
+
+        return rule
+
+    def _date_rule(self, schema: TableSchema, column: Column) -> Callable[[Any, Row], Any]:
+        replacement = self.date_replacement(column)
+        done = "NULL" if replacement is None else _iso(replacement)
+        what = (
+            f"a date no calendar has (zero or partial), and the target has no such date: {done}; sink.zero-date decides"
+        )
+
+        def rule(value: Any, row: Row) -> Any:
+            if value.__class__ is not InvalidDate:
+                return value
+            if self.zero_date == "fail":
+                raise SinkError(
+                    f"{schema.table_id}.{column.name} holds {str(value)!r} at {_where(schema, row)}, a date no "
+                    "calendar has, which the target cannot hold (sink.zero-date is 'fail')"
+                )
+            _changed(schema, column.name, row, what)
+            return replacement
+
+        return rule
+
+    def date_replacement(self, column: Column) -> date | datetime | None:
+        """What an invalid date of the column becomes (None: NULL)."""
+        if self.zero_date in ("", None):
+            if column.nullable:
+                return None
+            return date(1970, 1, 1) if column.data_type == "date" else datetime(1970, 1, 1)
+        if self.zero_date == "fail":
+            return None  # never used: the rule raises
+        fixed = datetime.fromisoformat(self.zero_date)
+        return fixed.date() if column.data_type == "date" else fixed
 
     def rows(self, schema: TableSchema, rows: Iterable[Row]) -> Iterable[Row]:
         """The rows as the target takes them (COPY text too, where the source rendered it)."""
         fit = self.for_table(schema)
-        return rows if fit is None else _Fitted(schema, rows, fit, self.nul_replacement or "")
-
-
-def _done(replacement: str) -> str:
-    return "removed" if replacement == "" else f"replaced by {replacement!r}"
+        return rows if fit is None else _Fitted(schema, rows, fit, self)
 
 
 class _Fitted:
-    def __init__(self, schema: TableSchema, rows: Iterable[Row], fit: Callable[[Row], Row], replacement: str) -> None:
-        self._schema, self._rows, self._fit, self._replacement = schema, rows, fit, replacement
+    def __init__(
+        self, schema: TableSchema, rows: Iterable[Row], fit: Callable[[Row], Row], rules: TargetValues
+    ) -> None:
+        self._schema, self._rows, self._fit, self._rules = schema, rows, fit, rules
+        self._dates = (
+            [i for i, c in enumerate(schema.columns) if c.data_type in _DATES] if rules.zero_date is not None else []
+        )
 
     def __iter__(self) -> Iterator[Row]:
         return map(self._fit, self._rows)
@@ -93,17 +149,46 @@ class _Fitted:
         return isinstance(self._rows, RendersCopyText) and self._rows.has_copy_text
 
     def copy_text(self) -> Iterator[str]:
-        """COPY text blocks (tab-separated, tabs in values escaped) with NULs replaced;
-        the rare block holding one is read line by line for the warning's column and key."""
+        """COPY text blocks (tab-separated, tabs in values escaped) as the target takes
+        them. Only a block that may hold a NUL or an invalid date is read line by line."""
         assert isinstance(self._rows, RendersCopyText)
-        what = f"a value holds NUL characters, which PostgreSQL text cannot: {_done(self._replacement)}"
+        nuls = self._rules.nul_replacement is not None
         for block in self._rows.copy_text():
-            if NUL in block:
-                for line in block.split("\n"):
-                    if NUL in line:
-                        fields: list[Any] = line.split("\t")
-                        for i, value in enumerate(fields):
-                            if NUL in value:
-                                _changed(self._schema, self._schema.columns[i].name, tuple(fields), what)
-                block = block.replace(NUL, self._replacement)
+            if (nuls and NUL in block) or (self._dates and ("-00" in block or "0000-" in block)):
+                block = "\n".join(self._fit_line(line) for line in block.split("\n"))
             yield block
+
+    def _fit_line(self, line: str) -> str:
+        if not line:
+            return line
+        fields = line.split("\t")
+        fitted = list(self._fit(tuple(self._as_value(i, f) for i, f in enumerate(fields))))
+        for i, value in enumerate(fitted):
+            if value is None and fields[i] != COPY_NULL:
+                fields[i] = COPY_NULL
+            elif isinstance(value, (date, datetime)) and i in self._dates and _invalid(fields[i]):
+                text = _iso(value)
+                fields[i] = text + "+00" if self._schema.columns[i].data_type == "timestamp" else text
+            elif value.__class__ is str and fields[i] != value and NUL in fields[i]:
+                fields[i] = value
+        return "\t".join(fields)
+
+    def _as_value(self, i: int, field: str) -> Any:
+        """A field as the rules see it: an invalid date as one, the rest as text."""
+        if i in self._dates and _invalid(field):
+            return InvalidDate(field.removesuffix("+00"))
+        return field
+
+
+def _iso(value: date | datetime) -> str:
+    return value.isoformat(sep=" ") if isinstance(value, datetime) else value.isoformat()
+
+
+def _invalid(text: str) -> bool:
+    if text == COPY_NULL:
+        return False
+    try:
+        datetime.fromisoformat(text.removesuffix("+00"))
+    except ValueError:
+        return True
+    return False

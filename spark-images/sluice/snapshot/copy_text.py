@@ -10,8 +10,8 @@ writes it. Other tables take the row path.
 
 Per type, what the row path writes and the text that means the same:
 - integers, DECIMAL, YEAR: the server's decimal text; BIT: its number (`c + 0`);
-- DATE, DATETIME: the server's text; invalid dates (zero month or day) as NULL, as the
-  row path reads them;
+- DATE, DATETIME: the server's text, zero and partial dates included (the row path keeps
+  their text too);
 - TIMESTAMP: the instant as the scan session prints it, in UTC (SESSION_TIME_ZONE), with `+00`;
 - CHAR, VARCHAR, TEXT, ENUM, SET, JSON: the text in utf8mb4, escaped;
 - BINARY, VARBINARY, BLOB: bytea's hex form.
@@ -76,9 +76,8 @@ def _field(column: Column) -> str | None:
         value = name
     elif kind == "bit":
         value = f"{name} + 0"
-    elif kind in _DATE:
-        text = f"CONCAT({name}, {_UTC})" if kind == "timestamp" else name  # the scan session's zone: UTC
-        return f"IF(DAYNAME({name}) IS NULL, {_NULL}, {text})"
+    elif kind in _DATE:  # zero and partial dates as their text too (sink/target_values has the rule)
+        value = f"CONCAT({name}, {_UTC})" if kind == "timestamp" else name  # the scan session's zone: UTC
     else:
         return None
     return f"COALESCE({value}, {_NULL})" if column.nullable else value

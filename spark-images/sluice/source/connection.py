@@ -18,6 +18,7 @@ from MySQLdb.constants import FIELD_TYPE
 
 from sluice.errors import SourceError, SourceUnavailable
 from sluice.source.offset import BinlogOffset
+from sluice.source.row_decoding import InvalidDate
 
 log = logging.getLogger(__name__)
 
@@ -72,17 +73,28 @@ def connect_scan(endpoint: SourceEndpoint) -> MySQLdb.connections.Connection:
     return _with_retry(endpoint, lambda: MySQLdb.connect(autocommit=True, conv=_SCAN_CONVERSIONS, **settings))
 
 
-def _datetime(raw: bytes | str) -> datetime | date | None:
-    """datetime.fromisoformat is C, ten times MySQLdb's parser; zero dates go to the latter (None)."""
+def _datetime(raw: bytes | str) -> datetime | InvalidDate:
+    """datetime.fromisoformat is C, ten times MySQLdb's parser. A date no calendar has
+    (zero, partial, year 0) keeps its text (the binlog path gives the same)."""
+    text = raw.decode() if isinstance(raw, bytes) else raw
     try:
-        return datetime.fromisoformat(raw.decode() if isinstance(raw, bytes) else raw)
+        return datetime.fromisoformat(text)
     except ValueError:
-        return MySQLdb.times.DateTime_or_None(raw)
+        return InvalidDate(text)
+
+
+def _date(raw: bytes | str) -> date | InvalidDate:
+    text = raw.decode() if isinstance(raw, bytes) else raw
+    try:
+        return date.fromisoformat(text)
+    except ValueError:
+        return InvalidDate(text)
 
 
 _SCAN_CONVERSIONS = {
     **MySQLdb.converters.conversions,
     FIELD_TYPE.JSON: lambda raw: raw.decode("utf-8"),
+    FIELD_TYPE.DATE: _date,
     FIELD_TYPE.DATETIME: _datetime,
     FIELD_TYPE.TIMESTAMP: _datetime,
 }

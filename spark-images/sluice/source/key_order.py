@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import bisect
 from collections.abc import Sequence
+from datetime import date, datetime
 from typing import Any, Protocol
 
 from sluice.source.schema import Column
@@ -24,7 +25,18 @@ class KeyOrder(Protocol):
 class PythonKeyOrder:
     def chunk_indexes(self, keys: Sequence[Any], boundaries: Sequence[Any]) -> list[int]:
         # NULL sorts first in MySQL and belongs to the first chunk.
-        return [0 if k is None else bisect.bisect_right(boundaries, k) for k in keys]
+        try:
+            return [0 if k is None else bisect.bisect_right(boundaries, k) for k in keys]
+        except TypeError:  # a date no calendar has ('0000-00-00') among dates: compare their text
+            texts = [_text(b) for b in boundaries]
+            return [0 if k is None else bisect.bisect_right(texts, _text(k)) for k in keys]
+
+
+def _text(value: Any) -> Any:
+    """A date's ISO text, which orders as MySQL orders dates, zero and partial ones included."""
+    if isinstance(value, datetime):
+        return value.isoformat(sep=" ")
+    return value.isoformat() if isinstance(value, date) else value
 
 
 class ServerKeyOrder:

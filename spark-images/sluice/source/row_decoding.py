@@ -16,6 +16,19 @@ from sluice.source.schema import TableSchema
 Row = tuple[Any, ...]
 
 
+class InvalidDate(str):
+    """A DATE, DATETIME or TIMESTAMP value MySQL stores that no calendar has: a zero date
+    ('0000-00-00', '0000-00-00 00:00:00'), a partial one ('2020-00-15') or year 0: its
+    text as the server prints it. A MySQL-dialect target takes it as it is; for the others
+    sink/target_values has the rule."""
+
+    __slots__ = ()
+
+    @classmethod
+    def of(cls, year: int, month: int, day: int, time: str = "") -> InvalidDate:
+        return cls(f"{year:04d}-{month:02d}-{day:02d}{' ' + time if time else ''}")
+
+
 def _bits(value: bytes) -> int:
     """The drivers give BIT(n) as big-endian bytes; both paths give it as an int."""
     return int.from_bytes(value, "big")

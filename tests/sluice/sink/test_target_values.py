@@ -4,7 +4,13 @@ target holds it."""
 
 from __future__ import annotations
 
+from datetime import date, datetime
+
+import pytest
+
+from sluice.errors import SinkError
 from sluice.sink.target_values import TargetValues
+from sluice.source.row_decoding import InvalidDate
 from sluice.source.schema import Column, TableSchema
 
 SCHEMA = TableSchema(
@@ -22,9 +28,30 @@ SCHEMA = TableSchema(
 
 def test_nul_characters_are_removed_replaced_or_kept():
     row = (1, "a\0b", b"\0")  # bytes hold NUL in every target
-    assert TargetValues("").rows(SCHEMA, [row]).__iter__().__next__() == (1, "ab", b"\0")
-    assert list(TargetValues("\ufffd").rows(SCHEMA, [row])) == [(1, "a\ufffdb", b"\0")]
-    assert list(TargetValues(None).rows(SCHEMA, [row])) == [row]
+    assert TargetValues("", None).rows(SCHEMA, [row]).__iter__().__next__() == (1, "ab", b"\0")
+    assert list(TargetValues("\ufffd", None).rows(SCHEMA, [row])) == [(1, "a\ufffdb", b"\0")]
+    assert list(TargetValues(None, None).rows(SCHEMA, [row])) == [row]
     assert (
-        TargetValues("").for_table(TableSchema("app", "n", (Column("id", "int", "int", False),), ("id",), "id")) is None
+        TargetValues("", None).for_table(TableSchema("app", "n", (Column("id", "int", "int", False),), ("id",), "id"))
+        is None
     )
+
+
+def test_dates_no_calendar_has_are_null_where_nullable_and_the_epoch_where_not_or_as_configured():
+    schema = TableSchema(
+        "app",
+        "t",
+        (
+            Column("id", "int", "int", False),
+            Column("d", "date", "date", False),
+            Column("dt", "datetime", "datetime", True),
+        ),
+        ("id",),
+        "id",
+    )
+    row = (7, InvalidDate("0000-00-00"), InvalidDate("2020-00-15 10:00:00"))
+    assert list(TargetValues(None, "").rows(schema, [row])) == [(7, date(1970, 1, 1), None)]
+    assert list(TargetValues(None, "1900-01-01").rows(schema, [row])) == [(7, date(1900, 1, 1), datetime(1900, 1, 1))]
+    assert list(TargetValues(None, None).rows(schema, [row])) == [row]  # a MySQL-dialect target keeps them
+    with pytest.raises(SinkError, match=r"app\.t\.d holds '0000-00-00' at id=7, a date no calendar has"):
+        list(TargetValues(None, "fail").rows(schema, [row]))
