@@ -37,7 +37,11 @@ logging.getLogger("sqlglot").setLevel(logging.ERROR)
 Captured = Callable[[str, str], bool]  # (database, table) -> whether the pipeline captures it
 
 # Alterations that leave the columns as they are.
-_NO_COLUMN_CHANGE = (exp.AddConstraint, exp.AlterColumn, exp.DropPrimaryKey, exp.AlterSet)
+_NO_COLUMN_CHANGE = (exp.AddConstraint, exp.AlterColumn, exp.DropPrimaryKey, exp.AlterSet, exp.ForceProperty)
+# Table maintenance (sqlglot reads some of it not at all): the layout stays as it is.
+_MAINTENANCE = re.compile(
+    r"^\s*(?:REPAIR|CHECK|CHECKSUM|OPTIMIZE|ANALYZE)\s+(?:NO_WRITE_TO_BINLOG\s+|LOCAL\s+)?TABLES?\b", re.IGNORECASE
+)
 _RENAME_TABLES = re.compile(r"^\s*RENAME\s+TABLES?\s+(.+)$", re.IGNORECASE | re.DOTALL)
 _NAME = r"(?:`(?:[^`]|``)+`|[\w$]+)"
 _RENAME_PAIR = re.compile(rf"^\s*({_NAME}(?:\s*\.\s*{_NAME})?)\s+TO\s+({_NAME}(?:\s*\.\s*{_NAME})?)\s*$", re.IGNORECASE)
@@ -58,6 +62,8 @@ _MARKED_TYPE = re.compile(r"^set\('sluice:(inet4|inet6)'\)$")
 
 def parse_ddl(statement: str, default_database: str, captured: Captured) -> list[SchemaChangeEvent]:
     """The schema change events `statement` makes on captured tables (maybe none)."""
+    if _MAINTENANCE.match(statement):
+        return []
     renamed = _RENAME_TABLES.match(statement)
     if renamed:
         return _rename_tables(renamed.group(1), default_database, captured, statement)

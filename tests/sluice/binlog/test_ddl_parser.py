@@ -109,3 +109,18 @@ def test_a_primary_key_names_its_columns_case_insensitively():
     (create,) = parse("CREATE TABLE t1 (id INT, Code VARCHAR(5), PRIMARY KEY (ID, code))")
     assert create.primary_key == ("id", "Code")
     assert [c.nullable for c in create.columns] == [False, False]
+
+
+@pytest.mark.parametrize(
+    "statement",
+    [
+        "ALTER TABLE t1 FORCE",
+        "REPAIR TABLE t1",
+        "REPAIR NO_WRITE_TO_BINLOG TABLE t1 QUICK",
+        "CHECK TABLE t1 FOR UPGRADE",
+        "OPTIMIZE LOCAL TABLE t1",
+        "ANALYZE TABLE t1 PERSISTENT FOR ALL",
+    ],
+)
+def test_statements_that_change_no_layout_give_no_event(statement):
+    assert parse(statement) == []
