@@ -28,7 +28,7 @@ from sluice.event.schema_change import (
     SchemaChangeEvent,
     TruncateTable,
 )
-from sluice.source.schema import Column
+from sluice.source.schema import Column, TableSchema
 
 # sqlglot warns on stderr about every statement it reads only as a command (GRANT, CREATE
 # USER, ...): those are no schema change, and the CLI's output is no place for them.
@@ -60,8 +60,14 @@ _MARIADB_TYPES = re.compile(r"\b(INET4|INET6)\b", re.IGNORECASE)
 _MARKED_TYPE = re.compile(r"^set\('sluice:(inet4|inet6)'\)$")
 
 
-def parse_ddl(statement: str, default_database: str, captured: Captured) -> list[SchemaChangeEvent]:
-    """The schema change events `statement` makes on captured tables (maybe none)."""
+Layout = Callable[[str], TableSchema | None]  # a table's schema as the binlog reader knows it, if it does
+
+
+def parse_ddl(
+    statement: str, default_database: str, captured: Captured, layout: Layout = lambda _: None
+) -> list[SchemaChangeEvent]:
+    """The schema change events `statement` makes on captured tables (maybe none);
+    `layout` knows the captured tables' current schemas (CREATE TABLE ... LIKE copies one)."""
     if _MAINTENANCE.match(statement):
         return []
     renamed = _RENAME_TABLES.match(statement)
@@ -84,7 +90,7 @@ def parse_ddl(statement: str, default_database: str, captured: Captured) -> list
         table_id = _table_id(tree.this, default_database)
         return _alter(tree, table_id, statement) if captured(*table_id.split(".", 1)) else []
     if isinstance(tree, exp.Create) and tree.args.get("kind") == "TABLE":
-        return _create(tree, default_database, captured, statement)
+        return _create(tree, default_database, captured, statement, layout)
     if isinstance(tree, exp.TruncateTable):
         return [TruncateTable(t) for t in _table_ids(tree.expressions, default_database) if captured(*t.split(".", 1))]
     if isinstance(tree, exp.Drop) and tree.args.get("kind") == "TABLE":
@@ -117,16 +123,24 @@ def _alter(tree: exp.Alter, table_id: str, statement: str) -> list[SchemaChangeE
     return events
 
 
-def _create(tree: exp.Create, default_database: str, captured: Captured, statement: str) -> list[SchemaChangeEvent]:
+def _create(
+    tree: exp.Create, default_database: str, captured: Captured, statement: str, layout: Layout
+) -> list[SchemaChangeEvent]:
     schema = tree.this
-    if not isinstance(schema, exp.Schema):  # CREATE TABLE ... LIKE / AS SELECT
-        table_id = _table_id(schema, default_database)
-        if captured(*table_id.split(".", 1)):
-            raise UnparsableDdl(statement, "a table created from another table or a query has no column list")
-        return []
-    table_id = _table_id(schema.this, default_database)
+    table_id = _table_id(schema.this if isinstance(schema, exp.Schema) else schema, default_database)
     if not captured(*table_id.split(".", 1)):
         return []
+    like = tree.find(exp.LikeProperty)
+    if like is not None:  # CREATE TABLE t LIKE u, or (LIKE u): u's layout
+        original_id = _table_id(like.this, default_database)
+        original = layout(original_id)
+        if original is None:
+            raise UnparsableDdl(
+                statement, f"the table it copies, {original_id}, is not captured: its layout is unknown"
+            )
+        return [CreateTable(table_id, original.columns, original.primary_key)]
+    if not isinstance(schema, exp.Schema):  # CREATE TABLE ... AS SELECT
+        raise UnparsableDdl(statement, "a table created from a query has no column list")
     definitions = [e for e in schema.expressions if isinstance(e, exp.ColumnDef)]
     primary_key = [
         d.name for d in definitions if any(isinstance(c.kind, exp.PrimaryKeyColumnConstraint) for c in _constraints(d))

@@ -460,6 +460,9 @@ class RowImageDecoders:
         schema = self._schemas.get(f"{database}.{table}")
         return schema.column_names if schema else ()
 
+    def schema(self, table_id: str) -> TableSchema | None:
+        return self._schemas.get(table_id)
+
     def evolve(self, events: Sequence[SchemaChangeEvent]) -> None:
         changed = {e.table_id for e in events} | {e.new_table_id for e in events if isinstance(e, RenameTable)}
         self._schemas = apply_events(self._schemas, events)

@@ -233,7 +233,7 @@ def _schema_change(
     (earliest-offset, timestamp) reads the history of tables it found as they are now."""
     database = event.schema.decode() if isinstance(event.schema, bytes) else str(event.schema or "")
     try:
-        parsed = as_spelled(parse_ddl(event.query, database, captured), decoders.columns)
+        parsed = as_spelled(parse_ddl(event.query, database, captured, decoders.schema), decoders.columns)
         events, problem = tuple(e for e in parsed if not is_reflected(e, decoders.columns)), ""
     except UnparsableDdl as exc:
         events, problem = (), str(exc)

@@ -16,6 +16,7 @@ from sluice.event.schema_change import (
     RenameTable,
     TruncateTable,
 )
+from sluice.source.schema import Column, TableSchema
 
 
 def captured(database: str, table: str) -> bool:
@@ -124,3 +125,15 @@ def test_a_primary_key_names_its_columns_case_insensitively():
 )
 def test_statements_that_change_no_layout_give_no_event(statement):
     assert parse(statement) == []
+
+
+def test_create_table_like_takes_the_layout_of_the_table_it_names():
+    original = TableSchema(
+        "app", "t1", (Column("id", "int", "int", False), Column("v", "text", "text", True)), ("id",), "id"
+    )
+    known = {"app.t1": original}.get
+    for statement in ("CREATE TABLE t1_new LIKE t1", "CREATE TABLE t1_new (LIKE app.t1)"):
+        (create,) = parse_ddl(statement, "app", captured, known)
+        assert create == CreateTable("app.t1_new", original.columns, ("id",))
+    with pytest.raises(UnparsableDdl, match="the table it copies, app.other, is not captured"):
+        parse_ddl("CREATE TABLE t1_new LIKE other", "app", captured, known)

@@ -222,7 +222,7 @@ def test_a_column_added_while_the_pipeline_was_stopped_is_applied_before_the_row
     )
 
 
-def test_a_table_created_to_match_tables_is_captured_from_its_creation(
+def test_a_table_created_to_match_tables_is_captured_from_its_creation_with_a_column_list_or_like_another(
     tmp_path, mariadb, mariadb_target, postgresql, source_db
 ):
     mariadb.execute("CREATE TABLE t1 (id INT PRIMARY KEY)", database=source_db)
@@ -237,10 +237,12 @@ def test_a_table_created_to_match_tables_is_captured_from_its_creation(
             "UPDATE t2 SET v = 'c' WHERE id = 2",
             "CREATE TABLE other (id INT PRIMARY KEY)",  # outside `tables`
             "INSERT INTO other VALUES (1)",
+            "CREATE TABLE t3 LIKE t2",  # t2's layout
+            "INSERT INTO t3 VALUES (7, 'l', NULL)",
             database=source_db,
         )
 
-    tables = {"t2", "other"}
+    tables = {"t2", "other", "t3"}
     stream_until_equal(
         pipelines,
         sluice_env(mariadb, postgresql, mariadb_target),
@@ -248,6 +250,7 @@ def test_a_table_created_to_match_tables_is_captured_from_its_creation(
         lambda: {
             "t2": {1: {"id": 1, "v": "a", "at": datetime(2026, 11, 22, 10)}, 2: {"id": 2, "v": "c", "at": None}},
             "other": None,
+            "t3": {7: {"id": 7, "v": "l", "at": None}},
         },
         {
             "postgres": lambda: {t: postgres_table(postgresql, source_db)(t) for t in tables},
