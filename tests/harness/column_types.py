@@ -64,7 +64,7 @@ COLUMNS: dict[str, str] = {
     "uid": "UUID",
 }
 
-TEXT = "aZ09 _-'\"\\%éüß€\x81漢字🎉"
+TEXT = "aZ09 _-'\"\\%éüß€\x81漢字🎉\x00"  # NUL too: legal in MySQL, not in PostgreSQL text
 LATIN1 = "aZ09 _-'\"\\%éüß€\x81\xff"
 
 
@@ -126,6 +126,10 @@ def random_value(rng: random.Random, name: str) -> object:
         return random_decimal(rng, *decimals[name])
     if name == "y":
         return rng.choice([1901, 2155, rng.randint(1901, 2155)])
+    dated = name in ("dt", "ts0", "ts3", "ts6") or name.startswith("dtm")
+    if dated and rng.random() < 0.15:  # what legacy schemas hold: zero and partial dates
+        day = rng.choice(["0000-00-00", "2020-00-15", "2021-03-00"] if not name.startswith("ts") else ["0000-00-00"])
+        return day if name == "dt" else f"{day} 00:00:00"
     if name == "dt":
         return str(date(1000, 1, 1) + timedelta(days=rng.randint(0, 3_287_181)))
     if name.startswith("dtm"):
