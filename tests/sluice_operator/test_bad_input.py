@@ -25,7 +25,6 @@ def degraded(status: dict[str, Any]) -> dict[str, Any]:
 def test_each_bad_input_is_a_degraded_condition_and_a_warning_and_the_operator_goes_on(
     cluster: Cluster, mariadb, postgresql, source_db
 ):
-    mariadb.execute(f"CREATE TABLE {source_db}.keyless (note VARCHAR(10))")
     mariadb.execute(f"CREATE TABLE {source_db}.orders (id INT PRIMARY KEY)")
     cluster.passwords(mariadb, postgresql)
     cluster.core.create_namespaced_secret(
@@ -52,7 +51,11 @@ def test_each_bad_input_is_a_degraded_condition_and_a_warning_and_the_operator_g
     )
     case("bad-option", "source.server-time-zone", lambda s: s["source"].update({"server-time-zone": "Mars/Olympus"}))
     case("unreachable", "source.hostname", lambda s: s["source"].update(port=free_port()))
-    case("keyless", f"{source_db}.keyless", lambda s: s["source"].update(tables=f"{source_db}.keyless"))
+    case(
+        "no-such-chunk-key",
+        f"{source_db}.orders has no column 'nope'",
+        lambda s: s["source"].update({"scan.incremental.snapshot.chunk.key-column": f"{source_db}.orders:nope"}),
+    )
     suspended = copy.deepcopy(good)
     suspended["metadata"]["name"] = "good"
     suspended["spec"]["suspend"] = True  # valid: the operator keeps reconciling it next to the bad ones
