@@ -73,7 +73,7 @@ def test_suspend_and_failure_are_phases_with_their_reasons():
     assert suspended.phase == "Suspended" and suspended.apply[-1]["spec"]["suspend"] is True
     assert "Suspended" in [e.reason for e in suspended.events]
     failed_app = running("streaming", "FAILED")
-    must_fix = "source.tables: shop.keyless has no primary key"
+    must_fix = "source.scan.incremental.snapshot.chunk.key-column: table shop.orders has no column 'nope'"
     status = {**with_state(20), "driver": {"run": "r1", "error": must_fix, "retriable": False}}
     failed = reconcile(observed(status, failed_app))
     degraded = {c["type"]: c for c in failed.status["conditions"]}["Degraded"]

@@ -62,14 +62,17 @@ def test_a_source_outage_longer_than_every_retry_heals_by_itself(cluster: Cluste
 
 
 def test_a_failure_a_user_must_fix_stays_failed_and_is_not_retried(cluster: Cluster, mariadb, postgresql, source_db):
-    mariadb.execute(f"CREATE TABLE {source_db}.keyless (note VARCHAR(10))")
+    mariadb.execute(f"CREATE TABLE {source_db}.orders (id INT PRIMARY KEY)")
     cluster.passwords(mariadb, postgresql)
-    document = manifest("keyless", mariadb, postgresql, f"{source_db}.keyless")
-    document["spec"]["pipeline"]["schema.change.behavior"] = "lenient"
+    document = manifest("no-column", mariadb, postgresql, f"{source_db}.orders")
+    document["spec"]["source"]["scan.incremental.snapshot.chunk.key-column"] = f"{source_db}.orders:nope"
     apply(cluster, document)
-    status = cluster.wait("keyless", "Failed", lambda s: s.get("phase") == "Failed", timeout=180)
-    assert status["driver"]["retriable"] is False and f"{source_db}.keyless" in status["driver"]["error"]
+    status = cluster.wait("no-column", "Failed", lambda s: s.get("phase") == "Failed", timeout=180)
+    assert (
+        status["driver"]["retriable"] is False
+        and f"{source_db}.orders has no column 'nope'" in status["driver"]["error"]
+    )
     time.sleep(15)
-    status = cluster.cdc_pipeline("keyless")["status"]
+    status = cluster.cdc_pipeline("no-column")["status"]
     assert status["phase"] == "Failed" and not status.get("retry")
-    assert "Retry" not in [reason for reason, _ in cluster.events("keyless")]
+    assert "Retry" not in [reason for reason, _ in cluster.events("no-column")]

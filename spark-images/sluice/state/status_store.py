@@ -31,7 +31,7 @@ from sluice.source.offset import BinlogOffset
 from sluice.state.compact_state import compact, expand
 from sluice.state.pipeline_state import STATE_VERSION, PipelineState
 from sluice.state.state_store import StateStore
-from sluice.verify.online import ResnapshotRequest, VerificationSpec
+from sluice.verify.requests import ResnapshotRequest, VerificationSpec
 
 log = logging.getLogger(__name__)
 

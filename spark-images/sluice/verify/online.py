@@ -12,7 +12,6 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Mapping
-from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any, Protocol
 
@@ -20,37 +19,13 @@ from sluice.errors import SluiceError
 from sluice.pipeline.definition import PipelineDefinition
 from sluice.sink.jdbc import JdbcSink
 from sluice.source.connection import SourceEndpoint
+from sluice.verify.requests import ResnapshotRequest, VerificationSpec
 from sluice.verify.verifier import NotStreamingYet, VerificationResult, Verifier
 
 log = logging.getLogger(__name__)
 
 POLL_SECONDS = 2.0
 PACE = 1.0  # beside the binlog reader in one process, verification works at most half the time
-
-
-@dataclass(frozen=True)
-class VerificationSpec:
-    id: str = ""
-    interval_seconds: int | None = None
-    repair: bool = False
-    tables: tuple[str, ...] = ()
-
-    @classmethod
-    def from_spec(cls, spec: Mapping[str, Any]) -> VerificationSpec:
-        interval = spec.get("intervalSeconds")
-        return cls(
-            str(spec.get("id", "")),
-            None if interval is None else int(interval),
-            bool(spec.get("repair", False)),
-            tuple(str(t) for t in spec.get("tables") or ()),
-        )
-
-
-@dataclass(frozen=True)
-class ResnapshotRequest:
-    id: str
-    tables: tuple[str, ...]
-    where: str = ""  # only the rows matching it at the source, by key
 
 
 class RequestDesk(Protocol):

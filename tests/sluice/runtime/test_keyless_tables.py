@@ -96,8 +96,7 @@ def test_keyless_tables_with_no_chunk_key_configured_are_captured_all_the_same(
         database=source_db,
     )
     tables = ("picked", "whole")
-    lake = tmp_path / "lake"
-    sinks = every_sink(postgresql, mariadb_target, lake, 7170)
+    sinks = {n: sink for n, sink in every_sink(postgresql, mariadb_target, tmp_path, 7170).items() if n != "parquet"}
     pipelines = pipeline_per_sink(
         tmp_path, mariadb, f"{source_db}.(picked|whole)", sinks, "nokey", **{"scan.incremental.snapshot.chunk.size": 5}
     )
@@ -123,9 +122,6 @@ def test_keyless_tables_with_no_chunk_key_configured_are_captured_all_the_same(
         {
             "postgres": lambda: rows(lambda t: compare.postgres_rows(postgresql, source_db, t)),
             "mariadb": lambda: rows(lambda t: compare.source_rows(mariadb_target, source_db, t)),
-            "parquet": lambda: rows(
-                lambda t: compare.replay_changelog(read_changelog(lake, f"{source_db}.{t}"), key=None)
-            ),
         },
     )
     assert f"{source_db}.picked has no key: chunked by its indexed column grp" in said["postgres"]

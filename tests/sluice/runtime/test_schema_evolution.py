@@ -374,8 +374,7 @@ def test_column_names_resolve_case_insensitively_as_mysql_resolves_them(
     mariadb.execute(
         "CREATE TABLE t (id INT PRIMARY KEY, v INT, w INT)", "INSERT INTO t VALUES (1, 1, 1)", database=source_db
     )
-    lake = tmp_path / "lake"
-    sinks = every_sink(postgresql, mariadb_target, lake, 7150)
+    sinks = {n: sink for n, sink in every_sink(postgresql, mariadb_target, tmp_path, 7150).items() if n != "parquet"}
     pipelines = pipeline_per_sink(
         tmp_path, mariadb, f"{source_db}.(t|k)", sinks, "case", {"parallelism": 1, "schema.change.behavior": "evolve"}
     )
@@ -408,6 +407,5 @@ def test_column_names_resolve_case_insensitively_as_mysql_resolves_them(
         {
             "postgres": lambda: {t: postgres_table(postgresql, source_db)(t) for t in tables},
             "mariadb": lambda: {t: mariadb_table(mariadb_target, source_db)(t) for t in tables},
-            "parquet": lambda: {t: parquet_table(lake, source_db)(t) for t in tables},
         },
     )

@@ -68,11 +68,13 @@ def source_rows(mariadb, db: str) -> list[tuple]:
     return sorted((t, *row) for t in ("orders", "notes") for row in compare.source_rows(mariadb, db, t))
 
 
-@pytest.fixture(params=["postgres", "mariadb"])
+@pytest.fixture
 def streaming(request, tmp_path, mariadb, postgresql, mariadb_target, source_db) -> Iterator[tuple]:
     """A pipeline streaming orders (3,000 rows, chunks of 200 ids) and the bag notes (600
     rows, authors 0-49 in chunks of 16) into the target, equal to the source: (pipeline
-    file, environment, target, process)."""
+    file, environment, target, process). The target is PostgreSQL unless a test asks for
+    another (indirect parametrization)."""
+    kind = getattr(request, "param", "postgres")
     mariadb.execute(
         "CREATE TABLE orders (id INT PRIMARY KEY, total INT)",
         "INSERT INTO orders SELECT seq, seq FROM seq_1_to_3000",
@@ -80,12 +82,12 @@ def streaming(request, tmp_path, mariadb, postgresql, mariadb_target, source_db)
         "INSERT INTO notes SELECT seq % 50, 'same' FROM seq_1_to_600",
         database=source_db,
     )
-    target = Target(request.param, postgresql, mariadb_target, source_db)
+    target = Target(kind, postgresql, mariadb_target, source_db)
     definition = pipeline_yaml(
         mariadb,
         f"{source_db}.(orders|notes)",
         target.sink(),
-        name=f"verify-{request.param}-{source_db}",
+        name=f"verify-{kind}-{source_db}",
         **{
             "scan.incremental.snapshot.chunk.size": 200,
             "scan.incremental.snapshot.chunk.key-column": f"{source_db}.notes:author",
@@ -159,6 +161,7 @@ def holding_exactly(ranges: set[tuple[str, float, float]], keys: set[tuple[str, 
     return all(any(holds(r, k) for k in keys) for r in ranges) and all(any(holds(r, k) for r in ranges) for k in keys)
 
 
+@pytest.mark.parametrize("streaming", ["postgres", "mariadb"], indirect=True)
 def test_verify_names_exactly_the_ranges_corrupted_behind_the_pipeline_and_repair_mends_them(
     streaming, mariadb, source_db
 ):
