@@ -51,8 +51,10 @@ def test_verification_finds_what_was_corrupted_and_repair_and_resnapshot_mend_it
     patch(cluster, "orders", {"verification": {"id": "v1"}})
     status = finished(cluster, "v1")
     assert status["verification"]["mismatchCount"] == 2, status["verification"]
-    condition = verified_condition(cluster.cdc_pipeline("orders")["status"])
-    assert condition["status"] == "False" and condition["reason"] == "Mismatch", condition
+    # The operator turns the driver's result into the condition on its next pass.
+    status = cluster.wait("orders", "Verified: Mismatch", lambda s: verified_condition(s)["reason"] == "Mismatch")
+    condition = verified_condition(status)
+    assert condition["status"] == "False", condition
     assert f"{source_db}.orders [-inf, " in condition["message"] and "id=5 differs in total" in condition["message"]
     cluster.wait("orders", "the mismatch Event", lambda _: "VerificationMismatch" in dict(cluster.events("orders")))
 
