@@ -16,12 +16,11 @@ TABLE_DDL = (
     "amount DECIMAL(12,2), qty INT, updated DATETIME(3), note TEXT{key})"
 )
 # How `id` identifies a row: the primary key, a UNIQUE NOT NULL key, or nothing (a bag,
-# where equal rows may repeat; captured with `id` as its chunk key, or, unindexed, whole).
+# where equal rows may repeat; captured with `id` as its chunk key).
 KEYS = {
     "primary": ("id BIGINT PRIMARY KEY", ""),
     "unique": ("id BIGINT NOT NULL", ", UNIQUE KEY (id)"),
     "bag": ("id BIGINT", ", KEY (id)"),
-    "unindexed bag": ("id BIGINT", ""),  # no index to chunk by: read as one split
 }
 
 
