@@ -37,21 +37,13 @@ _lock = threading.Lock()
 changed: collections.Counter[str] = collections.Counter()  # "db.table.column": values changed, in this process
 
 
-def _where(schema: TableSchema, row: Row) -> str:
-    if not schema.row_key:
-        return f"row {row!r}"
-    key = RowDecoder(schema).row_key(row)
-    keys = key if isinstance(key, tuple) and len(schema.row_key) > 1 else (key,)
-    return ", ".join(f"{k}={v}" for k, v in zip(schema.row_key, keys, strict=True))
-
-
 def _changed(schema: TableSchema, column: str, row: Row, what: str) -> None:
     name = f"{schema.table_id}.{column}"
     with _lock:
         first = name not in changed
         changed[name] += 1
     if first:
-        log.warning("%s: %s (first at %s)", name, what, _where(schema, row))
+        log.warning("%s: %s (first at %s)", name, what, RowDecoder(schema).key_text(row))
 
 
 class TargetValues:
@@ -106,8 +98,9 @@ class TargetValues:
             if value.__class__ is not InvalidDate:
                 return value
             if self.zero_date == "fail":
+                where = RowDecoder(schema).key_text(row)
                 raise SinkError(
-                    f"{schema.table_id}.{column.name} holds {str(value)!r} at {_where(schema, row)}, a date no "
+                    f"{schema.table_id}.{column.name} holds {str(value)!r} at {where}, a date no "
                     "calendar has, which the target cannot hold (sink.zero-date is 'fail')"
                 )
             _changed(schema, column.name, row, what)

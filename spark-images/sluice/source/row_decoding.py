@@ -46,6 +46,14 @@ class RowDecoder:
         # A bag's row is only its values; a single-column key is the value, not a 1-tuple.
         self.row_key = itemgetter(*key_positions) if key_positions else tuple
 
+    def key_text(self, row: Row) -> str:
+        """How messages name a row: by its key (`id=5`), a bag's by its values."""
+        if not self.schema.row_key:
+            return f"row {row!r}"
+        key = self.row_key(row)
+        values = key if len(self.schema.row_key) > 1 else (key,)
+        return ", ".join(f"{name}={value}" for name, value in zip(self.schema.row_key, values, strict=True))
+
     def chunk_key(self, row: Row) -> Any:
         return row[self._chunk_position]
 

@@ -31,7 +31,7 @@ from sluice.source.offset import BinlogOffset
 from sluice.state.compact_state import compact, expand
 from sluice.state.pipeline_state import STATE_VERSION, PipelineState
 from sluice.state.state_store import StateStore
-from sluice.verify.requests import ResnapshotRequest, VerificationSpec
+from sluice.verify.requests import Requests
 
 log = logging.getLogger(__name__)
 
@@ -122,18 +122,9 @@ class StatusStateStore(StateStore):
         spec = self._get().get("spec") or {}
         return [str(i) for i in (spec.get("schemaChanges") or {}).get("approved", [])]
 
-    def verification_spec(self) -> VerificationSpec | None:
-        """spec.verification, read now."""
-        spec = (self._get().get("spec") or {}).get("verification")
-        return None if spec is None else VerificationSpec.from_spec(spec)
-
-    def resnapshot_requests(self) -> list[ResnapshotRequest]:
-        """spec.resnapshots, read now."""
-        requests = (self._get().get("spec") or {}).get("resnapshots") or []
-        return [
-            ResnapshotRequest(str(r["id"]), tuple(str(t) for t in r.get("tables") or ()), str(r.get("where", "")))
-            for r in requests
-        ]
+    def requested(self) -> Requests:
+        """spec.verification and spec.resnapshots, read now."""
+        return Requests.from_spec(self._get().get("spec") or {})
 
     def verification_status(self) -> dict[str, Any]:
         with self._lock:

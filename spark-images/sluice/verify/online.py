@@ -19,7 +19,7 @@ from sluice.errors import SluiceError
 from sluice.pipeline.definition import PipelineDefinition
 from sluice.sink.jdbc import JdbcSink
 from sluice.source.connection import SourceEndpoint
-from sluice.verify.requests import ResnapshotRequest, VerificationSpec
+from sluice.verify.requests import Requests, ResnapshotRequest, VerificationSpec
 from sluice.verify.verifier import NotStreamingYet, VerificationResult, Verifier
 
 log = logging.getLogger(__name__)
@@ -31,9 +31,7 @@ PACE = 1.0  # beside the binlog reader in one process, verification works at mos
 class RequestDesk(Protocol):
     """Where requests come from and results go: the CdcPipeline (state/status_store)."""
 
-    def verification_spec(self) -> VerificationSpec | None: ...
-
-    def resnapshot_requests(self) -> list[ResnapshotRequest]: ...
+    def requested(self) -> Requests: ...
 
     def verification_status(self) -> dict[str, Any]: ...
 
@@ -102,12 +100,12 @@ class OnlineWork:
 
     def carry_out(self) -> None:
         """Does what the spec asks and the status does not show done yet."""
-        done = self.desk.resnapshot_statuses()
-        for request in self.desk.resnapshot_requests():
+        requested, done = self.desk.requested(), self.desk.resnapshot_statuses()
+        for request in requested.resnapshots:
             if (done.get(request.id) or {}).get("state") in ("Done", "Failed"):
                 continue
             self._resnapshot(request)
-        spec = self.desk.verification_spec()
+        spec = requested.verification
         if spec is not None and verification_due(spec, self.desk.verification_status()):
             self._verify(spec)
 

@@ -32,3 +32,22 @@ class ResnapshotRequest:
     id: str
     tables: tuple[str, ...]
     where: str = ""  # only the rows matching it at the source, by key
+
+
+@dataclass(frozen=True)
+class Requests:
+    """All a spec asks, read at once (one GET of the CdcPipeline per look)."""
+
+    verification: VerificationSpec | None
+    resnapshots: tuple[ResnapshotRequest, ...]
+
+    @classmethod
+    def from_spec(cls, spec: Mapping[str, Any]) -> Requests:
+        verification = spec.get("verification")
+        return cls(
+            None if verification is None else VerificationSpec.from_spec(verification),
+            tuple(
+                ResnapshotRequest(str(r["id"]), tuple(str(t) for t in r.get("tables") or ()), str(r.get("where", "")))
+                for r in spec.get("resnapshots") or []
+            ),
+        )

@@ -282,31 +282,17 @@ def _examples(schema: TableSchema, missing: list[Row], unexpected: list[Row]) ->
     by_key = {decoder.row_key(row): row for row in unexpected}
     found = []
     for row in missing[:EXAMPLES]:
-        key = decoder.row_key(row)
-        other = by_key.pop(key, None)
-        named = ", ".join(
-            f"{k}={v!r}"
-            for k, v in zip(
-                schema.row_key, key if isinstance(key, tuple) and len(schema.row_key) > 1 else (key,), strict=True
-            )
-        )
+        other = by_key.pop(decoder.row_key(row), None)
         if other is None:
-            found.append(f"{named} not in the target")
-        else:
-            differ = [
-                c.name
-                for c, a, b in zip(schema.columns, row, other, strict=True)
-                if repr(normal_value(c.data_type, a)) != repr(normal_value(c.data_type, b))
-            ]
-            found.append(f"{named} differs in {', '.join(differ)}")
-    for key in list(by_key)[: max(0, EXAMPLES - len(found))]:
-        named = ", ".join(
-            f"{k}={v!r}"
-            for k, v in zip(
-                schema.row_key, key if isinstance(key, tuple) and len(schema.row_key) > 1 else (key,), strict=True
-            )
-        )
-        found.append(f"{named} not at the source")
+            found.append(f"{decoder.key_text(row)} not in the target")
+            continue
+        differ = [
+            c.name
+            for c, a, b in zip(schema.columns, row, other, strict=True)
+            if repr(normal_value(c.data_type, a)) != repr(normal_value(c.data_type, b))
+        ]
+        found.append(f"{decoder.key_text(row)} differs in {', '.join(differ)}")
+    found += [f"{decoder.key_text(row)} not at the source" for row in list(by_key.values())[: EXAMPLES - len(found)]]
     return tuple(found)
 
 
