@@ -46,9 +46,10 @@ def act(apis: Any, observation: Observation, plan: Plan) -> None:
             if exc.status not in (400, 403, 422):
                 raise
             raise Refused(desired["kind"], desired["metadata"]["name"], _message(exc)) from exc
-    _write_status(apis, cr, plan.status)
+    # Events before the status: whoever sees a condition change finds its Event already there.
     for event in plan.events:
         post_event(apis, cr, event)
+    _write_status(apis, cr, plan.status)
 
 
 def _message(exc: ApiException) -> str:

@@ -128,6 +128,20 @@ def _spec_schema() -> dict[str, Any]:
                         "description": "Executors once the binlog reader takes over (default 0, the driver alone; "
                         "1 for the parquet sink).",
                     },
+                    "restartPolicy": {
+                        "type": "object",
+                        "description": "The Spark Operator's retries of a failed run (its restartPolicy, type "
+                        "OnFailure; intervals in seconds), before the operator resubmits with backoff.",
+                        "properties": {
+                            name: {"type": "integer", "minimum": 0 if name.endswith("Retries") else 1}
+                            for name in (
+                                "onFailureRetries",
+                                "onFailureRetryInterval",
+                                "onSubmissionFailureRetries",
+                                "onSubmissionFailureRetryInterval",
+                            )
+                        },
+                    },
                 },
             },
             "suspend": {"type": "boolean", "description": "Stops the pipeline's Spark job; its state is kept."},

@@ -42,6 +42,8 @@ class SparkResources:
     executor_memory: str = "1g"
     snapshot_executors: int = 1  # defaults to pipeline.parallelism
     streaming_executors: int = 0  # 0: the driver alone reads the binlog
+    # The Spark Operator's own retries of a failed run, before the operator's backoff takes over.
+    restart_policy: tuple[tuple[str, int], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -92,5 +94,6 @@ def read_spec(name: str, namespace: str, spec: Mapping[str, Any]) -> PipelineSpe
         executor_memory=str(spark.get("executorMemory", "1g")),
         snapshot_executors=int(spark.get("snapshotExecutors", parallelism)),
         streaming_executors=int(spark.get("streamingExecutors", 1 if sink_type in SPARK_ONLY_SINKS else 0)),
+        restart_policy=tuple(sorted((str(k), int(v)) for k, v in (spark.get("restartPolicy") or {}).items())),
     )
     return PipelineSpec(definition, secrets, resources, bool(spec.get("suspend", False)), approved)

@@ -96,6 +96,7 @@ def spark_application(
                 "onFailureRetryInterval": 10,
                 "onSubmissionFailureRetries": 5,
                 "onSubmissionFailureRetryInterval": 20,
+                **dict(resources.restart_policy),
             },
             "sparkConf": {
                 "spark.sql.session.timeZone": "UTC",

@@ -35,21 +35,22 @@ def test_a_source_outage_longer_than_every_retry_heals_by_itself(cluster: Cluste
     seed(source, "shop", 500)
     cluster.passwords(source, postgresql)
     document = manifest("orders", source, postgresql, "shop.orders")
-    # Give up on the connection quickly, so that the Spark Operator's retries are spent too.
+    # Give up on the connection quickly, so that the Spark Operator's retries are spent soon too.
     document["spec"]["source"].update({"connect.max-retries": 0, "connect.reconnect.timeout": "1s"})
+    document["spec"]["spark"] = {"restartPolicy": {"onFailureRetries": 1, "onFailureRetryInterval": 1}}
     apply(cluster, document)
     wait_streaming(cluster, "orders")
     source.stop()
     seen: dict[str, Any] = {}
     deadline = time.monotonic() + 150
-    while time.monotonic() < deadline:  # the Spark Operator's three retries spent, the operator's own
+    while time.monotonic() < deadline:  # the Spark Operator's one retry spent, the operator's own
         status = cluster.cdc_pipeline("orders").get("status") or {}
         if condition(status, "Degraded").get("reason") == "Retrying":
             seen = status
             break
         time.sleep(0.5)
     assert seen and seen["retry"]["attempts"] == 1, cluster.cdc_pipeline("orders").get("status")
-    assert seen["application"]["attempts"] == 4  # the first run and the Spark Operator's three retries
+    assert seen["application"]["attempts"] == 2  # the first run and the Spark Operator's one retry
     assert seen["phase"] == "Streaming"  # not Failed: it is being retried
     assert "Connection refused" in seen["retry"]["lastError"] and seen["retry"]["nextRetryTime"]
     assert seen["retry"]["nextRetryTime"] in condition(seen, "Degraded")["message"]
@@ -66,6 +67,7 @@ def test_a_failure_a_user_must_fix_stays_failed_and_is_not_retried(cluster: Clus
     cluster.passwords(mariadb, postgresql)
     document = manifest("no-column", mariadb, postgresql, f"{source_db}.orders")
     document["spec"]["source"]["scan.incremental.snapshot.chunk.key-column"] = f"{source_db}.orders:nope"
+    document["spec"]["spark"] = {"restartPolicy": {"onFailureRetries": 1, "onFailureRetryInterval": 1}}
     apply(cluster, document)
     status = cluster.wait("no-column", "Failed", lambda s: s.get("phase") == "Failed", timeout=180)
     assert (

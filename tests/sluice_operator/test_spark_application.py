@@ -69,6 +69,17 @@ def test_the_spark_application_is_valid_for_the_spark_operators_schema(shape):
     assert application["spec"]["type"] == "Python" and application["spec"]["restartPolicy"]["type"] == "OnFailure"
 
 
+def test_the_spark_operators_retries_are_three_10_s_apart_unless_the_spec_says_otherwise():
+    application, _, _ = _rendered()
+    policy = application["spec"]["restartPolicy"]
+    assert (policy["onFailureRetries"], policy["onFailureRetryInterval"]) == (3, 10)
+    custom = {**CDC_PIPELINE, "spec": {**CDC_PIPELINE["spec"], "spark": {"restartPolicy": {"onFailureRetries": 0}}}}
+    application, _, _ = _rendered(custom)
+    jsonschema.Draft7Validator(spark_application_schema()).validate(application)
+    policy = application["spec"]["restartPolicy"]
+    assert (policy["type"], policy["onFailureRetries"], policy["onFailureRetryInterval"]) == ("OnFailure", 0, 10)
+
+
 def test_snapshot_runs_with_parallelism_executors_and_streaming_with_the_driver_alone():
     snapshot, _, _ = _rendered(shape="snapshot")
     streaming, _, _ = _rendered(shape="streaming")
