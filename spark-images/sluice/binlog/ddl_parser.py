@@ -10,6 +10,7 @@ never a silent skip.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import re
 from collections.abc import Callable
@@ -17,6 +18,7 @@ from collections.abc import Callable
 import sqlglot
 from sqlglot import exp
 
+from sluice.binlog.mysql_dialect import ConvertCharset, MariaDB, NoColumnChange
 from sluice.event.schema_change import (
     AddColumn,
     AlterColumnType,
@@ -37,7 +39,16 @@ logging.getLogger("sqlglot").setLevel(logging.ERROR)
 Captured = Callable[[str, str], bool]  # (database, table) -> whether the pipeline captures it
 
 # Alterations that leave the columns as they are.
-_NO_COLUMN_CHANGE = (exp.AddConstraint, exp.AlterColumn, exp.DropPrimaryKey, exp.AlterSet, exp.ForceProperty)
+_NO_COLUMN_CHANGE = (
+    exp.AddConstraint,
+    exp.AlterColumn,
+    exp.DropPrimaryKey,
+    exp.AlterSet,
+    exp.ForceProperty,
+    exp.RenameIndex,
+    NoColumnChange,
+    ConvertCharset,  # string columns keep their types; rows are decoded by the table map's charset
+)
 # Table maintenance (sqlglot reads some of it not at all): the layout stays as it is.
 _MAINTENANCE = re.compile(
     r"^\s*(?:REPAIR|CHECK|CHECKSUM|OPTIMIZE|ANALYZE)\s+(?:NO_WRITE_TO_BINLOG\s+|LOCAL\s+)?TABLES?\b", re.IGNORECASE
@@ -55,19 +66,19 @@ class UnparsableDdl(ValueError):
         self.statement = statement
 
 
-# MariaDB types sqlglot does not know, read as a SET of one marker value and turned back.
-_MARIADB_TYPES = re.compile(r"\b(INET4|INET6)\b", re.IGNORECASE)
-_MARKED_TYPE = re.compile(r"^set\('sluice:(inet4|inet6)'\)$")
-
-
 Layout = Callable[[str], TableSchema | None]  # a table's schema as the binlog reader knows it, if it does
 
 
 def parse_ddl(
-    statement: str, default_database: str, captured: Captured, layout: Layout = lambda _: None
+    statement: str,
+    default_database: str,
+    captured: Captured,
+    layout: Layout = lambda _: None,
+    mariadb: bool = False,
 ) -> list[SchemaChangeEvent]:
     """The schema change events `statement` makes on captured tables (maybe none);
-    `layout` knows the captured tables' current schemas (CREATE TABLE ... LIKE copies one)."""
+    `layout` knows the captured tables' current schemas (CREATE TABLE ... LIKE copies one,
+    an ALTER's clauses name columns as they were); `mariadb`: the source's types are MariaDB's."""
     if _MAINTENANCE.match(statement):
         return []
     renamed = _RENAME_TABLES.match(statement)
@@ -81,16 +92,17 @@ def parse_ddl(
                 "new snapshot after it (a new --state-dir), or set schema.change.behavior ignore to go on",
             )
         return []  # rows and columns stay as they are
-    readable = _MARIADB_TYPES.sub(lambda m: f"SET('sluice:{m.group(1).lower()}')", statement)
     try:
-        tree = sqlglot.parse_one(readable, read="mysql", error_level=sqlglot.ErrorLevel.RAISE)
+        tree = sqlglot.parse_one(statement, read=MariaDB, error_level=sqlglot.ErrorLevel.RAISE)
     except sqlglot.errors.SqlglotError as exc:
         raise UnparsableDdl(statement, str(exc).splitlines()[0]) from exc
     if isinstance(tree, exp.Alter) and tree.args.get("kind") == "TABLE":
         table_id = _table_id(tree.this, default_database)
-        return _alter(tree, table_id, statement) if captured(*table_id.split(".", 1)) else []
+        if not captured(*table_id.split(".", 1)):
+            return []
+        return _alter(tree, table_id, statement, _AlterClauses(table_id, layout(table_id), mariadb))
     if isinstance(tree, exp.Create) and tree.args.get("kind") == "TABLE":
-        return _create(tree, default_database, captured, statement, layout)
+        return _create(tree, default_database, captured, statement, layout, mariadb)
     if isinstance(tree, exp.TruncateTable):
         return [TruncateTable(t) for t in _table_ids(tree.expressions, default_database) if captured(*t.split(".", 1))]
     if isinstance(tree, exp.Drop) and tree.args.get("kind") == "TABLE":
@@ -100,31 +112,134 @@ def parse_ddl(
     return []
 
 
-def _alter(tree: exp.Alter, table_id: str, statement: str) -> list[SchemaChangeEvent]:
-    events: list[SchemaChangeEvent] = []
+def _alter(tree: exp.Alter, table_id: str, statement: str, clauses: _AlterClauses) -> list[SchemaChangeEvent]:
+    """One ALTER TABLE as MySQL runs it: every clause names the columns as the table had
+    them before the statement (`CHANGE a b INT, CHANGE b a INT` swaps two columns), IF
+    [NOT] EXISTS looks at them, and a RENAME TO moves the table after the rest."""
     for action in tree.args.get("actions") or []:
         if isinstance(action, exp.ColumnDef):
-            position, after = _position(action.args.get("position"))
-            events.append(AddColumn(table_id, column_from_definition(action), position, after))
+            clauses.add(action)
         elif isinstance(action, exp.Drop) and action.args.get("kind") == "COLUMN":
-            events.extend(DropColumn(table_id, column.name) for column in action.args["tables"])
+            for column in action.args["tables"]:
+                clauses.drop(column.name, bool(action.args.get("exists")))
+        elif isinstance(action, exp.Drop):  # an index, a key, a check constraint
+            continue
         elif isinstance(action, exp.RenameColumn):
-            events.append(RenameColumn(table_id, action.this.name, action.args["to"].name))
+            clauses.rename(action.this.name, action.args["to"].name, bool(action.args.get("exists")))
         elif isinstance(action, exp.ModifyColumn):  # MODIFY c TYPE, or CHANGE old new TYPE
             definition = action.this
             renamed_from = action.args.get("rename_from")
-            if renamed_from is not None and renamed_from.name != definition.name:
-                events.append(RenameColumn(table_id, renamed_from.name, definition.name))
-            events.append(AlterColumnType(table_id, column_from_definition(definition)))
+            if renamed_from is not None:
+                clauses.rename(renamed_from.name, definition.name, False)
+            clauses.modify(definition)
         elif isinstance(action, exp.AlterRename):
-            events.append(RenameTable(table_id, _table_id(action.this, table_id.split(".", 1)[0])))
+            clauses.new_id = _table_id(action.this, table_id.split(".", 1)[0])
+        elif isinstance(action, ConvertCharset) and str(action.this.name).lower() == "binary":
+            clauses.convert_to_binary()
         elif not isinstance(action, _NO_COLUMN_CHANGE):
             raise UnparsableDdl(statement, f"the alteration {action.sql(dialect='mysql')[:80]!r} is not understood")
-    return events
+    return clauses.events()
+
+
+class _AlterClauses:
+    """The clauses of one ALTER TABLE, gathered by the column they name, and turned into
+    events that give MySQL's result when applied one after another."""
+
+    def __init__(self, table_id: str, before: TableSchema | None, mariadb: bool) -> None:
+        self.table_id = table_id
+        self.before = before  # None: not known to the reader; clauses then apply in order
+        self.mariadb = mariadb
+        self.names = list(before.column_names) if before else []
+        self.dropped: list[str] = []
+        self.renamed: dict[str, str] = {}  # old name -> new name
+        self.modified: dict[str, exp.ColumnDef] = {}  # new name -> its definition
+        self.added: list[exp.ColumnDef] = []
+        self.new_id: str | None = None
+        self.ordered: list[SchemaChangeEvent] = []  # without a known layout: clause order
+
+    def _existing(self, name: str) -> str | None:
+        return next((n for n in self.names if n.lower() == name.lower()), None)
+
+    def add(self, definition: exp.ColumnDef) -> None:
+        name = definition.name.lower()
+        taken = {n.lower() for n in self.names if n not in self.dropped} | {d.name.lower() for d in self.added}
+        taken |= {n.lower() for n in self.renamed.values()}
+        if definition.args.get("exists") and name in taken:
+            return
+        position, after = _position(definition.args.get("position"))
+        self.added.append(definition)
+        column = column_from_definition(definition, mariadb=self.mariadb)
+        self.ordered.append(AddColumn(self.table_id, column, position, after))
+
+    def drop(self, name: str, if_exists: bool) -> None:
+        existing = self._existing(name)
+        if existing is None and if_exists and self.before is not None:
+            return
+        self.dropped.append(existing or name)
+        self.ordered.append(DropColumn(self.table_id, existing or name))
+
+    def rename(self, old: str, new: str, if_exists: bool) -> None:
+        existing = self._existing(old)
+        if existing is None and if_exists and self.before is not None:
+            return
+        old = existing or old
+        if old != new:
+            self.renamed[old] = new
+            self.ordered.append(RenameColumn(self.table_id, old, new))
+
+    def modify(self, definition: exp.ColumnDef) -> None:
+        added = [i for i, e in enumerate(self.ordered) if isinstance(e, AddColumn) and e.column.name == definition.name]
+        if added:  # ADD c INT, MODIFY c BIGINT: the column is added as modified
+            event = self.ordered[added[-1]]
+            assert isinstance(event, AddColumn)
+            self.ordered[added[-1]] = dataclasses.replace(event, column=self._column(definition))
+            return
+        self.modified[definition.name] = definition
+        self.ordered.append(AlterColumnType(self.table_id, self._column(definition)))
+
+    def convert_to_binary(self) -> None:
+        """CONVERT TO CHARACTER SET binary: every string column becomes its binary twin."""
+        for column in self.before.columns if self.before else ():
+            twin = _server_spelling(column.column_type, "binary", self.mariadb)
+            if twin != column.column_type:
+                data_type = re.split(r"[\s(]", twin, maxsplit=1)[0]
+                self.ordered.append(
+                    AlterColumnType(self.table_id, dataclasses.replace(column, data_type=data_type, column_type=twin))
+                )
+
+    def _column(self, definition: exp.ColumnDef) -> Column:
+        key = () if self.before is None else tuple(self.renamed.get(k, k) for k in self.before.primary_key)
+        return column_from_definition(definition, key, self.mariadb)
+
+    def events(self) -> list[SchemaChangeEvent]:
+        events: list[SchemaChangeEvent]
+        if self.before is None:
+            events = self.ordered
+        else:
+            events = [DropColumn(self.table_id, name) for name in self.dropped]
+            events += self._renames()
+            events += [AlterColumnType(self.table_id, self._column(d)) for d in self.modified.values()]
+            events += [e for e in self.ordered if isinstance(e, AddColumn)]
+            events += [e for e in self.ordered if isinstance(e, AlterColumnType) and e.column.name not in self.modified]
+        if self.new_id is not None:
+            events.append(RenameTable(self.table_id, self.new_id))
+        return events
+
+    def _renames(self) -> list[SchemaChangeEvent]:
+        """Renames that take each other's names (a swap, a chain) go through a name of their
+        own first, as one statement's clauses do at once."""
+        pending = {old: new for old, new in self.renamed.items() if old not in self.dropped}
+        remaining = {n.lower() for n in self.names if n not in self.dropped}
+        clash = any(new.lower() in remaining and new.lower() != old.lower() for old, new in pending.items())
+        if not clash:
+            return [RenameColumn(self.table_id, old, new) for old, new in pending.items()]
+        temporary = {old: f"{old}#sluice-renaming" for old in pending}
+        first = [RenameColumn(self.table_id, old, temporary[old]) for old in pending]
+        return first + [RenameColumn(self.table_id, temporary[old], new) for old, new in pending.items()]
 
 
 def _create(
-    tree: exp.Create, default_database: str, captured: Captured, statement: str, layout: Layout
+    tree: exp.Create, default_database: str, captured: Captured, statement: str, layout: Layout, mariadb: bool
 ) -> list[SchemaChangeEvent]:
     schema = tree.this
     table_id = _table_id(schema.this if isinstance(schema, exp.Schema) else schema, default_database)
@@ -148,37 +263,71 @@ def _create(
     spelled = {d.name.lower(): d.name for d in definitions}  # MySQL resolves column names case-insensitively
     for key in schema.find_all(exp.PrimaryKey):
         primary_key.extend(spelled.get(e.name.lower(), e.name) for e in key.expressions)
-    columns = tuple(column_from_definition(d, primary_key) for d in definitions)
+    charsets = [p.this.name.lower() for p in tree.find_all(exp.CharacterSetProperty)]
+    columns = tuple(column_from_definition(d, primary_key, mariadb, (charsets or [""])[0]) for d in definitions)
     return [CreateTable(table_id, columns, tuple(primary_key))]
 
 
-def column_from_definition(definition: exp.ColumnDef, primary_key: list[str] | tuple[str, ...] = ()) -> Column:
-    """A Column as information_schema would describe it, from a column definition."""
+def column_from_definition(
+    definition: exp.ColumnDef,
+    primary_key: list[str] | tuple[str, ...] = (),
+    mariadb: bool = False,
+    table_charset: str = "",
+) -> Column:
+    """A Column as information_schema would describe it, from a column definition: the
+    server's spelling of each type (BOOL is tinyint(1), DECIMAL is decimal(10,0), ...)."""
     kind = definition.args["kind"]
+    constraints = _constraints(definition)
     column_type = kind.sql(dialect="mysql").lower().replace(", ", ",")
-    marked = _MARKED_TYPE.match(column_type)
-    if marked:
-        column_type = marked.group(1)
+    if kind.meta.get("unsigned") and "unsigned" not in column_type:  # FLOAT UNSIGNED
+        column_type += " unsigned"
+    if any(isinstance(c.kind, exp.ZeroFillColumnConstraint) for c in constraints) and "zerofill" not in column_type:
+        column_type = column_type.replace(" unsigned", "") + " unsigned zerofill"  # ZEROFILL implies UNSIGNED
+    charsets = [c.kind.this.name.lower() for c in constraints if isinstance(c.kind, exp.CharacterSetColumnConstraint)]
+    column_type = _server_spelling(column_type, (charsets or [table_charset])[0], mariadb)
     data_type = re.split(r"[\s(]", column_type, maxsplit=1)[0]
-    params = [int(p.this.name) for p in kind.expressions if isinstance(p, exp.DataTypeParam) and p.this.is_int]
-    not_null = any(
-        isinstance(c.kind, exp.NotNullColumnConstraint) and not c.kind.args.get("allow_null")
-        for c in _constraints(definition)
+    params = [int(p) for p in re.findall(r"\d+", column_type.partition("(")[2].partition(")")[0])]
+    not_null = kind.this == exp.DataType.Type.SERIAL or any(
+        isinstance(c.kind, (exp.NotNullColumnConstraint, exp.AutoIncrementColumnConstraint))
+        and not c.kind.args.get("allow_null")
+        for c in constraints
     )
     is_key = definition.name in primary_key or any(
-        isinstance(c.kind, exp.PrimaryKeyColumnConstraint) for c in _constraints(definition)
+        isinstance(c.kind, exp.PrimaryKeyColumnConstraint) for c in constraints
     )
-    defaults = [c.kind.this for c in _constraints(definition) if isinstance(c.kind, exp.DefaultColumnConstraint)]
+    defaults = [c.kind.this for c in constraints if isinstance(c.kind, exp.DefaultColumnConstraint)]
     return Column(
         name=definition.name,
         data_type=data_type,
         column_type=column_type,
         nullable=not (not_null or is_key),
         char_length=params[0] if data_type in ("char", "varchar", "binary", "varbinary") and params else None,
-        numeric_precision=params[0] if data_type == "decimal" and params else (10 if data_type == "decimal" else None),
-        numeric_scale=(params[1] if len(params) > 1 else 0) if data_type == "decimal" else None,
+        numeric_precision=params[0] if data_type == "decimal" else None,
+        numeric_scale=params[1] if data_type == "decimal" else None,
         default=defaults[0].sql(dialect="mysql") if defaults else None,
     )
+
+
+# Types a statement may write without their size, as the server completes them.
+_IMPLIED_SIZE = {"decimal": "(10,0)", "char": "(1)", "binary": "(1)", "bit": "(1)", "year": "(4)"}
+# Under CHARACTER SET binary, a string type is its binary twin.
+_BINARY_TWIN = {"char": "binary", "varchar": "varbinary", "tinytext": "tinyblob", "text": "blob"}
+_BINARY_TWIN |= {"mediumtext": "mediumblob", "longtext": "longblob"}
+
+
+def _server_spelling(column_type: str, charset: str, mariadb: bool) -> str:
+    data_type, sized, rest = re.match(r"^(\w+)(\([^)]*\))?(.*)$", column_type).groups()  # type: ignore[union-attr]
+    if data_type in ("boolean", "bool"):
+        return "tinyint(1)" + rest
+    if data_type == "serial":  # BIGINT UNSIGNED NOT NULL AUTO_INCREMENT UNIQUE
+        return "bigint(20) unsigned"
+    if data_type == "json" and mariadb:  # MariaDB's JSON is LONGTEXT with a validity check
+        return "longtext" + rest
+    if data_type == "decimal" and sized and "," not in sized:
+        sized = sized[:-1] + ",0)"
+    if charset == "binary" and data_type in _BINARY_TWIN:
+        data_type = _BINARY_TWIN[data_type]
+    return data_type + (sized or _IMPLIED_SIZE.get(data_type, "")) + rest
 
 
 def _constraints(definition: exp.ColumnDef) -> list[exp.ColumnConstraint]:
@@ -230,7 +379,10 @@ _PARTITIONING = re.compile(
 )
 _PARTITION_ROWS_GONE = re.compile(_ALTER + r"(?:DROP|TRUNCATE|EXCHANGE)\s+PARTITION\b", re.IGNORECASE)
 
-_TABLE_DDL = re.compile(r"^\s*(ALTER|CREATE|DROP|RENAME|TRUNCATE)\s+(TEMPORARY\s+)?TABLES?\b", re.IGNORECASE)
+_TABLE_DDL = re.compile(
+    r"^\s*(ALTER|CREATE|DROP|RENAME|TRUNCATE)\s+(?:(?:TEMPORARY|ONLINE|IGNORE|OR\s+REPLACE)\s+)*TABLES?\b",
+    re.IGNORECASE,
+)
 
 
 def _touches_captured(statement: str, default_database: str, captured: Captured) -> bool:

@@ -111,7 +111,7 @@ def read_transactions(
     gtids = gtid_state(start.gtid, mariadb) if start.gtid else None
     try:
         resume_after = start if start.transaction else None
-        yield from _transactions(stream, decoders, watched, stop_at, gtids, resume_after, captured)
+        yield from _transactions(stream, decoders, watched, stop_at, gtids, resume_after, captured, mariadb)
     except pymysql.err.OperationalError as exc:
         where = f"after GTID set {start.gtid}" if by_gtid else f"from {start}"
         raise replication_error(exc, server_id, where) from exc
@@ -149,6 +149,7 @@ def _transactions(
     gtids: GtidState | None,
     resume_after: BinlogOffset | None,
     captured: Captured | None,
+    mariadb: bool,
 ) -> Iterator[Transaction | SchemaChange | Heartbeat]:
     events: list[RowsEvent] = []
     pending_bytes = 0
@@ -215,7 +216,7 @@ def _transactions(
             events, pending_bytes = [], 0
             began = None
         elif isinstance(event, QueryEvent) and captured is not None:
-            change = _schema_change(event, start, captured, decoders)
+            change = _schema_change(event, start, captured, decoders, mariadb)
             if change is not None:
                 yield dataclasses.replace(change, resume_at=resume_point(event.packet.log_pos))
                 decoders.evolve(change.events)
@@ -226,14 +227,15 @@ def _transactions(
 
 
 def _schema_change(
-    event: QueryEvent, start: BinlogOffset, captured: Captured, decoders: RowImageDecoders
+    event: QueryEvent, start: BinlogOffset, captured: Captured, decoders: RowImageDecoders, mariadb: bool
 ) -> SchemaChange | None:
     """The DDL in `event` (starting at `start`) as a SchemaChange, if it changes a captured
     table (resume_at unset). What the schemas already show is left out: a run started at an older position
     (earliest-offset, timestamp) reads the history of tables it found as they are now."""
     database = event.schema.decode() if isinstance(event.schema, bytes) else str(event.schema or "")
     try:
-        parsed = as_spelled(parse_ddl(event.query, database, captured, decoders.schema), decoders.columns)
+        parsed = parse_ddl(event.query, database, captured, decoders.schema, mariadb)
+        parsed = as_spelled(parsed, decoders.columns)
         events, problem = tuple(e for e in parsed if not is_reflected(e, decoders.columns)), ""
     except UnparsableDdl as exc:
         events, problem = (), str(exc)
