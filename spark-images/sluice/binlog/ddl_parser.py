@@ -13,7 +13,9 @@ from __future__ import annotations
 import dataclasses
 import logging
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Collection, Mapping
+from dataclasses import dataclass, field
+from typing import Protocol
 
 import sqlglot
 from sqlglot import exp
@@ -66,19 +68,41 @@ class UnparsableDdl(ValueError):
         self.statement = statement
 
 
-Layout = Callable[[str], TableSchema | None]  # a table's schema as the binlog reader knows it, if it does
+class KnownTables(Protocol):
+    """The captured tables as the binlog reader knows them at the statement."""
+
+    def schema(self, table_id: str) -> TableSchema | None: ...
+
+    def table_ids(self) -> Collection[str]: ...
+
+
+@dataclass(frozen=True)
+class TableSchemas:
+    """KnownTables from a mapping of table id to schema."""
+
+    schemas: Mapping[str, TableSchema] = field(default_factory=dict)
+
+    def schema(self, table_id: str) -> TableSchema | None:
+        return self.schemas.get(table_id)
+
+    def table_ids(self) -> Collection[str]:
+        return self.schemas.keys()
+
+    def columns(self, database: str, table: str) -> tuple[str, ...]:
+        schema = self.schemas.get(f"{database}.{table}")
+        return schema.column_names if schema else ()
 
 
 def parse_ddl(
     statement: str,
     default_database: str,
     captured: Captured,
-    layout: Layout = lambda _: None,
+    known: KnownTables = TableSchemas(),
     mariadb: bool = False,
 ) -> list[SchemaChangeEvent]:
     """The schema change events `statement` makes on captured tables (maybe none);
-    `layout` knows the captured tables' current schemas (CREATE TABLE ... LIKE copies one,
-    an ALTER's clauses name columns as they were); `mariadb`: the source's types are MariaDB's."""
+    `known` has the captured tables' current schemas (CREATE TABLE ... LIKE copies one, an
+    ALTER's clauses name columns as they were); `mariadb`: the source's types are MariaDB's."""
     if _MAINTENANCE.match(statement):
         return []
     renamed = _RENAME_TABLES.match(statement)
@@ -100,11 +124,14 @@ def parse_ddl(
         table_id = _table_id(tree.this, default_database)
         if not captured(*table_id.split(".", 1)):
             return []
-        return _alter(tree, table_id, statement, _AlterClauses(table_id, layout(table_id), mariadb))
+        return _alter(tree, table_id, statement, _AlterClauses(table_id, known.schema(table_id), mariadb))
     if isinstance(tree, exp.Create) and tree.args.get("kind") == "TABLE":
-        return _create(tree, default_database, captured, statement, layout, mariadb)
+        return _create(tree, default_database, captured, statement, known, mariadb)
     if isinstance(tree, exp.TruncateTable):
         return [TruncateTable(t) for t in _table_ids(tree.expressions, default_database) if captured(*t.split(".", 1))]
+    if isinstance(tree, exp.Drop) and tree.args.get("kind") in ("DATABASE", "SCHEMA"):
+        database = tree.args["tables"][0].db or tree.args["tables"][0].name  # sqlglot reads the two apart
+        return [DropTable(t) for t in sorted(known.table_ids()) if t.split(".", 1)[0] == database]
     if isinstance(tree, exp.Drop) and tree.args.get("kind") == "TABLE":
         return [DropTable(t) for t in _table_ids(tree.args["tables"], default_database) if captured(*t.split(".", 1))]
     if isinstance(tree, exp.Command) and _touches_captured(statement, default_database, captured):
@@ -129,6 +156,9 @@ def _alter(tree: exp.Alter, table_id: str, statement: str, clauses: _AlterClause
         elif isinstance(action, exp.ModifyColumn):  # MODIFY c TYPE, or CHANGE old new TYPE
             definition = action.this
             renamed_from = action.args.get("rename_from")
+            if_exists = bool(action.args.get("exists"))
+            if if_exists and not clauses.has(renamed_from.name if renamed_from is not None else definition.name):
+                continue
             if renamed_from is not None:
                 clauses.rename(renamed_from.name, definition.name, False)
             clauses.modify(definition)
@@ -156,6 +186,9 @@ class _AlterClauses:
         self.added: list[exp.ColumnDef] = []
         self.new_id: str | None = None
         self.ordered: list[SchemaChangeEvent] = []  # without a known layout: clause order
+
+    def has(self, name: str) -> bool:
+        return self.before is None or self._existing(name) is not None
 
     def _existing(self, name: str) -> str | None:
         return next((n for n in self.names if n.lower() == name.lower()), None)
@@ -216,11 +249,16 @@ class _AlterClauses:
         if self.before is None:
             events = self.ordered
         else:
-            events = [DropColumn(self.table_id, name) for name in self.dropped]
+            # Columns are dropped last, so that a table never has none (a MySQL target refuses
+            # that); one whose name a later clause takes is renamed out of its way first.
+            reused = {d.name.lower() for d in self.added} | {new.lower() for new in self.renamed.values()}
+            dropping = {name: f"{name}#sluice-dropping" if name.lower() in reused else name for name in self.dropped}
+            events = [RenameColumn(self.table_id, name, away) for name, away in dropping.items() if name != away]
             events += self._renames()
             events += [AlterColumnType(self.table_id, self._column(d)) for d in self.modified.values()]
             events += [e for e in self.ordered if isinstance(e, AddColumn)]
             events += [e for e in self.ordered if isinstance(e, AlterColumnType) and e.column.name not in self.modified]
+            events += [DropColumn(self.table_id, away) for away in dropping.values()]
         if self.new_id is not None:
             events.append(RenameTable(self.table_id, self.new_id))
         return events
@@ -239,7 +277,7 @@ class _AlterClauses:
 
 
 def _create(
-    tree: exp.Create, default_database: str, captured: Captured, statement: str, layout: Layout, mariadb: bool
+    tree: exp.Create, default_database: str, captured: Captured, statement: str, known: KnownTables, mariadb: bool
 ) -> list[SchemaChangeEvent]:
     schema = tree.this
     table_id = _table_id(schema.this if isinstance(schema, exp.Schema) else schema, default_database)
@@ -248,12 +286,12 @@ def _create(
     like = tree.find(exp.LikeProperty)
     if like is not None:  # CREATE TABLE t LIKE u, or (LIKE u): u's layout
         original_id = _table_id(like.this, default_database)
-        original = layout(original_id)
+        original = known.schema(original_id)
         if original is None:
             raise UnparsableDdl(
                 statement, f"the table it copies, {original_id}, is not captured: its layout is unknown"
             )
-        return [CreateTable(table_id, original.columns, original.primary_key)]
+        return [*_replaced(tree, table_id, known), CreateTable(table_id, original.columns, original.primary_key)]
     if not isinstance(schema, exp.Schema):  # CREATE TABLE ... AS SELECT
         raise UnparsableDdl(statement, "a table created from a query has no column list")
     definitions = [e for e in schema.expressions if isinstance(e, exp.ColumnDef)]
@@ -265,7 +303,12 @@ def _create(
         primary_key.extend(spelled.get(e.name.lower(), e.name) for e in key.expressions)
     charsets = [p.this.name.lower() for p in tree.find_all(exp.CharacterSetProperty)]
     columns = tuple(column_from_definition(d, primary_key, mariadb, (charsets or [""])[0]) for d in definitions)
-    return [CreateTable(table_id, columns, tuple(primary_key))]
+    return [*_replaced(tree, table_id, known), CreateTable(table_id, columns, tuple(primary_key))]
+
+
+def _replaced(tree: exp.Create, table_id: str, known: KnownTables) -> list[SchemaChangeEvent]:
+    """CREATE OR REPLACE of a table that exists drops it first (its rows go with it)."""
+    return [DropTable(table_id)] if tree.args.get("replace") and known.schema(table_id) is not None else []
 
 
 def column_from_definition(
@@ -317,6 +360,16 @@ _BINARY_TWIN |= {"mediumtext": "mediumblob", "longtext": "longblob"}
 
 def _server_spelling(column_type: str, charset: str, mariadb: bool) -> str:
     data_type, sized, rest = re.match(r"^(\w+)(\([^)]*\))?(.*)$", column_type).groups()  # type: ignore[union-attr]
+    size = int(sized[1:-1]) if sized and sized[1:-1].isdigit() else None
+    if data_type in ("blob", "text") and size is not None:  # BLOB(n), TEXT(n): the smallest type that holds n
+        limits = ((255, "tiny"), (65535, ""), (16777215, "medium"))
+        return next((prefix for limit, prefix in limits if size <= limit), "long") + data_type + rest
+    if data_type == "float" and size is not None and "," not in sized:  # FLOAT(p): by its precision
+        return ("float" if size <= 24 else "double") + rest
+    if data_type in ("year", "time", "datetime", "timestamp") and size == (4 if data_type == "year" else 0):
+        sized = None  # the default precision, which the server does not write
+    if data_type in ("enum", "set") and sized:  # the server drops the values' trailing spaces
+        sized = re.sub(r" +'(?=[,)])", "'", sized)
     if data_type in ("boolean", "bool"):
         return "tinyint(1)" + rest
     if data_type == "serial":  # BIGINT UNSIGNED NOT NULL AUTO_INCREMENT UNIQUE

@@ -66,6 +66,7 @@ class MariaDBParser(MySQLParser):
         **MySQLParser.PROPERTY_PARSERS,
         # Partitioning places rows, it changes no column: read past it to the statement's end.
         "PARTITION BY": lambda self: self._rest_of_statement("PARTITION BY"),
+        "UNION": lambda self: self._no_column_change("UNION"),  # a MERGE table's tables
         "WITH": lambda self: self._system_versioning() or MySQLParser.PROPERTY_PARSERS["WITH"](self),
     }
 
@@ -103,12 +104,6 @@ class MariaDBParser(MySQLParser):
         self._match_text_seq("DEFAULT", "VALUE")
         return self.expression(exp.NotNullColumnConstraint())
 
-    def _parse_alter(self) -> exp.Alter | exp.Command:
-        # ALTER [ONLINE] [IGNORE] TABLE: neither changes what the statement does to the layout.
-        while self._match_texts(("ONLINE", "IGNORE")):
-            pass
-        return super()._parse_alter()
-
     def _parse_types(self, *args, **kwargs) -> exp.Expression | None:  # type: ignore[override]
         word = self._curr.text.upper() if self._curr else ""
         if word in NAMED_TYPES:
@@ -143,16 +138,60 @@ class MariaDBParser(MySQLParser):
             return [self._no_column_change("ADD")]
         if self._match_text_seq("PERIOD", advance=False) or self._match_text_seq("SYSTEM", advance=False):
             return [self._no_column_change("ADD")]
-        if self._match(TokenType.L_PAREN, advance=False) and not self._match_texts(_KEYS_AND_CONSTRAINTS):
-            # ADD (a INT, b INT): several columns at once
-            self._advance()
+        index = self._index
+        self._match(TokenType.COLUMN)
+        if self._match(TokenType.L_PAREN):  # ADD [COLUMN] (a INT, b INT): several columns at once
             columns = self._parse_csv(self._parse_column_def_with_exists)
             self._match_r_paren()
             return columns
+        self._retreat(index)
         return super()._parse_alter_table_add()
 
+    def _parse_alter_table_modify(self, rename: bool = False) -> exp.Expression | None:
+        """MODIFY and CHANGE [COLUMN] [IF EXISTS]: `exists` on the result says so."""
+        index = self._index
+        self._match(TokenType.COLUMN)
+        exists = self._parse_exists()
+        if not exists:
+            self._retreat(index)
+        modified = super()._parse_alter_table_modify(rename)
+        if modified is not None and exists:
+            modified.set("exists", True)
+        return modified
+
+    def _parse_alter(self) -> exp.Alter | exp.Command:
+        # ALTER [ONLINE] [IGNORE] TABLE: neither changes what the statement does to the layout.
+        while self._match_texts(("ONLINE", "IGNORE")):
+            pass
+        index = self._index
+        altered = super()._parse_alter()
+        if isinstance(altered, exp.Command) and self._only_table_options(index):
+            self._retreat(len(self._tokens))
+            return self.expression(exp.Alter(this=self._table_named(index), kind="TABLE", actions=[]))
+        return altered
+
+    def _only_table_options(self, index: int) -> bool:
+        """ALTER TABLE t, or ALTER TABLE t with table options only (AVG_ROW_LENGTH 10, ...):
+        tokens after the name that are words, numbers, = and commas, none a clause keyword."""
+        tokens = self._tokens[index:]
+        if len(tokens) < 2 or tokens[0].token_type != TokenType.TABLE:
+            return False
+        rest = tokens[2:] if tokens[1:2] and tokens[2:3] and tokens[2].token_type != TokenType.DOT else tokens[2:]
+        if tokens[2:3] and tokens[2].token_type == TokenType.DOT:
+            rest = tokens[4:]
+        clauses = {"ADD", "DROP", "CHANGE", "MODIFY", "RENAME", "ALTER", "CONVERT", "PARTITION", "COALESCE"}
+        return all(
+            t.text.upper() not in clauses and t.token_type not in (TokenType.L_PAREN, TokenType.R_PAREN) for t in rest
+        )
+
+    def _table_named(self, index: int) -> exp.Table:
+        tokens = self._tokens[index + 1 :]
+        if tokens[1:2] and tokens[1].token_type == TokenType.DOT:
+            return exp.table_(tokens[2].text, db=tokens[0].text)
+        return exp.table_(tokens[0].text)
+
     def _parse_alter_drop_action(self) -> exp.Expression | None:
-        after_drop = self._next.text.upper() if self._next else ""
+        after_drop = self._next.text.upper().split()[0] if self._next else ""
         if (
             self._curr
             and self._curr.text.upper() == "DROP"
@@ -168,7 +207,8 @@ class MariaDBParser(MySQLParser):
         return super()._parse_alter_drop_action()
 
     def _keys_or_constraint(self) -> bool:
-        return bool(self._curr and self._curr.text.upper() in (*_KEYS_AND_CONSTRAINTS, "PRIMARY"))
+        first = self._curr.text.upper().split()[0] if self._curr else ""  # FOREIGN KEY is one token
+        return first in (*_KEYS_AND_CONSTRAINTS, "PRIMARY")
 
     def _primary_key_ahead(self) -> bool:
         """ADD [CONSTRAINT [name]] PRIMARY KEY: it changes the key, which sqlglot reads."""

@@ -18,7 +18,7 @@ import codecs
 import json
 import struct
 import uuid
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 from decimal import Context, Decimal
@@ -462,6 +462,9 @@ class RowImageDecoders:
 
     def schema(self, table_id: str) -> TableSchema | None:
         return self._schemas.get(table_id)
+
+    def table_ids(self) -> Collection[str]:
+        return self._schemas.keys()
 
     def evolve(self, events: Sequence[SchemaChangeEvent]) -> None:
         changed = {e.table_id for e in events} | {e.new_table_id for e in events if isinstance(e, RenameTable)}

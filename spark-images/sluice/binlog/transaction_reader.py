@@ -26,13 +26,13 @@ from pymysqlreplication.event import (
     XidEvent,
 )
 
-from sluice.binlog.ddl_parser import Captured, UnparsableDdl, parse_ddl
+from sluice.binlog.ddl_parser import Captured, TableSchemas, UnparsableDdl, parse_ddl
 from sluice.binlog.event_reader import RowsEvent, WatchedTables, event_start, open_stream, rows_event
 from sluice.binlog.event_stream import BinlogRowsEvent
 from sluice.binlog.gtid_state import GtidState, gtid_state
 from sluice.binlog.row_image_decoder import RowImageDecoders
 from sluice.errors import PositionPurged, SourceError, SourceUnavailable
-from sluice.event.schema_change import CreateTable, SchemaChangeEvent, as_spelled, is_reflected
+from sluice.event.schema_change import CreateTable, SchemaChangeEvent, apply_events, as_spelled, is_reflected
 from sluice.source.connection import SourceEndpoint
 from sluice.source.offset import BinlogOffset
 from sluice.source.schema import TableSchema
@@ -234,11 +234,24 @@ def _schema_change(
     (earliest-offset, timestamp) reads the history of tables it found as they are now."""
     database = event.schema.decode() if isinstance(event.schema, bytes) else str(event.schema or "")
     try:
-        parsed = parse_ddl(event.query, database, captured, decoders.schema, mariadb)
-        parsed = as_spelled(parsed, decoders.columns)
-        events, problem = tuple(e for e in parsed if not is_reflected(e, decoders.columns)), ""
+        parsed = parse_ddl(event.query, database, captured, decoders, mariadb)
+        events, problem = _not_reflected(as_spelled(parsed, decoders.columns), decoders), ""
     except UnparsableDdl as exc:
         events, problem = (), str(exc)
+    except ValueError as exc:  # it changes a table whose layout the reader does not know
+        events, problem = (), str(UnparsableDdl(event.query, f"{exc} (an earlier statement could not be read)"))
     if not events and not problem:
         return None
     return SchemaChange(start, start, event.query, events, problem, event.timestamp)
+
+
+def _not_reflected(events: list[SchemaChangeEvent], decoders: RowImageDecoders) -> tuple[SchemaChangeEvent, ...]:
+    """The events the reader's schemas do not show yet, judged one after another (`DROP
+    COLUMN b, ADD b INT` adds b again); ValueError for an event on a table they lack."""
+    schemas = {t: s for t in decoders.table_ids() if (s := decoders.schema(t)) is not None}
+    kept = []
+    for event in events:
+        if not is_reflected(event, TableSchemas(schemas).columns):
+            kept.append(event)
+        schemas = apply_events(schemas, [event])
+    return tuple(kept)

@@ -44,8 +44,9 @@ def _with_columns(schema: TableSchema | None, columns: list[Column], table_id: s
     names = {c.name for c in columns}
     primary_key = tuple(k for k in schema.primary_key if k in names)
     unique_key = tuple(k for k in schema.unique_key if k in names)
-    chunk_key = schema.chunk_key if schema.chunk_key in names else (primary_key or unique_key or (columns[0].name,))[0]
-    single = schema.single_split and not (primary_key or unique_key)
+    keys = primary_key or unique_key or tuple(c.name for c in columns[:1])
+    chunk_key = schema.chunk_key if schema.chunk_key in names else (keys or ("",))[0]  # "": no column left
+    single = schema.single_split and not (keys and next(c for c in columns if c.name == keys[0]).chunkable)
     return TableSchema(schema.database, schema.table, tuple(columns), primary_key, chunk_key, unique_key, single)
 
 

@@ -78,7 +78,7 @@ class TableSchema:
     primary_key: tuple[str, ...]
     chunk_key: str
     unique_key: tuple[str, ...] = ()  # without a primary key: a UNIQUE key over NOT NULL columns
-    single_split: bool = False  # a keyless table no indexed column splits: read as one split
+    single_split: bool = False  # no column splits it exactly (keyless, or a TEXT or FLOAT key): one split
     _positions: dict[str, int] = field(default_factory=dict, compare=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -172,11 +172,13 @@ def live_shape(conn: Any, database: str, table: str) -> tuple[tuple[str, str], .
 
 def _comparable_type(column_type: str) -> str:
     """A column type as information_schema and a parsed DDL both give it: MariaDB writes an
-    integer's display width (int(11)), a DDL may not."""
-    return _DISPLAY_WIDTH.sub(r"\1", column_type.lower().replace(", ", ","))
+    integer's display width (int(11)) and a compressed column's attribute in a versioned
+    comment, a DDL may not."""
+    return _VERSIONED_COMMENT.sub("", _DISPLAY_WIDTH.sub(r"\1", column_type.lower().replace(", ", ",")))
 
 
 _DISPLAY_WIDTH = re.compile(r"\b(tinyint|smallint|mediumint|int|bigint)\(\d+\)")
+_VERSIONED_COMMENT = re.compile(r"\s*/\*m?!\d* ?[^*]*\*/")  # MariaDB's /*M!100301 COMPRESSED*/
 
 
 def read_table_schema(
@@ -227,6 +229,10 @@ def read_table_schema(
         if picked is None:  # no column splits it with an index: one split, keyed by nothing
             return TableSchema(database, table, columns, (), columns[0].name, (), single_split=True)
         chunk_key = picked
+    key = primary_key or unique_key
+    if chunk_key is None and key and not next(c for c in columns if c.name == key[0]).chunkable:
+        # A key that does not split exactly (TEXT, ENUM, FLOAT, ...): one split, keyed as it is.
+        return TableSchema(database, table, columns, primary_key, key[0], unique_key, single_split=True)
     return TableSchema(
         database,
         table,

@@ -32,7 +32,7 @@ class Statement:
     text: str
 
 
-def test_files(suite: Path = SUITE) -> list[Path]:
+def suite_files(suite: Path = SUITE) -> list[Path]:
     return sorted(p for d in DIRECTORIES for p in (suite / d).glob("*.test"))
 
 

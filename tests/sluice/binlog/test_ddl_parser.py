@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from sluice.binlog.ddl_parser import UnparsableDdl, parse_ddl
+from sluice.binlog.ddl_parser import TableSchemas, UnparsableDdl, parse_ddl
 from sluice.event.schema_change import (
     AddColumn,
     AlterColumnType,
@@ -15,6 +15,7 @@ from sluice.event.schema_change import (
     RenameColumn,
     RenameTable,
     TruncateTable,
+    apply_events,
 )
 from sluice.source.schema import Column, TableSchema
 
@@ -96,8 +97,8 @@ def test_create_truncate_drop_and_rename_tables():
 
 def test_what_cannot_be_read_on_a_captured_table_is_refused_naming_the_statement():
     with pytest.raises(UnparsableDdl, match="cannot read the DDL statement 'ALTER TABLE t1 ADD COLUMN"):
-        parse("ALTER TABLE t1 ADD COLUMN (a INT, b INT)")
-    assert parse("ALTER TABLE other ADD COLUMN (a INT, b INT)") == []
+        parse("ALTER TABLE t1 ADD COLUMN t1.c INT")
+    assert parse("ALTER TABLE other ADD COLUMN other.c INT") == []
 
 
 def test_statements_that_are_no_table_ddl_give_nothing_even_naming_a_captured_table():
@@ -131,9 +132,107 @@ def test_create_table_like_takes_the_layout_of_the_table_it_names():
     original = TableSchema(
         "app", "t1", (Column("id", "int", "int", False), Column("v", "text", "text", True)), ("id",), "id"
     )
-    known = {"app.t1": original}.get
+    known = TableSchemas({"app.t1": original})
     for statement in ("CREATE TABLE t1_new LIKE t1", "CREATE TABLE t1_new (LIKE app.t1)"):
         (create,) = parse_ddl(statement, "app", captured, known)
         assert create == CreateTable("app.t1_new", original.columns, ("id",))
     with pytest.raises(UnparsableDdl, match="the table it copies, app.other, is not captured"):
         parse_ddl("CREATE TABLE t1_new LIKE other", "app", captured, known)
+
+
+T1 = TableSchema(
+    "app",
+    "t1",
+    (Column("id", "int", "int", False), Column("a", "int", "int", True), Column("b", "varchar", "varchar(5)", True)),
+    ("id",),
+    "id",
+)
+
+
+def parse_known(statement: str) -> list:
+    return parse_ddl(statement, "app", captured, TableSchemas({"app.t1": T1}), mariadb=True)
+
+
+def after(statement: str) -> TableSchema:
+    return apply_events({"app.t1": T1}, parse_known(statement))["app.t1"]
+
+
+@pytest.mark.parametrize(
+    ("statement", "types"),
+    [
+        ("CREATE TABLE t2 (id INT PRIMARY KEY, f FLOAT UNSIGNED, d DOUBLE(10,2) UNSIGNED ZEROFILL)",
+         ["int", "float unsigned", "double(10,2) unsigned zerofill"]),
+        ("CREATE TABLE t2 (id INT PRIMARY KEY, p POINT NOT NULL, g GEOMETRY NOT NULL SRID 4326, l LINESTRING "
+         "REF_SYSTEM_ID=4326, mp MULTIPOLYGON, gc GEOMETRYCOLLECTION, SPATIAL INDEX (p))",
+         ["int", "point", "geometry", "linestring", "multipolygon", "geometrycollection"]),
+        ("CREATE TABLE t2 (id INT PRIMARY KEY, n NATIONAL VARCHAR(10), c NATIONAL CHAR(3), v LONG VARCHAR)",
+         ["int", "varchar(10)", "char(3)", "mediumtext"]),
+        ("CREATE TABLE t2 (id SERIAL, v INT SERIAL DEFAULT VALUE)", ["bigint(20) unsigned", "int"]),
+        ("CREATE TABLE t2 (id INT, d DATE, PRIMARY KEY (id, d)) PARTITION BY RANGE (YEAR(d)) "
+         "(PARTITION p0 VALUES LESS THAN (2000), PARTITION p1 VALUES LESS THAN MAXVALUE)", ["int", "date"]),
+        ("CREATE TABLE t2 (id INT PRIMARY KEY, x INT WITHOUT SYSTEM VERSIONING) WITH SYSTEM VERSIONING",
+         ["int", "int"]),
+        ("CREATE TABLE t2 (a BOOL, b DECIMAL, c NUMERIC(5), d CHAR, e YEAR, f INT(2) ZEROFILL, g JSON, h BINARY, "
+         "i BLOB(300), j REAL, k FLOAT(30), l TEXT CHARACTER SET binary, m ENUM('a ','b'), n VARCHAR(9) COMPRESSED)",
+         ["tinyint(1)", "decimal(10,0)", "decimal(5,0)", "char(1)", "year(4)", "int(2) unsigned zerofill", "longtext",
+          "binary(1)", "blob", "double", "double", "blob", "enum('a','b')", "varchar(9)"]),
+    ],
+)  # fmt: skip
+def test_every_day_create_table_statements_read_as_the_server_spells_their_types(statement, types):
+    (create,) = parse_ddl(statement, "app", captured, mariadb=True)
+    assert [c.column_type for c in create.columns] == types
+
+
+@pytest.mark.parametrize(
+    "statement",
+    [
+        "ALTER TABLE t1 CONVERT TO CHARACTER SET utf8mb4 COLLATE utf8mb4_unicode_ci",
+        "ALTER TABLE t1 WITH SYSTEM VERSIONING",
+        "ALTER TABLE t1 DROP SYSTEM VERSIONING",
+        "ALTER TABLE t1 DISABLE KEYS",
+        "ALTER TABLE t1 DISCARD TABLESPACE",
+        "ALTER TABLE t1 ALTER INDEX i IGNORED",
+        "ALTER TABLE t1 DROP INDEX i, DROP FOREIGN KEY IF EXISTS fk, DROP CONSTRAINT c, RENAME KEY k TO kk",
+        "ALTER TABLE t1 ADD KEY IF NOT EXISTS x (a), ADD FOREIGN KEY IF NOT EXISTS (a) REFERENCES t9 (id)",
+        "ALTER TABLE t1 ADD PERIOD FOR SYSTEM_TIME (s, e)",
+        "ALTER TABLE t1 AVG_ROW_LENGTH 10",
+        "ALTER TABLE t1",
+    ],
+)
+def test_alterations_of_indexes_constraints_and_options_change_no_column(statement):
+    assert parse_known(statement) == []
+
+
+def test_alter_online_and_ignore_are_read_like_any_alter():
+    """They were read as commands naming no table: a column added ONLINE was lost."""
+    assert after("ALTER ONLINE TABLE t1 ADD COLUMN c INT").column_names == ("id", "a", "b", "c")
+    assert after("ALTER IGNORE TABLE t1 DROP COLUMN a").column_names == ("id", "b")
+
+
+def test_one_alters_clauses_name_the_columns_as_they_were_before_it():
+    swapped = after("ALTER TABLE t1 CHANGE a b VARCHAR(5), CHANGE b a INT")
+    assert [(c.name, c.column_type) for c in swapped.columns] == [("id", "int"), ("b", "varchar(5)"), ("a", "int")]
+    chained = after("ALTER TABLE t1 RENAME COLUMN a TO b, RENAME COLUMN b TO c")
+    assert chained.column_names == ("id", "b", "c")
+    readded = after("ALTER TABLE t1 DROP b, ADD b INT NOT NULL")
+    assert [(c.name, c.column_type, c.nullable) for c in readded.columns][-1] == ("b", "int", False)
+    assert (
+        after("ALTER TABLE t1 ADD COLUMN IF NOT EXISTS a BIGINT, ADD c INT, MODIFY c BIGINT").column("c").column_type
+        == "bigint"
+    )
+    assert after("ALTER TABLE t1 ADD COLUMN IF NOT EXISTS a BIGINT").column("a").column_type == "int"
+    assert after("ALTER TABLE t1 DROP COLUMN IF EXISTS nope, MODIFY IF EXISTS nope INT") == T1
+    assert after("ALTER TABLE t1 ADD COLUMN (c INT, d INT)").column_names == ("id", "a", "b", "c", "d")
+    assert after("ALTER TABLE t1 CHANGE id id BIGINT").column("id").nullable is False  # a key column stays NOT NULL
+
+
+def test_a_rename_to_goes_after_the_columns_clauses():
+    events = parse_known("ALTER TABLE t1 RENAME TO t2, ADD c CHAR(10)")
+    assert [type(e) for e in events] == [AddColumn, RenameTable]
+    assert apply_events({"app.t1": T1}, events)["app.t2"].column_names == ("id", "a", "b", "c")
+
+
+def test_create_or_replace_of_a_known_table_drops_it_first_and_drop_database_drops_its_tables():
+    assert [type(e) for e in parse_known("CREATE OR REPLACE TABLE t1 (x INT)")] == [DropTable, CreateTable]
+    assert parse_known("DROP DATABASE app") == [DropTable("app.t1")]
+    assert parse_known("DROP SCHEMA IF EXISTS other") == []
