@@ -14,9 +14,10 @@ $(VENV)/.installed: pyproject.toml | system-deps
 	touch $@
 
 # MariaDB and PostgreSQL binaries for the test harness (no system service is started),
-# libmariadb's headers for mysqlclient, the C driver the snapshot reads chunks with, and npm
-# and unzip for `make tools`. Only what is missing is installed: Debian's npm conflicts with a
-# Node.js from elsewhere that already brings npm.
+# libmariadb's headers for mysqlclient, the C driver the snapshot reads chunks with, npm and
+# unzip for `make tools`, and MariaDB's own test suite (the DDL corpus of the parser's tests).
+# Only what is missing is installed: Debian's npm conflicts with a Node.js from elsewhere
+# that already brings npm.
 system-deps:
 	@missing=""; \
 	command -v mariadbd >/dev/null || missing="$$missing mariadb-server mariadb-client"; \
@@ -24,6 +25,7 @@ system-deps:
 	[ -f /usr/include/mariadb/mysql.h ] || missing="$$missing libmariadb-dev pkg-config"; \
 	command -v npm >/dev/null || missing="$$missing npm"; \
 	command -v unzip >/dev/null || missing="$$missing unzip"; \
+	[ -d /usr/share/mysql/mysql-test/main ] || missing="$$missing mariadb-test"; \
 	if [ -n "$$missing" ]; then \
 		echo "installing Debian packages:$$missing"; \
 		$(SUDO) apt-get update -qq && \

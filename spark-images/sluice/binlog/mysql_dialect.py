@@ -145,7 +145,11 @@ class MariaDBParser(MySQLParser):
             self._match_r_paren()
             return columns
         self._retreat(index)
-        return super()._parse_alter_table_add()
+        if self._keys_or_constraint() or self._match_set(self.ADD_CONSTRAINT_TOKENS, advance=False):
+            return [self.expression(exp.AddConstraint(expressions=[self._parse_constraint()]))]
+        # One clause: the ALTER's own loop reads the next after its comma, with these rules.
+        column = self._parse_column_def_with_exists()
+        return [column] if column is not None else super()._parse_alter_table_add()
 
     def _parse_alter_table_modify(self, rename: bool = False) -> exp.Expression | None:
         """MODIFY and CHANGE [COLUMN] [IF EXISTS]: `exists` on the result says so."""

@@ -409,3 +409,56 @@ def test_column_names_resolve_case_insensitively_as_mysql_resolves_them(
             "mariadb": lambda: {t: mariadb_table(mariadb_target, source_db)(t) for t in tables},
         },
     )
+
+
+def test_alter_statements_as_mysql_runs_them_reach_every_target_with_their_rows(
+    tmp_path, mariadb, mariadb_target, postgresql, source_db
+):
+    """ALTER ONLINE was read as no change at all, and `DROP z, ADD z` lost z: statements
+    MySQL shops run every day, each with rows after it. One ALTER's clauses name columns as
+    they were (a swap), and CREATE OR REPLACE starts the table afresh."""
+    mariadb.execute(
+        "CREATE TABLE t (id INT PRIMARY KEY, a INT, b INT, z INT)",
+        "INSERT INTO t VALUES (1, 10, 20, 7)",
+        "CREATE TABLE k (id INT PRIMARY KEY, v INT)",
+        "INSERT INTO k VALUES (1, 1)",
+        database=source_db,
+    )
+    sinks = {n: sink for n, sink in every_sink(postgresql, mariadb_target, tmp_path, 7160).items() if n != "parquet"}
+    pipelines = pipeline_per_sink(
+        tmp_path, mariadb, f"{source_db}.(t|k)", sinks, "daily", {"parallelism": 1, "schema.change.behavior": "evolve"}
+    )
+
+    def ddl() -> None:
+        mariadb.execute(
+            "ALTER ONLINE TABLE t ADD COLUMN o INT",
+            "INSERT INTO t VALUES (2, 11, 21, 8, 2)",
+            "ALTER TABLE t CHANGE a b INT, CHANGE b a INT, DISABLE KEYS",
+            "INSERT INTO t (id, a, b) VALUES (3, 23, 13)",
+            "ALTER TABLE t DROP COLUMN z, ADD COLUMN z VARCHAR(3)",
+            "UPDATE t SET z = 'u' WHERE id = 1",
+            "ALTER TABLE t ADD COLUMN IF NOT EXISTS a BIGINT, ADD KEY IF NOT EXISTS ka (a)",
+            "ALTER TABLE t ADD COLUMN (p INT, q INT)",
+            "INSERT INTO t (id, a, b, p) VALUES (4, 24, 14, 4)",
+            "CREATE OR REPLACE TABLE k (id INT PRIMARY KEY, w VARCHAR(5))",
+            "INSERT INTO k VALUES (9, 'new')",
+            database=source_db,
+        )
+
+    def row(i: int, b: int, a: int, o: int | None = None, z: str | None = None, p: int | None = None) -> dict:
+        return {"id": i, "b": b, "a": a, "o": o, "z": z, "p": p, "q": None}
+
+    tables = {"t", "k"}
+    stream_until_equal(
+        pipelines,
+        sluice_env(mariadb, postgresql, mariadb_target),
+        ddl,
+        lambda: {
+            "t": {1: row(1, 10, 20, z="u"), 2: row(2, 11, 21, o=2), 3: row(3, 13, 23), 4: row(4, 14, 24, p=4)},
+            "k": {9: {"id": 9, "w": "new"}},
+        },
+        {
+            "postgres": lambda: {t: postgres_table(postgresql, source_db)(t) for t in tables},
+            "mariadb": lambda: {t: mariadb_table(mariadb_target, source_db)(t) for t in tables},
+        },
+    )
