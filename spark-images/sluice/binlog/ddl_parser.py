@@ -24,6 +24,7 @@ from sluice.binlog.mysql_dialect import ConvertCharset, MariaDB, NoColumnChange
 from sluice.event.schema_change import (
     AddColumn,
     AlterColumnType,
+    AlterPrimaryKey,
     CreateTable,
     DropColumn,
     DropTable,
@@ -31,6 +32,7 @@ from sluice.event.schema_change import (
     RenameTable,
     SchemaChangeEvent,
     TruncateTable,
+    apply_events,
 )
 from sluice.source.schema import Column, TableSchema
 
@@ -44,7 +46,6 @@ Captured = Callable[[str, str], bool]  # (database, table) -> whether the pipeli
 _NO_COLUMN_CHANGE = (
     exp.AddConstraint,
     exp.AlterColumn,
-    exp.DropPrimaryKey,
     exp.AlterSet,
     exp.ForceProperty,
     exp.RenameIndex,
@@ -156,7 +157,7 @@ def _alter(tree: exp.Alter, table_id: str, statement: str, clauses: _AlterClause
         elif isinstance(action, exp.ModifyColumn):  # MODIFY c TYPE, or CHANGE old new TYPE
             definition = action.this
             renamed_from = action.args.get("rename_from")
-            if_exists = bool(action.args.get("exists"))
+            if_exists = bool(action.meta.get("exists"))
             if if_exists and not clauses.has(renamed_from.name if renamed_from is not None else definition.name):
                 continue
             if renamed_from is not None:
@@ -164,6 +165,11 @@ def _alter(tree: exp.Alter, table_id: str, statement: str, clauses: _AlterClause
             clauses.modify(definition)
         elif isinstance(action, exp.AlterRename):
             clauses.new_id = _table_id(action.this, table_id.split(".", 1)[0])
+        elif isinstance(action, exp.DropPrimaryKey):
+            clauses.key = ()
+        elif isinstance(action, exp.AddConstraint) and (key := action.find(exp.PrimaryKey)) is not None:
+            if not (action.meta.get("exists") and clauses.key):  # IF NOT EXISTS: the table has one
+                clauses.key = tuple(e.name for e in key.expressions)
         elif isinstance(action, ConvertCharset) and str(action.this.name).lower() == "binary":
             clauses.convert_to_binary()
         elif not isinstance(action, _NO_COLUMN_CHANGE):
@@ -186,6 +192,7 @@ class _AlterClauses:
         self.added: list[exp.ColumnDef] = []
         self.new_id: str | None = None
         self.ordered: list[SchemaChangeEvent] = []  # without a known layout: clause order
+        self.key: tuple[str, ...] | None = before.primary_key if before else None  # as the clauses leave it
 
     def has(self, name: str) -> bool:
         return self.before is None or self._existing(name) is not None
@@ -201,6 +208,7 @@ class _AlterClauses:
             return
         position, after = _position(definition.args.get("position"))
         self.added.append(definition)
+        self._column_key(definition)
         column = column_from_definition(definition, mariadb=self.mariadb)
         self.ordered.append(AddColumn(self.table_id, column, position, after))
 
@@ -227,8 +235,14 @@ class _AlterClauses:
             assert isinstance(event, AddColumn)
             self.ordered[added[-1]] = dataclasses.replace(event, column=self._column(definition))
             return
+        self._column_key(definition)
         self.modified[definition.name] = definition
         self.ordered.append(AlterColumnType(self.table_id, self._column(definition)))
+
+    def _column_key(self, definition: exp.ColumnDef) -> None:
+        """A column defined with PRIMARY KEY is the table's key."""
+        if any(isinstance(c.kind, exp.PrimaryKeyColumnConstraint) for c in _constraints(definition)):
+            self.key = (definition.name,)
 
     def convert_to_binary(self) -> None:
         """CONVERT TO CHARACTER SET binary: every string column becomes its binary twin."""
@@ -259,9 +273,20 @@ class _AlterClauses:
             events += [e for e in self.ordered if isinstance(e, AddColumn)]
             events += [e for e in self.ordered if isinstance(e, AlterColumnType) and e.column.name not in self.modified]
             events += [DropColumn(self.table_id, away) for away in dropping.values()]
+            events += self._key_change(events)
         if self.new_id is not None:
             events.append(RenameTable(self.table_id, self.new_id))
         return events
+
+    def _key_change(self, events: list[SchemaChangeEvent]) -> list[SchemaChangeEvent]:
+        """The primary key the clauses leave, if it is another than the columns' changes leave."""
+        assert self.before is not None and self.key is not None
+        left = apply_events({self.table_id: self.before}, events)[self.table_id]
+        names = {n.lower(): n for n in left.column_names}
+        key = tuple(names.get(k.lower(), k) for k in self.key if self.key is not self.before.primary_key)
+        if self.key is self.before.primary_key or key == left.primary_key:
+            return []
+        return [AlterPrimaryKey(self.table_id, key)]
 
     def _renames(self) -> list[SchemaChangeEvent]:
         """Renames that take each other's names (a swap, a chain) go through a name of their

@@ -145,6 +145,8 @@ class MariaDBParser(MySQLParser):
             self._match_r_paren()
             return columns
         self._retreat(index)
+        if self._primary_key_ahead():
+            return [self._add_primary_key()]
         if self._keys_or_constraint() or self._match_set(self.ADD_CONSTRAINT_TOKENS, advance=False):
             return [self.expression(exp.AddConstraint(expressions=[self._parse_constraint()]))]
         # One clause: the ALTER's own loop reads the next after its comma, with these rules.
@@ -152,7 +154,7 @@ class MariaDBParser(MySQLParser):
         return [column] if column is not None else super()._parse_alter_table_add()
 
     def _parse_alter_table_modify(self, rename: bool = False) -> exp.Expression | None:
-        """MODIFY and CHANGE [COLUMN] [IF EXISTS]: `exists` on the result says so."""
+        """MODIFY and CHANGE [COLUMN] [IF EXISTS]: `exists` in the result's meta says so."""
         index = self._index
         self._match(TokenType.COLUMN)
         exists = self._parse_exists()
@@ -160,7 +162,7 @@ class MariaDBParser(MySQLParser):
             self._retreat(index)
         modified = super()._parse_alter_table_modify(rename)
         if modified is not None and exists:
-            modified.set("exists", True)
+            modified.meta["exists"] = True  # sqlglot's ModifyColumn has no such argument
         return modified
 
     def _parse_alter(self) -> exp.Alter | exp.Command:
@@ -207,23 +209,56 @@ class MariaDBParser(MySQLParser):
             )
         ):
             self._advance()
-            return self._no_column_change("DROP")
+            clause = self._no_column_change("DROP")
+            words = clause.this.name.upper().replace("`", "").split()
+            if words[-1] == "PRIMARY" or words[-2:] == ["PRIMARY", "KEY"]:  # DROP CONSTRAINT PRIMARY KEY, ...
+                return self.expression(exp.DropPrimaryKey())
+            return clause
         return super()._parse_alter_drop_action()
+
+    def _add_primary_key(self) -> exp.Expression:
+        """[CONSTRAINT [name]] PRIMARY KEY [IF NOT EXISTS] [name] [USING type] (col[(n)] [ASC|DESC], ...)
+        [options]: an AddConstraint of a PrimaryKey naming the columns (meta `exists`: IF NOT EXISTS)."""
+        while self._curr and self._curr.token_type != TokenType.PRIMARY_KEY and self._curr.text.upper() != "PRIMARY":
+            self._advance()  # CONSTRAINT and its name
+        if not self._match(TokenType.PRIMARY_KEY):
+            self._match_text_seq("PRIMARY", "KEY")
+        exists = self._parse_exists(not_=True)
+        while self._curr and self._curr.token_type != TokenType.L_PAREN:
+            self._advance()  # an index name, USING BTREE
+        self._advance()
+        columns, depth, expect_name = [], 1, True
+        while self._curr and depth:
+            kind = self._curr.token_type
+            if depth == 1 and expect_name and kind not in (TokenType.COMMA, TokenType.R_PAREN):
+                columns.append(exp.to_identifier(self._curr.text))
+                expect_name = False
+            elif depth == 1 and kind == TokenType.COMMA:
+                expect_name = True
+            depth += {TokenType.L_PAREN: 1, TokenType.R_PAREN: -1}.get(kind, 0)
+            self._advance()
+        self._no_column_change("PRIMARY KEY")  # index options up to the next clause
+        added = self.expression(exp.AddConstraint(expressions=[exp.PrimaryKey(expressions=columns)]))
+        added.meta["exists"] = bool(exists)  # sqlglot's AddConstraint has no such argument
+        return added
 
     def _keys_or_constraint(self) -> bool:
         first = self._curr.text.upper().split()[0] if self._curr else ""  # FOREIGN KEY is one token
         return first in (*_KEYS_AND_CONSTRAINTS, "PRIMARY")
 
     def _primary_key_ahead(self) -> bool:
-        """ADD [CONSTRAINT [name]] PRIMARY KEY: it changes the key, which sqlglot reads."""
+        """ADD [CONSTRAINT [name]] PRIMARY KEY ...: a change of the key."""
         index = self._index
-        while self._curr and self._curr.token_type not in (TokenType.COMMA, TokenType.L_PAREN):
-            if self._curr.token_type == TokenType.PRIMARY_KEY or self._curr.text.upper() == "PRIMARY":
-                self._retreat(index)
-                return True
-            self._advance()
+        if self._match(TokenType.CONSTRAINT) and not self._primary_key_here():
+            self._advance()  # the constraint's name
+        ahead = self._primary_key_here()
         self._retreat(index)
-        return False
+        return ahead
+
+    def _primary_key_here(self) -> bool:
+        return bool(self._curr) and (
+            self._curr.token_type == TokenType.PRIMARY_KEY or self._curr.text.upper() == "PRIMARY"
+        )
 
     def _no_column_change(self, first: str) -> NoColumnChange:
         """Reads to the end of this clause (the next comma outside parentheses)."""

@@ -150,6 +150,26 @@ class AlterColumnType(SchemaChangeEvent):
 
 
 @dataclass(frozen=True)
+class AlterPrimaryKey(SchemaChangeEvent):
+    """ADD or DROP PRIMARY KEY (Flink CDC has no such event; Sluice's targets key their rows
+    by it). Key columns are NOT NULL; a table left without a key keeps its rows as a bag."""
+
+    tag = "alter.primary.key"
+    primary_key: tuple[str, ...]
+
+    def applied_to(self, schema: TableSchema | None) -> TableSchema:
+        if schema is None:
+            raise ValueError(f"{self.table_id}: no schema to change")
+        key = self.primary_key
+        columns = tuple(dataclasses.replace(c, nullable=False) if c.name in key else c for c in schema.columns)
+        unique_key = () if key else schema.unique_key
+        return dataclasses.replace(schema, columns=columns, primary_key=key, unique_key=unique_key, _positions={})
+
+    def _fields(self) -> list[tuple[str, object]]:
+        return [("primaryKeys", list(self.primary_key))]
+
+
+@dataclass(frozen=True)
 class TruncateTable(SchemaChangeEvent):
     tag = "truncate.table"
 
@@ -190,6 +210,7 @@ EVENT_CLASSES: dict[str, type[SchemaChangeEvent]] = {
         DropColumn,
         RenameColumn,
         AlterColumnType,
+        AlterPrimaryKey,
         TruncateTable,
         DropTable,
         RenameTable,

@@ -12,6 +12,7 @@ from collections.abc import Iterable
 EVENT_TYPES = (
     "add.column",
     "alter.column.type",
+    "alter.primary.key",
     "create.table",
     "drop.column",
     "drop.table",
@@ -22,14 +23,14 @@ EVENT_TYPES = (
 
 FAMILIES = {
     "add": ("add.column",),
-    "alter": ("alter.column.type",),
+    "alter": ("alter.column.type", "alter.primary.key"),
     "alter.column": ("alter.column.type",),
     "create": ("create.table",),
     "drop": ("drop.column", "drop.table"),
     "rename": ("rename.column", "rename.table"),
     "truncate": ("truncate.table",),
     "column": ("add.column", "alter.column.type", "drop.column", "rename.column"),
-    "table": ("create.table", "drop.table", "rename.table", "truncate.table"),
+    "table": ("alter.primary.key", "create.table", "drop.table", "rename.table", "truncate.table"),
 }
 
 

@@ -19,7 +19,7 @@ from typing import Any
 
 from sluice.errors import SinkError, SinkUnavailable
 from sluice.event.row_change import RowKind
-from sluice.event.schema_change import SchemaChangeEvent, apply_events, is_reflected
+from sluice.event.schema_change import AlterPrimaryKey, SchemaChangeEvent, apply_events, is_reflected
 from sluice.pipeline.jdbc_url import JdbcUrl, parse_jdbc_url
 from sluice.sink.base import ChangeBatch, SchemaChangeRefused, Sink, SinkWriter
 from sluice.sink.jdbc_dialects import DIALECTS, META_SCHEMA, STATES_TABLE, JdbcDialect
@@ -180,7 +180,7 @@ class JdbcWriter(SinkWriter):
         for applied, event in enumerate(events):
             schema = schemas.get(event.table_id)
             try:
-                if not is_reflected(event, lambda db, table: dialect.column_names(cur, db, table)):
+                if not self._shows(cur, event, schema):
                     for statement in schema_change_statements(dialect, event, schema):
                         cur.execute(statement)
             except Exception as exc:
@@ -189,6 +189,14 @@ class JdbcWriter(SinkWriter):
                 raise SchemaChangeRefused(done, f"{event} on sink {self.target!r}: {_first_line(exc)}") from exc
             schemas = apply_events(schemas, [event])
         self.conn.commit()
+
+    def _shows(self, cur: Any, event: SchemaChangeEvent, schema: TableSchema | None) -> bool:
+        """Whether the target shows `event` already (a MySQL-dialect target that applied it
+        before a crash)."""
+        dialect = self.target.dialect
+        if isinstance(event, AlterPrimaryKey) and schema is not None:
+            return dialect.primary_key(cur, schema.database, schema.table) == event.applied_to(schema).row_key
+        return is_reflected(event, lambda db, table: dialect.column_names(cur, db, table))
 
     def _in_slices(
         self, write: Callable[[Any, TableSchema, list[Row]], None], schema: TableSchema, rows: list[Row]

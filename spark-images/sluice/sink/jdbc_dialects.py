@@ -59,13 +59,15 @@ class JdbcDialect(ABC):
             f"CREATE {self.container} IF NOT EXISTS {self.quote(schema.database)}",
             f"CREATE TABLE IF NOT EXISTS {self.target_table(schema)} ({', '.join(columns)})",
         ]
-        chunk_key = schema.column(schema.chunk_key)
-        if schema.is_bag and (chunk_key.char_length or 0) <= 255:
-            index = self.quote(f"{schema.table}_sluice_chunk_key")
-            statements.append(
-                f"CREATE INDEX IF NOT EXISTS {index} ON {self.target_table(schema)} ({self.quote(chunk_key.name)})"
-            )
-        return statements
+        return statements + self.bag_index_statements(schema)
+
+    def bag_index_statements(self, schema: TableSchema) -> list[str]:
+        """A bag's index on its chunk key, which its deletes look rows up by."""
+        chunk_key = schema.column(schema.chunk_key) if schema.chunk_key in schema.column_names else None
+        if chunk_key is None or not schema.is_bag or (chunk_key.char_length or 0) > 255:
+            return []
+        index = self.quote(f"{schema.table}_sluice_chunk_key")
+        return [f"CREATE INDEX IF NOT EXISTS {index} ON {self.target_table(schema)} ({self.quote(chunk_key.name)})"]
 
     @abstractmethod
     def meta_table_statements(self) -> list[str]: ...
@@ -176,6 +178,18 @@ class JdbcDialect(ABC):
             (database, table),
         )
         return {name for (name,) in cur.fetchall()}
+
+    def primary_key(self, cur: Any, database: str, table: str) -> tuple[str, ...]:
+        """The target table's primary key columns, in key order (none without one)."""
+        cur.execute(
+            "SELECT k.column_name FROM information_schema.table_constraints c "
+            "JOIN information_schema.key_column_usage k ON k.constraint_name = c.constraint_name "
+            "AND k.table_schema = c.table_schema AND k.table_name = c.table_name "
+            "WHERE c.constraint_type = 'PRIMARY KEY' AND c.table_schema = %s AND c.table_name = %s "
+            "ORDER BY k.ordinal_position",
+            (database, table),
+        )
+        return tuple(name for (name,) in cur.fetchall())
 
     def target_table(self, schema: TableSchema) -> str:
         return f"{self.quote(schema.database)}.{self.quote(schema.table)}"

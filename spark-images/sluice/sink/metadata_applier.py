@@ -19,6 +19,7 @@ import sqlglot
 from sluice.event.schema_change import (
     AddColumn,
     AlterColumnType,
+    AlterPrimaryKey,
     CreateTable,
     DropColumn,
     DropTable,
@@ -49,6 +50,8 @@ def schema_change_statements(dialect: JdbcDialect, event: SchemaChangeEvent, bef
         return [f"ALTER TABLE {table} RENAME COLUMN {dialect.quote(event.old_name)} TO {dialect.quote(event.new_name)}"]
     if isinstance(event, RenameTable):
         return _rename_table(dialect, before, after)  # type: ignore[arg-type]
+    if isinstance(event, AlterPrimaryKey):
+        return _primary_key(dialect, before, after) + dialect.bag_index_statements(after)  # type: ignore[arg-type]
     if isinstance(dialect, PostgresDialect):
         return _postgres(dialect, event, table)
     if isinstance(dialect, MySqlDialect):
@@ -100,6 +103,22 @@ def _mysql(dialect: MySqlDialect, event: SchemaChangeEvent, table: str) -> list[
 
 def _mysql_column(dialect: MySqlDialect, column) -> str:  # noqa: ANN001 - a source Column
     return f"{dialect.quote(column.name)} {dialect.column_type(column)}{'' if column.nullable else ' NOT NULL'}"
+
+
+def _primary_key(dialect: JdbcDialect, before: TableSchema, after: TableSchema) -> list[str]:
+    """The target keyed by the new row key (none: a bag). PostgreSQL's key constraint is
+    dropped by the name it has, whatever renames the table went through."""
+    table, key = dialect.target_table(before), ", ".join(map(dialect.quote, after.row_key))
+    if isinstance(dialect, PostgresDialect):
+        literal = table.replace("'", "''")
+        drop = (
+            "DO $$ DECLARE c text; BEGIN "
+            f"SELECT conname INTO c FROM pg_constraint WHERE conrelid = '{literal}'::regclass AND contype = 'p'; "
+            f"IF c IS NOT NULL THEN EXECUTE format('ALTER TABLE {literal} DROP CONSTRAINT %I', c); END IF; END $$"
+        )
+        return [drop, *([f"ALTER TABLE {table} ADD PRIMARY KEY ({key})"] if key else [])]
+    clauses = (["DROP PRIMARY KEY"] if before.row_key else []) + ([f"ADD PRIMARY KEY ({key})"] if key else [])
+    return [f"ALTER TABLE {table} {', '.join(clauses)}"] if clauses else []
 
 
 def _rename_table(dialect: JdbcDialect, before: TableSchema, after: TableSchema) -> list[str]:

@@ -9,6 +9,7 @@ from sluice.binlog.ddl_parser import TableSchemas, UnparsableDdl, parse_ddl
 from sluice.event.schema_change import (
     AddColumn,
     AlterColumnType,
+    AlterPrimaryKey,
     CreateTable,
     DropColumn,
     DropTable,
@@ -236,3 +237,15 @@ def test_create_or_replace_of_a_known_table_drops_it_first_and_drop_database_dro
     assert [type(e) for e in parse_known("CREATE OR REPLACE TABLE t1 (x INT)")] == [DropTable, CreateTable]
     assert parse_known("DROP DATABASE app") == [DropTable("app.t1")]
     assert parse_known("DROP SCHEMA IF EXISTS other") == []
+
+
+def test_a_primary_key_added_dropped_or_moved_is_one_event_after_the_columns_changes():
+    assert parse_known("ALTER TABLE t1 DROP PRIMARY KEY") == [AlterPrimaryKey("app.t1", ())]
+    assert parse_known("ALTER TABLE t1 DROP PRIMARY KEY, ADD CONSTRAINT pk PRIMARY KEY (ID, a)") == [
+        AlterPrimaryKey("app.t1", ("id", "a"))
+    ]
+    assert parse_known("ALTER TABLE t1 ADD PRIMARY KEY IF NOT EXISTS (a)") == []  # it has one
+    added = parse_known("ALTER TABLE t1 DROP PRIMARY KEY, ADD k INT AUTO_INCREMENT PRIMARY KEY FIRST")
+    assert [type(e) for e in added] == [AddColumn, AlterPrimaryKey] and added[-1].primary_key == ("k",)
+    keyed = after("ALTER TABLE t1 DROP PRIMARY KEY, ADD PRIMARY KEY (a, b(3))")
+    assert keyed.primary_key == ("a", "b") and not keyed.column("a").nullable

@@ -414,19 +414,27 @@ def test_column_names_resolve_case_insensitively_as_mysql_resolves_them(
 def test_alter_statements_as_mysql_runs_them_reach_every_target_with_their_rows(
     tmp_path, mariadb, mariadb_target, postgresql, source_db
 ):
-    """ALTER ONLINE was read as no change at all, and `DROP z, ADD z` lost z: statements
-    MySQL shops run every day, each with rows after it. One ALTER's clauses name columns as
-    they were (a swap), and CREATE OR REPLACE starts the table afresh."""
+    """ALTER ONLINE was read as no change at all, `DROP z, ADD z` lost z, and a key added or
+    changed never reached the target: statements MySQL shops run every day, each with rows
+    after it. One ALTER's clauses name columns as they were (a swap), CREATE OR REPLACE
+    starts the table afresh, and the target is keyed as the source is."""
     mariadb.execute(
         "CREATE TABLE t (id INT PRIMARY KEY, a INT, b INT, z INT)",
         "INSERT INTO t VALUES (1, 10, 20, 7)",
         "CREATE TABLE k (id INT PRIMARY KEY, v INT)",
         "INSERT INTO k VALUES (1, 1)",
+        "CREATE TABLE g (id INT NOT NULL, v VARCHAR(5))",
+        "INSERT INTO g VALUES (1, 'a'), (2, 'b')",
         database=source_db,
     )
     sinks = {n: sink for n, sink in every_sink(postgresql, mariadb_target, tmp_path, 7160).items() if n != "parquet"}
     pipelines = pipeline_per_sink(
-        tmp_path, mariadb, f"{source_db}.(t|k)", sinks, "daily", {"parallelism": 1, "schema.change.behavior": "evolve"}
+        tmp_path,
+        mariadb,
+        f"{source_db}.(t|k|g)",
+        sinks,
+        "daily",
+        {"parallelism": 1, "schema.change.behavior": "evolve"},
     )
 
     def ddl() -> None:
@@ -442,23 +450,42 @@ def test_alter_statements_as_mysql_runs_them_reach_every_target_with_their_rows(
             "INSERT INTO t (id, a, b, p) VALUES (4, 24, 14, 4)",
             "CREATE OR REPLACE TABLE k (id INT PRIMARY KEY, w VARCHAR(5))",
             "INSERT INTO k VALUES (9, 'new')",
+            "ALTER TABLE g ADD PRIMARY KEY (id)",
+            "UPDATE g SET v = 'bb' WHERE id = 2",
+            "ALTER TABLE k DROP PRIMARY KEY, ADD CONSTRAINT kw PRIMARY KEY (w)",
+            "INSERT INTO k VALUES (10, 'other')",
+            "UPDATE k SET id = 11 WHERE w = 'new'",
             database=source_db,
         )
 
     def row(i: int, b: int, a: int, o: int | None = None, z: str | None = None, p: int | None = None) -> dict:
         return {"id": i, "b": b, "a": a, "o": o, "z": z, "p": p, "q": None}
 
-    tables = {"t", "k"}
+    tables = {"t", "k", "g"}
     stream_until_equal(
         pipelines,
         sluice_env(mariadb, postgresql, mariadb_target),
         ddl,
         lambda: {
             "t": {1: row(1, 10, 20, z="u"), 2: row(2, 11, 21, o=2), 3: row(3, 13, 23), 4: row(4, 14, 24, p=4)},
-            "k": {9: {"id": 9, "w": "new"}},
+            "k": {11: {"id": 11, "w": "new"}, 10: {"id": 10, "w": "other"}},
+            "g": {1: {"id": 1, "v": "a"}, 2: {"id": 2, "v": "bb"}},
         },
         {
             "postgres": lambda: {t: postgres_table(postgresql, source_db)(t) for t in tables},
             "mariadb": lambda: {t: mariadb_table(mariadb_target, source_db)(t) for t in tables},
         },
     )
+    keys = (
+        "SELECT k.column_name FROM information_schema.table_constraints c JOIN information_schema.key_column_usage k "
+    )
+    keys += (
+        "ON k.constraint_name = c.constraint_name AND k.table_schema = c.table_schema AND k.table_name = c.table_name "
+    )
+    keys += "WHERE c.constraint_type = 'PRIMARY KEY' AND c.table_schema = %s AND c.table_name = %s"
+    for table, key in (("k", ["w"]), ("g", ["id"]), ("t", ["id"])):
+        with postgresql.connect() as conn:
+            assert [r[0] for r in conn.execute(keys, (source_db, table)).fetchall()] == key, table
+        with mariadb_target.connect() as conn, conn.cursor() as cur:
+            cur.execute(keys, (source_db, table))
+            assert [r[0] for r in cur.fetchall()] == key, table
