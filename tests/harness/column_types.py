@@ -59,6 +59,9 @@ COLUMNS: dict[str, str] = {
     "s2": "SET('x', 'y', 'z', 'w', 'v', 'u', 't', 'r', 'q')",
     "j": "JSON",
     "g": "GEOMETRY",
+    "pt": "POINT",
+    "vz": "VARCHAR(500) COMPRESSED",  # MariaDB's compressed columns: types of their own in the binlog
+    "bz": "BLOB COMPRESSED",
     "ip4": "INET4",
     "ip6": "INET6",
     "uid": "UUID",
@@ -154,8 +157,12 @@ def random_value(rng: random.Random, name: str) -> object:
         return ",".join(rng.sample("xyzwvutrq", rng.randint(0, 9)))
     if name == "j":
         return rng.choice(['{"a": [1, 2.5, null, true]}', "[]", '"text"', "12", '{"k": {"n": "é"}}'])
-    if name == "g":
+    if name in ("g", "pt"):
         return f"POINT({rng.randint(-180, 180)} {rng.randint(-90, 90)})"
+    if name == "vz":  # stored compressed when that is shorter, as is otherwise
+        return rng.choice([_text(rng, TEXT, 40), _text(rng, TEXT, 5) * rng.randint(1, 100)])[:500]
+    if name == "bz":
+        return rng.choice([rng.randbytes(rng.randint(0, 300)), rng.randbytes(3) * rng.randint(1, 2000)])
     if name == "ip4":
         return ".".join(str(rng.choice([0, 255, rng.randrange(256)])) for _ in range(4))
     if name == "ip6":
@@ -167,4 +174,4 @@ def random_value(rng: random.Random, name: str) -> object:
 
 def placeholder(name: str) -> str:
     """The SQL for a parameter of column `name` (geometry goes in as text)."""
-    return "ST_GeomFromText(%s)" if name == "g" else "%s"
+    return "ST_GeomFromText(%s)" if name in ("g", "pt") else "%s"

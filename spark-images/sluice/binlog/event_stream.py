@@ -32,6 +32,7 @@ ROW_EVENTS = (WriteRowsEvent, UpdateRowsEvent, DeleteRowsEvent)
 _HEADER = struct.Struct("<IBIIIH")  # timestamp, type, server id, event size, next position, flags
 _BODY = 1 + _HEADER.size  # a packet is an OK byte, the event's header, its body (and a checksum)
 _XID, _MARIADB_GTID, _TABLE_MAP = 0x10, 0xA2, 0x13
+_COMPRESSED_TWINS = {140: 252, 141: 15}  # MariaDB's BLOB_COMPRESSED, VARCHAR_COMPRESSED: BLOB, VARCHAR
 _ROWS = {  # event type: (kind, the library's class, version 2)
     0x17: (RowKind.INSERT, WriteRowsEvent, False),
     0x18: (RowKind.UPDATE_AFTER, UpdateRowsEvent, False),
@@ -88,7 +89,13 @@ class ParsedMariadbGtid(MariadbGtidEvent):
 
 class PushbackConnection(pymysql.connections.Connection):
     """A replication connection that takes back the packet (or the error) just read from
-    it, and gives it again at the next read."""
+    it, and gives it again at the next read.
+
+    MariaDB's compressed columns (VARCHAR/BLOB ... COMPRESSED) have column types of their
+    own in a table map, which the library does not know: it misreads the rest of the map.
+    Every table map read here names them as their uncompressed twins, whose metadata they
+    share, and `compressed` keeps which columns they were, by table id, for the row image
+    decoder to inflate their values."""
 
     _pushed: MysqlPacket | Exception | None = None
 
@@ -98,10 +105,32 @@ class PushbackConnection(pymysql.connections.Connection):
     def _read_packet(self, packet_type: type = MysqlPacket) -> MysqlPacket:
         pushed, self._pushed = self._pushed, None
         if pushed is None:
-            return super()._read_packet(packet_type)
+            return self._readable(super()._read_packet(packet_type))
         if isinstance(pushed, Exception):
             raise pushed
         return pushed
+
+    @property
+    def compressed(self) -> dict[int, frozenset[int]]:
+        return self.__dict__.setdefault("_compressed", {})
+
+    def _readable(self, packet: MysqlPacket) -> MysqlPacket:
+        data = packet.get_all_data()
+        if len(data) < _BODY + 8 or data[0] != 0 or data[5] != _TABLE_MAP:
+            return packet
+        at = _BODY + 8  # table id and flags
+        at += 1 + data[at] + 1  # the database's name, NUL-terminated
+        at += 1 + data[at] + 1  # the table's
+        count, at = _length_coded(data, at)
+        types = data[at : at + count]
+        compressed = frozenset(i for i, kind in enumerate(types) if kind in _COMPRESSED_TWINS)
+        if not compressed:
+            return packet
+        self.compressed[_table_id(data)] = compressed
+        rewritten = bytearray(data)
+        for i in compressed:
+            rewritten[at + i] = _COMPRESSED_TWINS[types[i]]
+        return MysqlPacket(bytes(rewritten), self.encoding)
 
 
 _SKIPPED = object()  # an event parsed here that nobody asked for
@@ -144,8 +173,16 @@ class BinlogEventStream(BinLogStreamReader):
     def _from_library(self) -> object:
         event = super().fetchone()
         if isinstance(event, ROW_EVENTS):
+            self._mark_compressed(event.table_map[event.table_id])
             return _library_rows(event)
         return event
+
+    def _mark_compressed(self, table: Table) -> None:
+        """Sets `compressed` on the columns of `table` that are (see PushbackConnection)."""
+        connection = getattr(self, "_stream_connection", None)
+        compressed = connection.compressed.get(table.table_id, ()) if connection is not None else ()
+        for i in compressed:
+            table.columns[i].compressed = True
 
     def _header(self, data: bytes) -> EventHeader:
         timestamp, _, server_id, event_size, log_pos, _ = _HEADER.unpack_from(data, 1)
@@ -171,6 +208,7 @@ class BinlogEventStream(BinLogStreamReader):
         table = self.table_map.get(_table_id(data))
         if table is None:  # its table map was filtered out: a table not captured
             return _SKIPPED
+        self._mark_compressed(table)
         kind, _, version2 = _ROWS[event_type]
         at = _BODY + self._post_header_length(event_type, 10 if version2 else 8)
         if version2:  # extra data (its length counts its own two bytes)

@@ -18,6 +18,7 @@ import codecs
 import json
 import struct
 import uuid
+import zlib
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
@@ -97,6 +98,18 @@ def _text(encoding: str, where: str) -> Callable[[bytes], Any]:
     decode = lambda raw: str(raw, name, errors)  # noqa: E731
     decode.codec = (name, errors)  # type: ignore[attr-defined]  # for _length_prefixed to inline
     return decode
+
+
+def _inflated(raw: bytes) -> bytes:
+    """A compressed column's value as MariaDB stores it (sql/field.cc): empty, or a header
+    byte then the value; a header with its high bit set says zlib, its low three bits how
+    many big-endian bytes of original length follow, bit 8 a raw deflate stream."""
+    if not raw:
+        return b""
+    header = raw[0]
+    if not header & 0x80:
+        return bytes(raw[1:])
+    return zlib.decompress(bytes(raw[1 + (header & 7) :]), -15 if header & 8 else 15)
 
 
 def _decimal(precision: int, scale: int) -> Inline:
@@ -337,6 +350,10 @@ def column_reader(column: Any, data_type: str | None, where: str) -> ColumnReade
         return _fixed("<d")
     if kind == FIELD_TYPE.NEWDECIMAL:
         return _decimal(column.precision, column.decimals)
+    if getattr(column, "compressed", False):  # MariaDB's VARCHAR or BLOB ... COMPRESSED
+        finish = _text(column.character_set_name or "binary", where)
+        prefix = column.length_size if kind == FIELD_TYPE.BLOB else (2 if column.max_length > 255 else 1)
+        return _length_prefixed(prefix, lambda raw: finish(_inflated(raw)))
     if kind in (FIELD_TYPE.VARCHAR, FIELD_TYPE.VAR_STRING, FIELD_TYPE.STRING):
         finish = _text(column.character_set_name or "utf8", where)
         if kind == FIELD_TYPE.STRING and finish is bytes:  # BINARY(n): SELECT keeps the zero padding
@@ -433,7 +450,7 @@ class RowImageDecoder:
 
 
 _SIGNATURE = ("type", "name", "unsigned", "character_set_name", "max_length", "length_size")
-_SIGNATURE += ("precision", "decimals", "fsp", "bytes", "size")
+_SIGNATURE += ("precision", "decimals", "fsp", "bytes", "size", "compressed")
 
 
 def _signature(columns: Sequence[Any]) -> tuple:
