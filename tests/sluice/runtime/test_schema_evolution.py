@@ -122,6 +122,15 @@ def mariadb_table(server, db: str) -> Callable[[str], Table | None]:
     return read
 
 
+def target_tables(
+    tables: set[str], *readers: Callable[[str], Table | None]
+) -> dict[str, Callable[[], dict[str, Table | None]]]:
+    """What stream_until_equal reads of each target: `tables` by the reader of each (in
+    the order postgres, mariadb, parquet)."""
+    names = ("postgres", "mariadb", "parquet")
+    return {name: (lambda read=read: {t: read(t) for t in tables}) for name, read in zip(names, readers, strict=False)}
+
+
 def parquet_table(lake: Path, db: str) -> Callable[[str], Table | None]:
     """The changelog replayed by key, in the current schema version. (A removal is matched
     by key: after a lenient or ignored change a before-image carries NULLs where the row
@@ -252,11 +261,12 @@ def test_a_table_created_to_match_tables_is_captured_from_its_creation_with_a_co
             "other": None,
             "t3": {7: {"id": 7, "v": "l", "at": None}},
         },
-        {
-            "postgres": lambda: {t: postgres_table(postgresql, source_db)(t) for t in tables},
-            "mariadb": lambda: {t: mariadb_table(mariadb_target, source_db)(t) for t in tables},
-            "parquet": lambda: {t: parquet_table(lake, source_db)(t) for t in tables},
-        },
+        target_tables(
+            tables,
+            postgres_table(postgresql, source_db),
+            mariadb_table(mariadb_target, source_db),
+            parquet_table(lake, source_db),
+        ),
     )
 
 
@@ -404,10 +414,7 @@ def test_column_names_resolve_case_insensitively_as_mysql_resolves_them(
             "t": {i: {"id": i, "V": i, "W2": i} for i in (1, 2, 3)},
             "k": {1: {"id": 1, "v": 1}, 2: {"id": 2, "v": 3}},
         },
-        {
-            "postgres": lambda: {t: postgres_table(postgresql, source_db)(t) for t in tables},
-            "mariadb": lambda: {t: mariadb_table(mariadb_target, source_db)(t) for t in tables},
-        },
+        target_tables(tables, postgres_table(postgresql, source_db), mariadb_table(mariadb_target, source_db)),
     )
 
 
@@ -471,10 +478,7 @@ def test_alter_statements_as_mysql_runs_them_reach_every_target_with_their_rows(
             "k": {11: {"id": 11, "w": "new"}, 10: {"id": 10, "w": "other"}},
             "g": {1: {"id": 1, "v": "a"}, 2: {"id": 2, "v": "bb"}},
         },
-        {
-            "postgres": lambda: {t: postgres_table(postgresql, source_db)(t) for t in tables},
-            "mariadb": lambda: {t: mariadb_table(mariadb_target, source_db)(t) for t in tables},
-        },
+        target_tables(tables, postgres_table(postgresql, source_db), mariadb_table(mariadb_target, source_db)),
     )
     keys = (
         "SELECT k.column_name FROM information_schema.table_constraints c JOIN information_schema.key_column_usage k "
