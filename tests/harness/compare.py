@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import collections
+from datetime import date
 from decimal import Decimal
 from typing import Any
 
@@ -26,9 +27,31 @@ def _normal(value: Any) -> Any:
 
 
 def _rows(cursor_rows) -> list[tuple]:
-    """Sorted with NULLs first in each column, so rows with NULLs and duplicates compare."""
+    """Sorted with NULLs first in each column, so rows with NULLs and duplicates compare
+    (a zero date is a string among datetimes: values sort by type first)."""
     rows = [tuple(_normal(v) for v in row) for row in cursor_rows]
-    return sorted(rows, key=lambda row: tuple((v is not None, v) for v in row))
+    return sorted(rows, key=lambda row: tuple((v is not None, type(v).__name__, v) for v in row))
+
+
+def as_stored(rows: list[tuple], nul_removed: bool) -> list[tuple]:
+    """Source rows as a target with the default value rules holds them: a zero or partial
+    date (pymysql gives it as text) NULL in a nullable column, NUL characters removed where
+    the target cannot hold them (PostgreSQL)."""
+
+    def stored(value: Any) -> Any:
+        if isinstance(value, str) and value[:4].isdigit() and value[4:5] == "-" and _invalid_date(value):
+            return None
+        return value.replace("\0", "") if nul_removed and isinstance(value, str) else value
+
+    return _rows([tuple(stored(v) for v in row) for row in rows])
+
+
+def _invalid_date(text: str) -> bool:
+    try:
+        date.fromisoformat(text[:10])
+    except ValueError:
+        return True
+    return False
 
 
 def source_rows(mariadb: MariaDB, db: str, table: str) -> list[tuple]:

@@ -24,7 +24,10 @@ KEYS = {
 }
 
 
-def create_table(mariadb: MariaDB, db: str, table: str, rows: int, seed: int = 1, key: str = "primary") -> None:
+def create_table(
+    mariadb: MariaDB, db: str, table: str, rows: int, seed: int = 1, key: str = "primary", legacy: bool = False
+) -> None:
+    """`legacy`: some values are what legacy estates hold (see `_row`)."""
     column, index = KEYS[key]
     mariadb.execute(TABLE_DDL.format(db=db, table=table, id=column, key=index))
     rng = random.Random(seed)
@@ -32,7 +35,7 @@ def create_table(mariadb: MariaDB, db: str, table: str, rows: int, seed: int = 1
     with conn.cursor() as cur:
         batch = []
         for i in range(1, rows + 1):
-            batch.append(_row(rng, i * 10))
+            batch.append(_row(rng, i * 10, legacy))
             if len(batch) == 5000:
                 _insert(cur, table, batch)
                 batch = []
@@ -40,15 +43,15 @@ def create_table(mariadb: MariaDB, db: str, table: str, rows: int, seed: int = 1
     conn.close()
 
 
-def _row(rng: random.Random, key: int) -> tuple:
-    return (
-        key,
-        f"name-{rng.randrange(10**6)}",
-        round(rng.uniform(0, 10000), 2),
-        rng.randrange(1000),
-        f"2024-0{rng.randrange(1, 10)}-1{rng.randrange(10)} 12:00:00.{rng.randrange(1000):03d}",
-        None if rng.random() < 0.2 else "note " * rng.randrange(5),
-    )
+def _row(rng: random.Random, key: int, legacy: bool = False) -> tuple:
+    """`legacy`: one row in ten has a zero or partial date, or a NUL character in its note."""
+    updated = f"2024-0{rng.randrange(1, 10)}-1{rng.randrange(10)} 12:00:00.{rng.randrange(1000):03d}"
+    note = None if rng.random() < 0.2 else "note " * rng.randrange(5)
+    if legacy and rng.random() < 0.1:
+        updated = rng.choice(["0000-00-00 00:00:00.000", "2020-00-15 12:00:00.000", "2021-03-00 00:00:00.000"])
+    if legacy and rng.random() < 0.1:
+        note = f"a\0b{rng.randrange(10)}\0"
+    return (key, f"name-{rng.randrange(10**6)}", round(rng.uniform(0, 10000), 2), rng.randrange(1000), updated, note)
 
 
 INSERT = "INSERT INTO {table} (id, name, amount, qty, updated, note) VALUES (%s, %s, %s, %s, %s, %s)"
@@ -72,10 +75,12 @@ class RandomWorkload:
         max_key: int,
         bags: Sequence[str] = (),
         ddl_tables: Sequence[str] = (),
+        legacy: bool = False,
     ) -> None:
         """`bags`: tables without a key, where an operation touches one of the equal rows
         (LIMIT 1) and some inserts copy an existing row. `ddl_tables`: tables whose columns
-        change once `allow_schema_changes` is set."""
+        change once `allow_schema_changes` is set. `legacy`: inserted rows as `_row` says."""
+        self.legacy = legacy
         self.mariadb = mariadb
         self.db = db
         self.tables = list(tables)
@@ -123,7 +128,7 @@ class RandomWorkload:
             cur.execute(f"INSERT INTO {table} SELECT * FROM {table} WHERE id = %s LIMIT 1", (key,))
         elif roll < 0.35 or key is None:
             self.next_key += 1
-            cur.execute(INSERT.format(table=table), _row(self.rng, self.next_key))
+            cur.execute(INSERT.format(table=table), _row(self.rng, self.next_key, self.legacy))
         elif roll < 0.70:
             extra = "".join(f", {c} = {self.rng.randrange(10**6)}" for c in self.extras.get(table, [])[-1:])
             cur.execute(

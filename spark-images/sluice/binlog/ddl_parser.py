@@ -100,10 +100,53 @@ def parse_ddl(
     captured: Captured,
     known: KnownTables = TableSchemas(),
     mariadb: bool = False,
+    lower_case_table_names: int = 0,
 ) -> list[SchemaChangeEvent]:
     """The schema change events `statement` makes on captured tables (maybe none);
     `known` has the captured tables' current schemas (CREATE TABLE ... LIKE copies one, an
-    ALTER's clauses name columns as they were); `mariadb`: the source's types are MariaDB's."""
+    ALTER's clauses name columns as they were); `mariadb`: the source's types are MariaDB's;
+    `lower_case_table_names`: the server's, which says how it resolves table names."""
+    if not lower_case_table_names:
+        return _parse_ddl(statement, default_database, captured, known, mariadb)
+    name = _TableNames(known, lower_case_table_names)
+    events = _parse_ddl(statement, name(default_database), lambda d, t: captured(*name.id(d, t)), name, mariadb)
+    return [name.events(e) for e in events]
+
+
+class _TableNames:
+    """Table names as a server with lower_case_table_names resolves them: 1 stores and
+    compares them in lower case, 2 stores them as created and compares them in lower case."""
+
+    def __init__(self, known: KnownTables, setting: int) -> None:
+        self.known = known
+        self.setting = setting
+
+    def __call__(self, name: str) -> str:
+        return name.lower() if self.setting == 1 else name
+
+    def id(self, database: str, table: str) -> tuple[str, str]:
+        table_id = self.table_id(f"{database}.{table}")
+        return table_id.split(".", 1)[0], table_id.split(".", 1)[1]
+
+    def table_id(self, table_id: str) -> str:
+        if self.setting == 1:
+            return table_id.lower()
+        return next((t for t in self.known.table_ids() if t.lower() == table_id.lower()), table_id)
+
+    def schema(self, table_id: str) -> TableSchema | None:
+        return self.known.schema(self.table_id(table_id))
+
+    def table_ids(self) -> Collection[str]:
+        return self.known.table_ids()
+
+    def events(self, event: SchemaChangeEvent) -> SchemaChangeEvent:
+        moved = {"new_table_id": self.table_id(event.new_table_id)} if isinstance(event, RenameTable) else {}
+        return dataclasses.replace(event, table_id=self.table_id(event.table_id), **moved)
+
+
+def _parse_ddl(
+    statement: str, default_database: str, captured: Captured, known: KnownTables, mariadb: bool
+) -> list[SchemaChangeEvent]:
     if _MAINTENANCE.match(statement):
         return []
     renamed = _RENAME_TABLES.match(statement)
@@ -125,7 +168,9 @@ def parse_ddl(
         table_id = _table_id(tree.this, default_database)
         if not captured(*table_id.split(".", 1)):
             return []
-        return _alter(tree, table_id, statement, _AlterClauses(table_id, known.schema(table_id), mariadb))
+        before = known.schema(table_id)
+        table_id = before.table_id if before is not None else table_id  # as the reader spells it
+        return _alter(tree, table_id, statement, _AlterClauses(table_id, before, mariadb))
     if isinstance(tree, exp.Create) and tree.args.get("kind") == "TABLE":
         return _create(tree, default_database, captured, statement, known, mariadb)
     if isinstance(tree, exp.TruncateTable):

@@ -89,10 +89,12 @@ def read_transactions(
     heartbeat_seconds: float,
     by_gtid: bool = False,
     captured: Captured | None = None,
+    lower_case_table_names: int = 0,
 ) -> Iterator[Transaction | SchemaChange | Heartbeat]:
     """Transactions from `start` (its file/position, or after its GTID set if `by_gtid`): up
     to `stop_at` if given, else following the binlog. With `captured`, a DDL on a captured
-    table comes as a SchemaChange between the transactions around it."""
+    table comes as a SchemaChange between the transactions around it (table names in it
+    resolved as the server's `lower_case_table_names` says)."""
     decoders = RowImageDecoders(schemas)
     watched = WatchedTables(schemas)
     stream = open_stream(
@@ -111,7 +113,8 @@ def read_transactions(
     gtids = gtid_state(start.gtid, mariadb) if start.gtid else None
     try:
         resume_after = start if start.transaction else None
-        yield from _transactions(stream, decoders, watched, stop_at, gtids, resume_after, captured, mariadb)
+        ddl = _DdlReader(captured, decoders, mariadb, lower_case_table_names) if captured is not None else None
+        yield from _transactions(stream, decoders, watched, stop_at, gtids, resume_after, ddl)
     except pymysql.err.OperationalError as exc:
         where = f"after GTID set {start.gtid}" if by_gtid else f"from {start}"
         raise replication_error(exc, server_id, where) from exc
@@ -148,8 +151,7 @@ def _transactions(
     stop_at,
     gtids: GtidState | None,
     resume_after: BinlogOffset | None,
-    captured: Captured | None,
-    mariadb: bool,
+    ddl: _DdlReader | None,
 ) -> Iterator[Transaction | SchemaChange | Heartbeat]:
     events: list[RowsEvent] = []
     pending_bytes = 0
@@ -215,8 +217,8 @@ def _transactions(
             yield Transaction(events, resume_point(event.packet.log_pos), event.timestamp)
             events, pending_bytes = [], 0
             began = None
-        elif isinstance(event, QueryEvent) and captured is not None:
-            change = _schema_change(event, start, captured, decoders, mariadb)
+        elif isinstance(event, QueryEvent) and ddl is not None:
+            change = ddl.schema_change(event, start)
             if change is not None:
                 yield dataclasses.replace(change, resume_at=resume_point(event.packet.log_pos))
                 decoders.evolve(change.events)
@@ -226,23 +228,34 @@ def _transactions(
                 began = None
 
 
-def _schema_change(
-    event: QueryEvent, start: BinlogOffset, captured: Captured, decoders: RowImageDecoders, mariadb: bool
-) -> SchemaChange | None:
-    """The DDL in `event` (starting at `start`) as a SchemaChange, if it changes a captured
-    table (resume_at unset). What the schemas already show is left out: a run started at an older position
-    (earliest-offset, timestamp) reads the history of tables it found as they are now."""
-    database = event.schema.decode() if isinstance(event.schema, bytes) else str(event.schema or "")
-    try:
-        parsed = parse_ddl(event.query, database, captured, decoders, mariadb)
-        events, problem = _not_reflected(as_spelled(parsed, decoders.columns), decoders), ""
-    except UnparsableDdl as exc:
-        events, problem = (), str(exc)
-    except ValueError as exc:  # it changes a table whose layout the reader does not know
-        events, problem = (), str(UnparsableDdl(event.query, f"{exc} (an earlier statement could not be read)"))
-    if not events and not problem:
-        return None
-    return SchemaChange(start, start, event.query, events, problem, event.timestamp)
+@dataclass(frozen=True)
+class _DdlReader:
+    """Reads the DDL of QueryEvents against the reader's own schemas."""
+
+    captured: Captured
+    decoders: RowImageDecoders
+    mariadb: bool
+    lower_case_table_names: int
+
+    def schema_change(self, event: QueryEvent, start: BinlogOffset) -> SchemaChange | None:
+        """The DDL in `event` (starting at `start`) as a SchemaChange, if it changes a
+        captured table (resume_at unset). What the schemas already show is left out: a run
+        started at an older position (earliest-offset, timestamp) reads the history of
+        tables it found as they are now."""
+        database = event.schema.decode() if isinstance(event.schema, bytes) else str(event.schema or "")
+        decoders = self.decoders
+        try:
+            parsed = parse_ddl(
+                event.query, database, self.captured, decoders, self.mariadb, self.lower_case_table_names
+            )
+            events, problem = _not_reflected(as_spelled(parsed, decoders.columns), decoders), ""
+        except UnparsableDdl as exc:
+            events, problem = (), str(exc)
+        except ValueError as exc:  # it changes a table whose layout the reader does not know
+            events, problem = (), str(UnparsableDdl(event.query, f"{exc} (an earlier statement could not be read)"))
+        if not events and not problem:
+            return None
+        return SchemaChange(start, start, event.query, events, problem, event.timestamp)
 
 
 def _not_reflected(events: list[SchemaChangeEvent], decoders: RowImageDecoders) -> tuple[SchemaChangeEvent, ...]:

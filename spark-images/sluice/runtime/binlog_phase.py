@@ -92,6 +92,9 @@ def run_binlog_phase(
     """
     control = connect(endpoint)
     mariadb = is_mariadb(control)
+    with control.cursor() as cur:
+        cur.execute("SELECT @@lower_case_table_names")
+        lower_case_table_names = int(cur.fetchone()[0])
     tables = _Tables(schemas, targets or schemas, control)
 
     def transactions(start: BinlogOffset, sources: Mapping[str, TableSchema], by_gtid: bool) -> Iterator:
@@ -105,6 +108,7 @@ def run_binlog_phase(
             settings.heartbeat_seconds,
             by_gtid=by_gtid,
             captured=captured if on_schema_change is not None else None,
+            lower_case_table_names=lower_case_table_names,
         )
 
     reader = ReaderProcess(transactions)

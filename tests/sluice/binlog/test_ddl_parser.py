@@ -249,3 +249,14 @@ def test_a_primary_key_added_dropped_or_moved_is_one_event_after_the_columns_cha
     assert [type(e) for e in added] == [AddColumn, AlterPrimaryKey] and added[-1].primary_key == ("k",)
     keyed = after("ALTER TABLE t1 DROP PRIMARY KEY, ADD PRIMARY KEY (a, b(3))")
     assert keyed.primary_key == ("a", "b") and not keyed.column("a").nullable
+
+
+def test_table_names_resolve_as_lower_case_table_names_says():
+    def shop(database: str, table: str) -> bool:
+        return (database, table) == ("app", "t1")
+
+    statement = "ALTER TABLE APP.T1 ADD COLUMN c INT"
+    assert parse_ddl(statement, "app", shop, TableSchemas({"app.t1": T1})) == []  # 0: names are case-sensitive
+    for setting in (1, 2):  # 1: stored in lower case; 2: stored as created, compared in lower case
+        (added,) = parse_ddl(statement, "App", shop, TableSchemas({"app.t1": T1}), lower_case_table_names=setting)
+        assert added.table_id == "app.t1"

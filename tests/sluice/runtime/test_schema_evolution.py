@@ -31,6 +31,7 @@ from tests.harness.pipelines import (
     start_sluice,
     stream_until_equal,
 )
+from tests.harness.services import start_mariadb
 
 Table = dict[int, dict[str, Any]]  # id -> column -> value
 
@@ -493,3 +494,38 @@ def test_alter_statements_as_mysql_runs_them_reach_every_target_with_their_rows(
         with mariadb_target.connect() as conn, conn.cursor() as cur:
             cur.execute(keys, (source_db, table))
             assert [r[0] for r in cur.fetchall()] == key, table
+
+
+def test_table_names_in_ddl_resolve_as_the_servers_lower_case_table_names_says(tmp_path, services_dir, postgresql):
+    """With lower_case_table_names=1 the server stores `Orders` as `orders` and takes any
+    spelling after: `ALTER TABLE ORDERS ...` changes the captured table, and the target
+    follows (it was missed: the DDL named no captured table as written)."""
+    source = start_mariadb(
+        services_dir / "lower-case-table-names", server_id=71, options=["--lower-case-table-names=1"]
+    )
+    try:
+        source.execute("CREATE DATABASE Shop", "CREATE TABLE Shop.Orders (id INT PRIMARY KEY, v INT)")
+        source.execute("INSERT INTO Orders VALUES (1, 1)", database="shop")
+        sinks = {"postgres": (postgres_sink(postgresql), "7170-7171")}
+        pipelines = pipeline_per_sink(
+            tmp_path, source, "shop.orders", sinks, "lctn", {"parallelism": 1, "schema.change.behavior": "evolve"}
+        )
+
+        def ddl() -> None:
+            source.execute(
+                "ALTER TABLE ORDERS ADD COLUMN w INT",
+                "INSERT INTO orders VALUES (2, 2, 2)",
+                "ALTER TABLE SHOP.Orders RENAME COLUMN v TO x",
+                "UPDATE Orders SET x = 5 WHERE id = 1",
+                database="Shop",
+            )
+
+        stream_until_equal(
+            pipelines,
+            sluice_env(source, postgresql),
+            ddl,
+            lambda: {1: {"id": 1, "x": 5, "w": None}, 2: {"id": 2, "x": 2, "w": 2}},
+            {"postgres": lambda: postgres_table(postgresql, "shop")("orders")},
+        )
+    finally:
+        source.stop()
