@@ -49,6 +49,9 @@ COLUMNS: dict[str, str] = {
     "cl": "CHAR(3) CHARACTER SET latin1",
     "vc": "VARCHAR(20)",
     "vl": "VARCHAR(300) CHARACTER SET latin1",
+    "v16": "VARCHAR(20) CHARACTER SET utf16",  # two- and four-byte units: charsets Python names otherwise
+    "t32": "TEXT CHARACTER SET utf32",
+    "vu2": "VARCHAR(20) CHARACTER SET ucs2",
     "tt": "TINYTEXT",
     "mt": "MEDIUMTEXT",
     "bn": "BINARY(3)",
@@ -142,6 +145,7 @@ def random_value(rng: random.Random, name: str) -> object:
     if name.startswith("tm"):
         return _time(rng, int(name[2:]))
     strings = {"c": (TEXT, 100), "cl": (LATIN1, 3), "vc": (TEXT, 20), "vl": (LATIN1, 300), "tt": (TEXT, 60)}
+    strings |= {"v16": (TEXT, 20), "t32": (TEXT, 200), "vu2": (TEXT.replace("🎉", ""), 20)}  # UCS-2: no emoji
     if name in strings:
         text = _text(rng, *strings[name])
         return text.rstrip(" ") if name.startswith("c") else text  # CHAR drops trailing spaces
