@@ -163,6 +163,8 @@ def _parse_ddl(
     try:
         tree = sqlglot.parse_one(statement, read=MariaDB, error_level=sqlglot.ErrorLevel.RAISE)
     except sqlglot.errors.SqlglotError as exc:
+        if not _touches_captured(statement, default_database, captured):
+            return []  # another table's DDL, whatever it says
         raise UnparsableDdl(statement, str(exc).splitlines()[0]) from exc
     if isinstance(tree, exp.Alter) and tree.args.get("kind") == "TABLE":
         table_id = _table_id(tree.this, default_database)

@@ -153,6 +153,21 @@ class MariaDBParser(MySQLParser):
         column = self._parse_column_def_with_exists()
         return [column] if column is not None else super()._parse_alter_table_add()
 
+    def _parse_field_def(self) -> exp.Expression | None:
+        """A column definition whose name is qualified (`t1.a INT`, `db.t1.a INT`): MySQL
+        takes the table's own name before it."""
+        while (
+            self._curr and self._next and self._next.token_type == TokenType.DOT and self._index + 2 < len(self._tokens)
+        ):
+            self._advance(2)
+        return super()._parse_field_def()
+
+    def _parse_alter_table_rename(self):  # type: ignore[no-untyped-def]
+        """RENAME {INDEX|KEY} IF EXISTS a TO b renames an index: no column changes."""
+        if self._match_texts(("INDEX", "KEY"), advance=False) and self._next and self._next.text.upper() == "IF":
+            return self._no_column_change("RENAME")
+        return super()._parse_alter_table_rename()
+
     def _parse_alter_table_modify(self, rename: bool = False) -> exp.Expression | None:
         """MODIFY and CHANGE [COLUMN] [IF EXISTS]: `exists` in the result's meta says so."""
         index = self._index

@@ -98,8 +98,10 @@ def test_create_truncate_drop_and_rename_tables():
 
 def test_what_cannot_be_read_on_a_captured_table_is_refused_naming_the_statement():
     with pytest.raises(UnparsableDdl, match="cannot read the DDL statement 'ALTER TABLE t1 ADD COLUMN"):
-        parse("ALTER TABLE t1 ADD COLUMN t1.c INT")
-    assert parse("ALTER TABLE other ADD COLUMN other.c INT") == []
+        parse("ALTER TABLE t1 ADD COLUMN c INT DEFAULT LAST_VALUE(a, b)")
+    # Another table's statement never stops the pipeline, whatever it says.
+    assert parse("ALTER TABLE other ADD COLUMN c INT DEFAULT LAST_VALUE(a, b)") == []
+    assert parse("ALTER TABLE other UNKNOWN SYNTAX (") == []
 
 
 def test_statements_that_are_no_table_ddl_give_nothing_even_naming_a_captured_table():
@@ -260,3 +262,10 @@ def test_table_names_resolve_as_lower_case_table_names_says():
     for setting in (1, 2):  # 1: stored in lower case; 2: stored as created, compared in lower case
         (added,) = parse_ddl(statement, "App", shop, TableSchemas({"app.t1": T1}), lower_case_table_names=setting)
         assert added.table_id == "app.t1"
+
+
+def test_qualified_column_names_and_index_renames_read_as_the_server_reads_them():
+    (created,) = parse("CREATE TABLE t2 (t2.a INT, app.t2.b INT)")
+    assert [c.name for c in created.columns] == ["a", "b"]
+    assert after("ALTER TABLE t1 ADD COLUMN t1.c INT").column_names == ("id", "a", "b", "c")
+    assert parse_known("ALTER TABLE t1 RENAME KEY IF EXISTS d TO e") == []
