@@ -61,6 +61,16 @@ _NAME = r"(?:`(?:[^`]|``)+`|[\w$]+)"
 _RENAME_PAIR = re.compile(rf"^\s*({_NAME}(?:\s*\.\s*{_NAME})?)\s+TO\s+({_NAME}(?:\s*\.\s*{_NAME})?)\s*$", re.IGNORECASE)
 
 
+class RowsReplaced(Exception):
+    """A statement that changes captured tables' rows without row events in the binlog
+    (DROP, TRUNCATE or EXCHANGE PARTITION): the target follows by reading them again."""
+
+    def __init__(self, statement: str, tables: tuple[str, ...]) -> None:
+        super().__init__(f"{statement.strip()[:200]!r} changes the rows of {', '.join(tables)} without row events")
+        self.statement = statement
+        self.tables = tables
+
+
 class UnparsableDdl(ValueError):
     """A DDL statement on a captured table that Sluice cannot turn into events."""
 
@@ -109,7 +119,10 @@ def parse_ddl(
     if not lower_case_table_names:
         return _parse_ddl(statement, default_database, captured, known, mariadb)
     name = _TableNames(known, lower_case_table_names)
-    events = _parse_ddl(statement, name(default_database), lambda d, t: captured(*name.id(d, t)), name, mariadb)
+    try:
+        events = _parse_ddl(statement, name(default_database), lambda d, t: captured(*name.id(d, t)), name, mariadb)
+    except RowsReplaced as replaced:
+        raise RowsReplaced(statement, tuple(map(name.table_id, replaced.tables))) from None
     return [name.events(e) for e in events]
 
 
@@ -153,12 +166,13 @@ def _parse_ddl(
     if renamed:
         return _rename_tables(renamed.group(1), default_database, captured, statement)
     if _PARTITIONING.match(statement):  # sqlglot reads partitioning partly, and not as Sluice needs
-        if _PARTITION_ROWS_GONE.match(statement) and _touches_captured(statement, default_database, captured):
-            raise UnparsableDdl(
-                statement,
-                "it removes or swaps rows without row events in the binlog, so the target cannot follow; take a "
-                "new snapshot after it (a new --state-dir), or set schema.change.behavior ignore to go on",
-            )
+        gone = _PARTITION_ROWS_GONE.match(statement)
+        if gone:
+            named = [gone.group(1), *re.findall(rf"\bWITH\s+TABLE\s+({_NAME}(?:\s*\.\s*{_NAME})?)", statement, re.I)]
+            ids = [n if "." in n else f"{default_database}.{n}" for n in map(_unquote, named)]
+            tables = tuple(t for t in ids if captured(*t.split(".", 1)))
+            if tables:
+                raise RowsReplaced(statement, tables)
         return []  # rows and columns stay as they are
     try:
         tree = sqlglot.parse_one(statement, read=MariaDB, error_level=sqlglot.ErrorLevel.RAISE)
@@ -495,7 +509,7 @@ def _rename_tables(pairs: str, default_database: str, captured: Captured, statem
     return events
 
 
-_ALTER = r"^\s*ALTER\s+(?:ONLINE\s+)?(?:IGNORE\s+)?TABLE\s+\S+\s+"
+_ALTER = rf"^\s*ALTER\s+(?:ONLINE\s+)?(?:IGNORE\s+)?TABLE\s+({_NAME}(?:\s*\.\s*{_NAME})?)\s+"
 # Partitioning that keeps every row (sqlglot reads these only as commands).
 _PARTITIONING = re.compile(
     _ALTER + r"(?:PARTITION\s+BY|REMOVE\s+PARTITIONING|(?:ADD|COALESCE|REORGANIZE|ANALYZE|CHECK|OPTIMIZE|REBUILD"

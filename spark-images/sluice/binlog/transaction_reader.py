@@ -26,7 +26,7 @@ from pymysqlreplication.event import (
     XidEvent,
 )
 
-from sluice.binlog.ddl_parser import Captured, TableSchemas, UnparsableDdl, parse_ddl
+from sluice.binlog.ddl_parser import Captured, RowsReplaced, TableSchemas, UnparsableDdl, parse_ddl
 from sluice.binlog.event_reader import RowsEvent, WatchedTables, event_start, open_stream, rows_event
 from sluice.binlog.event_stream import BinlogRowsEvent
 from sluice.binlog.gtid_state import GtidState, gtid_state
@@ -70,6 +70,7 @@ class SchemaChange:
     events: tuple[SchemaChangeEvent, ...]
     problem: str  # why the statement could not be read ("" when it was)
     timestamp: int
+    reread: tuple[str, ...] = ()  # tables whose rows it changed without row events
 
 
 @dataclass(frozen=True)
@@ -249,6 +250,8 @@ class _DdlReader:
                 event.query, database, self.captured, decoders, self.mariadb, self.lower_case_table_names
             )
             events, problem = _not_reflected(as_spelled(parsed, decoders.columns), decoders), ""
+        except RowsReplaced as replaced:
+            return SchemaChange(start, start, event.query, (), "", event.timestamp, replaced.tables)
         except UnparsableDdl as exc:
             events, problem = (), str(exc)
         except ValueError as exc:  # it changes a table whose layout the reader does not know

@@ -153,6 +153,7 @@ class SchemaChangeInFlight:
     step: Step = Step.FLUSHED
     message: str = ""
     target_events: tuple[SchemaChangeEvent, ...] = ()  # what goes (went) to the target
+    reread: tuple[str, ...] = ()  # tables whose rows the DDL changed without row events: read again
 
     @property
     def tables(self) -> tuple[str, ...]:
@@ -187,6 +188,7 @@ class SchemaChangeInFlight:
             "step": self.step.value,
             "message": self.message,
             "targetEvents": [event_to_json(e) for e in self.target_events],
+            **({"reread": list(self.reread)} if self.reread else {}),
         }
 
     @classmethod
@@ -200,6 +202,7 @@ class SchemaChangeInFlight:
             Step(data["step"]),
             data.get("message", ""),
             tuple(event_from_json(e) for e in data.get("targetEvents", [])),
+            tuple(data.get("reread", ())),
         )
 
 

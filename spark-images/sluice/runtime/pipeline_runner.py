@@ -12,7 +12,7 @@ import logging
 import signal
 import sys
 import threading
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -408,6 +408,7 @@ class PipelineRunner:
                 progress,
                 self.stopping,
                 self._after_schema_change,
+                self._reread if self.sink.replaces_key_ranges else None,
             )
             changes.finish_after_crash(split, committed)
             self._after_schema_change(split)
@@ -506,6 +507,13 @@ class PipelineRunner:
             snapshot, self.state.snapshot = self.state.snapshot, None
             self.state.snapshot_summary = {"splits": len(snapshot.splits), "rows": snapshot.rows_done}
         self.store.save(self.state)
+
+    def _reread(self, tables: Sequence[str]) -> int:
+        """Reads tables again into the target, range by range, as of its position."""
+        from sluice.verify.verifier import Verifier
+
+        verifier = Verifier(self.definition, self.sink, self.endpoint, state=self.state)  # type: ignore[arg-type]
+        return verifier.resnapshot(list(tables))
 
     def _after_schema_change(self, split: BinlogSplit) -> bool:
         """What waited on a schema change; True if the binlog reader must start again."""

@@ -50,6 +50,7 @@ class SchemaChangeHandler:
         progress: BinlogProgress,
         stopping: threading.Event,
         after_resume: Callable[[BinlogSplit], bool],
+        reread: Callable[[Sequence[str]], int] | None = None,
     ) -> None:
         self.definition = definition
         self.approvals = approvals  # asked again while a `manual` change waits
@@ -61,6 +62,9 @@ class SchemaChangeHandler:
         # What waits on the new schemas: tables renamed into the capture (state.joining:
         # snapshotted, then read from the DDL on, so it says True), deferred splits.
         self.after_resume = after_resume
+        # Reads tables again, range by range, into the target as of its position (a sink
+        # that cannot: None). For DDL that changes rows without row events.
+        self.reread = reread
 
     def handle(self, change: SchemaChange, split: BinlogSplit) -> Resumed | None:
         """Resolves `change` and moves `split` past it; None when the pipeline stops while
@@ -71,13 +75,19 @@ class SchemaChangeHandler:
         joined = [e for e in change.events if isinstance(e, RenameTable) and e.table_id not in known]
         events = tuple(e for e in change.events if e not in joined)
         inflight = self.state.schema_change
+        if change.reread and self.definition.schema_change_behavior != "ignore":
+            self._check_rereadable(change, split)
         if inflight is None or inflight.position != change.position:
             inflight = SchemaChangeInFlight(
                 change_id(change.position), change.position, change.resume_at, change.statement, events
             )
+            if self.definition.schema_change_behavior != "ignore":
+                inflight.reread = change.reread
             self._record(inflight)
         what = f"schema change {inflight.id} ({short_statement(change.statement)})"
         described = ", ".join(map(str, change.events)) or change.problem
+        if change.reread:
+            described = f"rows of {', '.join(change.reread)} changed without row events: read again after it"
         self.progress.note(f"{what}: paused, everything before it committed; {described}")
         if change.problem and self.definition.schema_change_behavior != "ignore":
             inflight.advance(Step.FAILED, change.problem)
@@ -108,6 +118,20 @@ class SchemaChangeHandler:
         read_again = self.after_resume(split)
         self.progress.note(f"{what}: resumed after it")
         return Resumed(self.state.tables or {}, self.state.targets, read_again) if read_again else resumed
+
+    def _check_rereadable(self, change: SchemaChange, split: BinlogSplit) -> None:
+        """A table is read again only into a sink that can, and once its snapshot's emit rule
+        is done with it (a range read as of after the DDL would skip changes the rule drops)."""
+        marks = split.watermarks
+        switching = [t for t in change.reread if t in marks and change.resume_at.is_before(marks[t].max_high_watermark)]
+        why = f"sink {self.definition.sink.name} cannot read a table again" if self.reread is None else ""
+        why = why or (f"{', '.join(switching)} still switch from snapshot to binlog" if switching else "")
+        if why:
+            raise SluiceError(
+                f"{short_statement(change.statement)} changes the rows of {', '.join(change.reread)} without row "
+                f"events in the binlog, and {why}; take a new snapshot after it (a new --state-dir), or set "
+                "schema.change.behavior ignore to go on"
+            )
 
     def finish_after_crash(self, split: BinlogSplit, committed: BinlogOffset | None) -> None:
         """A crash after the target took the change's resume offset and before the state
@@ -144,6 +168,9 @@ class SchemaChangeHandler:
             ChangeBatch(), inflight.resume_at, drop_split_records=bool(entered) and not split.watermarks
         )
         failpoint("schema-change:target-resumed")
+        if inflight.reread and self.reread is not None:  # again after a crash: each range replaces the target's
+            rows = self.reread(inflight.reread)
+            self.progress.note(f"schema change {inflight.id}: {', '.join(inflight.reread)} read again ({rows:,} rows)")
         inflight.advance(Step.RESUMED, inflight.message)  # why it resumed as it did stays in the history
         history = SchemaChangeHistory(self.state.schema_change_history)
         history.record(inflight)

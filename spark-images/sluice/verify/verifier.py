@@ -93,10 +93,12 @@ class Verifier:
         sink: JdbcSink,
         endpoint: SourceEndpoint,
         out: TextIO | None = None,
+        state: PipelineState | None = None,
     ) -> None:
+        """`state`: the running pipeline's own (else the one its target records)."""
         self.definition, self.sink, self.endpoint = definition, sink, endpoint
         self.out = out or sys.stderr
-        self.state = self._streaming_state()
+        self.state = state or self._streaming_state()
         ids = definition.source.server_ids
         if len(ids) < 2:
             raise SluiceError(

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from sluice.binlog.ddl_parser import TableSchemas, UnparsableDdl, parse_ddl
+from sluice.binlog.ddl_parser import RowsReplaced, TableSchemas, UnparsableDdl, parse_ddl
 from sluice.event.schema_change import (
     AddColumn,
     AlterColumnType,
@@ -52,12 +52,17 @@ def test_defaults_and_mariadb_only_types_are_kept():
     assert [c.column_type for c in created.columns] == ["int", "inet4", "uuid"]
 
 
-def test_partitioning_keeps_the_columns_but_losing_rows_without_row_events_is_refused():
+def test_partitioning_keeps_the_columns_and_rows_changed_without_row_events_name_their_tables():
     assert parse("ALTER TABLE t1 PARTITION BY HASH(id) PARTITIONS 4") == []
     assert parse("ALTER TABLE t1 REORGANIZE PARTITION p0 INTO (PARTITION p0 VALUES LESS THAN (5))") == []
-    for statement in ("ALTER TABLE t1 DROP PARTITION p0", "ALTER TABLE t1 TRUNCATE PARTITION p0"):
-        with pytest.raises(UnparsableDdl, match="without row events in the binlog"):
+    for statement in ("ALTER TABLE t1 DROP PARTITION p0", "ALTER TABLE `t1` TRUNCATE PARTITION p0"):
+        with pytest.raises(RowsReplaced, match="without row events") as replaced:
             parse(statement)
+        assert replaced.value.tables == ("app.t1",)
+    with pytest.raises(RowsReplaced) as replaced:
+        parse("ALTER TABLE t1 EXCHANGE PARTITION p0 WITH TABLE app.t2")
+    assert replaced.value.tables == ("app.t1", "app.t2")  # both are captured: both are read again
+    assert parse("ALTER TABLE other EXCHANGE PARTITION p0 WITH TABLE x") == []
 
 
 def test_several_alterations_in_one_statement_are_several_events_in_order():
