@@ -123,6 +123,16 @@ def mariadb_table(server, db: str) -> Callable[[str], Table | None]:
     return read
 
 
+def evolving_jdbc_pipelines(
+    tmp_path: Path, mariadb, postgresql, mariadb_target, tables: str, prefix: str, first_server_id: int
+) -> dict[str, tuple[Path, Path]]:
+    """One `evolve` pipeline of parallelism 1 into PostgreSQL and one into MariaDB."""
+    sinks = every_sink(postgresql, mariadb_target, tmp_path, first_server_id)
+    jdbc = {name: sink for name, sink in sinks.items() if name != "parquet"}
+    options = {"parallelism": 1, "schema.change.behavior": "evolve"}
+    return pipeline_per_sink(tmp_path, mariadb, tables, jdbc, prefix, options)
+
+
 def target_tables(
     tables: set[str], *readers: Callable[[str], Table | None]
 ) -> dict[str, Callable[[], dict[str, Table | None]]]:
@@ -385,9 +395,8 @@ def test_column_names_resolve_case_insensitively_as_mysql_resolves_them(
     mariadb.execute(
         "CREATE TABLE t (id INT PRIMARY KEY, v INT, w INT)", "INSERT INTO t VALUES (1, 1, 1)", database=source_db
     )
-    sinks = {n: sink for n, sink in every_sink(postgresql, mariadb_target, tmp_path, 7150).items() if n != "parquet"}
-    pipelines = pipeline_per_sink(
-        tmp_path, mariadb, f"{source_db}.(t|k)", sinks, "case", {"parallelism": 1, "schema.change.behavior": "evolve"}
+    pipelines = evolving_jdbc_pipelines(
+        tmp_path, mariadb, postgresql, mariadb_target, f"{source_db}.(t|k)", "case", 7150
     )
 
     def ddl() -> None:
@@ -435,14 +444,8 @@ def test_alter_statements_as_mysql_runs_them_reach_every_target_with_their_rows(
         "INSERT INTO g VALUES (1, 'a'), (2, 'b')",
         database=source_db,
     )
-    sinks = {n: sink for n, sink in every_sink(postgresql, mariadb_target, tmp_path, 7160).items() if n != "parquet"}
-    pipelines = pipeline_per_sink(
-        tmp_path,
-        mariadb,
-        f"{source_db}.(t|k|g)",
-        sinks,
-        "daily",
-        {"parallelism": 1, "schema.change.behavior": "evolve"},
+    pipelines = evolving_jdbc_pipelines(
+        tmp_path, mariadb, postgresql, mariadb_target, f"{source_db}.(t|k|g)", "daily", 7160
     )
 
     def ddl() -> None:
@@ -545,10 +548,7 @@ def test_rows_a_partition_statement_changes_without_row_events_are_read_again(
         "INSERT INTO x VALUES (50, 50)",
         database=source_db,
     )
-    sinks = {n: sink for n, sink in every_sink(postgresql, mariadb_target, tmp_path, 7180).items() if n != "parquet"}
-    pipelines = pipeline_per_sink(
-        tmp_path, mariadb, f"{source_db}.p", sinks, "parts", {"parallelism": 1, "schema.change.behavior": "evolve"}
-    )
+    pipelines = evolving_jdbc_pipelines(tmp_path, mariadb, postgresql, mariadb_target, f"{source_db}.p", "parts", 7180)
 
     def partitions() -> None:
         mariadb.execute(
