@@ -22,7 +22,7 @@ from tests.harness.pipelines import (
 )
 from tests.harness.workload import create_table
 
-ROWS = int(os.environ.get("SLUICE_BIG_TRANSACTION_ROWS", "60000"))
+ROWS = int(os.environ.get("SLUICE_BIG_TRANSACTION_ROWS", "30000"))
 
 
 def _inside_a_transaction(state: dict) -> bool:

@@ -507,20 +507,20 @@ def test_table_names_in_ddl_resolve_as_the_servers_lower_case_table_names_says(t
         services_dir / "lower-case-table-names", server_id=71, options=["--lower-case-table-names=1"]
     )
     try:
-        source.execute("CREATE DATABASE Shop", "CREATE TABLE Shop.Orders (id INT PRIMARY KEY, v INT)")
-        source.execute("INSERT INTO Orders VALUES (1, 1)", database="shop")
+        source.execute("CREATE DATABASE CaseShop", "CREATE TABLE CaseShop.Orders (id INT PRIMARY KEY, v INT)")
+        source.execute("INSERT INTO Orders VALUES (1, 1)", database="caseshop")
         sinks = {"postgres": (postgres_sink(postgresql), "7170-7171")}
         pipelines = pipeline_per_sink(
-            tmp_path, source, "shop.orders", sinks, "lctn", {"parallelism": 1, "schema.change.behavior": "evolve"}
+            tmp_path, source, "caseshop.orders", sinks, "lctn", {"parallelism": 1, "schema.change.behavior": "evolve"}
         )
 
         def ddl() -> None:
             source.execute(
                 "ALTER TABLE ORDERS ADD COLUMN w INT",
                 "INSERT INTO orders VALUES (2, 2, 2)",
-                "ALTER TABLE SHOP.Orders RENAME COLUMN v TO x",
+                "ALTER TABLE CASESHOP.Orders RENAME COLUMN v TO x",
                 "UPDATE Orders SET x = 5 WHERE id = 1",
-                database="Shop",
+                database="CaseShop",
             )
 
         stream_until_equal(
@@ -528,7 +528,7 @@ def test_table_names_in_ddl_resolve_as_the_servers_lower_case_table_names_says(t
             sluice_env(source, postgresql),
             ddl,
             lambda: {1: {"id": 1, "x": 5, "w": None}, 2: {"id": 2, "x": 2, "w": 2}},
-            {"postgres": lambda: postgres_table(postgresql, "shop")("orders")},
+            {"postgres": lambda: postgres_table(postgresql, "caseshop")("orders")},
         )
     finally:
         source.stop()
