@@ -197,9 +197,7 @@ class MariaDBParser(MySQLParser):
         tokens = self._tokens[index:]
         if len(tokens) < 2 or tokens[0].token_type != TokenType.TABLE:
             return False
-        rest = tokens[2:] if tokens[1:2] and tokens[2:3] and tokens[2].token_type != TokenType.DOT else tokens[2:]
-        if tokens[2:3] and tokens[2].token_type == TokenType.DOT:
-            rest = tokens[4:]
+        rest = tokens[4:] if tokens[2:3] and tokens[2].token_type == TokenType.DOT else tokens[2:]  # after db.name
         clauses = {"ADD", "DROP", "CHANGE", "MODIFY", "RENAME", "ALTER", "CONVERT", "PARTITION", "COALESCE"}
         return all(
             t.text.upper() not in clauses and t.token_type not in (TokenType.L_PAREN, TokenType.R_PAREN) for t in rest
