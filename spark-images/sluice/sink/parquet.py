@@ -130,10 +130,22 @@ class CommitLog:
         self._snapshot_directories: set[str] | None = None  # derived from the entries, once
 
     def _known(self) -> dict[str, dict[str, Any]]:
-        if self._entries is None:
-            files = self.directory.glob("*.json") if self.directory.is_dir() else []
-            self._entries = {p.stem: json.loads(p.read_text()) for p in files}
+        while self._entries is None:
+            self._entries = self._read_entries()
         return self._entries
+
+    def _read_entries(self) -> dict[str, dict[str, Any]] | None:
+        """Every entry, or None when one listed was gone when opened: the writer compacted
+        the snapshot's entries meanwhile, and had written the compacted one before it removed
+        them, so the next listing holds it. (Readers of a running pipeline's changelog.)"""
+        files = sorted(self.directory.glob("*.json")) if self.directory.is_dir() else []
+        entries = {}
+        for path in files:
+            try:
+                entries[path.stem] = json.loads(path.read_text())
+            except FileNotFoundError:
+                return None
+        return entries
 
     def exists(self) -> bool:
         return self.directory.is_dir()

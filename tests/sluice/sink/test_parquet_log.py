@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+import os
+from pathlib import Path
 
-from sluice.sink.parquet import ParquetSink
+from sluice.sink.parquet import CommitLog, ParquetSink
 from sluice.source.offset import BinlogOffset
 from sluice.source.schema import Column, TableSchema
 
@@ -62,3 +64,29 @@ def test_a_log_of_one_entry_per_commit_keeps_its_commits(tmp_path):
     writer = sink.writer()
     assert writer.committed_binlog_offset() == BinlogOffset("mysql-bin.000001", 800)
     assert sink.log.last_binlog_commit() == 2  # the next commit is 3
+
+
+def test_a_reader_sees_every_snapshot_directory_while_the_writer_compacts_the_log(tmp_path, monkeypatch):
+    """A changelog reader (a tool, a test) reads the log while the pipeline compacts it:
+    the snapshot jobs' entries it listed may be gone when it opens them."""
+    jobs = {
+        f"snapshot-00000{i}-aaaaaaa{i}": {"directories": [f"db/t/snapshot-00000{i}-aaaaaaa{i}"], "splits": {}}
+        for i in range(3)
+    }
+    lake = _lake(tmp_path, {**jobs, "binlog": {"commit": 1, "end": {"file": "b.000001", "pos": 4}}}, list(jobs))
+    writer = CommitLog(lake)
+    writer.snapshot_directories()  # the pipeline's process has read its log at start
+    reader = CommitLog(lake)
+    read_text = Path.read_text
+    compacted = []
+
+    def compact_before_the_first_read(path, *args, **kwargs):
+        if not compacted:
+            compacted.append(True)
+            writer.compact_snapshot()
+        return read_text(path, *args, **kwargs)
+
+    monkeypatch.setattr(Path, "read_text", compact_before_the_first_read)
+
+    assert reader.snapshot_directories() == {f"db/t/{name}" for name in jobs}
+    assert compacted and not any(name.startswith("snapshot-0") for name in os.listdir(lake / "_sluice_log"))
