@@ -527,8 +527,36 @@ _TABLE_DDL = re.compile(
 def _touches_captured(statement: str, default_database: str, captured: Captured) -> bool:
     """For a statement sqlglot could only read as a command: is it a table DDL naming a
     captured table? (Users, grants, procedures and the like are no schema change.)"""
+    return bool(_captured_names(statement, default_database, captured))
+
+
+def _captured_names(statement: str, default_database: str, captured: Captured) -> list[str]:
     if not _TABLE_DDL.match(statement):
-        return False
+        return []
+    ids = []
+    for word in re.findall(rf"{_NAME}(?:\s*\.\s*{_NAME})?", statement):
+        name = _unquote(word)
+        table_id = name if "." in name else f"{default_database}.{name}"
+        if captured(*table_id.split(".", 1)) and table_id not in ids:
+            ids.append(table_id)
+    return ids
+
+
+def captured_tables(
+    statement: str,
+    default_database: str,
+    captured: Captured,
+    known: KnownTables = TableSchemas(),
+    lower_case_table_names: int = 0,
+) -> tuple[str, ...]:
+    """The captured tables a table DDL statement names, found by its words: for a statement
+    Sluice cannot read, whose effect the tables' next table maps tell (a word that only looks
+    like a table name costs one look at that table's next table map)."""
+    if not lower_case_table_names:
+        return tuple(_captured_names(statement, default_database, captured))
+    name = _TableNames(known, lower_case_table_names)
+    found = _captured_names(statement, name(default_database), lambda d, t: captured(*name.id(d, t)))
+    return tuple(dict.fromkeys(map(name.table_id, found)))
     words = re.findall(rf"{_NAME}(?:\s*\.\s*{_NAME})?", statement)
     for word in words:
         name = _unquote(word)

@@ -22,8 +22,9 @@ from typing import Any, NamedTuple
 import pymysql
 from pymysql.protocol import MysqlPacket
 from pymysqlreplication import BinLogStreamReader
+from pymysqlreplication.constants import FIELD_TYPE
 from pymysqlreplication.event import MariadbGtidEvent, XidEvent
-from pymysqlreplication.row_event import DeleteRowsEvent, UpdateRowsEvent, WriteRowsEvent
+from pymysqlreplication.row_event import DeleteRowsEvent, TableMapEvent, UpdateRowsEvent, WriteRowsEvent
 from pymysqlreplication.table import Table
 
 from sluice.event.row_change import RowKind
@@ -141,8 +142,9 @@ class BinlogEventStream(BinLogStreamReader):
     are frozen: a table id's first table map is the one in force (see open_stream)."""
 
     def __init__(self, **settings: Any) -> None:
-        super().__init__(pymysql_wrapper=PushbackConnection, freeze_schema=True, **settings)
         wanted = set(settings["only_events"])
+        settings["only_events"] = [*settings["only_events"], TableMapEvent]  # see _from_library
+        super().__init__(pymysql_wrapper=PushbackConnection, freeze_schema=True, **settings)
         self._parsers: dict[int, Callable[[bytes, EventHeader, int], object]] = {
             _TABLE_MAP: self._table_map,
             _XID: self._xid if XidEvent in wanted else self._skipped,
@@ -172,6 +174,9 @@ class BinlogEventStream(BinLogStreamReader):
 
     def _from_library(self) -> object:
         event = super().fetchone()
+        while isinstance(event, TableMapEvent):
+            _keep_layout(event)
+            event = super().fetchone()
         if isinstance(event, ROW_EVENTS):
             self._mark_compressed(event.table_map[event.table_id])
             return _library_rows(event)
@@ -224,6 +229,20 @@ class BinlogEventStream(BinLogStreamReader):
         """As the format description event declares it (the library keeps that list)."""
         lengths = self._BinLogStreamReader__post_header_lengths  # type: ignore[attr-defined]
         return lengths[event_type - 1] if lengths and len(lengths) >= event_type else default
+
+
+def _keep_layout(event: TableMapEvent) -> None:
+    """Keeps on the event's Table what the library reads and leaves on the event: which
+    columns are nullable, and the primary key's columns in key order (binlog_row_metadata=
+    FULL). A table map is a layout of its own (binlog/table_map_layout.py)."""
+    table, bitmask = event.get_table(), event.null_bitmask
+    table.nullable = tuple(bool(bitmask[i >> 3] >> (i & 7) & 1) for i in range(len(table.columns)))
+    metadata = event.optional_metadata
+    keyed = list(metadata.simple_primary_key_list) or list(metadata.primary_keys_with_prefix)
+    table.key_order = tuple(table.columns[i].name for i in keyed)
+    spatial = [c for c in table.columns if c.type == FIELD_TYPE.GEOMETRY]
+    for column, kind in zip(spatial, metadata.geometry_type_list, strict=False):
+        column.geometry_type = kind
 
 
 def _table_id(data: bytes) -> int:

@@ -26,11 +26,19 @@ from pymysqlreplication.event import (
     XidEvent,
 )
 
-from sluice.binlog.ddl_parser import Captured, RowsReplaced, TableSchemas, UnparsableDdl, parse_ddl
+from sluice.binlog.ddl_parser import (
+    Captured,
+    RowsReplaced,
+    TableSchemas,
+    UnparsableDdl,
+    captured_tables,
+    parse_ddl,
+)
 from sluice.binlog.event_reader import RowsEvent, WatchedTables, event_start, open_stream, rows_event
 from sluice.binlog.event_stream import BinlogRowsEvent
 from sluice.binlog.gtid_state import GtidState, gtid_state
 from sluice.binlog.row_image_decoder import RowImageDecoders
+from sluice.binlog.table_map_layout import layout_change
 from sluice.errors import PositionPurged, SourceError, SourceUnavailable
 from sluice.event.schema_change import CreateTable, SchemaChangeEvent, apply_events, as_spelled, is_reflected
 from sluice.source.connection import SourceEndpoint
@@ -62,15 +70,21 @@ class Transaction:
 @dataclass(frozen=True)
 class SchemaChange:
     """A DDL statement on captured tables. The binlog phase commits everything before
-    `position` before it lets the coordinator decide on it."""
+    `position` before it lets the coordinator decide on it.
+
+    A statement the reader cannot read comes twice: first with no events, naming the tables
+    it touched (`unread`); then at each such table's next rows, whose table map tells the
+    new layout, with the events that take the table there (`position` is that rows event,
+    inside its transaction)."""
 
     position: BinlogOffset  # where the DDL starts: its change id
     resume_at: BinlogOffset  # right after it
     statement: str
     events: tuple[SchemaChangeEvent, ...]
-    problem: str  # why the statement could not be read ("" when it was)
     timestamp: int
     reread: tuple[str, ...] = ()  # tables whose rows it changed without row events
+    unread: tuple[str, ...] = ()  # tables whose layout their next table map will tell
+    undecided: str = ""  # why the table map leaves the change open: it waits for approval
 
 
 @dataclass(frozen=True)
@@ -114,7 +128,7 @@ def read_transactions(
     gtids = gtid_state(start.gtid, mariadb) if start.gtid else None
     try:
         resume_after = start if start.transaction else None
-        ddl = _DdlReader(captured, decoders, mariadb, lower_case_table_names) if captured is not None else None
+        ddl = _DdlReader(captured, decoders, watched, mariadb, lower_case_table_names) if captured is not None else None
         yield from _transactions(stream, decoders, watched, stop_at, gtids, resume_after, ddl)
     except pymysql.err.OperationalError as exc:
         where = f"after GTID set {start.gtid}" if by_gtid else f"from {start}"
@@ -169,10 +183,10 @@ def _transactions(
         transaction_ended()
         return BinlogOffset(stream.log_file, pos, 0, str(gtids) if gtids is not None else "")
 
-    def inside(last: RowsEvent) -> BinlogOffset:
-        """Right after `last`, inside the transaction: the GTID set is the one before it."""
+    def inside(pos: int) -> BinlogOffset:
+        """At `pos` inside the transaction: the GTID set is the one before it."""
         gtid = str(gtids) if gtids is not None else ""
-        return BinlogOffset(stream.log_file, last.end, 0, gtid, began or 0)
+        return BinlogOffset(stream.log_file, pos, 0, gtid, began or 0)
 
     def first_row(start: BinlogOffset) -> int | None:
         """Resumed inside a transaction: None for an event committed already, else the
@@ -203,13 +217,20 @@ def _transactions(
             return
         if isinstance(event, BinlogRowsEvent):
             first = first_row(start)
+            relaid = ddl.table_map_change(event, start) if ddl is not None and first is not None else None
+            if relaid is not None:  # the table's layout changed: what came before it first
+                if events:
+                    yield Transaction(events, inside(events[-1].end), event.timestamp)
+                    events, pending_bytes = [], 0
+                yield dataclasses.replace(relaid, resume_at=inside(start.pos))
+                decoders.evolve(relaid.events)
             rows = rows_event(event, start, decoders, first) if first is not None else None
             if rows is None:
                 continue
             events.append(rows)
             pending_bytes += len(rows.body)
             if pending_bytes >= PIECE_BYTES and began is not None:
-                yield Transaction(events, inside(rows), event.timestamp)
+                yield Transaction(events, inside(rows.end), event.timestamp)
                 events, pending_bytes = [], 0
         elif isinstance(event, QueryEvent) and event.query.strip().upper() == "BEGIN":
             if began is None:  # no GTID event: the transaction begins here
@@ -229,14 +250,25 @@ def _transactions(
                 began = None
 
 
-@dataclass(frozen=True)
 class _DdlReader:
-    """Reads the DDL of QueryEvents against the reader's own schemas."""
+    """Reads the DDL of QueryEvents against the reader's own schemas, and where a statement
+    on a captured table cannot be read, the table maps of the tables it names."""
 
-    captured: Captured
-    decoders: RowImageDecoders
-    mariadb: bool
-    lower_case_table_names: int
+    def __init__(
+        self,
+        captured: Captured,
+        decoders: RowImageDecoders,
+        watched: WatchedTables,
+        mariadb: bool,
+        lower_case_table_names: int,
+    ) -> None:
+        self.captured = captured
+        self.decoders = decoders
+        self.watched = watched
+        self.mariadb = mariadb
+        self.lower_case_table_names = lower_case_table_names
+        self.unread: dict[str, str] = {}  # table id: the statement its next table map explains
+        self._maps: dict[str, object] = {}  # table id: the table map last compared
 
     def schema_change(self, event: QueryEvent, start: BinlogOffset) -> SchemaChange | None:
         """The DDL in `event` (starting at `start`) as a SchemaChange, if it changes a
@@ -249,16 +281,41 @@ class _DdlReader:
             parsed = parse_ddl(
                 event.query, database, self.captured, decoders, self.mariadb, self.lower_case_table_names
             )
-            events, problem = _not_reflected(as_spelled(parsed, decoders.columns), decoders), ""
+            events = _not_reflected(as_spelled(parsed, decoders.columns), decoders)
         except RowsReplaced as replaced:
-            return SchemaChange(start, start, event.query, (), "", event.timestamp, replaced.tables)
-        except UnparsableDdl as exc:
-            events, problem = (), str(exc)
-        except ValueError as exc:  # it changes a table whose layout the reader does not know
-            events, problem = (), str(UnparsableDdl(event.query, f"{exc} (an earlier statement could not be read)"))
-        if not events and not problem:
+            return SchemaChange(start, start, event.query, (), event.timestamp, replaced.tables)
+        except ValueError:  # UnparsableDdl, or a change of a table whose layout is not known
+            tables = captured_tables(
+                event.query, database, self.captured, decoders, self.lower_case_table_names
+            )
+            for table_id in tables:
+                self.unread[table_id] = event.query
+                self.watched.add(table_id)  # a table it creates: its rows tell its layout
+            return SchemaChange(start, start, event.query, (), event.timestamp, unread=tables) if tables else None
+        if not events:
             return None
-        return SchemaChange(start, start, event.query, events, problem, event.timestamp)
+        return SchemaChange(start, start, event.query, events, event.timestamp)
+
+    def table_map_change(self, event: BinlogRowsEvent, start: BinlogOffset) -> SchemaChange | None:
+        """The change a rows event's table map shows against the reader's layout of its
+        table (resume_at unset), if its table map is new and differs. Every new table map is
+        compared, not only after a statement that could not be read: a run that resumed past
+        such a statement knows nothing of it."""
+        table_id, table = event.table_id, event.table
+        if self._maps.get(table_id) is table or getattr(table, "key_order", None) is None:
+            return None
+        self._maps[table_id] = table
+        held = self.decoders.schema(table_id)
+        if held is None and table_id not in self.unread:  # not captured (or not yet: a table added)
+            return None
+        if any(c.name is None for c in table.columns):  # no names: binlog_row_metadata is not FULL
+            return None
+        statement = self.unread.pop(table_id, "")
+        change = layout_change(held, table_id, table, statement)
+        if not change.events:
+            return None
+        said = statement or f"(the table map of {table_id}'s rows at {start}: its layout changed)"
+        return SchemaChange(start, start, said, change.events, event.timestamp, undecided=change.undecided)
 
 
 def _not_reflected(events: list[SchemaChangeEvent], decoders: RowImageDecoders) -> tuple[SchemaChangeEvent, ...]:

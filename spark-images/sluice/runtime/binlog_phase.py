@@ -28,6 +28,7 @@ from sluice.binlog.binlog_split import BinlogSplit
 from sluice.binlog.ddl_parser import Captured
 from sluice.binlog.emit_rule import emit
 from sluice.binlog.transaction_reader import Heartbeat, SchemaChange, Transaction, read_transactions
+from sluice.coordinator.schema_change import short_statement
 from sluice.errors import SluiceError
 from sluice.event.projection import projection
 from sluice.event.row_change import ChangeRow
@@ -180,6 +181,13 @@ def run_binlog_phase(
                     _emit(item, split, tables, batch)
                 end = item.end
                 latest_event_time = item.timestamp
+            elif isinstance(item, SchemaChange) and item.unread:  # its effect comes with the tables' next rows
+                log.warning(
+                    "binlog %s: cannot read %r; the layout of %s follows from the table map of its next rows",
+                    item.position,
+                    short_statement(item.statement),
+                    ", ".join(item.unread),
+                )
             elif isinstance(item, SchemaChange) and on_schema_change is not None:
                 if batch or end != split.offset:
                     commit()  # the flush: everything before the DDL is in the target

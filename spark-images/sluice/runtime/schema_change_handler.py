@@ -85,17 +85,12 @@ class SchemaChangeHandler:
                 inflight.reread = change.reread
             self._record(inflight)
         what = f"schema change {inflight.id} ({short_statement(change.statement)})"
-        described = ", ".join(map(str, change.events)) or change.problem
+        described = ", ".join(map(str, change.events))
         if change.reread:
             described = f"rows of {', '.join(change.reread)} changed without row events: read again after it"
+        if change.undecided:
+            described += f"; {change.undecided}: it waits for approval as read"
         self.progress.note(f"{what}: paused, everything before it committed; {described}")
-        if change.problem and self.definition.schema_change_behavior != "ignore":
-            inflight.advance(Step.FAILED, change.problem)
-            self._record(inflight)
-            raise SluiceError(
-                f"{what}: {change.problem}; rows after it cannot be decoded without its effect. Set "
-                "pipeline.schema.change.behavior: ignore to read past it"
-            )
         targets = self.state.targets
         effects = Effects(
             record=self._record,
@@ -104,6 +99,8 @@ class SchemaChangeHandler:
             wait=lambda: not self.stopping.wait(APPROVAL_POLL_SECONDS),
         )
         behavior, accepted = self.definition.schema_change_behavior, self.definition.accepted_schema_changes
+        if change.undecided and behavior != "ignore":
+            behavior = "manual"
         try:
             if not coordinate(inflight, behavior, targets, effects, accepted):
                 self.progress.note(f"{what}: stopped while waiting for approval")

@@ -101,7 +101,7 @@ class TableSchema:
     @property
     def shape(self) -> tuple[tuple[str, str], ...]:
         """What rows of the table look like: column names and types, in order."""
-        return tuple((c.name, _comparable_type(c.column_type)) for c in self.columns)
+        return tuple((c.name, comparable_type(c.column_type)) for c in self.columns)
 
     @property
     def row_key(self) -> tuple[str, ...]:
@@ -165,12 +165,12 @@ def live_shape(conn: Any, database: str, table: str) -> tuple[tuple[str, str], .
             "AND TABLE_NAME = %s ORDER BY ORDINAL_POSITION",
             (database, table),
         )
-        return tuple((name, _comparable_type(column_type)) for name, column_type in cur.fetchall())
+        return tuple((name, comparable_type(column_type)) for name, column_type in cur.fetchall())
     finally:
         cur.close()
 
 
-def _comparable_type(column_type: str) -> str:
+def comparable_type(column_type: str) -> str:
     """A column type as information_schema and a parsed DDL both give it: MariaDB writes an
     integer's display width (int(11)) and a compressed column's attribute in a versioned
     comment, a DDL may not."""
