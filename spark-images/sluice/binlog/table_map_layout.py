@@ -46,7 +46,12 @@ _INTEGERS = {  # type code: name, display width signed, unsigned (as information
     FIELD_TYPE.LONG: ("int", 11, 10),
     FIELD_TYPE.LONGLONG: ("bigint", 20, 20),
 }
-_BLOBS = {1: ("tinytext", "tinyblob"), 2: ("text", "blob"), 3: ("mediumtext", "mediumblob"), 4: ("longtext", "longblob")}
+_BLOBS = {
+    1: ("tinytext", "tinyblob"),
+    2: ("text", "blob"),
+    3: ("mediumtext", "mediumblob"),
+    4: ("longtext", "longblob"),
+}
 _SPATIAL = ("geometry", "point", "linestring", "polygon", "multipoint", "multilinestring", "multipolygon")
 _SPATIAL += ("geometrycollection",)
 # MariaDB's own types that a table map logs as the binary string they are stored in.
@@ -67,9 +72,7 @@ def table_map_columns(table: Any) -> tuple[Column, ...]:
     the event stream keeps on it), as information_schema would describe them."""
     nullable = getattr(table, "nullable", None) or (True,) * len(table.columns)
     key = {name.lower() for name in getattr(table, "key_order", ())}
-    return tuple(
-        _column(c, nullable[i] and (c.name or "").lower() not in key) for i, c in enumerate(table.columns)
-    )
+    return tuple(_column(c, nullable[i] and (c.name or "").lower() not in key) for i, c in enumerate(table.columns))
 
 
 def _column(column: Any, nullable: bool) -> Column:
@@ -115,7 +118,12 @@ def _column(column: Any, nullable: bool) -> Column:
             raise ValueError(f"column {column.name}: binlog column type {kind} has no layout")
         fsp = getattr(column, "fsp", 0) or 0
         column_type = name[kind] + (f"({fsp})" if fsp else "")
-    if getattr(column, "unsigned", False) and kind not in (FIELD_TYPE.ENUM, FIELD_TYPE.SET, FIELD_TYPE.BIT, FIELD_TYPE.YEAR):
+    if getattr(column, "unsigned", False) and kind not in (
+        FIELD_TYPE.ENUM,
+        FIELD_TYPE.SET,
+        FIELD_TYPE.BIT,
+        FIELD_TYPE.YEAR,
+    ):
         column_type += " unsigned"
     data_type = re.split(r"[\s(]", column_type, maxsplit=1)[0]
     text = data_type in ("char", "varchar", "tinytext", "text", "mediumtext", "longtext", "enum", "set")
@@ -170,9 +178,11 @@ def layout_change(held: TableSchema | None, table_id: str, table: Any, statement
     for i, column in enumerate(columns):
         if column.name in came or column.name.lower() in old:
             continue
-        events.append(AddColumn(table_id, column, "FIRST", None) if i == 0 else AddColumn(
-            table_id, column, "AFTER", columns[i - 1].name
-        ))
+        events.append(
+            AddColumn(table_id, column, "FIRST", None)
+            if i == 0
+            else AddColumn(table_id, column, "AFTER", columns[i - 1].name)
+        )
     for was, now in [*renames, *((old[c.name.lower()], c) for c in columns if c.name.lower() in old)]:
         if binlog_shape(was) != binlog_shape(now) or was.nullable != now.nullable:
             events.append(AlterColumnType(table_id, dataclasses.replace(now, default=was.default)))
@@ -188,11 +198,14 @@ def _renames(
     stayed or the statement says CHANGE/RENAME COLUMN, a drop and an add where it says DROP;
     renamed and retyped, or dropped and added, is undecided (read as a rename)."""
     survivors = {c.name.lower() for c in before} & {c.name.lower() for c in after}
-    pairs = [
-        (was, now)
-        for was, now in zip(dropped, added, strict=False)
-        if len(dropped) == len(added) and _place(before, was, survivors) == _place(after, now, survivors)
-    ]
+    free = list(added)
+    pairs = []
+    for was in dropped:  # the first column added where it was
+        place = _place(before, was, survivors)
+        now = next((c for c in free if _place(after, c, survivors) == place), None)
+        if now is not None:
+            free.remove(now)
+            pairs.append((was, now))
     renames, undecided = [], []
     for was, now in pairs:
         if _says(statement, rf"DROP\s+(?:COLUMN\s+)?(?:IF\s+EXISTS\s+)?{_word(was.name)}"):

@@ -30,7 +30,6 @@ from sluice.binlog.ddl_parser import (
     Captured,
     RowsReplaced,
     TableSchemas,
-    UnparsableDdl,
     captured_tables,
     parse_ddl,
 )
@@ -285,9 +284,7 @@ class _DdlReader:
         except RowsReplaced as replaced:
             return SchemaChange(start, start, event.query, (), event.timestamp, replaced.tables)
         except ValueError:  # UnparsableDdl, or a change of a table whose layout is not known
-            tables = captured_tables(
-                event.query, database, self.captured, decoders, self.lower_case_table_names
-            )
+            tables = captured_tables(event.query, database, self.captured, decoders, self.lower_case_table_names)
             for table_id in tables:
                 self.unread[table_id] = event.query
                 self.watched.add(table_id)  # a table it creates: its rows tell its layout

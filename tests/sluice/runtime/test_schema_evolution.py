@@ -569,3 +569,56 @@ def test_rows_a_partition_statement_changes_without_row_events_are_read_again(
         target_tables({"p"}, postgres_table(postgresql, source_db), mariadb_table(mariadb_target, source_db)),
     )
     assert all("read again" in text for text in said.values()), said
+
+
+def test_ddl_the_parser_cannot_read_reaches_every_target_through_the_next_table_map(
+    tmp_path, mariadb, mariadb_target, postgresql, source_db
+):
+    """Statements MariaDB accepts that Sluice's parser cannot read (ZEROFILL after UNSIGNED,
+    a DEFAULT of LAST_VALUE(), NCHAR VARCHAR, table options after a column) stopped the
+    pipeline. Now the table's next table map tells what they did: a column added, a type
+    widened, a table created, also when a readable statement on the same table comes
+    between the unreadable one and the rows."""
+    mariadb.execute(
+        "CREATE TABLE t (id INT PRIMARY KEY, a INT, b VARCHAR(10))",
+        "INSERT INTO t VALUES (1, 1, 'x')",
+        database=source_db,
+    )
+    pipelines = evolving_jdbc_pipelines(
+        tmp_path, mariadb, postgresql, mariadb_target, f"{source_db}.(t|n)", "unread", 7180
+    )
+
+    def ddl() -> None:
+        mariadb.execute(
+            "ALTER TABLE t ADD COLUMN e INT ZEROFILL UNSIGNED",
+            "INSERT INTO t VALUES (2, 2, 'y', 5)",
+            "UPDATE t SET e = 7 WHERE id = 1",
+            "ALTER TABLE t MODIFY b VARCHAR(40) DEFAULT LAST_VALUE(a, id)",
+            "INSERT INTO t (id, a, b) VALUES (3, 3, 'longer than ten characters')",
+            "ALTER TABLE t ADD COLUMN c2 NCHAR VARYING(10), CHECKSUM=1",
+            "ALTER TABLE t ADD COLUMN f INT",
+            "INSERT INTO t (id, c2, f) VALUES (4, 'n', 9)",
+            "CREATE TABLE n (id INT PRIMARY KEY, c NCHAR VARCHAR(10))",
+            "INSERT INTO n VALUES (1, 'n1')",
+            "UPDATE t SET c2 = 'm' WHERE id = 1",
+            database=source_db,
+        )
+
+    def row(i: int, a: int | None, b: str | None, e: int | None, c2: str | None = None, f: int | None = None) -> dict:
+        return {"id": i, "a": a, "b": b, "e": e, "c2": c2, "f": f}
+
+    stream_until_equal(
+        pipelines,
+        sluice_env(mariadb, postgresql, mariadb_target),
+        ddl,
+        lambda: {
+            "t": {
+                1: row(1, 1, "x", 7, "m"),
+                2: row(2, 2, "y", 5),
+                3: row(3, 3, "longer than ten characters", None),
+                4: row(4, None, "4", None, "n", 9),  # b defaults to LAST_VALUE(a, id)
+            },
+            "n": {1: {"id": 1, "c": "n1"}},
+        },
+        target_tables({"t", "n"}, postgres_table(postgresql, source_db), mariadb_table(mariadb_target, source_db)),
+    )
