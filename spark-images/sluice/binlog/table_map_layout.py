@@ -235,3 +235,30 @@ def _word(name: str) -> str:
 
 def _says(statement: str, pattern: str) -> bool:
     return bool(statement) and re.search(pattern, statement, re.IGNORECASE) is not None
+
+
+def as_the_server_spells(
+    events: Sequence[SchemaChangeEvent], live: TableSchema | None
+) -> tuple[SchemaChangeEvent, ...]:
+    """The events with each column they bring as the server describes it now, where that
+    description agrees with the table map (a table map shows no ZEROFILL, FLOAT(M,D),
+    spatial subtype or MariaDB JSON): the layout then equals what a snapshot reads, and a
+    range read again later is read in it."""
+    if live is None:
+        return tuple(events)
+    now = {c.name.lower(): c for c in live.columns}
+
+    def spelled(column: Column) -> Column:
+        server = now.get(column.name.lower())
+        if server is None or binlog_shape(server) != binlog_shape(column) or server.nullable != column.nullable:
+            return column
+        return dataclasses.replace(server, name=column.name, default=column.default)
+
+    settled: list[SchemaChangeEvent] = []
+    for event in events:
+        if isinstance(event, (AddColumn, AlterColumnType)):
+            event = dataclasses.replace(event, column=spelled(event.column))
+        elif isinstance(event, CreateTable):
+            event = dataclasses.replace(event, columns=tuple(map(spelled, event.columns)))
+        settled.append(event)
+    return tuple(settled)

@@ -37,12 +37,20 @@ from sluice.binlog.event_reader import RowsEvent, WatchedTables, event_start, op
 from sluice.binlog.event_stream import BinlogRowsEvent
 from sluice.binlog.gtid_state import GtidState, gtid_state
 from sluice.binlog.row_image_decoder import RowImageDecoders
-from sluice.binlog.table_map_layout import layout_change
+from sluice.binlog.table_map_layout import as_the_server_spells, layout_change
 from sluice.errors import PositionPurged, SourceError, SourceUnavailable
-from sluice.event.schema_change import CreateTable, SchemaChangeEvent, apply_events, as_spelled, is_reflected
-from sluice.source.connection import SourceEndpoint
+from sluice.event.schema_change import (
+    AddColumn,
+    AlterColumnType,
+    CreateTable,
+    SchemaChangeEvent,
+    apply_events,
+    as_spelled,
+    is_reflected,
+)
+from sluice.source.connection import SourceEndpoint, connect
 from sluice.source.offset import BinlogOffset
-from sluice.source.schema import TableSchema
+from sluice.source.schema import TableSchema, read_table_schema
 
 PIECE_BYTES = 128 * 1024  # of row images: about a thousand rows of a narrow table
 
@@ -83,6 +91,7 @@ class SchemaChange:
     timestamp: int
     reread: tuple[str, ...] = ()  # tables whose rows it changed without row events
     unread: tuple[str, ...] = ()  # tables whose layout their next table map will tell
+    relaid: bool = False  # the events come from a table map (then `reread` is where the sink can)
     undecided: str = ""  # why the table map leaves the change open: it waits for approval
 
 
@@ -127,7 +136,9 @@ def read_transactions(
     gtids = gtid_state(start.gtid, mariadb) if start.gtid else None
     try:
         resume_after = start if start.transaction else None
-        ddl = _DdlReader(captured, decoders, watched, mariadb, lower_case_table_names) if captured is not None else None
+        ddl = None
+        if captured is not None:
+            ddl = _DdlReader(captured, decoders, watched, mariadb, lower_case_table_names, endpoint)
         yield from _transactions(stream, decoders, watched, stop_at, gtids, resume_after, ddl)
     except pymysql.err.OperationalError as exc:
         where = f"after GTID set {start.gtid}" if by_gtid else f"from {start}"
@@ -171,6 +182,7 @@ def _transactions(
     pending_bytes = 0
     pending_gtid = ""  # the GTID of the transaction being read, executed once it ends
     began: int | None = None  # where the transaction being read begins (GTID or BEGIN event)
+    pieced = False  # pieces of the transaction being read were given already
 
     def transaction_ended() -> None:
         nonlocal pending_gtid
@@ -206,6 +218,7 @@ def _transactions(
             transaction_ended()  # if the previous one had no XID or COMMIT (DDL), it ends here
             pending_gtid = event.gtid
             began = event_start(stream, event).pos
+            pieced = resume_after is not None  # resumed inside it: its first pieces were committed
             continue
         if isinstance(event, HeartbeatLogEvent):
             if not events and began is None:
@@ -217,11 +230,17 @@ def _transactions(
         if isinstance(event, BinlogRowsEvent):
             first = first_row(start)
             relaid = ddl.table_map_change(event, start) if ddl is not None and first is not None else None
-            if relaid is not None:  # the table's layout changed: what came before it first
+            if relaid is not None and began is not None and not pieced:
+                # At the transaction's start, so that what is read again is read as of a
+                # transaction's end; the transaction's rows come after it, all of them.
+                at = BinlogOffset(stream.log_file, began, 0, str(gtids) if gtids is not None else "")
+                yield dataclasses.replace(relaid, position=at, resume_at=at)
+                decoders.evolve(relaid.events)
+            elif relaid is not None:  # inside a transaction given in pieces: no range can be read as of there
                 if events:
                     yield Transaction(events, inside(events[-1].end), event.timestamp)
                     events, pending_bytes = [], 0
-                yield dataclasses.replace(relaid, resume_at=inside(start.pos))
+                yield dataclasses.replace(relaid, resume_at=inside(start.pos), reread=())
                 decoders.evolve(relaid.events)
             rows = rows_event(event, start, decoders, first) if first is not None else None
             if rows is None:
@@ -230,13 +249,13 @@ def _transactions(
             pending_bytes += len(rows.body)
             if pending_bytes >= PIECE_BYTES and began is not None:
                 yield Transaction(events, inside(rows.end), event.timestamp)
-                events, pending_bytes = [], 0
+                events, pending_bytes, pieced = [], 0, True
         elif isinstance(event, QueryEvent) and event.query.strip().upper() == "BEGIN":
             if began is None:  # no GTID event: the transaction begins here
                 began = start.pos
         elif isinstance(event, XidEvent) or (isinstance(event, QueryEvent) and event.query.strip().upper() == "COMMIT"):
             yield Transaction(events, resume_point(event.packet.log_pos), event.timestamp)
-            events, pending_bytes = [], 0
+            events, pending_bytes, pieced = [], 0, False
             began = None
         elif isinstance(event, QueryEvent) and ddl is not None:
             change = ddl.schema_change(event, start)
@@ -260,7 +279,10 @@ class _DdlReader:
         watched: WatchedTables,
         mariadb: bool,
         lower_case_table_names: int,
+        endpoint: SourceEndpoint,
     ) -> None:
+        self.endpoint = endpoint  # to read how the server spells a table's columns now
+        self._control: pymysql.connections.Connection | None = None
         self.captured = captured
         self.decoders = decoders
         self.watched = watched
@@ -311,8 +333,26 @@ class _DdlReader:
         change = layout_change(held, table_id, table, statement)
         if not change.events:
             return None
+        events = as_the_server_spells(change.events, self._live(table_id))
         said = statement or f"(the table map of {table_id}'s rows at {start}: its layout changed)"
-        return SchemaChange(start, start, said, change.events, event.timestamp, undecided=change.undecided)
+        # A column added or retyped may have given the rows there values without row events
+        # (a DEFAULT, a generated column, a conversion): the table is read again.
+        filled = any(isinstance(e, (AddColumn, AlterColumnType)) for e in events)
+        reread = (table_id,) if filled else ()
+        return SchemaChange(
+            start, start, said, events, event.timestamp, reread, relaid=True, undecided=change.undecided
+        )
+
+    def _live(self, table_id: str) -> TableSchema | None:
+        """The table as the server describes it now (None where it cannot say: the table is
+        gone, or the server cannot be asked; the table map's own spelling serves then)."""
+        database, table = table_id.split(".", 1)
+        try:
+            if self._control is None or not self._control.open:
+                self._control = connect(self.endpoint)
+            return read_table_schema(self._control, database, table)
+        except (pymysql.err.MySQLError, SourceError):
+            return None
 
 
 def _not_reflected(events: list[SchemaChangeEvent], decoders: RowImageDecoders) -> tuple[SchemaChangeEvent, ...]:

@@ -22,7 +22,7 @@ from sluice.coordinator.schema_change import (
     coordinate,
     short_statement,
 )
-from sluice.errors import SluiceError
+from sluice.errors import SchemaDrift, SluiceError
 from sluice.event.schema_change import RenameTable, SchemaChangeEvent
 from sluice.failpoints import failpoint
 from sluice.pipeline.definition import PipelineDefinition
@@ -75,19 +75,31 @@ class SchemaChangeHandler:
         joined = [e for e in change.events if isinstance(e, RenameTable) and e.table_id not in known]
         events = tuple(e for e in change.events if e not in joined)
         inflight = self.state.schema_change
-        if change.reread and self.definition.schema_change_behavior != "ignore":
-            self._check_rereadable(change, split)
+        reread = change.reread if self.definition.schema_change_behavior != "ignore" else ()
+        why_not = self._why_not_rereadable(change, split) if reread else ""
+        if why_not and not change.relaid:
+            raise SluiceError(
+                f"{short_statement(change.statement)} changes the rows of {', '.join(change.reread)} without row "
+                f"events in the binlog, and {why_not}; take a new snapshot after it (a new --state-dir), or set "
+                "schema.change.behavior ignore to go on"
+            )
+        if why_not:  # a table map's change may have given the rows there values: where they cannot be read again
+            reread = ()
+            self.progress.note(
+                f"schema change at {change.position}: the rows {', '.join(change.reread)} had keep their old values in "
+                f"the target for its new or retyped columns until they change ({why_not})"
+            )
         if inflight is None or inflight.position != change.position:
             inflight = SchemaChangeInFlight(
                 change_id(change.position), change.position, change.resume_at, change.statement, events
             )
-            if self.definition.schema_change_behavior != "ignore":
-                inflight.reread = change.reread
+            inflight.reread = reread
             self._record(inflight)
         what = f"schema change {inflight.id} ({short_statement(change.statement)})"
         described = ", ".join(map(str, change.events))
-        if change.reread:
-            described = f"rows of {', '.join(change.reread)} changed without row events: read again after it"
+        if reread:
+            described += (", and " if described else "") + f"rows of {', '.join(reread)} "
+            described += "changed without row events: read again after it"
         if change.undecided:
             described += f"; {change.undecided}: it waits for approval as read"
         self.progress.note(f"{what}: paused, everything before it committed; {described}")
@@ -116,19 +128,13 @@ class SchemaChangeHandler:
         self.progress.note(f"{what}: resumed after it")
         return Resumed(self.state.tables or {}, self.state.targets, read_again) if read_again else resumed
 
-    def _check_rereadable(self, change: SchemaChange, split: BinlogSplit) -> None:
+    def _why_not_rereadable(self, change: SchemaChange, split: BinlogSplit) -> str:
         """A table is read again only into a sink that can, and once its snapshot's emit rule
         is done with it (a range read as of after the DDL would skip changes the rule drops)."""
         marks = split.watermarks
         switching = [t for t in change.reread if t in marks and change.resume_at.is_before(marks[t].max_high_watermark)]
         why = f"sink {self.definition.sink.name} cannot read a table again" if self.reread is None else ""
-        why = why or (f"{', '.join(switching)} still switch from snapshot to binlog" if switching else "")
-        if why:
-            raise SluiceError(
-                f"{short_statement(change.statement)} changes the rows of {', '.join(change.reread)} without row "
-                f"events in the binlog, and {why}; take a new snapshot after it (a new --state-dir), or set "
-                "schema.change.behavior ignore to go on"
-            )
+        return why or (f"{', '.join(switching)} still switch from snapshot to binlog" if switching else "")
 
     def finish_after_crash(self, split: BinlogSplit, committed: BinlogOffset | None) -> None:
         """A crash after the target took the change's resume offset and before the state
@@ -156,6 +162,31 @@ class SchemaChangeHandler:
         failpoint("schema-change:applied-to-target")
         return len(events), ""
 
+    def _reread_due(self, inflight: SchemaChangeInFlight) -> None:
+        """Reads again, each range replacing the target's, the tables this change gave rows
+        without row events, and those an earlier change did whose reading met a later
+        layout than its own (SchemaDrift: it is read once the table's last change is
+        through). Runs again after a crash: the ranges replace, so twice is exact."""
+        changed = {e.table_id for e in inflight.events}
+        due = [*inflight.reread, *(t for t in self.state.rereading if t in changed and t not in inflight.reread)]
+        if not due or self.reread is None:
+            return
+        waiting = []
+        for table_id in due:
+            if table_id not in (self.state.tables or {}):
+                continue  # gone since
+            try:
+                rows = self.reread([table_id])
+            except SchemaDrift:
+                waiting.append(table_id)
+                self.progress.note(
+                    f"schema change {inflight.id}: {table_id} changed again later in the binlog: it is read again "
+                    "once its last change is through"
+                )
+                continue
+            self.progress.note(f"schema change {inflight.id}: {table_id} read again ({rows:,} rows)")
+        self.state.rereading = [*waiting, *(t for t in self.state.rereading if t not in due)]
+
     def _resume(self, inflight: SchemaChangeInFlight, split: BinlogSplit, joined: Sequence[str] = ()) -> Resumed:
         """Past the DDL with the new schemas: the target's offset, then the state, in that
         order (a crash between the two is `finish_after_crash`'s)."""
@@ -165,17 +196,15 @@ class SchemaChangeHandler:
             ChangeBatch(), inflight.resume_at, drop_split_records=bool(entered) and not split.watermarks
         )
         failpoint("schema-change:target-resumed")
-        if inflight.reread and self.reread is not None:  # again after a crash: each range replaces the target's
-            rows = self.reread(inflight.reread)
-            self.progress.note(f"schema change {inflight.id}: {', '.join(inflight.reread)} read again ({rows:,} rows)")
+        self.state.tables = sources  # what the tables are read again with (saved below)
+        self.state.target_tables = None if targets == sources else targets
+        self._reread_due(inflight)
         inflight.advance(Step.RESUMED, inflight.message)  # why it resumed as it did stays in the history
         history = SchemaChangeHistory(self.state.schema_change_history)
         history.record(inflight)
         self.state.schema_change_history = history.entries
         self.state.schema_change = None
         self.state.phase = "Streaming"
-        self.state.tables = sources
-        self.state.target_tables = None if targets == sources else targets
         self.state.binlog = split
         self.state.joining = [*self.state.joining, *joined]
         self.store.save(self.state)

@@ -601,11 +601,15 @@ def test_ddl_the_parser_cannot_read_reaches_every_target_through_the_next_table_
             "CREATE TABLE n (id INT PRIMARY KEY, c NCHAR VARCHAR(10))",
             "INSERT INTO n VALUES (1, 'n1')",
             "UPDATE t SET c2 = 'm' WHERE id = 1",
+            # Values for the rows already there, written without row events: read again.
+            "ALTER TABLE t ADD COLUMN h INT AS (id + 100) PERSISTENT, CHECKSUM=1",
+            "ALTER TABLE t ADD COLUMN k INT ZEROFILL UNSIGNED NOT NULL DEFAULT 6",
+            "UPDATE t SET k = 8 WHERE id = 2",
             database=source_db,
         )
 
     def row(i: int, a: int | None, b: str | None, e: int | None, c2: str | None = None, f: int | None = None) -> dict:
-        return {"id": i, "a": a, "b": b, "e": e, "c2": c2, "f": f}
+        return {"id": i, "a": a, "b": b, "e": e, "c2": c2, "f": f, "h": i + 100, "k": 8 if i == 2 else 6}
 
     stream_until_equal(
         pipelines,
