@@ -5,6 +5,9 @@ The pipeline SIGKILLs itself at a failpoint (SLUICE_FAILPOINT) right after the s
 recorded, or right after the target took the change or its offset, then runs again. The
 DDL adds a column and renames another in one statement: applying it twice would fail
 (a duplicate column, a missing one), so a run that ends equal to the source applied it once.
+The same statement in a form Sluice's parser cannot read (ZEROFILL after UNSIGNED) takes
+the table-map path, and its DEFAULT fills the rows already there without row events: the
+table is read again after it, also when the crash comes in the middle of that.
 """
 
 from __future__ import annotations
@@ -35,12 +38,19 @@ FAILPOINTS = [
 ]
 
 
+STATEMENTS = {
+    "read": "ALTER TABLE t ADD COLUMN c0 INT, RENAME COLUMN v TO w",
+    "table map": "ALTER TABLE t ADD COLUMN c0 INT ZEROFILL UNSIGNED DEFAULT 5, RENAME COLUMN v TO w",
+}
+
+
+@pytest.mark.parametrize("statement", STATEMENTS)
 @pytest.mark.parametrize("failpoint", FAILPOINTS)
 def test_a_crash_at_each_step_applies_the_change_once(
-    failpoint, tmp_path, mariadb, mariadb_target, postgresql, source_db
+    failpoint, statement, tmp_path, mariadb, mariadb_target, postgresql, source_db
 ):
     mariadb.execute("CREATE TABLE t (id INT PRIMARY KEY, v VARCHAR(10))", database=source_db)
-    ids = 7200 + 10 * FAILPOINTS.index(failpoint)
+    ids = (7200, 7700)[list(STATEMENTS).index(statement)] + 10 * FAILPOINTS.index(failpoint)
     sinks = {
         "postgres": (postgres_sink(postgresql), f"{ids}-{ids + 1}"),
         "mariadb": (mysql_sink(mariadb_target), f"{ids + 2}-{ids + 3}"),
@@ -66,7 +76,7 @@ def test_a_crash_at_each_step_applies_the_change_once(
         mariadb.execute(
             "INSERT INTO t VALUES (1, 'a'), (2, 'b')",
             "UPDATE t SET v = 'c' WHERE id = 2",
-            "ALTER TABLE t ADD COLUMN c0 INT, RENAME COLUMN v TO w",
+            STATEMENTS[statement],
             "INSERT INTO t VALUES (3, 'd', 30)",
             "UPDATE t SET c0 = 10 WHERE id = 1",
             database=source_db,
