@@ -163,9 +163,13 @@ class MariaDBParser(MySQLParser):
         return super()._parse_field_def()
 
     def _parse_alter_table_rename(self):  # type: ignore[no-untyped-def]
-        """RENAME {INDEX|KEY} IF EXISTS a TO b renames an index: no column changes."""
+        """RENAME {INDEX|KEY} IF EXISTS a TO b renames an index: no column changes. RENAME
+        [TO|AS] t2 renames the table (sqlglot knows TO only)."""
         if self._match_texts(("INDEX", "KEY"), advance=False) and self._next and self._next.text.upper() == "IF":
             return self._no_column_change("RENAME")
+        bare = not self._match_texts(("COLUMN", "INDEX", "KEY", "TO"), advance=False)
+        if self._match(TokenType.ALIAS) or (bare and not (self._next and self._next.text.upper() == "TO")):
+            return self.expression(exp.AlterRename(this=self._parse_table(schema=True)))
         return super()._parse_alter_table_rename()
 
     def _parse_alter_table_modify(self, rename: bool = False) -> exp.Expression | None:

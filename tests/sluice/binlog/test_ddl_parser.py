@@ -238,6 +238,9 @@ def test_a_rename_to_goes_after_the_columns_clauses():
     events = parse_known("ALTER TABLE t1 RENAME TO t2, ADD c CHAR(10)")
     assert [type(e) for e in events] == [AddColumn, RenameTable]
     assert apply_events({"app.t1": T1}, events)["app.t2"].column_names == ("id", "a", "b", "c")
+    # MySQL's TO is optional and AS is its synonym (the corpus has `RENAME as t2, DROP b`).
+    assert parse_known("ALTER TABLE t1 RENAME AS t2, DROP b")[-1] == RenameTable("app.t1", "app.t2")
+    assert parse_known("ALTER TABLE t1 RENAME archive.t2") == [RenameTable("app.t1", "archive.t2")]
 
 
 def test_create_or_replace_of_a_known_table_drops_it_first_and_drop_database_drops_its_tables():
