@@ -63,6 +63,18 @@ COLUMNS: dict[str, str] = {
     "j": "JSON",
     "g": "GEOMETRY",
     "pt": "POINT",
+    "ls": "LINESTRING",
+    "pg": "POLYGON REF_SYSTEM_ID=4326",
+    "mp": "MULTIPOINT",
+    "ml": "MULTILINESTRING",
+    "mg": "MULTIPOLYGON",
+    "gc": "GEOMETRYCOLLECTION",
+    "nv": "NATIONAL VARCHAR(10)",
+    "nc": "NCHAR(5)",
+    "zf": "INT(8) UNSIGNED ZEROFILL",
+    "fmd": "FLOAT(7,3)",
+    "vbn": "VARCHAR(10) BINARY",
+    "vcb": "VARCHAR(10) COLLATE utf8mb4_bin",
     "vz": "VARCHAR(500) COMPRESSED",  # MariaDB's compressed columns: types of their own in the binlog
     "bz": "BLOB COMPRESSED",
     "ip4": "INET4",
@@ -70,6 +82,16 @@ COLUMNS: dict[str, str] = {
     "uid": "UUID",
 }
 
+SPATIAL = {  # column: its values as well-known text, from a maker of coordinates
+    "g": lambda xy: f"POINT({xy()})",
+    "pt": lambda xy: f"POINT({xy()})",
+    "ls": lambda xy: f"LINESTRING({xy()}, {xy()}, {xy()})",
+    "pg": lambda xy: "POLYGON((0 0, 10 0, 10 10, 0 10, 0 0), (2 2, 3 2, 3 3, 2 2))",
+    "mp": lambda xy: f"MULTIPOINT({xy()}, {xy()})",
+    "ml": lambda xy: f"MULTILINESTRING(({xy()}, {xy()}), ({xy()}, {xy()}))",
+    "mg": lambda xy: "MULTIPOLYGON(((0 0, 1 0, 1 1, 0 0)), ((5 5, 6 5, 6 6, 5 5)))",
+    "gc": lambda xy: f"GEOMETRYCOLLECTION(POINT({xy()}), LINESTRING({xy()}, {xy()}))",
+}
 TEXT = "aZ09 _-'\"\\%éüß€\x81漢字🎉\x00"  # NUL too: legal in MySQL, not in PostgreSQL text
 LATIN1 = "aZ09 _-'\"\\%éüß€\x81\xff"
 
@@ -146,6 +168,8 @@ def random_value(rng: random.Random, name: str) -> object:
         return _time(rng, int(name[2:]))
     strings = {"c": (TEXT, 100), "cl": (LATIN1, 3), "vc": (TEXT, 20), "vl": (LATIN1, 300), "tt": (TEXT, 60)}
     strings |= {"v16": (TEXT, 20), "t32": (TEXT, 200), "vu2": (TEXT.replace("🎉", ""), 20)}  # UCS-2: no emoji
+    strings |= {"nv": (TEXT.replace("🎉", ""), 10), "nc": (TEXT.replace("🎉", ""), 5)}  # NATIONAL: utf8mb3
+    strings |= {"vbn": (TEXT, 10), "vcb": (TEXT, 10)}
     if name in strings:
         text = _text(rng, *strings[name])
         return text.rstrip(" ") if name.startswith("c") else text  # CHAR drops trailing spaces
@@ -161,8 +185,12 @@ def random_value(rng: random.Random, name: str) -> object:
         return ",".join(rng.sample("xyzwvutrq", rng.randint(0, 9)))
     if name == "j":
         return rng.choice(['{"a": [1, 2.5, null, true]}', "[]", '"text"', "12", '{"k": {"n": "é"}}'])
-    if name in ("g", "pt"):
-        return f"POINT({rng.randint(-180, 180)} {rng.randint(-90, 90)})"
+    if name in SPATIAL:
+        return SPATIAL[name](lambda: f"{rng.randint(-180, 180)} {rng.randint(-90, 90)}")
+    if name == "zf":
+        return rng.choice([0, 1, 99999999, 2**32 - 1, rng.randint(0, 2**32 - 1)])
+    if name == "fmd":
+        return rng.choice([0.0, -9999.999, 9999.999, round(rng.uniform(-9999, 9999), 3)])
     if name == "vz":  # stored compressed when that is shorter, as is otherwise
         return rng.choice([_text(rng, TEXT, 40), _text(rng, TEXT, 5) * rng.randint(1, 100)])[:500]
     if name == "bz":
@@ -178,4 +206,4 @@ def random_value(rng: random.Random, name: str) -> object:
 
 def placeholder(name: str) -> str:
     """The SQL for a parameter of column `name` (geometry goes in as text)."""
-    return "ST_GeomFromText(%s)" if name in ("g", "pt") else "%s"
+    return "ST_GeomFromText(%s)" if name in SPATIAL else "%s"
