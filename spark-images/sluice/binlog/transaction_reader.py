@@ -43,6 +43,7 @@ from sluice.event.schema_change import (
     AddColumn,
     AlterColumnType,
     CreateTable,
+    RenameTable,
     SchemaChangeEvent,
     apply_events,
     as_spelled,
@@ -262,9 +263,11 @@ def _transactions(
             if change is not None:
                 yield dataclasses.replace(change, resume_at=resume_point(event.packet.log_pos))
                 decoders.evolve(change.events)
-                for event in change.events:
+                for event in change.events:  # the names its tables have from here on
                     if isinstance(event, CreateTable):
                         watched.add(event.table_id)
+                    elif isinstance(event, RenameTable):
+                        watched.add(event.new_table_id)
                 began = None
 
 

@@ -541,23 +541,33 @@ class PipelineRunner:
             splits = [s for schema in schemas for s in split_table(conn, schema, source.chunk_size)]
         finally:
             conn.close()
+        # A name the target holds already (a swap's rename skipped under `ignore`): the
+        # table joins onto the target's columns, projected; any other is created.
+        kept = {t: schema for t, schema in self.state.targets.items() if t in joining}
         writer = self.sink.writer()
         try:
             for schema in schemas:
-                writer.apply_schema_change(
-                    f"capture:{schema.table_id}@{split.offset}", [create_table_event(schema)], {}
-                )
+                if schema.table_id not in kept:
+                    writer.apply_schema_change(
+                        f"capture:{schema.table_id}@{split.offset}", [create_table_event(schema)], {}
+                    )
         finally:
             writer.close()
         plan = SnapshotAssignerState.plan(schemas, splits, planned_at)
         server_id = source.server_ids.pick(min(1, len(source.server_ids) - 1))  # the reader has the first
-        tasks = [SplitTask(s, plan.tables[s.table_id], self.endpoint, server_id, source.fetch_size) for s in splits]
-        for result in self.sink.write_splits_now(tasks, read_splits):
-            plan.record(result.split_id, result.high_watermark, result.rows)
+        for schema in schemas:
+            tasks = [
+                SplitTask(s, plan.tables[s.table_id], self.endpoint, server_id, source.fetch_size)
+                for s in splits
+                if s.table_id == schema.table_id
+            ]
+            read = reads_onto(kept[schema.table_id]) if schema.table_id in kept else read_splits
+            for result in self.sink.write_splits_now(tasks, read):
+                plan.record(result.split_id, result.high_watermark, result.rows)
         split.watermarks.update(plan.binlog_split().watermarks)
+        targets = {**self.state.targets, **plan.tables, **kept}
         self.state.tables = {**(self.state.tables or {}), **plan.tables}
-        if self.state.target_tables is not None:
-            self.state.target_tables = {**self.state.target_tables, **plan.tables}
+        self.state.target_tables = None if targets == self.state.tables else targets
         self.state.joining = []
         self.state.binlog = split
         self.store.save(self.state)

@@ -23,7 +23,7 @@ from sluice.coordinator.schema_change import (
     short_statement,
 )
 from sluice.errors import SchemaDrift, SluiceError
-from sluice.event.schema_change import RenameTable, SchemaChangeEvent
+from sluice.event.schema_change import CreateTable, DropTable, RenameTable, SchemaChangeEvent
 from sluice.failpoints import failpoint
 from sluice.pipeline.definition import PipelineDefinition
 from sluice.runtime.binlog_phase import Resumed
@@ -37,6 +37,24 @@ from sluice.state.state_store import StateStore
 log = logging.getLogger(__name__)
 
 APPROVAL_POLL_SECONDS = 1.0  # how often a waiting `manual` change reads the approvals again
+
+
+def _renamed_into_the_capture(events: Sequence[SchemaChangeEvent], known: Collection[str]) -> list[RenameTable]:
+    """The renames of tables the capture did not have, judged clause by clause (`RENAME
+    TABLE a1 TO a2, a2 TO a3` moves a captured table twice). Such a table is new to the
+    target: it joins the capture after the change, with a snapshot of its own."""
+    present, joined = set(known), []
+    for event in events:
+        if isinstance(event, RenameTable) and event.table_id not in present:
+            joined.append(event)
+        elif isinstance(event, RenameTable):
+            present.discard(event.table_id)
+            present.add(event.new_table_id)
+        elif isinstance(event, CreateTable):
+            present.add(event.table_id)
+        elif isinstance(event, DropTable):
+            present.discard(event.table_id)
+    return joined
 
 
 class SchemaChangeHandler:
@@ -70,9 +88,7 @@ class SchemaChangeHandler:
         """Resolves `change` and moves `split` past it; None when the pipeline stops while
         the change waits for approval. Raises SluiceError where the pipeline stops before it."""
         known = self.state.tables or {}
-        # A table renamed into `tables` is new to the target: it joins the capture after the
-        # change (it is no change of a table the target has).
-        joined = [e for e in change.events if isinstance(e, RenameTable) and e.table_id not in known]
+        joined = _renamed_into_the_capture(change.events, known)
         events = tuple(e for e in change.events if e not in joined)
         inflight = self.state.schema_change
         reread = change.reread if self.definition.schema_change_behavior != "ignore" else ()

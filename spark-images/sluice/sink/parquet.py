@@ -223,10 +223,9 @@ class _SplitResults(AccumulatorParam):
 
 
 def _snapshot_rows(
-    tasks: list[SplitTask], read: ReadSplits, results: Any, commit: int, rules: TargetValues
+    tasks: list[SplitTask], read: ReadSplits, results: Any, commit: int, rules: TargetValues, schema: TableSchema
 ) -> Iterator[tuple[Any, ...]]:
-    """Runs on an executor: the splits' rows as changelog rows, results to the accumulator."""
-    schema = tasks[0].schema
+    """Runs on an executor: the splits' rows as changelog rows (in `schema`), results to the accumulator."""
     convert = spark_values(schema, rules)
     finished: list[SplitResult] = []
     index = 0
@@ -301,7 +300,7 @@ class ParquetSink(Sink):
     def write_snapshot_job(self, sc: SparkContext, tasks: list[SplitTask], read: ReadSplits) -> list[SplitResult]:
         """One Spark job: executors read the splits (one table) and Spark's writer writes them."""
         spark = self._session()
-        schema = tasks[0].schema
+        schema = getattr(read, "onto", None) or tasks[0].schema  # the columns the read gives
         name = f"snapshot-{tasks[0].split.index:06d}-{uuid.uuid4().hex[:8]}"
         directory = f"{schema.database}/{schema.table}/{name}"
         results = spark.sparkContext.accumulator([], _SplitResults())
@@ -312,7 +311,7 @@ class ParquetSink(Sink):
         commit = binlog["commit"] + 1 if binlog else SNAPSHOT_COMMIT
         rules = self.values  # not the sink (its Spark session does not ship)
         rows = spark.sparkContext.parallelize([tasks], 1).flatMap(
-            lambda t: _snapshot_rows(t, read, results, commit, rules)
+            lambda t: _snapshot_rows(t, read, results, commit, rules, schema)
         )
         spark.createDataFrame(rows, changelog_schema(schema)).write.parquet(str(self.path / directory))
         finished: list[SplitResult] = results.value

@@ -392,4 +392,5 @@ def reads_onto(target: TableSchema) -> ReadSplits:
                 target, _Projected(split.rows, project), split.high_watermark, split.covered, split.replaces
             )
 
+    read.onto = target  # type: ignore[attr-defined]  # for a sink that must name its columns first (parquet)
     return read

@@ -626,3 +626,91 @@ def test_ddl_the_parser_cannot_read_reaches_every_target_through_the_next_table_
         },
         target_tables({"t", "n"}, postgres_table(postgresql, source_db), mariadb_table(mariadb_target, source_db)),
     )
+
+
+SWAP = [
+    "CREATE TABLE t_new LIKE t",
+    "ALTER TABLE t_new ADD COLUMN w INT",
+    "INSERT INTO t_new (id, v, w) SELECT id, v, 7 FROM t",
+    "RENAME TABLE t TO t_old, t_new TO t",  # the cut-over of gh-ost and pt-online-schema-change
+    "INSERT INTO t VALUES (5000, 1, 2)",
+    "UPDATE t SET v = -1 WHERE id < 10",
+]
+
+
+@pytest.mark.parametrize("behavior", ["evolve", "lenient", "ignore"])
+def test_a_table_swapped_by_one_rename_statement_goes_on_with_the_new_table(
+    tmp_path, mariadb, mariadb_target, postgresql, source_db, behavior
+):
+    """RENAME TABLE t TO t_old, t_new TO t: t leaves the capture and the new t joins it, in
+    one pause; the target's t is the new t from the cut-over on (under ignore, projected
+    onto the columns the target kept), and every row after it arrives."""
+    mariadb.execute(
+        "CREATE TABLE t (id INT PRIMARY KEY, v INT)",
+        "INSERT INTO t VALUES " + ", ".join(f"({i}, {i})" for i in range(1000)),
+        database=source_db,
+    )
+    lake = tmp_path / "lake"
+    first_id = 7400 + 10 * ["evolve", "lenient", "ignore"].index(behavior)
+    sinks = every_sink(postgresql, mariadb_target, lake, first_id)
+    options = {"schema.change.behavior": behavior}
+    pipelines = pipeline_per_sink(tmp_path, mariadb, f"{source_db}.t", sinks, f"swap-{behavior}", options)
+    kept = ("id", "v") if behavior == "ignore" else ("id", "v", "w")
+
+    def source() -> dict:
+        rows = compare.source_rows(mariadb, source_db, "t")
+        return {"t": {r[0]: dict(zip(kept, r, strict=False)) for r in rows}}
+
+    stream_until_equal(
+        pipelines,
+        sluice_env(mariadb, postgresql, mariadb_target),
+        lambda: mariadb.execute(*SWAP, database=source_db),
+        source,
+        {
+            "postgres": lambda: {"t": postgres_table(postgresql, source_db)("t")},
+            "mariadb": lambda: {"t": mariadb_table(mariadb_target, source_db)("t")},
+            "parquet": lambda: {"t": parquet_table(lake, source_db)("t")},
+        },
+    )
+
+
+@pytest.mark.parametrize("behavior", ["evolve", "lenient"])
+def test_a_chain_of_renames_in_one_statement_and_an_alter_rename_keep_every_row(
+    tmp_path, mariadb, mariadb_target, postgresql, source_db, behavior
+):
+    """`RENAME TABLE a1 TO a2, a2 TO a3` moves a1 twice, clause by clause; ALTER TABLE ...
+    RENAME moves it again. The rows written under each name arrive under the last one."""
+    mariadb.execute(
+        "CREATE TABLE a1 (id INT PRIMARY KEY, v INT)",
+        "INSERT INTO a1 VALUES " + ", ".join(f"({i}, {i})" for i in range(100)),
+        database=source_db,
+    )
+    sinks = every_sink(postgresql, mariadb_target, tmp_path / "lake", 7440 + 10 * ["evolve", "lenient"].index(behavior))
+    sinks.pop("parquet")
+    options = {"schema.change.behavior": behavior}
+    pipelines = pipeline_per_sink(tmp_path, mariadb, f"{source_db}.a\\d", sinks, f"chain-{behavior}", options)
+
+    def renames() -> None:
+        mariadb.execute(
+            "UPDATE a1 SET v = -1 WHERE id = 1",
+            "RENAME TABLE a1 TO a2, a2 TO a3",
+            "INSERT INTO a3 VALUES (100, 100)",
+            "ALTER TABLE a3 RENAME TO a4",
+            "DELETE FROM a4 WHERE id = 2",
+            "UPDATE a4 SET id = 1000 WHERE id = 3",
+            database=source_db,
+        )
+
+    def source() -> dict:
+        return {"a4": {r[0]: {"id": r[0], "v": r[1]} for r in compare.source_rows(mariadb, source_db, "a4")}}
+
+    stream_until_equal(
+        pipelines,
+        sluice_env(mariadb, postgresql, mariadb_target),
+        renames,
+        source,
+        {
+            "postgres": lambda: {"a4": postgres_table(postgresql, source_db)("a4")},
+            "mariadb": lambda: {"a4": mariadb_table(mariadb_target, source_db)("a4")},
+        },
+    )
