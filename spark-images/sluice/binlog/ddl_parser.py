@@ -56,6 +56,7 @@ _NO_COLUMN_CHANGE = (
 _MAINTENANCE = re.compile(
     r"^\s*(?:REPAIR|CHECK|CHECKSUM|OPTIMIZE|ANALYZE)\s+(?:NO_WRITE_TO_BINLOG\s+|LOCAL\s+)?TABLES?\b", re.IGNORECASE
 )
+_COMMENT = re.compile(r"/\*(?![!M]).*?\*/", re.DOTALL)  # not /*! ... */, whose text MySQL runs
 _RENAME_TABLES = re.compile(r"^\s*RENAME\s+TABLES?\s+(.+)$", re.IGNORECASE | re.DOTALL)
 _NAME = r"(?:`(?:[^`]|``)+`|[\w$]+)"
 _RENAME_PAIR = re.compile(rf"^\s*({_NAME}(?:\s*\.\s*{_NAME})?)\s+TO\s+({_NAME}(?:\s*\.\s*{_NAME})?)\s*$", re.IGNORECASE)
@@ -160,12 +161,13 @@ class _TableNames:
 def _parse_ddl(
     statement: str, default_database: str, captured: Captured, known: KnownTables, mariadb: bool
 ) -> list[SchemaChangeEvent]:
-    if _MAINTENANCE.match(statement):
+    bare = _COMMENT.sub(" ", statement)  # `rename /* gh-ost */ table ...`: what the patterns below read
+    if _MAINTENANCE.match(bare):
         return []
-    renamed = _RENAME_TABLES.match(statement)
+    renamed = _RENAME_TABLES.match(bare)
     if renamed:
         return _rename_tables(renamed.group(1), default_database, captured, statement)
-    if _PARTITIONING.match(statement):  # sqlglot reads partitioning partly, and not as Sluice needs
+    if _PARTITIONING.match(bare):  # sqlglot reads partitioning partly, and not as Sluice needs
         gone = _PARTITION_ROWS_GONE.match(statement)
         if gone:
             named = [gone.group(1), *re.findall(rf"\bWITH\s+TABLE\s+({_NAME}(?:\s*\.\s*{_NAME})?)", statement, re.I)]

@@ -13,8 +13,10 @@ reader started there skips the rows before it.
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 import pymysql
 from pymysqlreplication.event import (
@@ -36,6 +38,7 @@ from sluice.binlog.ddl_parser import (
 from sluice.binlog.event_reader import RowsEvent, WatchedTables, event_start, open_stream, rows_event
 from sluice.binlog.event_stream import BinlogRowsEvent
 from sluice.binlog.gtid_state import GtidState, gtid_state
+from sluice.binlog.online_schema_change import Migration, altered, cut_over, shadowed, started
 from sluice.binlog.row_image_decoder import RowImageDecoders
 from sluice.binlog.table_map_layout import as_the_server_spells, layout_change
 from sluice.errors import PositionPurged, SourceError, SourceUnavailable
@@ -49,6 +52,7 @@ from sluice.event.schema_change import (
     as_spelled,
     is_reflected,
 )
+from sluice.pipeline.table_selector import is_tool_table
 from sluice.source.connection import SourceEndpoint, connect
 from sluice.source.offset import BinlogOffset
 from sluice.source.schema import TableSchema, read_table_schema
@@ -92,6 +96,7 @@ class SchemaChange:
     timestamp: int
     reread: tuple[str, ...] = ()  # tables whose rows it changed without row events
     unread: tuple[str, ...] = ()  # tables whose layout their next table map will tell
+    migrations: Mapping[str, Any] | None = None  # the online schema changes in progress after it (state)
     relaid: bool = False  # the events come from a table map (then `reread` is where the sink can)
     undecided: str = ""  # why the table map leaves the change open: it waits for approval
 
@@ -114,11 +119,14 @@ def read_transactions(
     by_gtid: bool = False,
     captured: Captured | None = None,
     lower_case_table_names: int = 0,
+    migrations: Mapping[str, Any] | None = None,
 ) -> Iterator[Transaction | SchemaChange | Heartbeat]:
     """Transactions from `start` (its file/position, or after its GTID set if `by_gtid`): up
     to `stop_at` if given, else following the binlog. With `captured`, a DDL on a captured
     table comes as a SchemaChange between the transactions around it (table names in it
-    resolved as the server's `lower_case_table_names` says)."""
+    resolved as the server's `lower_case_table_names` says). `migrations`: gh-ost's and
+    pt-osc's migrations in progress (the state's), to read their statements as the one
+    schema change each makes; None: read them as any other statement."""
     decoders = RowImageDecoders(schemas)
     watched = WatchedTables(schemas)
     stream = open_stream(
@@ -140,6 +148,8 @@ def read_transactions(
         ddl = None
         if captured is not None:
             ddl = _DdlReader(captured, decoders, watched, mariadb, lower_case_table_names, endpoint)
+            if migrations is not None:  # scan.parse.online.schema.changes.enabled
+                ddl.migrations = {t: Migration.from_json(m) for t, m in migrations.items()}
         yield from _transactions(stream, decoders, watched, stop_at, gtids, resume_after, ddl)
     except pymysql.err.OperationalError as exc:
         where = f"after GTID set {start.gtid}" if by_gtid else f"from {start}"
@@ -271,6 +281,10 @@ def _transactions(
                 began = None
 
 
+_NOT_A_STEP = object()  # a statement that is no step of a migration tool's
+_TOOL_TABLE = re.compile(r"\b_\w+_(?:gho|new|ghc|del|old)\b", re.IGNORECASE)
+
+
 class _DdlReader:
     """Reads the DDL of QueryEvents against the reader's own schemas, and where a statement
     on a captured table cannot be read, the table maps of the tables it names."""
@@ -293,6 +307,7 @@ class _DdlReader:
         self.lower_case_table_names = lower_case_table_names
         self.unread: dict[str, str] = {}  # table id: the statement its next table map explains
         self._maps: dict[str, object] = {}  # table id: the table map last compared
+        self.migrations: dict[str, Migration] | None = None  # by the table migrated; None: option off
 
     def schema_change(self, event: QueryEvent, start: BinlogOffset) -> SchemaChange | None:
         """The DDL in `event` (starting at `start`) as a SchemaChange, if it changes a
@@ -301,6 +316,10 @@ class _DdlReader:
         tables it found as they are now."""
         database = event.schema.decode() if isinstance(event.schema, bytes) else str(event.schema or "")
         decoders = self.decoders
+        if self.migrations is not None and _TOOL_TABLE.search(event.query):
+            step = self._migration_step(event, database, start)
+            if step is not _NOT_A_STEP:
+                return step  # type: ignore[return-value]
         try:
             parsed = parse_ddl(
                 event.query, database, self.captured, decoders, self.mariadb, self.lower_case_table_names
@@ -317,6 +336,51 @@ class _DdlReader:
         if not events:
             return None
         return SchemaChange(start, start, event.query, events, event.timestamp)
+
+    def _migration_step(self, event: QueryEvent, database: str, start: BinlogOffset) -> SchemaChange | None | object:
+        """A statement of gh-ost's or pt-osc's on a captured table's shadow: the migration
+        moved on (a SchemaChange with no events, for the state), finished at its cut-over
+        (the table's SchemaChange), or nothing (their other tables); _NOT_A_STEP for any
+        other statement."""
+        assert self.migrations is not None
+        tables = {t: s for t in self.decoders.table_ids() if (s := self.decoders.schema(t)) is not None}
+        shadows = {m.shadow.table_id: m.shadow for m in self.migrations.values()}
+        try:
+            events = parse_ddl(
+                event.query,
+                database,
+                lambda d, t: True,
+                TableSchemas({**tables, **shadows}),
+                self.mariadb,
+                self.lower_case_table_names,
+            )
+        except ValueError:
+            return _NOT_A_STEP
+
+        def notice() -> SchemaChange:
+            progress = {t: m.to_json() for t, m in self.migrations.items()}  # type: ignore[union-attr]
+            return SchemaChange(start, start, event.query, (), event.timestamp, migrations=progress)
+
+        if (migration := started(events, tables)) is not None:
+            self.migrations[migration.table_id] = migration
+            return notice()
+        on = {shadowed(e.table_id) for e in events}
+        if len(on) == 1 and (original := on.pop()) in self.migrations:
+            self.migrations[original] = altered(self.migrations[original], event.query, events)
+            return notice()
+        finished = cut_over(events, self.migrations)
+        if finished is not None:
+            for migration in finished:
+                del self.migrations[migration.table_id]
+            if not finished:
+                return None  # t moved aside: the next rename swaps the shadow in
+            changes = tuple(e for m in finished for e in m.events)
+            said = "; ".join([*(s for m in finished for s in m.statements), event.query])
+            progress = {t: m.to_json() for t, m in self.migrations.items()}
+            return SchemaChange(start, start, said, changes, event.timestamp, migrations=progress)
+        if all(is_tool_table(e.table_id.split(".", 1)[1]) for e in events):
+            return None  # a changelog table, an old table dropped, a shadow given up
+        return _NOT_A_STEP
 
     def table_map_change(self, event: BinlogRowsEvent, start: BinlogOffset) -> SchemaChange | None:
         """The change a rows event's table map shows against the reader's layout of its

@@ -28,7 +28,7 @@ from sluice.pipeline.options import (
 )
 from sluice.pipeline.options import duration as duration_check
 from sluice.pipeline.schema_change_types import accepted_types, event_types
-from sluice.pipeline.table_selector import TableSelector, parse_patterns
+from sluice.pipeline.table_selector import TableSelector, is_tool_table, parse_patterns
 from sluice.pipeline.time_zone import parse_zone_id
 
 STARTUP_MODES = (
@@ -65,6 +65,12 @@ SOURCE_OPTIONS = [
         bool,
         True,
         description="the driver reads snapshot splits while Spark starts (false: executors read every split)",
+    ),
+    Option(
+        "scan.parse.online.schema.changes.enabled",
+        bool,
+        False,
+        description="read a gh-ost or pt-online-schema-change migration as one schema change at its cut-over",
     ),
     Option("heartbeat.interval", str, "30s", check=duration_check),
     Option("connect.timeout", str, "30s", check=duration_check),
@@ -184,6 +190,7 @@ class SourceConfig:
     username: str
     password: str = field(repr=False)
     tables: TableSelector
+    online_schema_changes: bool  # a migration tool's statements read as one schema change
     server_ids: ServerIdRange
     server_time_zone: str  # a Java ZoneId; how the values sink shows TIMESTAMPs (they are instants)
     startup: StartupOptions
@@ -343,12 +350,14 @@ def _source(values: dict[str, Any]) -> SourceConfig:
             "source.scan.startup.timestamp-millis: scan.startup.mode timestamp needs a positive "
             "epoch-milliseconds value"
         )
+    online_schema_changes = values["scan.parse.online.schema.changes.enabled"]
     return SourceConfig(
         hostname=values["hostname"],
         port=values["port"],
         username=values["username"],
         password=values["password"],
-        tables=TableSelector(include, exclude),
+        tables=TableSelector(include, exclude, is_tool_table if online_schema_changes else None),
+        online_schema_changes=online_schema_changes,
         server_ids=_server_ids(values["server-id"]),
         server_time_zone=values["server-time-zone"],
         startup=startup,

@@ -7,6 +7,7 @@ is not ambiguous: the escaped dot is regex "any character", the bare one the sep
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from sluice.errors import DefinitionError
@@ -22,12 +23,26 @@ class TablePattern:
         return bool(self.database.fullmatch(database) and self.table.fullmatch(table))
 
 
+# The tables of gh-ost and pt-online-schema-change migrating a table t (binlog/online_schema_change.py).
+SHADOW = re.compile(r"^_(.+)_(gho|new)$")  # the altered copy: gh-ost's ghost table, pt-osc's new table
+LEFTOVER = re.compile(r"^_(.+)_(ghc|del|old)$")  # gh-ost's changelog and old table, pt-osc's old table
+
+
+def is_tool_table(table: str) -> bool:
+    """A table of a migration tool's: never captured with scan.parse.online.schema.changes.enabled."""
+    return bool(SHADOW.match(table) or LEFTOVER.match(table))
+
+
 @dataclass(frozen=True)
 class TableSelector:
     include: tuple[TablePattern, ...]
     exclude: tuple[TablePattern, ...] = ()
+    # scan.parse.online.schema.changes.enabled: gh-ost's and pt-osc's tables are never selected
+    without: Callable[[str], bool] | None = None
 
     def selects(self, database: str, table: str) -> bool:
+        if self.without is not None and self.without(table):
+            return False
         return any(p.matches(database, table) for p in self.include) and not any(
             p.matches(database, table) for p in self.exclude
         )

@@ -75,6 +75,7 @@ def run_binlog_phase(
     captured: Captured | None = None,
     on_schema_change: Callable[[SchemaChange, BinlogSplit], Resumed | None] | None = None,
     targets: Mapping[str, TableSchema] | None = None,
+    migrations: Mapping[str, Any] | None = None,
 ) -> None:
     """Reads from split.offset until stop_at (bounded) or until `stopping` is set.
 
@@ -86,7 +87,8 @@ def run_binlog_phase(
     gives the source's and the target's schemas from then on; it raises to stop the
     pipeline there, and gives None when the pipeline stops while the change waits.
     `targets`: the target's schemas where they differ from the source's (rows are
-    projected onto them).
+    projected onto them). `migrations`: the online schema changes in progress, when the
+    pipeline reads them as such (scan.parse.online.schema.changes.enabled), else None.
 
     skip_before_millis: transactions from seconds before this (scan.startup.mode timestamp)
     only advance the offset; those of the starting second itself are kept, never lost.
@@ -110,8 +112,10 @@ def run_binlog_phase(
             by_gtid=by_gtid,
             captured=captured if on_schema_change is not None else None,
             lower_case_table_names=lower_case_table_names,
+            migrations=migrating,
         )
 
+    migrating = migrations  # as the reader has them: a reader started again starts from these
     reader = ReaderProcess(transactions)
     sources = schemas  # what rows are decoded with, as schema changes move it
     reader.start(split.offset, sources, resumes_by_gtid(split, stop_at))
@@ -193,6 +197,8 @@ def run_binlog_phase(
                     commit()  # the flush: everything before the DDL is in the target
                 settle()
                 resumed = on_schema_change(item, split)
+                if item.migrations is not None and migrations is not None:
+                    migrating = item.migrations
                 if resumed is None:
                     break  # stopped while the change waited: the next run takes it up again
                 tables.update(resumed.sources, resumed.targets)

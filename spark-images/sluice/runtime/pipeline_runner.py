@@ -441,6 +441,7 @@ class PipelineRunner:
                 captured=source.tables.selects,
                 on_schema_change=changes.handle,
                 targets=self.state.targets,
+                migrations=self.state.migrations if source.online_schema_changes else None,
             )
         finally:
             if online is not None:

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
+from typing import Any
 
 from sluice.binlog.binlog_split import BinlogSplit
 from sluice.binlog.transaction_reader import SchemaChange
@@ -83,11 +84,17 @@ class SchemaChangeHandler:
         # Reads tables again, range by range, into the target as of its position (a sink
         # that cannot: None). For DDL that changes rows without row events.
         self.reread = reread
+        self._migrations: Mapping[str, Any] | None = None  # in progress after the change being resolved
 
     def handle(self, change: SchemaChange, split: BinlogSplit) -> Resumed | None:
         """Resolves `change` and moves `split` past it; None when the pipeline stops while
         the change waits for approval. Raises SluiceError where the pipeline stops before it."""
         known = self.state.tables or {}
+        if change.migrations is not None and not change.events:  # an online schema change moved on
+            self.state.migrations = dict(change.migrations)
+            self.store.save(self.state)
+            return Resumed(known, self.state.targets)
+        self._migrations = change.migrations
         joined = _renamed_into_the_capture(change.events, known)
         events = tuple(e for e in change.events if e not in joined)
         inflight = self.state.schema_change
@@ -223,6 +230,8 @@ class SchemaChangeHandler:
         self.state.phase = "Streaming"
         self.state.binlog = split
         self.state.joining = [*self.state.joining, *joined]
+        if self._migrations is not None:  # an online schema change's cut-over: the migration is done
+            self.state.migrations, self._migrations = dict(self._migrations), None
         self.store.save(self.state)
         failpoint("schema-change:Resumed")
         return Resumed(sources, targets)

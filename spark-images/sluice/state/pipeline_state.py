@@ -29,6 +29,7 @@ class PipelineState:
     adding_tables: list[str] = field(default_factory=list)  # tables added to a streaming pipeline, being snapshotted
     joining: list[str] = field(default_factory=list)  # tables renamed into `tables`, to snapshot where the DDL was
     rereading: list[str] = field(default_factory=list)  # tables to read again after their next schema change
+    migrations: dict[str, Any] = field(default_factory=dict)  # gh-ost/pt-osc migrations before their cut-over
     binlog: BinlogSplit | None = None
     stop_at: BinlogOffset | None = None  # a bounded run's end (scan.startup.mode snapshot)
     schema_change: SchemaChangeInFlight | None = None
@@ -50,6 +51,7 @@ class PipelineState:
             "adding_tables": self.adding_tables or None,
             "joining": self.joining or None,
             "rereading": self.rereading or None,
+            "migrations": self.migrations or None,
             "binlog": self.binlog.to_json() if self.binlog else None,
             "stop_at": self.stop_at.to_json() if self.stop_at else None,
             "schema_change": self.schema_change.to_json() if self.schema_change else None,
@@ -72,6 +74,7 @@ class PipelineState:
             adding_tables=list(data.get("adding_tables", [])),
             joining=list(data.get("joining", [])),
             rereading=list(data.get("rereading", [])),
+            migrations=dict(data.get("migrations", {})),
             binlog=BinlogSplit.from_json(data["binlog"]) if "binlog" in data else None,
             stop_at=BinlogOffset.from_json(data["stop_at"]) if "stop_at" in data else None,
             schema_change=SchemaChangeInFlight.from_json(data["schema_change"]) if "schema_change" in data else None,

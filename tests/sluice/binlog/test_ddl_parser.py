@@ -99,6 +99,11 @@ def test_create_truncate_drop_and_rename_tables():
         RenameTable("app.other", "app.t3"),  # renamed into the capture
     ]
     assert parse("ALTER TABLE t1 RENAME TO archive.t1") == [RenameTable("app.t1", "archive.t1")]
+    # gh-ost's cut-over, its comment and all (it was read as no statement at all)
+    assert parse("rename /* gh-ost */ table `app`.`t1` to `app`.`_t1_del`, `app`.`_t1_gho` to `app`.`t1`") == [
+        RenameTable("app.t1", "app._t1_del"),
+        RenameTable("app._t1_gho", "app.t1"),
+    ]
 
 
 def test_what_cannot_be_read_on_a_captured_table_is_refused_naming_the_statement():

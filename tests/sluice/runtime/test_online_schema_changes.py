@@ -1,0 +1,196 @@
+"""gh-ost and pt-online-schema-change migrate a captured table while it takes writes. With
+scan.parse.online.schema.changes.enabled the migration is one schema change of the table,
+applied at the cut-over: the target gets the ALTER once, never the shadow's row copy, and
+reads nothing again. The target ends equal to the source, new column and all.
+
+pt-online-schema-change is the real tool (Debian's percona-toolkit). gh-ost has no package
+here: its statement sequence is replayed as its documentation and code give it (the
+ghost and changelog tables, the chunked row copy, the applier's writes from the binlog,
+the sentry table and the atomic cut-over rename), on the real MariaDB."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import threading
+import time
+
+from tests.harness import compare
+from tests.harness.pipelines import mysql_sink, pipeline_per_sink, postgres_sink, sluice_env, stream_until_equal
+from tests.sluice.runtime.test_schema_evolution import mariadb_table, postgres_table
+
+ROWS = 2000
+
+
+def _pipelines(tmp_path, mariadb, postgresql, mariadb_target, source_db, prefix: str, first_id: int):
+    sinks = {
+        "postgres": (postgres_sink(postgresql), f"{first_id}-{first_id + 1}"),
+        "mariadb": (mysql_sink(mariadb_target), f"{first_id + 2}-{first_id + 3}"),
+    }
+    options = {"schema.change.behavior": "evolve"}
+    return pipeline_per_sink(
+        tmp_path,
+        mariadb,
+        f"{source_db}.\\.*",  # the tools' own tables match too: the option leaves them out
+        sinks,
+        prefix,
+        options,
+        **{"scan.parse.online.schema.changes.enabled": True},
+    )
+
+
+def _source(mariadb, source_db) -> dict:
+    rows = compare.source_rows(mariadb, source_db, "t")
+    return {"t": {r[0]: {"id": r[0], "v": r[1], "w": r[2]} for r in rows}}
+
+
+def _targets(postgresql, mariadb_target, source_db) -> dict:
+    return {
+        "postgres": lambda: {"t": postgres_table(postgresql, source_db)("t")},
+        "mariadb": lambda: {"t": mariadb_table(mariadb_target, source_db)("t")},
+    }
+
+
+def _binlog_rows(said: str) -> int:
+    """The changelog rows the pipeline wrote in its binlog phase, as its last progress line
+    says (an update is two: its before and after images)."""
+    return int(re.findall(r"binlog: stopped at \S+, ([\d,]+) rows", said)[-1].replace(",", ""))
+
+
+def _applied_once(said: str) -> None:
+    applied = re.findall(r"applied to the target: (.*)", said)
+    assert len(applied) == 1 and "AddColumnEvent" in applied[0] and "`w` INT NOT NULL" in applied[0], said
+    assert "read again" not in said and "_t_gho" not in applied[0] and "_t_new" not in applied[0], said
+
+
+def test_a_gh_ost_migration_is_one_schema_change_at_its_cut_over(
+    tmp_path, mariadb, postgresql, mariadb_target, source_db
+):
+    mariadb.execute(
+        "CREATE TABLE t (id INT PRIMARY KEY, v INT)",
+        "INSERT INTO t VALUES " + ", ".join(f"({i}, {i})" for i in range(ROWS)),
+        database=source_db,
+    )
+    pipelines = _pipelines(tmp_path, mariadb, postgresql, mariadb_target, source_db, "gh-ost", 7460)
+    db = f"`{source_db}`"
+    changes = 0
+
+    def migrate() -> None:
+        nonlocal changes
+        mariadb.execute(
+            f"DROP TABLE IF EXISTS {db}.`_t_gho`",
+            f"DROP TABLE IF EXISTS {db}.`_t_del`",
+            f"DROP TABLE IF EXISTS {db}.`_t_ghc`",
+            f"create /* gh-ost */ table {db}.`_t_ghc` (id bigint auto_increment, last_update timestamp not null "
+            "DEFAULT CURRENT_TIMESTAMP ON UPDATE CURRENT_TIMESTAMP, hint varchar(64) charset ascii not null, "
+            "value varchar(4096) charset ascii not null, primary key(id), unique key hint_uidx(hint)) "
+            "auto_increment=256",
+            f"create /* gh-ost */ table {db}.`_t_gho` like {db}.`t`",
+            f"alter /* gh-ost */ table {db}.`_t_gho` add column w int not null default 7",
+            f"insert /* gh-ost */ into {db}.`_t_ghc` (id, hint, value) values (2, 'state', 'GhostTableMigrated') "
+            "on duplicate key update last_update=NOW(), value=VALUES(value)",
+            database=source_db,
+        )
+        for low in range(0, ROWS, 500):  # the row copy, chunk by chunk, with t's writes between
+            mariadb.execute(
+                f"insert /* gh-ost {db}.`t` */ ignore into {db}.`_t_gho` (`id`, `v`) (select `id`, `v` from "
+                f"{db}.`t` force index (`PRIMARY`) where `id` >= {low} and `id` < {low + 500} lock in share mode)",
+                f"UPDATE t SET v = -v WHERE id = {low + 1}",
+                # the applier's replay of it, from the binlog
+                f"replace /* gh-ost {db}.`_t_gho` */ into {db}.`_t_gho` (`id`, `v`, `w`) "
+                f"select id, v, 7 from t where id = {low + 1}",
+                f"DELETE FROM t WHERE id = {low + 2}",
+                f"delete /* gh-ost {db}.`_t_gho` */ from {db}.`_t_gho` where `id` = {low + 2}",
+                database=source_db,
+            )
+            changes += 3  # an update, a delete
+        mariadb.execute(
+            f"INSERT INTO t VALUES ({ROWS + 1}, 1)",
+            f"replace /* gh-ost */ into {db}.`_t_gho` (`id`, `v`, `w`) values ({ROWS + 1}, 1, 7)",
+            f"create /* gh-ost */ table {db}.`_t_del` (id int auto_increment primary key) engine=InnoDB "
+            "comment='ghost-cut-over-sentry'",
+            f"drop /* gh-ost */ table if exists {db}.`_t_del`",
+            f"rename /* gh-ost */ table {db}.`t` to {db}.`_t_del`, {db}.`_t_gho` to {db}.`t`",
+            f"drop /* gh-ost */ table if exists {db}.`_t_ghc`",
+            f"drop /* gh-ost */ table if exists {db}.`_t_del`",
+            "INSERT INTO t VALUES (9000, 9, 9)",
+            "UPDATE t SET w = 8 WHERE id = 3",
+            database=source_db,
+        )
+        changes += 4  # two inserts, an update
+
+    said = stream_until_equal(
+        pipelines,
+        sluice_env(mariadb, postgresql, mariadb_target),
+        migrate,
+        lambda: _source(mariadb, source_db),
+        _targets(postgresql, mariadb_target, source_db),
+    )
+    for name, text in said.items():
+        _applied_once(text)
+        # Every change made to t, and nothing of the shadow's copy or the applier's replay.
+        assert _binlog_rows(text) == changes, f"{name}: {text}"
+
+
+def test_a_pt_online_schema_change_migration_is_one_schema_change_at_its_cut_over(
+    tmp_path, mariadb, postgresql, mariadb_target, source_db
+):
+    assert shutil.which("pt-online-schema-change"), "install Debian's percona-toolkit (make system-deps does)"
+    mariadb.execute(
+        "CREATE TABLE t (id INT PRIMARY KEY, v INT)",
+        "INSERT INTO t VALUES " + ", ".join(f"({i}, {i})" for i in range(ROWS)),
+        database=source_db,
+    )
+    pipelines = _pipelines(tmp_path, mariadb, postgresql, mariadb_target, source_db, "pt-osc", 7470)
+    writes = {"changes": 0}
+
+    def write_during(stop: threading.Event) -> None:
+        """Writes to t while the tool copies it: its triggers carry them into _t_new."""
+        i = 0
+        while not stop.is_set():
+            mariadb.execute(f"UPDATE t SET v = v + 1 WHERE id = {i % ROWS}", database=source_db)
+            writes["changes"] += 2
+            i += 7
+            time.sleep(0.01)
+
+    def migrate() -> None:
+        stop = threading.Event()
+        writer = threading.Thread(target=write_during, args=(stop,))
+        writer.start()
+        try:
+            tool = subprocess.run(
+                [
+                    "pt-online-schema-change",
+                    "--alter",
+                    "ADD COLUMN w INT NOT NULL DEFAULT 7",
+                    f"h={mariadb.host},P={mariadb.port},u={mariadb.user},D={source_db},t=t",
+                    "--execute",
+                    "--chunk-size",
+                    "200",
+                    "--recursion-method",
+                    "none",
+                    "--no-check-replication-filters",
+                ],
+                env={"PATH": "/usr/bin:/bin", "MYSQL_PWD": mariadb.password},
+                capture_output=True,
+                text=True,
+                timeout=120,
+            )
+        finally:
+            stop.set()
+            writer.join()
+        assert tool.returncode == 0, tool.stdout + tool.stderr
+        mariadb.execute("INSERT INTO t VALUES (9000, 9, 9)", "UPDATE t SET w = 8 WHERE id = 3", database=source_db)
+        writes["changes"] += 3
+
+    said = stream_until_equal(
+        pipelines,
+        sluice_env(mariadb, postgresql, mariadb_target),
+        migrate,
+        lambda: _source(mariadb, source_db),
+        _targets(postgresql, mariadb_target, source_db),
+    )
+    for name, text in said.items():
+        _applied_once(text)
+        assert _binlog_rows(text) == writes["changes"], f"{name}: {text}"
