@@ -46,6 +46,7 @@ from sluice.event.schema_change import (
     AddColumn,
     AlterColumnType,
     CreateTable,
+    DropTable,
     RenameTable,
     SchemaChangeEvent,
     apply_events,
@@ -363,6 +364,11 @@ class _DdlReader:
 
         if (migration := started(events, tables)) is not None:
             self.migrations[migration.table_id] = migration
+            return notice()
+        given_up = [t for e in events if isinstance(e, DropTable) and (t := shadowed(e.table_id)) in self.migrations]
+        if given_up:  # the shadow dropped: begun again (a rerun of the tool) or abandoned
+            for table_id in given_up:
+                del self.migrations[table_id]
             return notice()
         on = {shadowed(e.table_id) for e in events}
         if len(on) == 1 and (original := on.pop()) in self.migrations:

@@ -10,6 +10,8 @@ the sentry table and the atomic cut-over rename), on the real MariaDB."""
 
 from __future__ import annotations
 
+import os
+import random
 import re
 import shutil
 import subprocess
@@ -17,7 +19,18 @@ import threading
 import time
 
 from tests.harness import compare
-from tests.harness.pipelines import mysql_sink, pipeline_per_sink, postgres_sink, sluice_env, stream_until_equal
+from tests.harness.pipelines import (
+    kill_pipeline,
+    mysql_sink,
+    pipeline_per_sink,
+    postgres_sink,
+    read_state,
+    sluice_env,
+    start_sluice,
+    stream_until_equal,
+    wait_until_in_binlog_phase,
+    wait_until_target_is,
+)
 from tests.sluice.runtime.test_schema_evolution import mariadb_table, postgres_table
 
 ROWS = 2000
@@ -64,6 +77,52 @@ def _applied_once(said: str) -> None:
     assert "read again" not in said and "_t_gho" not in applied[0] and "_t_new" not in applied[0], said
 
 
+def gh_ost_migration(source_db: str) -> tuple[list[str], int]:
+    """gh-ost's statements migrating t (ADD COLUMN w), with writes to t during the row copy
+    and the applier's replay of them into the ghost table; and the changelog rows t's own
+    changes make (an update is two)."""
+    db = f"`{source_db}`"
+    statements = [
+        f"DROP TABLE IF EXISTS {db}.`_t_gho`",
+        f"DROP TABLE IF EXISTS {db}.`_t_del`",
+        f"DROP TABLE IF EXISTS {db}.`_t_ghc`",
+        f"create /* gh-ost */ table {db}.`_t_ghc` (id bigint auto_increment, last_update timestamp not null "
+        "DEFAULT CURRENT_TIMESTAMP ON UPDATE CURRENT_TIMESTAMP, hint varchar(64) charset ascii not null, "
+        "value varchar(4096) charset ascii not null, primary key(id), unique key hint_uidx(hint)) "
+        "auto_increment=256",
+        f"create /* gh-ost */ table {db}.`_t_gho` like {db}.`t`",
+        f"alter /* gh-ost */ table {db}.`_t_gho` add column w int not null default 7",
+        f"insert /* gh-ost */ into {db}.`_t_ghc` (id, hint, value) values (2, 'state', 'GhostTableMigrated') "
+        "on duplicate key update last_update=NOW(), value=VALUES(value)",
+    ]
+    changes = 0
+    for low in range(0, ROWS, 500):  # the row copy, chunk by chunk, with t's writes between
+        statements += [
+            f"insert /* gh-ost {db}.`t` */ ignore into {db}.`_t_gho` (`id`, `v`) (select `id`, `v` from "
+            f"{db}.`t` force index (`PRIMARY`) where `id` >= {low} and `id` < {low + 500} lock in share mode)",
+            f"UPDATE t SET v = -v WHERE id = {low + 1}",
+            # the applier's replay of it, from the binlog
+            f"replace /* gh-ost {db}.`_t_gho` */ into {db}.`_t_gho` (`id`, `v`, `w`) "
+            f"select id, v, 7 from t where id = {low + 1}",
+            f"DELETE FROM t WHERE id = {low + 2}",
+            f"delete /* gh-ost {db}.`_t_gho` */ from {db}.`_t_gho` where `id` = {low + 2}",
+        ]
+        changes += 3  # an update, a delete
+    statements += [
+        f"INSERT INTO t VALUES ({ROWS + 1}, 1)",
+        f"replace /* gh-ost */ into {db}.`_t_gho` (`id`, `v`, `w`) values ({ROWS + 1}, 1, 7)",
+        f"create /* gh-ost */ table {db}.`_t_del` (id int auto_increment primary key) engine=InnoDB "
+        "comment='ghost-cut-over-sentry'",
+        f"drop /* gh-ost */ table if exists {db}.`_t_del`",
+        f"rename /* gh-ost */ table {db}.`t` to {db}.`_t_del`, {db}.`_t_gho` to {db}.`t`",
+        f"drop /* gh-ost */ table if exists {db}.`_t_ghc`",
+        f"drop /* gh-ost */ table if exists {db}.`_t_del`",
+        "INSERT INTO t VALUES (9000, 9, 9)",
+        "UPDATE t SET w = 8 WHERE id = 3",
+    ]
+    return statements, changes + 4  # two inserts, an update
+
+
 def test_a_gh_ost_migration_is_one_schema_change_at_its_cut_over(
     tmp_path, mariadb, postgresql, mariadb_target, source_db
 ):
@@ -73,57 +132,11 @@ def test_a_gh_ost_migration_is_one_schema_change_at_its_cut_over(
         database=source_db,
     )
     pipelines = _pipelines(tmp_path, mariadb, postgresql, mariadb_target, source_db, "gh-ost", 7460)
-    db = f"`{source_db}`"
-    changes = 0
-
-    def migrate() -> None:
-        nonlocal changes
-        mariadb.execute(
-            f"DROP TABLE IF EXISTS {db}.`_t_gho`",
-            f"DROP TABLE IF EXISTS {db}.`_t_del`",
-            f"DROP TABLE IF EXISTS {db}.`_t_ghc`",
-            f"create /* gh-ost */ table {db}.`_t_ghc` (id bigint auto_increment, last_update timestamp not null "
-            "DEFAULT CURRENT_TIMESTAMP ON UPDATE CURRENT_TIMESTAMP, hint varchar(64) charset ascii not null, "
-            "value varchar(4096) charset ascii not null, primary key(id), unique key hint_uidx(hint)) "
-            "auto_increment=256",
-            f"create /* gh-ost */ table {db}.`_t_gho` like {db}.`t`",
-            f"alter /* gh-ost */ table {db}.`_t_gho` add column w int not null default 7",
-            f"insert /* gh-ost */ into {db}.`_t_ghc` (id, hint, value) values (2, 'state', 'GhostTableMigrated') "
-            "on duplicate key update last_update=NOW(), value=VALUES(value)",
-            database=source_db,
-        )
-        for low in range(0, ROWS, 500):  # the row copy, chunk by chunk, with t's writes between
-            mariadb.execute(
-                f"insert /* gh-ost {db}.`t` */ ignore into {db}.`_t_gho` (`id`, `v`) (select `id`, `v` from "
-                f"{db}.`t` force index (`PRIMARY`) where `id` >= {low} and `id` < {low + 500} lock in share mode)",
-                f"UPDATE t SET v = -v WHERE id = {low + 1}",
-                # the applier's replay of it, from the binlog
-                f"replace /* gh-ost {db}.`_t_gho` */ into {db}.`_t_gho` (`id`, `v`, `w`) "
-                f"select id, v, 7 from t where id = {low + 1}",
-                f"DELETE FROM t WHERE id = {low + 2}",
-                f"delete /* gh-ost {db}.`_t_gho` */ from {db}.`_t_gho` where `id` = {low + 2}",
-                database=source_db,
-            )
-            changes += 3  # an update, a delete
-        mariadb.execute(
-            f"INSERT INTO t VALUES ({ROWS + 1}, 1)",
-            f"replace /* gh-ost */ into {db}.`_t_gho` (`id`, `v`, `w`) values ({ROWS + 1}, 1, 7)",
-            f"create /* gh-ost */ table {db}.`_t_del` (id int auto_increment primary key) engine=InnoDB "
-            "comment='ghost-cut-over-sentry'",
-            f"drop /* gh-ost */ table if exists {db}.`_t_del`",
-            f"rename /* gh-ost */ table {db}.`t` to {db}.`_t_del`, {db}.`_t_gho` to {db}.`t`",
-            f"drop /* gh-ost */ table if exists {db}.`_t_ghc`",
-            f"drop /* gh-ost */ table if exists {db}.`_t_del`",
-            "INSERT INTO t VALUES (9000, 9, 9)",
-            "UPDATE t SET w = 8 WHERE id = 3",
-            database=source_db,
-        )
-        changes += 4  # two inserts, an update
-
+    statements, changes = gh_ost_migration(source_db)
     said = stream_until_equal(
         pipelines,
         sluice_env(mariadb, postgresql, mariadb_target),
-        migrate,
+        lambda: mariadb.execute(*statements, database=source_db),
         lambda: _source(mariadb, source_db),
         _targets(postgresql, mariadb_target, source_db),
     )
@@ -194,3 +207,50 @@ def test_a_pt_online_schema_change_migration_is_one_schema_change_at_its_cut_ove
     for name, text in said.items():
         _applied_once(text)
         assert _binlog_rows(text) == writes["changes"], f"{name}: {text}"
+
+
+def test_a_gh_ost_migration_survives_sigkills_at_random_points(
+    tmp_path, mariadb, postgresql, mariadb_target, source_db
+):
+    """The pipelines are SIGKILLed again and again while the migration runs (before its
+    ALTER, during the copy, around the cut-over) and run again: the targets still end equal
+    to the source, the ALTER applied once."""
+    mariadb.execute(
+        "CREATE TABLE t (id INT PRIMARY KEY, v INT)",
+        "INSERT INTO t VALUES " + ", ".join(f"({i}, {i})" for i in range(ROWS)),
+        database=source_db,
+    )
+    pipelines = _pipelines(tmp_path, mariadb, postgresql, mariadb_target, source_db, "gh-ost-kills", 7480)
+    statements, _ = gh_ost_migration(source_db)
+    env = sluice_env(mariadb, postgresql, mariadb_target)
+    rng = random.Random(int(os.environ.get("SLUICE_SOAK_SEED", "25")))
+    processes = {name: start_sluice(path, state, env) for name, (path, state) in pipelines.items()}
+    deadline = time.monotonic() + 240
+    try:
+        for name, (_, state) in pipelines.items():
+            wait_until_in_binlog_phase(processes[name], state, deadline)
+
+        def migrate() -> None:
+            for statement in statements:
+                mariadb.execute(statement, database=source_db)
+                time.sleep(rng.uniform(0, 0.05))
+
+        migration = threading.Thread(target=migrate)
+        migration.start()
+        kills = 0
+        while migration.is_alive() or kills < 3:
+            time.sleep(rng.uniform(0.2, 1.0))
+            name = rng.choice(sorted(processes))
+            kill_pipeline(processes[name])
+            processes[name] = start_sluice(*pipelines[name], env)
+            kills += 1
+        migration.join()
+        want = _source(mariadb, source_db)
+        for name, rows in _targets(postgresql, mariadb_target, source_db).items():
+            wait_until_target_is(processes[name], want, rows, deadline, name)
+        for name, (_, state) in pipelines.items():
+            history = read_state(state)["schema_change_history"]
+            assert [h["statement"].split(";")[0] for h in history][-1:] == [statements[5]], (name, history)
+    finally:
+        for process in processes.values():
+            kill_pipeline(process)
