@@ -47,6 +47,7 @@ from sluice.event.schema_change import (
     DropColumn,
     DropTable,
     RenameColumn,
+    RenameTable,
     SchemaChangeEvent,
     TruncateTable,
     apply_events,
@@ -403,7 +404,8 @@ def read_changelog(path: str | Path, table_id: str) -> list[dict[str, Any]]:
     """A table's committed changelog rows in replay order (for tools and tests), in the
     table's current schema version: a row written before a schema change is read as that
     change left it (a renamed column under its new name, an added one NULL, a dropped one
-    gone), and rows before a TRUNCATE or DROP of the table are not read at all."""
+    gone), and rows before a TRUNCATE, DROP or RENAME of the table away are not read at all
+    (a table renamed onto its name, as in a swap, is read whole after it)."""
     import pyarrow.parquet as pq
 
     root = Path(path)
@@ -441,7 +443,7 @@ def read_changelog(path: str | Path, table_id: str) -> list[dict[str, Any]]:
 def _in_current_version(row: dict[str, Any], later: list[list[SchemaChangeEvent]]) -> dict[str, Any] | None:
     for events in later:
         for event in events:
-            if isinstance(event, (TruncateTable, DropTable)):
+            if isinstance(event, (TruncateTable, DropTable, RenameTable)):  # renamed: another table's now
                 return None
             if isinstance(event, AddColumn):
                 row[event.column.name] = None

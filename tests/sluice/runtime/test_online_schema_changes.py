@@ -53,6 +53,14 @@ def _pipelines(tmp_path, mariadb, postgresql, mariadb_target, source_db, prefix:
     )
 
 
+def _table_to_migrate(mariadb, source_db) -> None:
+    mariadb.execute(
+        "CREATE TABLE t (id INT PRIMARY KEY, v INT)",
+        "INSERT INTO t VALUES " + ", ".join(f"({i}, {i})" for i in range(ROWS)),
+        database=source_db,
+    )
+
+
 def _source(mariadb, source_db) -> dict:
     rows = compare.source_rows(mariadb, source_db, "t")
     return {"t": {r[0]: {"id": r[0], "v": r[1], "w": r[2]} for r in rows}}
@@ -126,11 +134,7 @@ def gh_ost_migration(source_db: str) -> tuple[list[str], int]:
 def test_a_gh_ost_migration_is_one_schema_change_at_its_cut_over(
     tmp_path, mariadb, postgresql, mariadb_target, source_db
 ):
-    mariadb.execute(
-        "CREATE TABLE t (id INT PRIMARY KEY, v INT)",
-        "INSERT INTO t VALUES " + ", ".join(f"({i}, {i})" for i in range(ROWS)),
-        database=source_db,
-    )
+    _table_to_migrate(mariadb, source_db)
     pipelines = _pipelines(tmp_path, mariadb, postgresql, mariadb_target, source_db, "gh-ost", 7460)
     statements, changes = gh_ost_migration(source_db)
     said = stream_until_equal(
@@ -150,11 +154,7 @@ def test_a_pt_online_schema_change_migration_is_one_schema_change_at_its_cut_ove
     tmp_path, mariadb, postgresql, mariadb_target, source_db
 ):
     assert shutil.which("pt-online-schema-change"), "install Debian's percona-toolkit (make system-deps does)"
-    mariadb.execute(
-        "CREATE TABLE t (id INT PRIMARY KEY, v INT)",
-        "INSERT INTO t VALUES " + ", ".join(f"({i}, {i})" for i in range(ROWS)),
-        database=source_db,
-    )
+    _table_to_migrate(mariadb, source_db)
     pipelines = _pipelines(tmp_path, mariadb, postgresql, mariadb_target, source_db, "pt-osc", 7470)
     writes = {"changes": 0}
 
@@ -215,11 +215,7 @@ def test_a_gh_ost_migration_survives_sigkills_at_random_points(
     """The pipelines are SIGKILLed again and again while the migration runs (before its
     ALTER, during the copy, around the cut-over) and run again: the targets still end equal
     to the source, the ALTER applied once."""
-    mariadb.execute(
-        "CREATE TABLE t (id INT PRIMARY KEY, v INT)",
-        "INSERT INTO t VALUES " + ", ".join(f"({i}, {i})" for i in range(ROWS)),
-        database=source_db,
-    )
+    _table_to_migrate(mariadb, source_db)
     pipelines = _pipelines(tmp_path, mariadb, postgresql, mariadb_target, source_db, "gh-ost-kills", 7480)
     statements, _ = gh_ost_migration(source_db)
     env = sluice_env(mariadb, postgresql, mariadb_target)
