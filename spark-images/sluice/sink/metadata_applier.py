@@ -122,7 +122,12 @@ def _primary_key(dialect: JdbcDialect, before: TableSchema, after: TableSchema) 
 
 
 def _rename_table(dialect: JdbcDialect, before: TableSchema, after: TableSchema) -> list[str]:
+    """The source's rename succeeded, so no table had the new name there: one the target
+    has is a table the pipeline no longer follows (renamed out of `tables` by an earlier
+    swap, and dropped at the source since, as pt-osc and gh-ost drop `_t_old`, `_t_del`).
+    It gives way, or the next swap of the table would stop the pipeline."""
     statements = [f"CREATE {dialect.container} IF NOT EXISTS {dialect.quote(after.database)}"]
+    statements.append(f"DROP TABLE IF EXISTS {dialect.target_table(after)}")
     if isinstance(dialect, PostgresDialect):
         if after.database != before.database:
             statements.append(f"ALTER TABLE {dialect.target_table(before)} SET SCHEMA {dialect.quote(after.database)}")

@@ -635,6 +635,12 @@ SWAP = [
     "RENAME TABLE t TO t_old, t_new TO t",  # the cut-over of gh-ost and pt-online-schema-change
     "INSERT INTO t VALUES (5000, 1, 2)",
     "UPDATE t SET v = -1 WHERE id < 10",
+    # The tools drop the old table, and the next migration swaps again: the name is free.
+    "DROP TABLE t_old",
+    "CREATE TABLE t_new LIKE t",
+    "INSERT INTO t_new SELECT * FROM t",
+    "RENAME TABLE t TO t_old, t_new TO t",
+    "UPDATE t SET v = -2 WHERE id = 11",
 ]
 
 
