@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Collection, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -99,6 +99,7 @@ class SchemaChange:
     unread: tuple[str, ...] = ()  # tables whose layout their next table map will tell
     migrations: Mapping[str, Any] | None = None  # the online schema changes in progress after it (state)
     relaid: bool = False  # the events come from a table map (then `reread` is where the sink can)
+    settled: tuple[str, ...] = ()  # tables whose layout this table map change settles (no longer unread)
     undecided: str = ""  # why the table map leaves the change open: it waits for approval
 
 
@@ -121,13 +122,15 @@ def read_transactions(
     captured: Captured | None = None,
     lower_case_table_names: int = 0,
     migrations: Mapping[str, Any] | None = None,
+    unread: Collection[str] = (),
 ) -> Iterator[Transaction | SchemaChange | Heartbeat]:
     """Transactions from `start` (its file/position, or after its GTID set if `by_gtid`): up
     to `stop_at` if given, else following the binlog. With `captured`, a DDL on a captured
     table comes as a SchemaChange between the transactions around it (table names in it
     resolved as the server's `lower_case_table_names` says). `migrations`: gh-ost's and
     pt-osc's migrations in progress (the state's), to read their statements as the one
-    schema change each makes; None: read them as any other statement."""
+    schema change each makes; None: read them as any other statement. `unread`: tables a
+    statement that could not be read changed (the state's), whose next table map tells how."""
     decoders = RowImageDecoders(schemas)
     watched = WatchedTables(schemas)
     stream = open_stream(
@@ -149,6 +152,7 @@ def read_transactions(
         ddl = None
         if captured is not None:
             ddl = _DdlReader(captured, decoders, watched, mariadb, lower_case_table_names, endpoint)
+            ddl.unread = dict.fromkeys(unread, "")  # their statements were read before a restart
             if migrations is not None:  # scan.parse.online.schema.changes.enabled
                 ddl.migrations = {t: Migration.from_json(m) for t, m in migrations.items()}
         yield from _transactions(stream, decoders, watched, stop_at, gtids, resume_after, ddl)
@@ -389,23 +393,23 @@ class _DdlReader:
         return _NOT_A_STEP
 
     def table_map_change(self, event: BinlogRowsEvent, start: BinlogOffset) -> SchemaChange | None:
-        """The change a rows event's table map shows against the reader's layout of its
-        table (resume_at unset), if its table map is new and differs. Every new table map is
-        compared, not only after a statement that could not be read: a run that resumed past
-        such a statement knows nothing of it."""
+        """The change a rows event's table map shows against the reader's layout of a table
+        a statement that could not be read changed (resume_at unset). Only there: elsewhere
+        the reader's layout may be ahead of the binlog (a table read whole after the
+        position, a run started at an older one), and its table maps are history."""
         table_id, table = event.table_id, event.table
-        if self._maps.get(table_id) is table or getattr(table, "key_order", None) is None:
+        if table_id not in self.unread or self._maps.get(table_id) is table:
+            return None
+        if getattr(table, "key_order", None) is None:
             return None
         self._maps[table_id] = table
         held = self.decoders.schema(table_id)
-        if held is None and table_id not in self.unread:  # not captured (or not yet: a table added)
-            return None
         if any(c.name is None for c in table.columns):  # no names: binlog_row_metadata is not FULL
             return None
-        statement = self.unread.pop(table_id, "")
+        statement = self.unread.pop(table_id)
         change = layout_change(held, table_id, table, statement)
         if not change.events:
-            return None
+            return SchemaChange(start, start, statement, (), event.timestamp, relaid=True, settled=(table_id,))
         events = as_the_server_spells(change.events, self._live(table_id))
         said = statement or f"(the table map of {table_id}'s rows at {start}: its layout changed)"
         # A column added or retyped may have given the rows there values without row events
@@ -413,7 +417,15 @@ class _DdlReader:
         filled = any(isinstance(e, (AddColumn, AlterColumnType)) for e in events)
         reread = (table_id,) if filled else ()
         return SchemaChange(
-            start, start, said, events, event.timestamp, reread, relaid=True, undecided=change.undecided
+            start,
+            start,
+            said,
+            events,
+            event.timestamp,
+            reread,
+            relaid=True,
+            settled=(table_id,),
+            undecided=change.undecided,
         )
 
     def _live(self, table_id: str) -> TableSchema | None:

@@ -20,7 +20,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -76,6 +76,7 @@ def run_binlog_phase(
     on_schema_change: Callable[[SchemaChange, BinlogSplit], Resumed | None] | None = None,
     targets: Mapping[str, TableSchema] | None = None,
     migrations: Mapping[str, Any] | None = None,
+    unread_tables: Sequence[str] = (),
 ) -> None:
     """Reads from split.offset until stop_at (bounded) or until `stopping` is set.
 
@@ -89,6 +90,7 @@ def run_binlog_phase(
     `targets`: the target's schemas where they differ from the source's (rows are
     projected onto them). `migrations`: the online schema changes in progress, when the
     pipeline reads them as such (scan.parse.online.schema.changes.enabled), else None.
+    `unread_tables`: tables a statement that could not be read changed (state.unread).
 
     skip_before_millis: transactions from seconds before this (scan.startup.mode timestamp)
     only advance the offset; those of the starting second itself are kept, never lost.
@@ -113,9 +115,11 @@ def run_binlog_phase(
             captured=captured if on_schema_change is not None else None,
             lower_case_table_names=lower_case_table_names,
             migrations=migrating,
+            unread=unread,
         )
 
     migrating = migrations  # as the reader has them: a reader started again starts from these
+    unread = list(unread_tables)
     reader = ReaderProcess(transactions)
     sources = schemas  # what rows are decoded with, as schema changes move it
     reader.start(split.offset, sources, resumes_by_gtid(split, stop_at))
@@ -185,14 +189,15 @@ def run_binlog_phase(
                     _emit(item, split, tables, batch)
                 end = item.end
                 latest_event_time = item.timestamp
-            elif isinstance(item, SchemaChange) and item.unread:  # its effect comes with the tables' next rows
-                log.warning(
-                    "binlog %s: cannot read %r; the layout of %s follows from the table map of its next rows",
-                    item.position,
-                    short_statement(item.statement),
-                    ", ".join(item.unread),
-                )
             elif isinstance(item, SchemaChange) and on_schema_change is not None:
+                if item.unread:  # its effect comes with the tables' next rows
+                    log.warning(
+                        "binlog %s: cannot read %r; the layout of %s follows from the table map of its next rows",
+                        item.position,
+                        short_statement(item.statement),
+                        ", ".join(item.unread),
+                    )
+                unread = [*(t for t in unread if t not in item.settled), *item.unread]
                 if batch or end != split.offset:
                     commit()  # the flush: everything before the DDL is in the target
                 settle()

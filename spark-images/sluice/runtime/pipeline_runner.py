@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from sluice.binlog.binlog_split import BinlogSplit
 from sluice.binlog.startup_offset import check_offset_available, startup_offset
 from sluice.errors import DefinitionError, PositionPurged, SchemaDrift, SluiceError
-from sluice.event.schema_change import create_table_event
+from sluice.event.schema_change import DropTable, create_table_event
 from sluice.failpoints import failpoint
 from sluice.pipeline.definition import PipelineDefinition, load_definition
 from sluice.runtime.binlog_phase import BinlogSettings, resumes_by_gtid, run_binlog_phase
@@ -50,6 +50,7 @@ log = logging.getLogger(__name__)
 
 SOURCE_ADDRESS = ("source.hostname", "source.port")
 CAPTURE = ("source.tables", "source.tables.exclude")  # may change once the pipeline streams
+JOIN_ATTEMPTS = 5  # reads of a table renamed into `tables` that may meet a DDL on it before one does not
 
 
 def source_endpoint(definition: PipelineDefinition) -> SourceEndpoint:
@@ -442,6 +443,7 @@ class PipelineRunner:
                 on_schema_change=changes.handle,
                 targets=self.state.targets,
                 migrations=self.state.migrations if source.online_schema_changes else None,
+                unread_tables=self.state.unread,
             )
         finally:
             if online is not None:
@@ -530,6 +532,35 @@ class PipelineRunner:
         if not joining:
             self.state.joining = []
             return False
+        # A name the target holds already (a swap's rename skipped under `ignore`): the
+        # table joins onto the target's columns, projected; any other is created.
+        kept = {t: schema for t, schema in self.state.targets.items() if t in joining}
+        for attempt in range(JOIN_ATTEMPTS):
+            try:
+                plan = self._snapshot_joining(joining, kept, split, attempt)
+                break
+            except SchemaDrift as drift:  # a DDL on it while it was read: read it again, as it is now
+                if attempt + 1 == JOIN_ATTEMPTS:
+                    raise
+                sys.stderr.write(f"capture: {drift.table_id} changed while it was read: reading it again\n")
+        split.watermarks.update(plan.binlog_split().watermarks)
+        targets = {**self.state.targets, **plan.tables, **kept}
+        self.state.tables = {**(self.state.tables or {}), **plan.tables}
+        self.state.target_tables = None if targets == self.state.tables else targets
+        self.state.joining = []
+        self.state.binlog = split
+        self.store.save(self.state)
+        sys.stderr.write(
+            f"capture: {', '.join(joining)} renamed into source.tables: snapshotted ({len(plan.splits)} splits), "
+            "streaming\n"
+        )
+        return True
+
+    def _snapshot_joining(
+        self, joining: list[str], kept: dict[str, TableSchema], split: BinlogSplit, attempt: int
+    ) -> SnapshotAssignerState:
+        """Plans and reads the joining tables as they are now, each created in the target
+        first (again, in its new layout, after a read that met a DDL)."""
         source = self.definition.source
         conn = connect(self.endpoint)
         try:
@@ -542,16 +573,16 @@ class PipelineRunner:
             splits = [s for schema in schemas for s in split_table(conn, schema, source.chunk_size)]
         finally:
             conn.close()
-        # A name the target holds already (a swap's rename skipped under `ignore`): the
-        # table joins onto the target's columns, projected; any other is created.
-        kept = {t: schema for t, schema in self.state.targets.items() if t in joining}
         writer = self.sink.writer()
         try:
             for schema in schemas:
-                if schema.table_id not in kept:
-                    writer.apply_schema_change(
-                        f"capture:{schema.table_id}@{split.offset}", [create_table_event(schema)], {}
-                    )
+                if schema.table_id in kept:
+                    continue
+                events = [create_table_event(schema)]
+                if attempt:
+                    events.insert(0, DropTable(schema.table_id))
+                change = f"capture:{schema.table_id}@{split.offset}#{attempt}"
+                writer.apply_schema_change(change, events, {schema.table_id: schema})
         finally:
             writer.close()
         plan = SnapshotAssignerState.plan(schemas, splits, planned_at)
@@ -563,19 +594,16 @@ class PipelineRunner:
                 if s.table_id == schema.table_id
             ]
             read = reads_onto(kept[schema.table_id]) if schema.table_id in kept else read_splits
-            for result in self.sink.write_splits_now(tasks, read):
+            try:
+                results = self.sink.write_splits_now(tasks, read)
+            except Exception as exc:  # noqa: BLE001 - a Spark task's error names a drift in its text
+                table_id = SchemaDrift.in_text(str(exc))
+                if table_id is None:
+                    raise
+                raise SchemaDrift(table_id) from exc
+            for result in results:
                 plan.record(result.split_id, result.high_watermark, result.rows)
-        split.watermarks.update(plan.binlog_split().watermarks)
-        targets = {**self.state.targets, **plan.tables, **kept}
-        self.state.tables = {**(self.state.tables or {}), **plan.tables}
-        self.state.target_tables = None if targets == self.state.tables else targets
-        self.state.joining = []
-        self.state.binlog = split
-        self.store.save(self.state)
-        sys.stderr.write(
-            f"capture: {', '.join(joining)} renamed into source.tables: snapshotted ({len(splits)} splits), streaming\n"
-        )
-        return True
+        return plan
 
     def _reread_deferred(self, split: BinlogSplit) -> None:
         """Reads the splits deferred by a schema change during the snapshot, for each table

@@ -8,8 +8,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable, Collection, Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Collection, Sequence
 
 from sluice.binlog.binlog_split import BinlogSplit
 from sluice.binlog.transaction_reader import SchemaChange
@@ -84,17 +83,17 @@ class SchemaChangeHandler:
         # Reads tables again, range by range, into the target as of its position (a sink
         # that cannot: None). For DDL that changes rows without row events.
         self.reread = reread
-        self._migrations: Mapping[str, Any] | None = None  # in progress after the change being resolved
+        self._tracked: SchemaChange | None = None  # the change being resolved, for _keep_track at its end
 
     def handle(self, change: SchemaChange, split: BinlogSplit) -> Resumed | None:
         """Resolves `change` and moves `split` past it; None when the pipeline stops while
         the change waits for approval. Raises SluiceError where the pipeline stops before it."""
         known = self.state.tables or {}
-        if change.migrations is not None and not change.events:  # an online schema change moved on
-            self.state.migrations = dict(change.migrations)
+        if not change.events and (change.unread or change.settled or change.migrations is not None):
+            self._keep_track(change)  # what the reader must know after a restart; nothing to apply
             self.store.save(self.state)
             return Resumed(known, self.state.targets)
-        self._migrations = change.migrations
+        self._tracked = change
         joined = _renamed_into_the_capture(change.events, known)
         events = tuple(e for e in change.events if e not in joined)
         inflight = self.state.schema_change
@@ -185,6 +184,14 @@ class SchemaChangeHandler:
         failpoint("schema-change:applied-to-target")
         return len(events), ""
 
+    def _keep_track(self, change: SchemaChange) -> None:
+        """The tables whose layout waits for a table map, and the online schema changes in
+        progress, as of after `change`: a reader started again starts from them."""
+        unread = [*self.state.unread, *(t for t in change.unread if t not in self.state.unread)]
+        self.state.unread = [t for t in unread if t not in change.settled]
+        if change.migrations is not None:
+            self.state.migrations = dict(change.migrations)
+
     def _reread_due(self, inflight: SchemaChangeInFlight) -> None:
         """Reads again, each range replacing the target's, the tables this change gave rows
         without row events, and those an earlier change did whose reading met a later
@@ -230,8 +237,9 @@ class SchemaChangeHandler:
         self.state.phase = "Streaming"
         self.state.binlog = split
         self.state.joining = [*self.state.joining, *joined]
-        if self._migrations is not None:  # an online schema change's cut-over: the migration is done
-            self.state.migrations, self._migrations = dict(self._migrations), None
+        if self._tracked is not None:
+            self._keep_track(self._tracked)
+            self._tracked = None
         self.store.save(self.state)
         failpoint("schema-change:Resumed")
         return Resumed(sources, targets)

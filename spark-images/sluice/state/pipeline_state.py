@@ -30,6 +30,7 @@ class PipelineState:
     joining: list[str] = field(default_factory=list)  # tables renamed into `tables`, to snapshot where the DDL was
     rereading: list[str] = field(default_factory=list)  # tables to read again after their next schema change
     migrations: dict[str, Any] = field(default_factory=dict)  # gh-ost/pt-osc migrations before their cut-over
+    unread: list[str] = field(default_factory=list)  # tables a statement that could not be read changed
     binlog: BinlogSplit | None = None
     stop_at: BinlogOffset | None = None  # a bounded run's end (scan.startup.mode snapshot)
     schema_change: SchemaChangeInFlight | None = None
@@ -52,6 +53,7 @@ class PipelineState:
             "joining": self.joining or None,
             "rereading": self.rereading or None,
             "migrations": self.migrations or None,
+            "unread": self.unread or None,
             "binlog": self.binlog.to_json() if self.binlog else None,
             "stop_at": self.stop_at.to_json() if self.stop_at else None,
             "schema_change": self.schema_change.to_json() if self.schema_change else None,
@@ -75,6 +77,7 @@ class PipelineState:
             joining=list(data.get("joining", [])),
             rereading=list(data.get("rereading", [])),
             migrations=dict(data.get("migrations", {})),
+            unread=list(data.get("unread", [])),
             binlog=BinlogSplit.from_json(data["binlog"]) if "binlog" in data else None,
             stop_at=BinlogOffset.from_json(data["stop_at"]) if "stop_at" in data else None,
             schema_change=SchemaChangeInFlight.from_json(data["schema_change"]) if "schema_change" in data else None,
