@@ -72,6 +72,9 @@ class RowsReplaced(Exception):
         self.tables = tables
 
 
+RENAMING = "#sluice-renaming"  # the suffix of the name a column takes on its way in a swap or chain
+
+
 class UnparsableDdl(ValueError):
     """A DDL statement on a captured table that Sluice cannot turn into events."""
 
@@ -359,7 +362,7 @@ class _AlterClauses:
         clash = any(new.lower() in remaining and new.lower() != old.lower() for old, new in pending.items())
         if not clash:
             return [RenameColumn(self.table_id, old, new) for old, new in pending.items()]
-        temporary = {old: f"{old}#sluice-renaming" for old in pending}
+        temporary = {old: f"{old}{RENAMING}" for old in pending}
         first = [RenameColumn(self.table_id, old, temporary[old]) for old in pending]
         return first + [RenameColumn(self.table_id, temporary[old], new) for old, new in pending.items()]
 

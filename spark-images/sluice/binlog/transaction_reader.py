@@ -29,6 +29,7 @@ from pymysqlreplication.event import (
 )
 
 from sluice.binlog.ddl_parser import (
+    RENAMING,
     Captured,
     RowsReplaced,
     TableSchemas,
@@ -47,6 +48,7 @@ from sluice.event.schema_change import (
     AlterColumnType,
     CreateTable,
     DropTable,
+    RenameColumn,
     RenameTable,
     SchemaChangeEvent,
     apply_events,
@@ -444,8 +446,19 @@ def _not_reflected(events: list[SchemaChangeEvent], decoders: RowImageDecoders) 
     """The events the reader's schemas do not show yet, judged one after another (`DROP
     COLUMN b, ADD b INT` adds b again); ValueError for an event on a table they lack."""
     schemas = {t: s for t in decoders.table_ids() if (s := decoders.schema(t)) is not None}
+    # A rename through a name of its own (a swap, a chain) is judged from end to end: the
+    # schemas show `a` renamed `b`, never `a` renamed `a#sluice-renaming`.
+    onward = {e.old_name: e.new_name for e in events if isinstance(e, RenameColumn) and e.old_name.endswith(RENAMING)}
+    shown: set[str] = set()  # temporary names of renames the schemas show whole
     kept = []
     for event in events:
+        if isinstance(event, RenameColumn) and event.new_name in onward:
+            whole = RenameColumn(event.table_id, event.old_name, onward[event.new_name])
+            if is_reflected(whole, TableSchemas(schemas).columns):
+                shown.add(event.new_name)
+                continue
+        elif isinstance(event, RenameColumn) and event.old_name in shown:
+            continue
         if not is_reflected(event, TableSchemas(schemas).columns):
             kept.append(event)
         schemas = apply_events(schemas, [event])
