@@ -442,6 +442,16 @@ class _DdlReader:
             return None
 
 
+def _superseded(event: SchemaChangeEvent, columns: Collection[str]) -> bool:
+    """A change of a column the schemas no longer have (MySQL took it, so the column was
+    there): they are ahead of it, and a later change has renamed or dropped the column."""
+    if isinstance(event, AlterColumnType):
+        return bool(columns) and event.column.name not in columns
+    if isinstance(event, RenameColumn):
+        return bool(columns) and event.old_name not in columns and event.new_name not in columns
+    return False
+
+
 def _not_reflected(events: list[SchemaChangeEvent], decoders: RowImageDecoders) -> tuple[SchemaChangeEvent, ...]:
     """The events the reader's schemas do not show yet, judged one after another (`DROP
     COLUMN b, ADD b INT` adds b again); ValueError for an event on a table they lack."""
@@ -458,6 +468,8 @@ def _not_reflected(events: list[SchemaChangeEvent], decoders: RowImageDecoders) 
                 shown.add(event.new_name)
                 continue
         elif isinstance(event, RenameColumn) and event.old_name in shown:
+            continue
+        if _superseded(event, TableSchemas(schemas).columns(*event.table_id.split(".", 1))):
             continue
         if not is_reflected(event, TableSchemas(schemas).columns):
             kept.append(event)

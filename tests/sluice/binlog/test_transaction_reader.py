@@ -11,17 +11,20 @@ from sluice.source.schema import read_table_schema
 def test_a_rename_the_schemas_show_already_is_no_change_even_through_a_name_of_its_own(mariadb, source_db):
     """The schemas have `b`, so `RENAME COLUMN a TO b` clashes with it and goes through
     `a#sluice-renaming`: judged clause by clause, its first half looked like a change, and
-    the target refused it (a column `a` it does not have)."""
+    the target refused it (a column `a` it does not have). A MODIFY of a column renamed
+    later is no change either."""
     mariadb.execute("CREATE TABLE t (id INT PRIMARY KEY, a INT, c INT)", database=source_db)
     with mariadb.connect(source_db) as conn, conn.cursor() as cur:
         cur.execute("SHOW MASTER STATUS")
         start = BinlogOffset(*cur.fetchone()[:2])
         cur.execute("ALTER TABLE t RENAME COLUMN a TO b")
+        cur.execute("ALTER TABLE t MODIFY c BIGINT")  # c is renamed e after: the schemas show e
         cur.execute("ALTER TABLE t ADD COLUMN d INT")
         cur.execute("SHOW MASTER STATUS")
         end = BinlogOffset(*cur.fetchone()[:2])
         cur.execute("ALTER TABLE t DROP COLUMN d")
-        now = read_table_schema(conn, source_db, "t")  # id, b, c: the rename shows, d does not
+        cur.execute("ALTER TABLE t RENAME COLUMN c TO e")
+        now = read_table_schema(conn, source_db, "t")  # id, b, e: the renames show, d does not
     changes = [
         item
         for item in read_transactions(
