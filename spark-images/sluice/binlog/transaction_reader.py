@@ -155,6 +155,8 @@ def read_transactions(
         if captured is not None:
             ddl = _DdlReader(captured, decoders, watched, mariadb, lower_case_table_names, endpoint)
             ddl.unread = dict.fromkeys(unread, "")  # their statements were read before a restart
+            for table_id in unread:  # one such statement may have created it
+                watched.add(table_id)
             if migrations is not None:  # scan.parse.online.schema.changes.enabled
                 ddl.migrations = {t: Migration.from_json(m) for t, m in migrations.items()}
         yield from _transactions(stream, decoders, watched, stop_at, gtids, resume_after, ddl)

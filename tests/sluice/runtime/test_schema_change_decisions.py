@@ -145,13 +145,14 @@ def test_a_ddl_sluice_cannot_read_is_applied_from_the_next_table_map_and_waits_o
     """A statement the parser cannot read stopped the pipeline. Now the log names it and
     the table's next table map says what it did. A run that resumed past it knows nothing
     of its words: where a column left and another of another type took its place (renamed
-    and retyped, or dropped and added?), that change waits for approval, as read."""
+    and retyped, or dropped and added?), that change waits for approval, as read. A table
+    such a statement created is followed across the restart too (the state keeps it)."""
     mariadb.execute(
         "CREATE TABLE t (id INT PRIMARY KEY, v INT)", "CREATE TABLE u (id INT PRIMARY KEY)", database=source_db
     )
     definition = pipeline_yaml(
         mariadb,
-        f"{source_db}.(t|u)",
+        f"{source_db}.(t|u|n)",
         postgres_sink(postgresql),
         **{"server-id": "7320-7321", "scan.startup.mode": "latest-offset"},
     )
@@ -166,6 +167,7 @@ def test_a_ddl_sluice_cannot_read_is_applied_from_the_next_table_map_and_waits_o
             "ALTER TABLE t ADD COLUMN w INT ZEROFILL UNSIGNED",
             "INSERT INTO t VALUES (2, 2, 3)",
             "ALTER TABLE t CHANGE w x BIGINT, ADD y INT ZEROFILL UNSIGNED",
+            "CREATE TABLE n (id INT PRIMARY KEY, c NCHAR VARCHAR(10))",  # created with no rows yet
             "INSERT INTO u VALUES (1)",
             database=source_db,
         )
@@ -184,7 +186,7 @@ def test_a_ddl_sluice_cannot_read_is_applied_from_the_next_table_map_and_waits_o
     assert "cannot read 'ALTER TABLE t ADD COLUMN w INT ZEROFILL UNSIGNED'; the layout of" in err
     assert "follows from the table map of its next rows" in err
 
-    mariadb.execute("INSERT INTO t VALUES (3, 3, 30, 4)", database=source_db)
+    mariadb.execute("INSERT INTO t VALUES (3, 3, 30, 4)", "INSERT INTO n VALUES (1, 'n1')", database=source_db)
     process = start_sluice(path, state, env)
     try:
         _wait_for(
@@ -203,6 +205,11 @@ def test_a_ddl_sluice_cannot_read_is_applied_from_the_next_table_map_and_waits_o
             process, "the approved change", lambda: rows() == [(1, 1, None, None), (2, 2, 3, None), (3, 3, 30, 4)]
         )
         assert compare.postgres_columns(postgresql, source_db, "t") == ["id", "v", "x", "y"]
+        _wait_for(
+            process,
+            "the table created before the restart",
+            lambda: compare.postgres_rows(postgresql, source_db, "n") == [(1, "n1")],
+        )
         process.send_signal(signal.SIGTERM)
         _, err = process.communicate(timeout=60)
     finally:
