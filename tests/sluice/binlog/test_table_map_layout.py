@@ -10,7 +10,7 @@ from types import SimpleNamespace
 from pymysqlreplication.constants import FIELD_TYPE
 
 from sluice.binlog.table_map_layout import as_the_server_spells, binlog_shape, layout_change, table_map_columns
-from sluice.binlog.transaction_reader import SchemaChange, Transaction, read_transactions
+from sluice.binlog.transaction_reader import SchemaChange, Transaction
 from sluice.event.schema_change import (
     AddColumn,
     AlterColumnType,
@@ -19,8 +19,8 @@ from sluice.event.schema_change import (
     DropColumn,
     RenameColumn,
 )
-from sluice.source.offset import BinlogOffset
 from sluice.source.schema import Column, TableSchema, read_table_schema
+from tests.harness.binlog_reading import position, read_between
 from tests.harness.column_types import COLUMNS
 
 
@@ -156,23 +156,11 @@ def test_the_table_map_of_every_column_type_matches_the_layout_a_snapshot_reads(
     mariadb.execute(f"CREATE TABLE every_type (id INT PRIMARY KEY, {columns})", database=source_db)
     with mariadb.connect(source_db) as conn, conn.cursor() as cur:
         schema = read_table_schema(conn, source_db, "every_type")
-        cur.execute("SHOW MASTER STATUS")
-        start = BinlogOffset(*cur.fetchone()[:2])
+        start = position(cur)
         cur.execute("INSERT INTO every_type (id) VALUES (1)")
-        cur.execute("SHOW MASTER STATUS")
-        end = BinlogOffset(*cur.fetchone()[:2])
-    items = read_transactions(
-        mariadb.endpoint(),
-        server_id=6200,
-        start=start,
-        schemas={schema.table_id: schema},
-        mariadb=True,
-        stop_at=end,
-        heartbeat_seconds=1.0,
-        captured=lambda database, table: database == source_db,
-        unread=[schema.table_id],  # as after a statement on it that could not be read
-    )
-    read = list(items)
+        end = position(cur)
+    # As after a statement on it that could not be read: its next table map is compared.
+    read = read_between(mariadb, source_db, start, end, {schema.table_id: schema}, unread=[schema.table_id])
     (settled,) = [i for i in read if isinstance(i, SchemaChange)]
     assert settled.events == () and settled.settled == (schema.table_id,)
     assert sum(len(i.events) for i in read if isinstance(i, Transaction)) == 1

@@ -1,0 +1,39 @@
+"""The binlog reader run over what a test just wrote: for tests of the reader itself."""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping
+
+from sluice.binlog.transaction_reader import Heartbeat, SchemaChange, Transaction, read_transactions
+from sluice.source.offset import BinlogOffset
+from sluice.source.schema import TableSchema
+from tests.harness.services import MariaDB
+
+
+def position(cur) -> BinlogOffset:  # noqa: ANN001 - a pymysql cursor
+    cur.execute("SHOW MASTER STATUS")
+    return BinlogOffset(*cur.fetchone()[:2])
+
+
+def read_between(
+    mariadb: MariaDB,
+    database: str,
+    start: BinlogOffset,
+    end: BinlogOffset,
+    schemas: Mapping[str, TableSchema],
+    unread: Collection[str] = (),
+) -> list[Transaction | SchemaChange | Heartbeat]:
+    """What the reader gives from `start` to `end`, capturing every table of `database`."""
+    return list(
+        read_transactions(
+            mariadb.endpoint(),
+            server_id=6200,
+            start=start,
+            schemas=schemas,
+            mariadb=True,
+            stop_at=end,
+            heartbeat_seconds=1.0,
+            captured=lambda db, table: db == database,
+            unread=unread,
+        )
+    )
