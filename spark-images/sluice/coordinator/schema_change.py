@@ -120,9 +120,16 @@ def _decide(
 def lenient_events(event: SchemaChangeEvent, schema: TableSchema | None) -> list[SchemaChangeEvent]:
     """Flink CDC's lenient conversion: nothing already in the target is lost. A dropped
     column stays (nullable), a renamed one stays and the new name is added (nullable), an
-    added one is nullable, a truncated or dropped table is left alone."""
+    added one is nullable, a truncated or dropped table is left alone, and a table created
+    again under a name the target kept gets the columns it lacks (nullable)."""
     if isinstance(event, (TruncateTable, DropTable)):
         return []
+    if isinstance(event, CreateTable) and schema is not None:  # the target kept it (a DROP left alone)
+        return [
+            AddColumn(event.table_id, dataclasses.replace(column, nullable=True))
+            for column in event.columns
+            if column.name not in schema.column_names
+        ]
     if isinstance(event, AddColumn):
         return [dataclasses.replace(event, column=dataclasses.replace(event.column, nullable=True))]
     if isinstance(event, DropColumn):

@@ -720,3 +720,56 @@ def test_a_chain_of_renames_in_one_statement_and_an_alter_rename_keep_every_row(
             "mariadb": lambda: {"a4": mariadb_table(mariadb_target, source_db)("a4")},
         },
     )
+
+
+REPLACED = [
+    "DROP TABLE t",  # dropped and created again under its name
+    "CREATE TABLE t (id INT PRIMARY KEY, v INT, z VARCHAR(5))",
+    "INSERT INTO t VALUES (1, 10, 'a'), (2, 20, 'b')",
+    "TRUNCATE TABLE t",
+    "INSERT INTO t VALUES (3, 30, 'c')",
+    "CREATE TABLE t_copy LIKE t",  # a copy made under another name, then given the name
+    "INSERT INTO t_copy SELECT * FROM t",
+    "INSERT INTO t_copy VALUES (4, 40, 'd')",
+    "DROP TABLE t",
+    "RENAME TABLE t_copy TO t",
+    "UPDATE t SET z = 'e' WHERE id = 3",
+]
+
+
+@pytest.mark.parametrize("behavior", ["evolve", "lenient"])
+def test_a_table_dropped_truncated_and_replaced_under_its_name_keeps_streaming(
+    tmp_path, mariadb, mariadb_target, postgresql, source_db, behavior
+):
+    """DROP then CREATE of a captured name, TRUNCATE, and a copy renamed onto the name.
+    Under lenient, which leaves the DROP and the TRUNCATE alone, the CREATE met the table
+    the target kept and stopped the pipeline (a column it lacked): it gets the columns it
+    lacks. Under evolve the target's t ends as the source's; under lenient the rows the DROP
+    and the TRUNCATE took stay beside them."""
+    mariadb.execute(
+        "CREATE TABLE t (id INT PRIMARY KEY, v INT)",
+        "INSERT INTO t VALUES " + ", ".join(f"({i}, {i})" for i in range(100, 110)),
+        database=source_db,
+    )
+    sinks = every_sink(postgresql, mariadb_target, tmp_path / "lake", 7490 + 10 * ["evolve", "lenient"].index(behavior))
+    sinks.pop("parquet")
+    options = {"schema.change.behavior": behavior}
+    pipelines = pipeline_per_sink(tmp_path, mariadb, f"{source_db}.t", sinks, f"replaced-{behavior}", options)
+
+    def expected() -> dict:
+        rows = {r[0]: {"id": r[0], "v": r[1], "z": r[2]} for r in compare.source_rows(mariadb, source_db, "t")}
+        if behavior == "lenient":  # the rows the DROP and the TRUNCATE took stay
+            rows |= {i: {"id": i, "v": i, "z": None} for i in range(100, 110)}
+            rows |= {1: {"id": 1, "v": 10, "z": "a"}, 2: {"id": 2, "v": 20, "z": "b"}}
+        return {"t": rows}
+
+    stream_until_equal(
+        pipelines,
+        sluice_env(mariadb, postgresql, mariadb_target),
+        lambda: mariadb.execute(*REPLACED, database=source_db),
+        expected,
+        {
+            "postgres": lambda: {"t": postgres_table(postgresql, source_db)("t")},
+            "mariadb": lambda: {"t": mariadb_table(mariadb_target, source_db)("t")},
+        },
+    )
