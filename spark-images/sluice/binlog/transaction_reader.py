@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from collections.abc import Collection, Iterator, Mapping
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -89,8 +89,8 @@ class SchemaChange:
 
     A statement the reader cannot read comes twice: first with no events, naming the tables
     it touched (`unread`); then at each such table's next rows, whose table map tells the
-    new layout, with the events that take the table there (`position` is that rows event,
-    inside its transaction)."""
+    new layout, with the events that take the table there (`position` is the start of that
+    rows event's transaction, or the rows event itself in a transaction given in pieces)."""
 
     position: BinlogOffset  # where the DDL starts: its change id
     resume_at: BinlogOffset  # right after it
@@ -103,6 +103,11 @@ class SchemaChange:
     relaid: bool = False  # the events come from a table map (then `reread` is where the sink can)
     settled: tuple[str, ...] = ()  # tables whose layout this table map change settles (no longer unread)
     undecided: str = ""  # why the table map leaves the change open: it waits for approval
+
+    def unread_after(self, unread: Sequence[str]) -> list[str]:
+        """The tables waiting for their table map after this change, given those before."""
+        waiting = [*unread, *(t for t in self.unread if t not in unread)]
+        return [t for t in waiting if t not in self.settled]
 
 
 @dataclass(frozen=True)
@@ -153,12 +158,9 @@ def read_transactions(
         resume_after = start if start.transaction else None
         ddl = None
         if captured is not None:
-            ddl = _DdlReader(captured, decoders, watched, mariadb, lower_case_table_names, endpoint)
-            ddl.unread = dict.fromkeys(unread, "")  # their statements were read before a restart
-            for table_id in unread:  # one such statement may have created it
-                watched.add(table_id)
-            if migrations is not None:  # scan.parse.online.schema.changes.enabled
-                ddl.migrations = {t: Migration.from_json(m) for t, m in migrations.items()}
+            ddl = _DdlReader(captured, decoders, watched, mariadb, lower_case_table_names, endpoint, migrations)
+            for table_id in unread:  # their statements were read before a restart
+                ddl.wait_for_table_map(table_id, "")
         yield from _transactions(stream, decoders, watched, stop_at, gtids, resume_after, ddl)
     except pymysql.err.OperationalError as exc:
         where = f"after GTID set {start.gtid}" if by_gtid else f"from {start}"
@@ -306,6 +308,7 @@ class _DdlReader:
         mariadb: bool,
         lower_case_table_names: int,
         endpoint: SourceEndpoint,
+        migrations: Mapping[str, Any] | None,
     ) -> None:
         self.endpoint = endpoint  # to read how the server spells a table's columns now
         self._control: pymysql.connections.Connection | None = None
@@ -316,7 +319,13 @@ class _DdlReader:
         self.lower_case_table_names = lower_case_table_names
         self.unread: dict[str, str] = {}  # table id: the statement its next table map explains
         self._maps: dict[str, object] = {}  # table id: the table map last compared
-        self.migrations: dict[str, Migration] | None = None  # by the table migrated; None: option off
+        # By the table migrated; None: scan.parse.online.schema.changes.enabled is off.
+        self.migrations = None if migrations is None else {t: Migration.from_json(m) for t, m in migrations.items()}
+
+    def wait_for_table_map(self, table_id: str, statement: str) -> None:
+        """`statement` (that could not be read) changed the table: its next table map tells how."""
+        self.unread[table_id] = statement
+        self.watched.add(table_id)  # a table it creates: its rows tell its layout
 
     def schema_change(self, event: QueryEvent, start: BinlogOffset) -> SchemaChange | None:
         """The DDL in `event` (starting at `start`) as a SchemaChange, if it changes a
@@ -339,8 +348,7 @@ class _DdlReader:
         except ValueError:  # UnparsableDdl, or a change of a table whose layout is not known
             tables = captured_tables(event.query, database, self.captured, decoders, self.lower_case_table_names)
             for table_id in tables:
-                self.unread[table_id] = event.query
-                self.watched.add(table_id)  # a table it creates: its rows tell its layout
+                self.wait_for_table_map(table_id, event.query)
             return SchemaChange(start, start, event.query, (), event.timestamp, unread=tables) if tables else None
         if not events:
             return None

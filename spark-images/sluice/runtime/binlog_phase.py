@@ -197,7 +197,7 @@ def run_binlog_phase(
                         short_statement(item.statement),
                         ", ".join(item.unread),
                     )
-                unread = [*(t for t in unread if t not in item.settled), *item.unread]
+                unread = item.unread_after(unread)
                 if batch or end != split.offset:
                     commit()  # the flush: everything before the DDL is in the target
                 settle()

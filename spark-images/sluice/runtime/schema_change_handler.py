@@ -108,8 +108,8 @@ class SchemaChangeHandler:
         if why_not:  # a table map's change may have given the rows there values: where they cannot be read again
             reread = ()
             self.progress.note(
-                f"schema change at {change.position}: the rows {', '.join(change.reread)} had keep their old values in "
-                f"the target for its new or retyped columns until they change ({why_not})"
+                f"schema change at {change.position}: rows of {', '.join(change.reread)} keep their old values in "
+                f"the target's new or retyped columns until they change ({why_not})"
             )
         if inflight is None or inflight.position != change.position:
             inflight = SchemaChangeInFlight(
@@ -187,8 +187,7 @@ class SchemaChangeHandler:
     def _keep_track(self, change: SchemaChange) -> None:
         """The tables whose layout waits for a table map, and the online schema changes in
         progress, as of after `change`: a reader started again starts from them."""
-        unread = [*self.state.unread, *(t for t in change.unread if t not in self.state.unread)]
-        self.state.unread = [t for t in unread if t not in change.settled]
+        self.state.unread = change.unread_after(self.state.unread)
         if change.migrations is not None:
             self.state.migrations = dict(change.migrations)
 
