@@ -57,6 +57,8 @@ _MAINTENANCE = re.compile(
     r"^\s*(?:REPAIR|CHECK|CHECKSUM|OPTIMIZE|ANALYZE)\s+(?:NO_WRITE_TO_BINLOG\s+|LOCAL\s+)?TABLES?\b", re.IGNORECASE
 )
 _COMMENT = re.compile(r"/\*(?![!M]).*?\*/", re.DOTALL)  # not /*! ... */, whose text MySQL runs
+_DML = re.compile(r"^\s*(?:INSERT|REPLACE|UPDATE|DELETE|LOAD\s+(?:DATA|XML))\b", re.IGNORECASE)
+_STRING = re.compile(r"'(?:[^'\\]|\\.|'')*'|\"(?:[^\"\\]|\\.|\"\")*\"")  # a literal's words name no table
 _RENAME_TABLES = re.compile(r"^\s*RENAME\s+TABLES?\s+(.+)$", re.IGNORECASE | re.DOTALL)
 _NAME = r"(?:`(?:[^`]|``)+`|[\w$]+)"
 _RENAME_PAIR = re.compile(rf"^\s*({_NAME}(?:\s*\.\s*{_NAME})?)\s+TO\s+({_NAME}(?:\s*\.\s*{_NAME})?)\s*$", re.IGNORECASE)
@@ -64,7 +66,8 @@ _RENAME_PAIR = re.compile(rf"^\s*({_NAME}(?:\s*\.\s*{_NAME})?)\s+TO\s+({_NAME}(?
 
 class RowsReplaced(Exception):
     """A statement that changes captured tables' rows without row events in the binlog
-    (DROP, TRUNCATE or EXCHANGE PARTITION): the target follows by reading them again."""
+    (EXCHANGE or TRUNCATE PARTITION, and DML the server logged as a statement): the target
+    follows by reading them again."""
 
     def __init__(self, statement: str, tables: tuple[str, ...]) -> None:
         super().__init__(f"{statement.strip()[:200]!r} changes the rows of {', '.join(tables)} without row events")
@@ -170,6 +173,14 @@ def _parse_ddl(
     renamed = _RENAME_TABLES.match(bare)
     if renamed:
         return _rename_tables(renamed.group(1), default_database, captured, statement)
+    if _DML.match(bare):
+        # Rows logged as a statement: MariaDB logs every change of a table versioned by
+        # transaction id so, and a session may set binlog_format=STATEMENT or MIXED.
+        named = _named(_STRING.sub("''", bare), default_database, captured)
+        tables = tuple(t for t in named if known.schema(t) is not None)
+        if tables:
+            raise RowsReplaced(statement, tables)
+        return []
     if _PARTITIONING.match(bare):  # sqlglot reads partitioning partly, and not as Sluice needs
         gone = _PARTITION_ROWS_GONE.match(statement)
         if gone:
@@ -335,7 +346,10 @@ class _AlterClauses:
             dropping = {name: f"{name}#sluice-dropping" if name.lower() in reused else name for name in self.dropped}
             events = [RenameColumn(self.table_id, name, away) for name, away in dropping.items() if name != away]
             events += self._renames()
-            events += [AlterColumnType(self.table_id, self._column(d)) for d in self.modified.values()]
+            events += [
+                AlterColumnType(self.table_id, self._column(d), *_moved(d.args.get("position")))
+                for d in self.modified.values()
+            ]
             events += [e for e in self.ordered if isinstance(e, AddColumn)]
             events += [e for e in self.ordered if isinstance(e, AlterColumnType) and e.column.name not in self.modified]
             events += [DropColumn(self.table_id, away) for away in dropping.values()]
@@ -478,6 +492,11 @@ def _constraints(definition: exp.ColumnDef) -> list[exp.ColumnConstraint]:
     return list(definition.args.get("constraints") or [])
 
 
+def _moved(position: exp.ColumnPosition | None) -> tuple[str, str | None]:
+    """Where a MODIFY or CHANGE puts its column: nowhere else without FIRST or AFTER."""
+    return _position(position) if position is not None else ("", None)
+
+
 def _position(position: exp.ColumnPosition | None) -> tuple[str, str | None]:
     if position is None:
         return "LAST", None
@@ -538,6 +557,11 @@ def _touches_captured(statement: str, default_database: str, captured: Captured)
 def _captured_names(statement: str, default_database: str, captured: Captured) -> list[str]:
     if not _TABLE_DDL.match(statement):
         return []
+    return _named(statement, default_database, captured)
+
+
+def _named(statement: str, default_database: str, captured: Captured) -> list[str]:
+    """The captured tables a statement's words name (a word that only looks like one too)."""
     ids = []
     for word in re.findall(rf"{_NAME}(?:\s*\.\s*{_NAME})?", statement):
         name = _unquote(word)
@@ -562,10 +586,3 @@ def captured_tables(
     name = _TableNames(known, lower_case_table_names)
     found = _captured_names(statement, name(default_database), lambda d, t: captured(*name.id(d, t)))
     return tuple(dict.fromkeys(map(name.table_id, found)))
-    words = re.findall(rf"{_NAME}(?:\s*\.\s*{_NAME})?", statement)
-    for word in words:
-        name = _unquote(word)
-        table_id = name if "." in name else f"{default_database}.{name}"
-        if captured(*table_id.split(".", 1)):
-            return True
-    return False

@@ -16,6 +16,7 @@ from pymysqlreplication.event import RotateEvent
 
 from sluice.binlog.event_stream import ROW_EVENTS, BinlogEventStream, BinlogRowsEvent
 from sluice.binlog.row_image_decoder import RowImageDecoder, RowImageDecoders
+from sluice.binlog.system_versioning import current_changes
 from sluice.errors import SourceError
 from sluice.event.row_change import ChangeRow, RowChange, RowKind
 from sluice.source.connection import SourceEndpoint
@@ -106,6 +107,12 @@ class RowsEvent(NamedTuple):
     def changes(self) -> list[RowChange]:
         """The rows as changes, for the emit rule to judge against the watermarks."""
         images, first = self._images(), self.first_row
+        if self.decoder.row_end is not None:
+            return [
+                RowChange(self.table_id, kind, before, after, BinlogOffset(*self.start[:2], i), self.timestamp)
+                for i, kind, before, after in self._current(images)
+                if i >= first
+            ]
         if self.kind is RowKind.UPDATE_AFTER:
             befores, afters = images[0::2], images[1::2]
         elif self.kind is RowKind.INSERT:
@@ -124,6 +131,8 @@ class RowsEvent(NamedTuple):
         """Every row as changelog rows, straight from the images: what the emit rule gives
         once the table is past its snapshot's watermarks."""
         images, first = self._images(), self.first_row
+        if self.decoder.row_end is not None:
+            return [row for change in self.changes() for row in change.changelog(schema)]
         timestamp, file, pos = self.timestamp, *self.start[:2]
         new, row, offset = tuple.__new__, ChangeRow, BinlogOffset
         if self.kind is RowKind.UPDATE_AFTER:  # images alternate before (-U) and after (+U)
@@ -137,6 +146,11 @@ class RowsEvent(NamedTuple):
             new(row, (schema, kind, images[i], timestamp, new(offset, (file, pos, i, "", 0))))
             for i in range(first, len(images))
         ]
+
+    def _current(self, images: list[Row]) -> Iterator[tuple[int, RowKind, Row | None, Row | None]]:
+        """A system-versioned table's rows as changes of its current rows."""
+        assert self.decoder.row_end is not None
+        return current_changes(self.kind, images, self.decoder.row_end, len(self.decoder.schema.columns))
 
     def _images(self) -> list[Row]:
         try:

@@ -28,6 +28,7 @@ from typing import Any
 from pymysqlreplication.constants import FIELD_TYPE
 from pymysqlreplication.json_binary import parse_json
 
+from sluice.binlog.system_versioning import row_end_column
 from sluice.errors import SourceError
 from sluice.event.schema_change import RenameTable, SchemaChangeEvent, apply_events
 from sluice.source.row_decoding import InvalidDate, Row
@@ -409,14 +410,20 @@ class RowImageDecoder:
         self.schema = schema
         self._width = len(schema.columns)
         self._loops: dict[tuple[bytes, ...], Callable[[bytes], list[Row]]] = {}
-        self._readers: list[tuple[ColumnReader, int]] = []
+        self._readers: list[tuple[ColumnReader, int | None]] = []
         names = schema.column_names
+        row_end = row_end_column(table_map_columns, schema)
+        # A versioned table's row end: where each image holds it, past the row's end if the
+        # schema has no such column (an implicit one); RowsEvent cuts it off.
+        self.row_end: int | None = None
         for i, column in enumerate(table_map_columns):
             name = column.name if column.name is not None else (names[i] if i < len(names) else None)
             where = f"table {schema.table_id}, column {name}"
-            # A column the schema does not know lands in a spare slot past the row's end.
-            target = schema.position(name) if name in names else self._width
-            data_type = schema.columns[target].data_type if target < self._width else None
+            # A column the schema does not know is read past (its slot is none of the row's).
+            target = schema.position(name) if name in names else None
+            if i == row_end:
+                self.row_end = target = self._width if target is None else target
+            data_type = schema.columns[target].data_type if target is not None and target < self._width else None
             self._readers.append((column_reader(column, data_type, where), target))
 
     def images(self, body: bytes, present: Sequence[bytes]) -> list[Row]:
@@ -440,7 +447,7 @@ class RowImageDecoder:
             null_bytes = (len(in_image) + 7) >> 3
             nulls = "body[pos]" if null_bytes == 1 else f"int.from_bytes(body[pos:pos + {null_bytes}], 'little')"
             lines.append(f"        nulls = {nulls}; pos += {null_bytes}")
-            slots = ["None"] * self._width
+            slots = ["None"] * (self._width + (self.row_end == self._width))
             for bit, (i, read, target) in enumerate(in_image):
                 if not isinstance(read, Inline):
                     read = Inline("{value}, pos = {read}(body, pos)", {"read": read})
@@ -449,7 +456,7 @@ class RowImageDecoder:
                 statement = read.statement.format(value=f"v{i}", **bound)
                 lines += [f"        if nulls & {1 << bit}:", f"            v{i} = None", "        else:"]
                 lines += ["            " + line for line in statement.splitlines()]
-                if target < self._width:
+                if target is not None:
                     slots[target] = f"v{i}"
             lines.append(f"        rows.append(({', '.join(slots)},))")
         lines.append("    return rows")

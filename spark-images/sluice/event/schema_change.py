@@ -47,7 +47,10 @@ def _with_columns(schema: TableSchema | None, columns: list[Column], table_id: s
     keys = primary_key or unique_key or tuple(c.name for c in columns[:1])
     chunk_key = schema.chunk_key if schema.chunk_key in names else (keys or ("",))[0]  # "": no column left
     single = schema.single_split and not (keys and next(c for c in columns if c.name == keys[0]).chunkable)
-    return TableSchema(schema.database, schema.table, tuple(columns), primary_key, chunk_key, unique_key, single)
+    row_end = schema.row_end if schema.row_end in names else None
+    return TableSchema(
+        schema.database, schema.table, tuple(columns), primary_key, chunk_key, unique_key, single, row_end
+    )
 
 
 def _renamed(name: str, old: str, new: str) -> str:
@@ -130,6 +133,7 @@ class RenameColumn(SchemaChangeEvent):
             _renamed(schema.chunk_key, old, new),
             tuple(_renamed(k, old, new) for k in schema.unique_key),
             schema.single_split,
+            schema.row_end and _renamed(schema.row_end, old, new),
         )
 
     def _fields(self) -> list[tuple[str, object]]:
@@ -138,15 +142,28 @@ class RenameColumn(SchemaChangeEvent):
 
 @dataclass(frozen=True)
 class AlterColumnType(SchemaChangeEvent):
+    """MODIFY or CHANGE: a column's new definition, and the place MySQL's FIRST or AFTER
+    moves it to (a target that orders its columns follows; PostgreSQL cannot)."""
+
     tag = "alter.column.type"
     column: Column
+    position: str = ""  # "" (stays where it is), FIRST, or AFTER
+    after: str | None = None  # the column it follows, for AFTER
 
     def applied_to(self, schema: TableSchema | None) -> TableSchema:
         columns = [self.column if c.name == self.column.name else c for c in (schema.columns if schema else ())]
+        if self.position == "FIRST" or (self.position == "AFTER" and self.after in {c.name for c in columns}):
+            columns.remove(self.column)
+            at = 0 if self.position == "FIRST" else [c.name for c in columns].index(self.after) + 1
+            columns.insert(at, self.column)
         return _with_columns(schema, columns, self.table_id)
 
     def _fields(self) -> list[tuple[str, object]]:
-        return [("typeMapping", f"{{{self.column.name}={self.column.column_type.upper()}}}")]
+        moved = [("position", f"AFTER `{self.after}`" if self.position == "AFTER" else self.position)]
+        return [
+            ("typeMapping", f"{{{self.column.name}={self.column.column_type.upper()}}}"),
+            *moved[: bool(self.position)],
+        ]
 
 
 @dataclass(frozen=True)

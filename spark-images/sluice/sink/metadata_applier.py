@@ -93,12 +93,17 @@ def _postgres(dialect: PostgresDialect, event: SchemaChangeEvent, table: str) ->
 
 def _mysql(dialect: MySqlDialect, event: SchemaChangeEvent, table: str) -> list[str]:
     if isinstance(event, AddColumn):
-        where = {"FIRST": " FIRST", "AFTER": f" AFTER {dialect.quote(event.after or '')}"}.get(event.position, "")
         default = _default(event.column, "mysql")
+        where = _placed(dialect, event.position, event.after)
         return [f"ALTER TABLE {table} ADD COLUMN {_mysql_column(dialect, event.column)}{default}{where}"]
     if isinstance(event, AlterColumnType):
-        return [f"ALTER TABLE {table} MODIFY COLUMN {_mysql_column(dialect, event.column)}"]
+        where = _placed(dialect, event.position, event.after)
+        return [f"ALTER TABLE {table} MODIFY COLUMN {_mysql_column(dialect, event.column)}{where}"]
     raise ValueError(f"{event}: no MySQL statement for it")
+
+
+def _placed(dialect: MySqlDialect, position: str, after: str | None) -> str:
+    return {"FIRST": " FIRST", "AFTER": f" AFTER {dialect.quote(after or '')}"}.get(position, "")
 
 
 def _mysql_column(dialect: MySqlDialect, column) -> str:  # noqa: ANN001 - a source Column

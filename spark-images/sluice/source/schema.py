@@ -79,6 +79,9 @@ class TableSchema:
     chunk_key: str
     unique_key: tuple[str, ...] = ()  # without a primary key: a UNIQUE key over NOT NULL columns
     single_split: bool = False  # no column splits it exactly (keyless, or a TEXT or FLOAT key): one split
+    # A system-versioned table's declared column that ends a row's system time (MariaDB's
+    # GENERATED ALWAYS AS ROW END); an implicit one is not a column here (see versioning.py).
+    row_end: str | None = None
     _positions: dict[str, int] = field(default_factory=dict, compare=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -122,6 +125,7 @@ class TableSchema:
             "unique_key": list(self.unique_key),
             "columns": [c.__dict__ for c in self.columns],
             **({"single_split": True} if self.single_split else {}),
+            **({"row_end": self.row_end} if self.row_end else {}),
         }
 
     @classmethod
@@ -134,6 +138,7 @@ class TableSchema:
             data["chunk_key"],
             tuple(data.get("unique_key", ())),
             bool(data.get("single_split", False)),
+            data.get("row_end"),
         )
 
 
@@ -142,7 +147,7 @@ def discover_tables(conn: pymysql.connections.Connection, config: SourceConfig) 
     with conn.cursor() as cur:
         cur.execute(
             "SELECT TABLE_SCHEMA, TABLE_NAME FROM information_schema.TABLES "
-            "WHERE TABLE_TYPE = 'BASE TABLE' "
+            "WHERE TABLE_TYPE IN ('BASE TABLE', 'SYSTEM VERSIONED') "
             "AND TABLE_SCHEMA NOT IN ('mysql', 'sys', 'information_schema', 'performance_schema') "
             "ORDER BY TABLE_SCHEMA, TABLE_NAME"
         )
@@ -187,11 +192,12 @@ def read_table_schema(
     with conn.cursor() as cur:
         cur.execute(
             "SELECT COLUMN_NAME, DATA_TYPE, COLUMN_TYPE, IS_NULLABLE, COLLATION_NAME, "
-            "CHARACTER_MAXIMUM_LENGTH, NUMERIC_PRECISION, NUMERIC_SCALE "
+            "CHARACTER_MAXIMUM_LENGTH, NUMERIC_PRECISION, NUMERIC_SCALE, GENERATION_EXPRESSION "
             "FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = %s AND TABLE_NAME = %s "
             "ORDER BY ORDINAL_POSITION",
             (database, table),
         )
+        described = cur.fetchall()
         columns = tuple(
             Column(
                 name=row[0],
@@ -203,8 +209,9 @@ def read_table_schema(
                 numeric_precision=int(row[6]) if row[6] is not None else None,
                 numeric_scale=int(row[7]) if row[7] is not None else None,
             )
-            for row in cur.fetchall()
+            for row in described
         )
+        row_end = next((row[0] for row in described if row[8] == "ROW END"), None)
         cur.execute(
             "SELECT INDEX_NAME, COLUMN_NAME FROM information_schema.STATISTICS "
             "WHERE TABLE_SCHEMA = %s AND TABLE_NAME = %s AND NON_UNIQUE = 0 "
@@ -227,12 +234,12 @@ def read_table_schema(
     if chunk_key is None and not (primary_key or unique_key):
         picked = _indexed_chunk_key(columns, leading)
         if picked is None:  # no column splits it with an index: one split, keyed by nothing
-            return TableSchema(database, table, columns, (), columns[0].name, (), single_split=True)
+            return TableSchema(database, table, columns, (), columns[0].name, (), True, row_end)
         chunk_key = picked
     key = primary_key or unique_key
     if chunk_key is None and key and not next(c for c in columns if c.name == key[0]).chunkable:
         # A key that does not split exactly (TEXT, ENUM, FLOAT, ...): one split, keyed as it is.
-        return TableSchema(database, table, columns, primary_key, key[0], unique_key, single_split=True)
+        return TableSchema(database, table, columns, primary_key, key[0], unique_key, True, row_end)
     return TableSchema(
         database,
         table,
@@ -240,6 +247,7 @@ def read_table_schema(
         primary_key,
         _chunk_key(database, table, columns, primary_key, unique_key, chunk_key),
         unique_key,
+        row_end=row_end,
     )
 
 

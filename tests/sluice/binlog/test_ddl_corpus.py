@@ -47,6 +47,10 @@ def corpus_server(services_dir: Path) -> Iterator[MariaDB]:
     server.stop()
 
 
+TABLES_OF_THE_DATABASE = (
+    "SELECT TABLE_NAME FROM information_schema.TABLES "
+    "WHERE TABLE_SCHEMA = %s AND TABLE_TYPE IN ('BASE TABLE', 'SYSTEM VERSIONED')"
+)
 PROBE = "probe"  # a checkpoint after the probes of a test file
 
 
@@ -74,7 +78,7 @@ def server_schemas(conn) -> dict[str, TableSchema]:
     """The server's own description of every table (information_schema, as a snapshot reads it)."""
     with conn.cursor() as cur:
         cur.execute(
-            "SELECT TABLE_NAME FROM information_schema.TABLES WHERE TABLE_SCHEMA = %s AND TABLE_TYPE = 'BASE TABLE'",
+            TABLES_OF_THE_DATABASE,
             (DATABASE,),
         )
         tables = [table for (table,) in cur.fetchall()]
@@ -111,7 +115,7 @@ def probe(cur) -> None:
     as its columns' defaults is left out)."""
     cur.execute("SET SESSION sql_mode = ''")
     cur.execute(
-        "SELECT TABLE_NAME FROM information_schema.TABLES WHERE TABLE_SCHEMA = %s AND TABLE_TYPE = 'BASE TABLE'",
+        TABLES_OF_THE_DATABASE,
         (DATABASE,),
     )
     for (table,) in cur.fetchall():

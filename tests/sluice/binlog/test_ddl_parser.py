@@ -3,6 +3,8 @@ a captured table; other tables' DDL gives none; what cannot be read is said, nev
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from sluice.binlog.ddl_parser import RowsReplaced, TableSchemas, UnparsableDdl, parse_ddl
@@ -282,3 +284,36 @@ def test_qualified_column_names_and_index_renames_read_as_the_server_reads_them(
     assert [c.name for c in created.columns] == ["a", "b"]
     assert after("ALTER TABLE t1 ADD COLUMN t1.c INT").column_names == ("id", "a", "b", "c")
     assert parse_known("ALTER TABLE t1 RENAME KEY IF EXISTS d TO e") == []
+
+
+def test_rows_a_server_logged_as_a_statement_name_the_captured_tables_to_read_again():
+    """MariaDB logs every change of a table versioned by transaction id as a statement, even
+    under binlog_format=ROW; a session may log its own so (binlog_format=STATEMENT)."""
+    known = TableSchemas({"app.t1": T1, "app.t2": dataclasses.replace(T1, table="t2")})
+
+    def parse(statement: str) -> list:
+        return parse_ddl(statement, "app", captured, known)
+
+    for statement in (
+        "UPDATE t1 SET v = -v WHERE id BETWEEN 10 AND 14",
+        "/* app */ DELETE FROM app.t1 WHERE id = 3",
+        "INSERT INTO `t1` (id) VALUES (1)",
+        "REPLACE INTO t1 SELECT * FROM other",
+        "LOAD DATA INFILE '/tmp/x' INTO TABLE t1",
+    ):
+        with pytest.raises(RowsReplaced, match="without row events") as replaced:
+            parse(statement)
+        assert replaced.value.tables == ("app.t1",), statement
+    with pytest.raises(RowsReplaced) as replaced:
+        parse("UPDATE t1 JOIN t2 USING (id) SET t1.v = t2.v, t2.v = 0")
+    assert replaced.value.tables == ("app.t1", "app.t2")
+    assert parse("INSERT INTO other VALUES (1)") == []
+    assert parse("INSERT INTO t3 VALUES (1)") == []  # captured, but no table the reader knows of
+
+
+def test_modify_and_change_move_a_column_where_first_or_after_says():
+    assert after("ALTER TABLE t1 MODIFY b VARCHAR(5) FIRST").column_names == ("b", "id", "a")
+    assert after("ALTER TABLE t1 CHANGE a a2 BIGINT AFTER b").column_names == ("id", "b", "a2")
+    assert after("ALTER TABLE t1 MODIFY a BIGINT").column_names == ("id", "a", "b")  # stays
+    (moved,) = parse_known("ALTER TABLE t1 MODIFY id INT AFTER b")
+    assert str(moved) == "AlterColumnTypeEvent{tableId=app.t1, typeMapping={id=INT}, position=AFTER `b`}"

@@ -97,6 +97,11 @@ def test_each_event_changes_the_target_and_keeps_its_rows(target):
 
     apply(RenameColumn(f"{db}.t", "qty", "amount"))
     apply(AlterColumnType(f"{db}.t", Column("amount", "bigint", "bigint", False)))
+    apply(AlterColumnType(f"{db}.t", Column("amount", "bigint", "bigint", False), "FIRST"))  # MODIFY ... FIRST
+    assert [name for name, _ in target.columns("t")] == (
+        ["id", "name", "amount", "c0"] if postgres else ["amount", "id", "c0", "name"]
+    )
+    apply(AlterColumnType(f"{db}.t", Column("amount", "bigint", "bigint", False), "AFTER", "name"))
     apply(DropColumn(f"{db}.t", "name"))
     assert dict(target.columns("t")) == {"id": "NO", "c0": "YES" if postgres else "NO", "amount": "NO"}
     # The row the table held gets what MariaDB gives it: a NOT NULL VARCHAR's implicit ''.
