@@ -27,22 +27,25 @@ def split_table(conn: pymysql.connections.Connection, schema: TableSchema, chunk
     if schema.single_split:
         return [SnapshotSplit(schema.table_id, 0, None, None)]
     key = quote(schema.chunk_key)
+    column = schema.column(schema.chunk_key)
+    value = f"{key}+0" if column.keyed_by_number else key  # what boundaries are: an ENUM's index
     table = f"{quote(schema.database)}.{quote(schema.table)}"
     with conn.cursor() as cur:
-        cur.execute(f"SELECT MIN({key}), MAX({key}) FROM {table}")
+        cur.execute(f"SELECT MIN({value}), MAX({value}) FROM {table}")
         low, high = cur.fetchone()
     if low is None:
         return [SnapshotSplit(schema.table_id, 0, None, None)]
 
-    column = schema.column(schema.chunk_key)
-    if column.is_integer:
+    if column.is_integer or column.keyed_by_number:
+        low, high = int(low), int(high)
         rows = approximate_row_count(conn, schema)
         factor = (high - low + 1) / max(rows, 1)
         if DISTRIBUTION_FACTOR_LOWER <= factor <= DISTRIBUTION_FACTOR_UPPER:
             step = max(int(chunk_size * factor), 1)
             return _ranges(schema.table_id, _even_boundaries(low, high, step))
         log.info("%s: chunk key %s is skewed (factor %.1f)", schema.table_id, key, factor)
-    return _ranges(schema.table_id, _queried_boundaries(conn, table, key, low, high, chunk_size))
+    boundaries = _queried_boundaries(conn, table, key, value, low, chunk_size)
+    return _ranges(schema.table_id, [int(b) for b in boundaries] if column.keyed_by_number else boundaries)
 
 
 def approximate_row_count(conn: pymysql.connections.Connection, schema: TableSchema) -> int:
@@ -66,8 +69,9 @@ def _even_boundaries(low: int, high: int, step: int) -> list[Any]:
 
 
 def _queried_boundaries(
-    conn: pymysql.connections.Connection, table: str, key: str, low: Any, high: Any, chunk_size: int
+    conn: pymysql.connections.Connection, table: str, key: str, value: str, low: Any, chunk_size: int
 ) -> list[Any]:
+    """`value`: the key as boundaries hold it (`key`, or its number)."""
     boundaries: list[Any] = []
     start = low
     with conn.cursor() as cur:
@@ -75,7 +79,7 @@ def _queried_boundaries(
             # The chunk-size-th key at or after start: the next chunk begins there.
             # The server says whether it equals start: under a collation 'a' = 'A'.
             cur.execute(
-                f"SELECT {key}, {key} = %s FROM {table} WHERE {key} >= %s ORDER BY {key} LIMIT 1 OFFSET %s",
+                f"SELECT {value}, {key} = %s FROM {table} WHERE {key} >= %s ORDER BY {key} LIMIT 1 OFFSET %s",
                 (start, start, chunk_size),
             )
             row = cur.fetchone()
@@ -85,7 +89,7 @@ def _queried_boundaries(
             if same:
                 # More than chunk-size rows share this key (composite primary keys): the
                 # chunk must hold them all, so it ends at the next distinct key.
-                cur.execute(f"SELECT MIN({key}) FROM {table} WHERE {key} > %s", (start,))
+                cur.execute(f"SELECT MIN({value}) FROM {table} WHERE {key} > %s", (start,))
                 end = cur.fetchone()[0]
                 if end is None:
                     return boundaries

@@ -66,6 +66,25 @@ class ServerKeyOrder:
         return result
 
 
+class EnumKeyOrder:
+    """An ENUM's chunks are ranges of its members' index (MySQL's order of the column):
+    values, as rows and targets hold them, are members' text; '' (an invalid value stored
+    in a lax sql_mode) is index 0."""
+
+    def __init__(self, column: Column) -> None:
+        self._index = {member: i for i, member in enumerate(column.members, start=1)}
+        self._folded = {member.casefold(): i for member, i in reversed(self._index.items())}
+
+    def chunk_indexes(self, keys: Sequence[Any], boundaries: Sequence[Any]) -> list[int]:
+        return PythonKeyOrder().chunk_indexes([None if k is None else self._number(k) for k in keys], boundaries)
+
+    def _number(self, value: str) -> int:
+        # A member as a target spells it back (a case-insensitive collation may fold it).
+        return self._index.get(value) or self._folded.get(value.casefold(), 0)
+
+
 def key_order_for(column: Column, conn: Any) -> KeyOrder:
     # `conn`: a source connection of either driver.
+    if column.data_type == "enum":
+        return EnumKeyOrder(column)
     return PythonKeyOrder() if column.orders_like_python else ServerKeyOrder(conn, column)

@@ -14,6 +14,7 @@ if TYPE_CHECKING:
 
 
 BINARY_STRING_TYPES = frozenset({"binary", "varbinary", "tinyblob", "blob", "mediumblob", "longblob"})
+_MEMBER = re.compile(r"'((?:[^'\\]|''|\\.)*)'")
 TEXT_STRING_TYPES = frozenset({"char", "varchar", "tinytext", "text", "mediumtext", "longtext", "enum", "set"})
 
 
@@ -52,9 +53,22 @@ class Column:
         server and Sluice agree on (no approximate floats, no documents or blobs)."""
         return (
             self.is_integer
+            or self.keyed_by_number
             or self.data_type in ("decimal", "date", "datetime", "timestamp", "time", "year")
             or self.data_type in ("char", "varchar", "binary", "varbinary")
         )
+
+    @property
+    def keyed_by_number(self) -> bool:
+        """An ENUM orders by its member's index and a BIT by its value: as a chunk key, its
+        boundaries are that number (`column+0`; MIN and MAX of an ENUM compare its text)."""
+        return self.data_type in ("enum", "bit")
+
+    @property
+    def members(self) -> tuple[str, ...]:
+        """An ENUM's or SET's members, in order."""
+        inside = self.column_type[self.column_type.index("(") + 1 : self.column_type.rindex(")")]
+        return tuple(m.replace("''", "'").replace("\\\\", "\\") for m in _MEMBER.findall(inside))
 
     @property
     def orders_like_python(self) -> bool:
@@ -63,7 +77,7 @@ class Column:
         True for numbers, temporal types and binary strings; false for strings under a
         collation (case- or accent-insensitive orders differ from Python's code points).
         """
-        if self.is_numeric or self.data_type in ("date", "datetime", "timestamp", "time", "year"):
+        if self.is_numeric or self.data_type in ("date", "datetime", "timestamp", "time", "year", "bit"):
             return True
         if self.data_type in BINARY_STRING_TYPES:
             return True

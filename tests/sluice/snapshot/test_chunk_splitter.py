@@ -138,3 +138,29 @@ def test_unknown_chunk_key_column_is_named(mariadb, source_db):
     mariadb.execute("CREATE TABLE t (id INT PRIMARY KEY)", database=source_db)
     with pytest.raises(SourceError, match=rf"{source_db}\.t has no column 'nope'"):
         _splits(mariadb, source_db, "t", 100, chunk_key="nope")
+
+
+def test_enum_and_bit_keys_split_by_their_numbers_as_the_server_orders_them(mariadb, source_db):
+    """An ENUM orders by its members' index, not their text (MIN and MAX would compare the
+    text); a BIT by its value. Both are chunked by that number."""
+    _fill(
+        mariadb,
+        source_db,
+        "CREATE TABLE levels (lvl ENUM('zeta', 'alpha', 'mid') NOT NULL, n INT NOT NULL, PRIMARY KEY (lvl, n))",
+        "INSERT INTO levels SELECT ELT(1 + seq % 3, 'zeta', 'alpha', 'mid'), seq FROM seq_1_to_300",
+    )
+    schema, splits = _splits(mariadb, source_db, "levels", 50)
+    assert schema.chunk_key == "lvl" and not schema.single_split
+    assert [s.end for s in splits[:-1]] == [2, 3]  # each member's rows in one chunk, by index
+    assert _chunk_sizes(mariadb, source_db, schema, splits) == [100, 100, 100]
+
+    _fill(
+        mariadb,
+        source_db,
+        "CREATE TABLE flags (f BIT(12) PRIMARY KEY, v INT)",
+        "INSERT INTO flags SELECT seq * 7, seq FROM seq_1_to_300",
+    )
+    schema, splits = _splits(mariadb, source_db, "flags", 50)
+    assert schema.chunk_key == "f" and not schema.single_split and len(splits) == 6
+    assert all(isinstance(s.end, int) for s in splits[:-1])
+    assert _chunk_sizes(mariadb, source_db, schema, splits) == [50] * 6
