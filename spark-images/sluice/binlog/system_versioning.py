@@ -13,9 +13,7 @@ from typing import Any
 
 from sluice.event.row_change import RowKind
 from sluice.source.row_decoding import Row
-from sluice.source.schema import TableSchema
-
-IMPLICIT_ROW_END = "row_end"  # the invisible column MariaDB adds for WITH SYSTEM VERSIONING
+from sluice.source.schema import IMPLICIT_ROW_END, TableSchema
 
 # TIMESTAMP(6) row ends (up to 11.4, and from 11.5 on 64-bit servers), and transaction ids.
 _CURRENT = frozenset({datetime(2038, 1, 19, 3, 14, 7, 999999), datetime(2106, 2, 7, 6, 28, 15, 999999), 2**64 - 1})

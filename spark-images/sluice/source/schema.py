@@ -14,6 +14,7 @@ if TYPE_CHECKING:
 
 
 BINARY_STRING_TYPES = frozenset({"binary", "varbinary", "tinyblob", "blob", "mediumblob", "longblob"})
+IMPLICIT_ROW_END = "row_end"  # the invisible column MariaDB adds for WITH SYSTEM VERSIONING
 _MEMBER = re.compile(r"'((?:[^'\\]|''|\\.)*)'")
 TEXT_STRING_TYPES = frozenset({"char", "varchar", "tinytext", "text", "mediumtext", "longtext", "enum", "set"})
 
@@ -225,7 +226,6 @@ def read_table_schema(
             )
             for row in described
         )
-        row_end = next((row[0] for row in described if row[8] == "ROW END"), None)
         cur.execute(
             "SELECT INDEX_NAME, COLUMN_NAME FROM information_schema.STATISTICS "
             "WHERE TABLE_SCHEMA = %s AND TABLE_NAME = %s AND NON_UNIQUE = 0 "
@@ -235,6 +235,14 @@ def read_table_schema(
         unique_indexes: dict[str, list[str]] = {}
         for index, column in cur.fetchall():
             unique_indexes.setdefault(index, []).append(column)
+        # A system-versioned table's keys end with its row end, which only keeps history
+        # rows apart: the current rows, which the target holds, are keyed without it.
+        row_end = next((row[0] for row in described if row[8] == "ROW END"), None)
+        names = {row[0] for row in described}
+        hidden = {row_end or IMPLICIT_ROW_END} - (names - {row_end})
+        unique_indexes = {i: [c for c in cs if c not in hidden] for i, cs in unique_indexes.items()}
+        # A key over an expression (MySQL's functional key parts) keys no columns alone.
+        unique_indexes = {i: cs for i, cs in unique_indexes.items() if set(cs) <= names}
         cur.execute(
             "SELECT DISTINCT COLUMN_NAME FROM information_schema.STATISTICS "
             "WHERE TABLE_SCHEMA = %s AND TABLE_NAME = %s AND SEQ_IN_INDEX = 1 AND SUB_PART IS NULL",
