@@ -243,10 +243,12 @@ def _alter(tree: exp.Alter, table_id: str, statement: str, clauses: _AlterClause
         elif isinstance(action, exp.AlterRename):
             clauses.new_id = _table_id(action.this, table_id.split(".", 1)[0])
         elif isinstance(action, exp.DropPrimaryKey):
-            clauses.key = ()
+            # MySQL drops keys before it adds any: `ADD PRIMARY KEY (a), DROP PRIMARY KEY` keys a.
+            clauses.key = clauses.key if clauses.key_added else ()
         elif isinstance(action, exp.AddConstraint) and (key := action.find(exp.PrimaryKey)) is not None:
             if not (action.meta.get("exists") and clauses.key):  # IF NOT EXISTS: the table has one
                 clauses.key = tuple(e.name for e in key.expressions)
+                clauses.key_added = True
         elif isinstance(action, ConvertCharset) and str(action.this.name).lower() == "binary":
             clauses.convert_to_binary()
         elif not isinstance(action, _NO_COLUMN_CHANGE):
@@ -270,6 +272,7 @@ class _AlterClauses:
         self.new_id: str | None = None
         self.ordered: list[SchemaChangeEvent] = []  # without a known layout: clause order
         self.key: tuple[str, ...] | None = before.primary_key if before else None  # as the clauses leave it
+        self.key_added = False
 
     def has(self, name: str) -> bool:
         return self.before is None or self._existing(name) is not None
@@ -471,9 +474,13 @@ def _server_spelling(column_type: str, charset: str, mariadb: bool) -> str:
         return next((prefix for limit, prefix in limits if size <= limit), "long") + data_type + rest
     if data_type == "float" and size is not None and "," not in sized:  # FLOAT(p): by its precision
         return ("float" if size <= 24 else "double") + rest
-    if data_type in ("year", "time", "datetime", "timestamp") and size == (4 if data_type == "year" else 0):
+    if data_type in ("time", "datetime", "timestamp") and size == 0:
         sized = None  # the default precision, which the server does not write
-    if data_type in ("enum", "set") and sized:  # the server drops the values' trailing spaces
+    if data_type == "year" and size != 2:  # YEAR(N) is YEAR(4) but for the old YEAR(2)
+        sized = None
+    if data_type == "bit" and size == 0:
+        sized = "(1)"
+    if data_type in ("enum", "set") and sized and charset != "binary":  # it drops the values' trailing spaces
         sized = re.sub(r" +'(?=[,)])", "'", sized)
     if data_type in ("boolean", "bool"):
         return "tinyint(1)" + rest
@@ -483,6 +490,8 @@ def _server_spelling(column_type: str, charset: str, mariadb: bool) -> str:
         return "longtext" + rest
     if data_type == "decimal" and sized and "," not in sized:
         sized = sized[:-1] + ",0)"
+    if data_type == "decimal" and sized == "(0,0)":  # no digits: the default's
+        sized = None
     if charset == "binary" and data_type in _BINARY_TWIN:
         data_type = _BINARY_TWIN[data_type]
     return data_type + (sized or _IMPLIED_SIZE.get(data_type, "")) + rest

@@ -317,3 +317,25 @@ def test_modify_and_change_move_a_column_where_first_or_after_says():
     assert after("ALTER TABLE t1 MODIFY a BIGINT").column_names == ("id", "a", "b")  # stays
     (moved,) = parse_known("ALTER TABLE t1 MODIFY id INT AFTER b")
     assert str(moved) == "AlterColumnTypeEvent{tableId=app.t1, typeMapping={id=INT}, position=AFTER `b`}"
+
+
+def test_a_primary_key_dropped_and_added_in_one_statement_is_the_added_one_whatever_the_order():
+    assert after("ALTER TABLE t1 ADD PRIMARY KEY (a, b), DROP PRIMARY KEY").primary_key == ("a", "b")
+    assert after("ALTER TABLE t1 DROP PRIMARY KEY, ADD PRIMARY KEY (a)").primary_key == ("a",)
+    assert after("ALTER TABLE t1 DROP PRIMARY KEY").primary_key == ()
+
+
+@pytest.mark.parametrize(
+    ("written", "spelled"),
+    [
+        ("YEAR(4294967295)", "year(4)"),
+        ("YEAR(2)", "year(2)"),
+        ("BIT(0)", "bit(1)"),
+        ("DECIMAL(0,0)", "decimal(10,0)"),
+        ("SET('a','a ') CHARACTER SET binary", "set('a','a ')"),  # binary keeps trailing spaces
+        ("ENUM('a ','b')", "enum('a','b')"),
+    ],
+)
+def test_edge_spellings_are_the_servers(written, spelled):
+    (created,) = parse_known(f"CREATE TABLE t5 (c {written})")
+    assert created.columns[0].column_type == spelled
