@@ -75,6 +75,8 @@ COLUMNS: dict[str, str] = {
     "fmd": "FLOAT(7,3)",
     "vbn": "VARCHAR(10) BINARY",
     "vcb": "VARCHAR(10) COLLATE utf8mb4_bin",
+    "sw7": "VARCHAR(20) CHARACTER SET swe7",  # character sets Python has no codec for
+    "kb2": "VARCHAR(20) CHARACTER SET keybcs2",
     "vz": "VARCHAR(500) COMPRESSED",  # MariaDB's compressed columns: types of their own in the binlog
     "bz": "BLOB COMPRESSED",
     "ip4": "INET4",
@@ -94,6 +96,8 @@ SPATIAL = {  # column: its values as well-known text, from a maker of coordinate
 }
 TEXT = "aZ09 _-'\"\\%éüß€\x81漢字🎉\x00"  # NUL too: legal in MySQL, not in PostgreSQL text
 LATIN1 = "aZ09 _-'\"\\%éüß€\x81\xff"
+SWE7 = "aZ09 _-'\"%ÉÄÖÅÜéäöåü"
+KEYBCS2 = "aZ09 _-'\"\\%ČüéďŠžÝ░▒αß≈√²"
 
 
 def random_decimal(rng: random.Random, precision: int, scale: int) -> str:
@@ -169,7 +173,7 @@ def random_value(rng: random.Random, name: str) -> object:
     strings = {"c": (TEXT, 100), "cl": (LATIN1, 3), "vc": (TEXT, 20), "vl": (LATIN1, 300), "tt": (TEXT, 60)}
     strings |= {"v16": (TEXT, 20), "t32": (TEXT, 200), "vu2": (TEXT.replace("🎉", ""), 20)}  # UCS-2: no emoji
     strings |= {"nv": (TEXT.replace("🎉", ""), 10), "nc": (TEXT.replace("🎉", ""), 5)}  # NATIONAL: utf8mb3
-    strings |= {"vbn": (TEXT, 10), "vcb": (TEXT, 10)}
+    strings |= {"vbn": (TEXT, 10), "vcb": (TEXT, 10), "sw7": (SWE7, 20), "kb2": (KEYBCS2, 20)}
     if name in strings:
         text = _text(rng, *strings[name])
         return text.rstrip(" ") if name.startswith("c") else text  # CHAR drops trailing spaces

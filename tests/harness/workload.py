@@ -156,9 +156,17 @@ class RandomWorkload:
             ddl = f"ALTER TABLE {table} RENAME COLUMN {old} TO {extras[-1]}"
         elif roll < 0.8:
             ddl = f"ALTER TABLE {table} DROP COLUMN {extras.pop(0)}"
-        else:
+        elif roll < 0.9:
             column = self.rng.choice([*extras, "qty"])
             ddl = f"ALTER TABLE {table} MODIFY {column} {self.rng.choice(['BIGINT', 'INT', 'DECIMAL(20,0)'])}"
+        else:  # a swap, as online schema-change tools cut over: the new table is read whole
+            for statement in (
+                f"DROP TABLE IF EXISTS {table}_swap_old",
+                f"CREATE TABLE {table}_swap_new LIKE {table}",
+                f"INSERT INTO {table}_swap_new SELECT * FROM {table}",
+            ):
+                cur.execute(statement)
+            ddl = f"RENAME TABLE {table} TO {table}_swap_old, {table}_swap_new TO {table}"
         cur.execute(ddl)
         self.schema_changes.append(ddl)
         self.operations += 1

@@ -28,6 +28,7 @@ from typing import Any
 from pymysqlreplication.constants import FIELD_TYPE
 from pymysqlreplication.json_binary import parse_json
 
+import sluice.source.charsets  # noqa: F401 - registers the codecs of MySQL's charsets Python lacks
 from sluice.binlog.system_versioning import row_end_column
 from sluice.errors import SourceError
 from sluice.event.schema_change import RenameTable, SchemaChangeEvent, apply_events
