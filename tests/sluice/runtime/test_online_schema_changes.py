@@ -150,6 +150,49 @@ def test_a_gh_ost_migration_is_one_schema_change_at_its_cut_over(
         assert _binlog_rows(text) == changes, f"{name}: {text}"
 
 
+def pt_online_schema_change(mariadb, source_db: str) -> int:
+    """The real pt-online-schema-change adds w to t while t takes writes (its triggers carry
+    them into _t_new), then t takes more; the changelog rows t's own changes make."""
+    writes = {"changes": 0}
+
+    def write_during(stop: threading.Event) -> None:
+        i = 0
+        while not stop.is_set():
+            mariadb.execute(f"UPDATE t SET v = v + 1 WHERE id = {i % ROWS}", database=source_db)
+            writes["changes"] += 2
+            i += 7
+            time.sleep(0.01)
+
+    stop = threading.Event()
+    writer = threading.Thread(target=write_during, args=(stop,))
+    writer.start()
+    try:
+        tool = subprocess.run(
+            [
+                "pt-online-schema-change",
+                "--alter",
+                "ADD COLUMN w INT NOT NULL DEFAULT 7",
+                f"h={mariadb.host},P={mariadb.port},u={mariadb.user},D={source_db},t=t",
+                "--execute",
+                "--chunk-size",
+                "200",
+                "--recursion-method",
+                "none",
+                "--no-check-replication-filters",
+            ],
+            env={"PATH": "/usr/bin:/bin", "MYSQL_PWD": mariadb.password},
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+    finally:
+        stop.set()
+        writer.join()
+    assert tool.returncode == 0, tool.stdout + tool.stderr
+    mariadb.execute("INSERT INTO t VALUES (9000, 9, 9)", "UPDATE t SET w = 8 WHERE id = 3", database=source_db)
+    return writes["changes"] + 3
+
+
 def test_a_pt_online_schema_change_migration_is_one_schema_change_at_its_cut_over(
     tmp_path, mariadb, postgresql, mariadb_target, source_db
 ):
@@ -158,44 +201,8 @@ def test_a_pt_online_schema_change_migration_is_one_schema_change_at_its_cut_ove
     pipelines = _pipelines(tmp_path, mariadb, postgresql, mariadb_target, source_db, "pt-osc", 7470)
     writes = {"changes": 0}
 
-    def write_during(stop: threading.Event) -> None:
-        """Writes to t while the tool copies it: its triggers carry them into _t_new."""
-        i = 0
-        while not stop.is_set():
-            mariadb.execute(f"UPDATE t SET v = v + 1 WHERE id = {i % ROWS}", database=source_db)
-            writes["changes"] += 2
-            i += 7
-            time.sleep(0.01)
-
     def migrate() -> None:
-        stop = threading.Event()
-        writer = threading.Thread(target=write_during, args=(stop,))
-        writer.start()
-        try:
-            tool = subprocess.run(
-                [
-                    "pt-online-schema-change",
-                    "--alter",
-                    "ADD COLUMN w INT NOT NULL DEFAULT 7",
-                    f"h={mariadb.host},P={mariadb.port},u={mariadb.user},D={source_db},t=t",
-                    "--execute",
-                    "--chunk-size",
-                    "200",
-                    "--recursion-method",
-                    "none",
-                    "--no-check-replication-filters",
-                ],
-                env={"PATH": "/usr/bin:/bin", "MYSQL_PWD": mariadb.password},
-                capture_output=True,
-                text=True,
-                timeout=120,
-            )
-        finally:
-            stop.set()
-            writer.join()
-        assert tool.returncode == 0, tool.stdout + tool.stderr
-        mariadb.execute("INSERT INTO t VALUES (9000, 9, 9)", "UPDATE t SET w = 8 WHERE id = 3", database=source_db)
-        writes["changes"] += 3
+        writes["changes"] += pt_online_schema_change(mariadb, source_db)
 
     said = stream_until_equal(
         pipelines,
@@ -209,29 +216,17 @@ def test_a_pt_online_schema_change_migration_is_one_schema_change_at_its_cut_ove
         assert _binlog_rows(text) == writes["changes"], f"{name}: {text}"
 
 
-def test_a_gh_ost_migration_survives_sigkills_at_random_points(
-    tmp_path, mariadb, postgresql, mariadb_target, source_db
-):
-    """The pipelines are SIGKILLed again and again while the migration runs (before its
-    ALTER, during the copy, around the cut-over) and run again: the targets still end equal
-    to the source, the ALTER applied once."""
-    _table_to_migrate(mariadb, source_db)
-    pipelines = _pipelines(tmp_path, mariadb, postgresql, mariadb_target, source_db, "gh-ost-kills", 7480)
-    statements, _ = gh_ost_migration(source_db)
-    env = sluice_env(mariadb, postgresql, mariadb_target)
-    rng = random.Random(int(os.environ.get("SLUICE_SOAK_SEED", "25")))
+def _survives_sigkills(pipelines: dict, env: dict, migrate, seed: int) -> tuple[dict, float]:
+    """Runs `migrate` while the pipelines are SIGKILLed again and again (at least three times,
+    before its ALTER, during the copy, around the cut-over) and run again; the processes
+    running after it, and the deadline they have to catch up by."""
+    rng = random.Random(int(os.environ.get("SLUICE_SOAK_SEED", str(seed))))
     processes = {name: start_sluice(path, state, env) for name, (path, state) in pipelines.items()}
     deadline = time.monotonic() + 240
     try:
         for name, (_, state) in pipelines.items():
             wait_until_in_binlog_phase(processes[name], state, deadline)
-
-        def migrate() -> None:
-            for statement in statements:
-                mariadb.execute(statement, database=source_db)
-                time.sleep(rng.uniform(0, 0.05))
-
-        migration = threading.Thread(target=migrate)
+        migration = threading.Thread(target=migrate, args=(rng,))
         migration.start()
         kills = 0
         while migration.is_alive() or kills < 3:
@@ -241,12 +236,57 @@ def test_a_gh_ost_migration_survives_sigkills_at_random_points(
             processes[name] = start_sluice(*pipelines[name], env)
             kills += 1
         migration.join()
-        want = _source(mariadb, source_db)
-        for name, rows in _targets(postgresql, mariadb_target, source_db).items():
+        return processes, deadline
+    except BaseException:
+        for process in processes.values():
+            kill_pipeline(process)
+        raise
+
+
+def _equal_after_kills(processes: dict, deadline: float, want: dict, targets: dict) -> None:
+    try:
+        for name, rows in targets.items():
             wait_until_target_is(processes[name], want, rows, deadline, name)
-        for name, (_, state) in pipelines.items():
-            history = read_state(state)["schema_change_history"]
-            assert [h["statement"].split(";")[0] for h in history][-1:] == [statements[5]], (name, history)
     finally:
         for process in processes.values():
             kill_pipeline(process)
+
+
+def test_a_gh_ost_migration_survives_sigkills_at_random_points(
+    tmp_path, mariadb, postgresql, mariadb_target, source_db
+):
+    """The targets still end equal to the source, the ALTER applied once."""
+    _table_to_migrate(mariadb, source_db)
+    pipelines = _pipelines(tmp_path, mariadb, postgresql, mariadb_target, source_db, "gh-ost-kills", 7480)
+    statements, _ = gh_ost_migration(source_db)
+
+    def migrate(rng: random.Random) -> None:
+        for statement in statements:
+            mariadb.execute(statement, database=source_db)
+            time.sleep(rng.uniform(0, 0.05))
+
+    env = sluice_env(mariadb, postgresql, mariadb_target)
+    processes, deadline = _survives_sigkills(pipelines, env, migrate, 25)
+    _equal_after_kills(
+        processes, deadline, _source(mariadb, source_db), _targets(postgresql, mariadb_target, source_db)
+    )
+    for name, (_, state) in pipelines.items():
+        history = read_state(state)["schema_change_history"]
+        assert [h["statement"].split(";")[0] for h in history][-1:] == [statements[5]], (name, history)
+
+
+def test_a_pt_online_schema_change_migration_survives_sigkills_at_random_points(
+    tmp_path, mariadb, postgresql, mariadb_target, source_db
+):
+    """The real tool, killed pipelines: the targets end equal to the source, w added once."""
+    _table_to_migrate(mariadb, source_db)
+    pipelines = _pipelines(tmp_path, mariadb, postgresql, mariadb_target, source_db, "pt-osc-kills", 7490)
+    env = sluice_env(mariadb, postgresql, mariadb_target)
+    processes, deadline = _survives_sigkills(pipelines, env, lambda _: pt_online_schema_change(mariadb, source_db), 26)
+    _equal_after_kills(
+        processes, deadline, _source(mariadb, source_db), _targets(postgresql, mariadb_target, source_db)
+    )
+    for name, (_, state) in pipelines.items():
+        history = read_state(state)["schema_change_history"]
+        added = [h for h in history if any(e["type"] == "add.column" for e in h.get("events", []))]
+        assert len(added) == 1 and "_t_new" in added[0]["statement"], (name, history)
