@@ -22,6 +22,7 @@ def read_between(
     end: BinlogOffset,
     schemas: Mapping[str, TableSchema],
     unread: Collection[str] = (),
+    read_at: Mapping[str, BinlogOffset] | None = None,
 ) -> list[Transaction | SchemaChange | Heartbeat]:
     """What the reader gives from `start` to `end`, capturing every table of `database`."""
     return list(
@@ -35,5 +36,6 @@ def read_between(
             heartbeat_seconds=1.0,
             captured=lambda db, table: db == database,
             unread=unread,
+            schemas_read_at=read_at or {},
         )
     )

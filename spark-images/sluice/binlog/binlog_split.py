@@ -22,6 +22,10 @@ class BinlogSplit:
     offset: BinlogOffset  # the next position to read: always a transaction boundary
     watermarks: dict[str, TableWatermarks] = field(default_factory=dict)
 
+    def schemas_read_at(self) -> dict[str, BinlogOffset]:
+        """The tables read whole ahead of the offset, and where their schemas were read."""
+        return {t: w.schema_at for t, w in self.watermarks.items() if w.schema_at is not None}
+
     def advance(self, offset: BinlogOffset) -> list[str]:
         """Moves to `offset`; returns the tables that just entered pure binlog phase."""
         self.offset = offset
@@ -37,6 +41,7 @@ class BinlogSplit:
                 t: {
                     "boundaries": values.encode(w.boundaries),
                     "hws": [hw.to_json() for hw in w.high_watermarks],
+                    **({"schemaAt": w.schema_at.to_json()} if w.schema_at else {}),
                 }
                 for t, w in self.watermarks.items()
             },
@@ -47,7 +52,11 @@ class BinlogSplit:
         return cls(
             BinlogOffset.from_json(data["offset"]),
             {
-                t: TableWatermarks(values.decode(w["boundaries"]), [BinlogOffset.from_json(h) for h in w["hws"]])
+                t: TableWatermarks(
+                    values.decode(w["boundaries"]),
+                    [BinlogOffset.from_json(h) for h in w["hws"]],
+                    BinlogOffset.from_json(w["schemaAt"]) if w.get("schemaAt") else None,
+                )
                 for t, w in data.get("watermarks", {}).items()
             },
         )

@@ -31,6 +31,9 @@ class TableWatermarks:
 
     boundaries: list[Any]  # inner boundaries: chunk i is [boundaries[i-1], boundaries[i])
     high_watermarks: list[BinlogOffset]  # one per chunk
+    # Where the table's schema was read, for a table that joined the capture ahead of the
+    # reader: its DDL before there is in that schema already.
+    schema_at: BinlogOffset | None = None
 
     @property
     def max_high_watermark(self) -> BinlogOffset:

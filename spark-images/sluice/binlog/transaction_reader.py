@@ -130,6 +130,7 @@ def read_transactions(
     lower_case_table_names: int = 0,
     migrations: Mapping[str, Any] | None = None,
     unread: Collection[str] = (),
+    schemas_read_at: Mapping[str, BinlogOffset] | None = None,
 ) -> Iterator[Transaction | SchemaChange | Heartbeat]:
     """Transactions from `start` (its file/position, or after its GTID set if `by_gtid`): up
     to `stop_at` if given, else following the binlog. With `captured`, a DDL on a captured
@@ -137,7 +138,9 @@ def read_transactions(
     resolved as the server's `lower_case_table_names` says). `migrations`: gh-ost's and
     pt-osc's migrations in progress (the state's), to read their statements as the one
     schema change each makes; None: read them as any other statement. `unread`: tables a
-    statement that could not be read changed (the state's), whose next table map tells how."""
+    statement that could not be read changed (the state's), whose next table map tells how.
+    `schemas_read_at`: where the schemas of tables read whole after `start` were read (a
+    table that joined the capture): their DDL before there is in them already."""
     decoders = RowImageDecoders(schemas)
     watched = WatchedTables(schemas)
     stream = open_stream(
@@ -159,6 +162,7 @@ def read_transactions(
         ddl = None
         if captured is not None:
             ddl = _DdlReader(captured, decoders, watched, mariadb, lower_case_table_names, endpoint, migrations)
+            ddl.read_at = dict(schemas_read_at or {})
             for table_id in unread:  # their statements were read before a restart
                 ddl.wait_for_table_map(table_id, "")
         yield from _transactions(stream, decoders, watched, stop_at, gtids, resume_after, ddl)
@@ -321,6 +325,7 @@ class _DdlReader:
         self._maps: dict[str, object] = {}  # table id: the table map last compared
         # By the table migrated; None: scan.parse.online.schema.changes.enabled is off.
         self.migrations = None if migrations is None else {t: Migration.from_json(m) for t, m in migrations.items()}
+        self.read_at: dict[str, BinlogOffset] = {}  # table id: where its schema was read (see read_transactions)
 
     def wait_for_table_map(self, table_id: str, statement: str) -> None:
         """`statement` (that could not be read) changed the table: its next table map tells how."""
@@ -342,6 +347,7 @@ class _DdlReader:
             parsed = parse_ddl(
                 event.query, database, self.captured, decoders, self.mariadb, self.lower_case_table_names
             )
+            parsed = [e for e in parsed if not self._in_schema_read_later(e, start)]
             events = _not_reflected(as_spelled(parsed, decoders.columns), decoders)
         except RowsReplaced as replaced:
             return SchemaChange(start, start, event.query, (), event.timestamp, replaced.tables)
@@ -353,6 +359,10 @@ class _DdlReader:
         if not events:
             return None
         return SchemaChange(start, start, event.query, events, event.timestamp)
+
+    def _in_schema_read_later(self, event: SchemaChangeEvent, start: BinlogOffset) -> bool:
+        read_at = self.read_at.get(event.table_id)
+        return read_at is not None and start.is_before(read_at)
 
     def _migration_step(self, event: QueryEvent, database: str, start: BinlogOffset) -> SchemaChange | None | object:
         """A statement of gh-ost's or pt-osc's on a captured table's shadow: the migration

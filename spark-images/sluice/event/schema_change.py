@@ -74,8 +74,9 @@ class CreateTable(SchemaChangeEvent):
 
 
 def create_table_event(schema: TableSchema) -> CreateTable:
-    """A table as it is now, as the event that creates it (a table joining the capture)."""
-    return CreateTable(schema.table_id, schema.columns, schema.primary_key)
+    """A table as it is now, as the event that creates it in the target (a table joining
+    the capture): keyed by its row key, a UNIQUE NOT NULL key too, as the snapshot keys it."""
+    return CreateTable(schema.table_id, schema.columns, schema.row_key)
 
 
 @dataclass(frozen=True)

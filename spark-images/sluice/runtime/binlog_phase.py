@@ -116,6 +116,7 @@ def run_binlog_phase(
             lower_case_table_names=lower_case_table_names,
             migrations=migrating,
             unread=unread,
+            schemas_read_at=split.schemas_read_at(),
         )
 
     migrating = migrations  # as the reader has them: a reader started again starts from these

@@ -8,6 +8,7 @@ finished split and every committed batch.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import signal
 import sys
@@ -543,7 +544,8 @@ class PipelineRunner:
                 if attempt + 1 == JOIN_ATTEMPTS:
                     raise
                 sys.stderr.write(f"capture: {drift.table_id} changed while it was read: reading it again\n")
-        split.watermarks.update(plan.binlog_split().watermarks)
+        joined_marks = plan.binlog_split().watermarks
+        split.watermarks.update({t: dataclasses.replace(w, schema_at=plan.planned_at) for t, w in joined_marks.items()})
         targets = {**self.state.targets, **plan.tables, **kept}
         self.state.tables = {**(self.state.tables or {}), **plan.tables}
         self.state.target_tables = None if targets == self.state.tables else targets
@@ -560,7 +562,7 @@ class PipelineRunner:
         self, joining: list[str], kept: dict[str, TableSchema], split: BinlogSplit, attempt: int
     ) -> SnapshotAssignerState:
         """Plans and reads the joining tables as they are now, each created in the target
-        first (again, in its new layout, after a read that met a DDL)."""
+        first, in the layout it has now."""
         source = self.definition.source
         conn = connect(self.endpoint)
         try:
@@ -578,9 +580,9 @@ class PipelineRunner:
             for schema in schemas:
                 if schema.table_id in kept:
                     continue
-                events = [create_table_event(schema)]
-                if attempt:
-                    events.insert(0, DropTable(schema.table_id))
+                # Dropped first: a table an earlier attempt, or a run killed during the join,
+                # created in an older layout (CREATE would find it there and keep it).
+                events = [DropTable(schema.table_id), create_table_event(schema)]
                 change = f"capture:{schema.table_id}@{split.offset}#{attempt}"
                 writer.apply_schema_change(change, events, {schema.table_id: schema})
         finally:

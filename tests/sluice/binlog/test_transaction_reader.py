@@ -28,3 +28,26 @@ def test_a_rename_the_schemas_show_already_is_no_change_even_through_a_name_of_i
     assert [[str(e) for e in c.events] for c in changes] == [
         [f"AddColumnEvent{{tableId={source_db}.t, addedColumns=[ColumnWithPosition{{column=`d` INT, position=LAST}}]}}"]
     ]
+
+
+def test_a_tables_ddl_before_the_position_its_schema_was_read_at_is_no_change(mariadb, source_db):
+    """A table joining the capture is read as it is now, while the reader is still behind:
+    every DDL on it before the read is in that schema, whatever the schema shows of it. A
+    column added and renamed before the read (the schema has its last name) is no change;
+    judged by names alone, the ADD looked new, and the rename then met a column of its
+    name (the target refused it). DDL after the read is a change as ever."""
+    mariadb.execute("CREATE TABLE t (id INT PRIMARY KEY, v INT)", database=source_db)
+    with mariadb.connect(source_db) as conn, conn.cursor() as cur:
+        start = position(cur)
+        cur.execute("ALTER TABLE t ADD COLUMN a INT")
+        cur.execute("ALTER TABLE t RENAME COLUMN a TO b")
+        cur.execute("ALTER TABLE t MODIFY v BIGINT")
+        read_at = position(cur)
+        now = read_table_schema(conn, source_db, "t")  # id, v BIGINT, b
+        cur.execute("ALTER TABLE t ADD COLUMN c INT")
+        end = position(cur)
+    read = read_between(mariadb, source_db, start, end, {now.table_id: now}, read_at={now.table_id: read_at})
+    changes = [item for item in read if isinstance(item, SchemaChange)]
+    assert [[str(e) for e in c.events] for c in changes] == [
+        [f"AddColumnEvent{{tableId={source_db}.t, addedColumns=[ColumnWithPosition{{column=`c` INT, position=LAST}}]}}"]
+    ]

@@ -680,6 +680,48 @@ def test_a_table_swapped_by_one_rename_statement_goes_on_with_the_new_table(
     )
 
 
+def test_a_swapped_table_keyed_by_a_unique_key_joins_with_its_key(
+    tmp_path, mariadb, mariadb_target, postgresql, source_db
+):
+    """A table without a primary key but with a UNIQUE NOT NULL key is keyed by it in the
+    target, also when it joins the capture by a swap: its changes after the cut-over are
+    upserts by that key."""
+    mariadb.execute(
+        "CREATE TABLE t (id INT NOT NULL, v INT, UNIQUE KEY (id))",
+        "INSERT INTO t VALUES " + ", ".join(f"({i}, {i})" for i in range(300)),
+        database=source_db,
+    )
+    sinks = every_sink(postgresql, mariadb_target, tmp_path / "lake", 7470)
+    sinks.pop("parquet")
+    options = {"schema.change.behavior": "evolve"}
+    pipelines = pipeline_per_sink(tmp_path, mariadb, f"{source_db}.t", sinks, "swap-unique", options)
+
+    def source() -> dict:
+        return {
+            "t": {
+                r[0]: dict(zip(("id", "v", "w"), r, strict=True)) for r in compare.source_rows(mariadb, source_db, "t")
+            }
+        }
+
+    stream_until_equal(
+        pipelines,
+        sluice_env(mariadb, postgresql, mariadb_target),
+        lambda: mariadb.execute(*SWAP, database=source_db),
+        source,
+        {
+            "postgres": lambda: {"t": postgres_table(postgresql, source_db)("t")},
+            "mariadb": lambda: {"t": mariadb_table(mariadb_target, source_db)("t")},
+        },
+    )
+    with postgresql.connect() as conn:
+        key = conn.execute(
+            "SELECT a.attname FROM pg_index i JOIN pg_attribute a ON a.attrelid = i.indrelid "
+            "AND a.attnum = ANY(i.indkey) WHERE i.indrelid = %s::regclass AND i.indisprimary",
+            (f'"{source_db}".t',),
+        ).fetchall()
+    assert key == [("id",)]
+
+
 @pytest.mark.parametrize("behavior", ["evolve", "lenient"])
 def test_a_chain_of_renames_in_one_statement_and_an_alter_rename_keep_every_row(
     tmp_path, mariadb, mariadb_target, postgresql, source_db, behavior
