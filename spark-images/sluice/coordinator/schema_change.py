@@ -104,7 +104,8 @@ def _decide(
     if behavior == "exception":
         return Verdict(Decision.FAIL, reason="pipeline.schema.change.behavior is exception")
     if behavior == "ignore":  # but a new table's rows need the table (FLINK-37837)
-        created = tuple(e for e in events if isinstance(e, CreateTable))
+        # A name the target kept (its DROP ignored) keeps its table: rows are projected onto it.
+        created = tuple(e for e in events if isinstance(e, CreateTable) and e.table_id not in schemas)
         return Verdict(Decision.APPLY if created else Decision.SKIP, created, "schema.change.behavior is ignore")
     if behavior == "manual" and change not in approved:
         return Verdict(

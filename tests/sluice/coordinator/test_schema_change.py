@@ -24,6 +24,7 @@ from sluice.coordinator.schema_change import (
 from sluice.event.schema_change import (
     AddColumn,
     AlterColumnType,
+    CreateTable,
     DropColumn,
     DropTable,
     RenameColumn,
@@ -138,6 +139,15 @@ def test_ignore_skips_and_rows_keep_the_target_schema():
     assert recorder.steps == ["Skipped"] and recorder.applied == []
     source, target = change.schemas_after(SCHEMAS, SCHEMAS)
     assert "c0" in source["app.t1"].column_names and target == SCHEMAS
+
+
+def test_ignore_creates_a_new_table_but_keeps_a_table_the_target_kept_under_its_name():
+    """A DROP ignored leaves the target's table: the CREATE that follows keeps it, and rows
+    are projected onto its columns (FLINK-37837's exception is for tables it lacks)."""
+    created = CreateTable("app.t1", (ID, NAME, Column("z", "int", "int", True)), ("id",))
+    assert decide("ignore", "mysql-bin.000001:400", [created], SCHEMAS).decision is Decision.SKIP
+    new = CreateTable("app.t2", (ID,), ("id",))
+    assert decide("ignore", "mysql-bin.000001:400", [new], SCHEMAS).events == (new,)
 
 
 def test_try_evolve_goes_on_with_what_the_target_took():
