@@ -63,6 +63,7 @@ bench: install system-deps
 	$(PYTHON) -m tests.bench.snapshot_bench $(if $(ROWS),--rows $(ROWS))
 	$(PYTHON) -m tests.bench.binlog_bench $(if $(EVENTS),--events $(EVENTS))
 	$(PYTHON) -m tests.bench.memory_bench $(if $(BIG_ROWS),--rows $(BIG_ROWS)) $(if $(SPLITS),--splits $(SPLITS))
+	$(PYTHON) -m tests.bench.migration_bench $(if $(MIGRATION_ROWS),--rows $(MIGRATION_ROWS))
 
 # The Spark image SparkApplications run and the operator's image (needs a Docker engine).
 IMAGE_TAG ?= 0.1.0

@@ -278,6 +278,8 @@ def is_reflected(event: SchemaChangeEvent, columns: Callable[[str, str], Collect
     present = columns(*event.table_id.split(".", 1))
     if isinstance(event, CreateTable):
         return bool(present)
+    if isinstance(event, DropTable):  # `DROP TABLE IF EXISTS` of a table never there, or gone already
+        return not present
     if isinstance(event, AddColumn):
         return event.column.name in present
     if isinstance(event, DropColumn):

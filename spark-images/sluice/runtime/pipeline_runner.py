@@ -553,7 +553,8 @@ class PipelineRunner:
         self.state.binlog = split
         self.store.save(self.state)
         sys.stderr.write(
-            f"capture: {', '.join(joining)} renamed into source.tables: snapshotted ({len(plan.splits)} splits), "
+            f"capture: {', '.join(joining)} renamed into source.tables: snapshotted ({len(plan.splits)} splits, "
+            f"{plan.rows_done:,} rows), "
             "streaming\n"
         )
         return True

@@ -51,3 +51,19 @@ def test_a_tables_ddl_before_the_position_its_schema_was_read_at_is_no_change(ma
     assert [[str(e) for e in c.events] for c in changes] == [
         [f"AddColumnEvent{{tableId={source_db}.t, addedColumns=[ColumnWithPosition{{column=`c` INT, position=LAST}}]}}"]
     ]
+
+
+def test_dropping_a_table_the_reader_never_had_is_no_change(mariadb, source_db):
+    """gh-ost begins with `DROP TABLE IF EXISTS _t_gho`: with every table of the database
+    captured, the table the statement names never existed, and the target refused to drop
+    it (a table not known to the pipeline), which stopped the pipeline."""
+    mariadb.execute("CREATE TABLE t (id INT PRIMARY KEY)", database=source_db)
+    with mariadb.connect(source_db) as conn, conn.cursor() as cur:
+        known = read_table_schema(conn, source_db, "t")
+        start = position(cur)
+        cur.execute("DROP TABLE IF EXISTS _t_gho")
+        cur.execute("DROP TABLE t")
+        end = position(cur)
+    read = read_between(mariadb, source_db, start, end, {known.table_id: known})
+    changes = [[str(e) for e in c.events] for c in read if isinstance(c, SchemaChange)]
+    assert changes == [[f"DropTableEvent{{tableId={source_db}.t}}"]]

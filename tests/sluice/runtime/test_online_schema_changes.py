@@ -19,6 +19,7 @@ import threading
 import time
 
 from tests.harness import compare
+from tests.harness.gh_ost import gh_ost_migration
 from tests.harness.pipelines import (
     kill_pipeline,
     mysql_sink,
@@ -85,58 +86,12 @@ def _applied_once(said: str) -> None:
     assert "read again" not in said and "_t_gho" not in applied[0] and "_t_new" not in applied[0], said
 
 
-def gh_ost_migration(source_db: str) -> tuple[list[str], int]:
-    """gh-ost's statements migrating t (ADD COLUMN w), with writes to t during the row copy
-    and the applier's replay of them into the ghost table; and the changelog rows t's own
-    changes make (an update is two)."""
-    db = f"`{source_db}`"
-    statements = [
-        f"DROP TABLE IF EXISTS {db}.`_t_gho`",
-        f"DROP TABLE IF EXISTS {db}.`_t_del`",
-        f"DROP TABLE IF EXISTS {db}.`_t_ghc`",
-        f"create /* gh-ost */ table {db}.`_t_ghc` (id bigint auto_increment, last_update timestamp not null "
-        "DEFAULT CURRENT_TIMESTAMP ON UPDATE CURRENT_TIMESTAMP, hint varchar(64) charset ascii not null, "
-        "value varchar(4096) charset ascii not null, primary key(id), unique key hint_uidx(hint)) "
-        "auto_increment=256",
-        f"create /* gh-ost */ table {db}.`_t_gho` like {db}.`t`",
-        f"alter /* gh-ost */ table {db}.`_t_gho` add column w int not null default 7",
-        f"insert /* gh-ost */ into {db}.`_t_ghc` (id, hint, value) values (2, 'state', 'GhostTableMigrated') "
-        "on duplicate key update last_update=NOW(), value=VALUES(value)",
-    ]
-    changes = 0
-    for low in range(0, ROWS, 500):  # the row copy, chunk by chunk, with t's writes between
-        statements += [
-            f"insert /* gh-ost {db}.`t` */ ignore into {db}.`_t_gho` (`id`, `v`) (select `id`, `v` from "
-            f"{db}.`t` force index (`PRIMARY`) where `id` >= {low} and `id` < {low + 500} lock in share mode)",
-            f"UPDATE t SET v = -v WHERE id = {low + 1}",
-            # the applier's replay of it, from the binlog
-            f"replace /* gh-ost {db}.`_t_gho` */ into {db}.`_t_gho` (`id`, `v`, `w`) "
-            f"select id, v, 7 from t where id = {low + 1}",
-            f"DELETE FROM t WHERE id = {low + 2}",
-            f"delete /* gh-ost {db}.`_t_gho` */ from {db}.`_t_gho` where `id` = {low + 2}",
-        ]
-        changes += 3  # an update, a delete
-    statements += [
-        f"INSERT INTO t VALUES ({ROWS + 1}, 1)",
-        f"replace /* gh-ost */ into {db}.`_t_gho` (`id`, `v`, `w`) values ({ROWS + 1}, 1, 7)",
-        f"create /* gh-ost */ table {db}.`_t_del` (id int auto_increment primary key) engine=InnoDB "
-        "comment='ghost-cut-over-sentry'",
-        f"drop /* gh-ost */ table if exists {db}.`_t_del`",
-        f"rename /* gh-ost */ table {db}.`t` to {db}.`_t_del`, {db}.`_t_gho` to {db}.`t`",
-        f"drop /* gh-ost */ table if exists {db}.`_t_ghc`",
-        f"drop /* gh-ost */ table if exists {db}.`_t_del`",
-        "INSERT INTO t VALUES (9000, 9, 9)",
-        "UPDATE t SET w = 8 WHERE id = 3",
-    ]
-    return statements, changes + 4  # two inserts, an update
-
-
 def test_a_gh_ost_migration_is_one_schema_change_at_its_cut_over(
     tmp_path, mariadb, postgresql, mariadb_target, source_db
 ):
     _table_to_migrate(mariadb, source_db)
     pipelines = _pipelines(tmp_path, mariadb, postgresql, mariadb_target, source_db, "gh-ost", 7460)
-    statements, changes = gh_ost_migration(source_db)
+    statements, changes = gh_ost_migration(source_db, ROWS)
     said = stream_until_equal(
         pipelines,
         sluice_env(mariadb, postgresql, mariadb_target),
@@ -258,7 +213,7 @@ def test_a_gh_ost_migration_survives_sigkills_at_random_points(
     """The targets still end equal to the source, the ALTER applied once."""
     _table_to_migrate(mariadb, source_db)
     pipelines = _pipelines(tmp_path, mariadb, postgresql, mariadb_target, source_db, "gh-ost-kills", 7480)
-    statements, _ = gh_ost_migration(source_db)
+    statements, _ = gh_ost_migration(source_db, ROWS)
 
     def migrate(rng: random.Random) -> None:
         for statement in statements:
