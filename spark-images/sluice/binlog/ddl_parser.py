@@ -185,7 +185,7 @@ def _parse_ddl(
         gone = _PARTITION_ROWS_GONE.match(statement)
         if gone:
             named = [gone.group(1), *re.findall(rf"\bWITH\s+TABLE\s+({_NAME}(?:\s*\.\s*{_NAME})?)", statement, re.I)]
-            ids = [n if "." in n else f"{default_database}.{n}" for n in map(_unquote, named)]
+            ids = [_named_id(n, default_database) for n in named]
             tables = tuple(t for t in ids if captured(*t.split(".", 1)))
             if tables:
                 raise RowsReplaced(statement, tables)
@@ -522,9 +522,12 @@ def _table_ids(tables: list[exp.Table], default_database: str) -> list[str]:
     return [_table_id(t, default_database) for t in tables]
 
 
-def _unquote(name: str) -> str:
+def _named_id(name: str, default_database: str) -> str:
+    """The table id a written name (`t`, db.t, `db`.`t`, `a.b`) names: a quoted name may
+    hold dots of its own."""
     parts = [p.strip() for p in re.split(r"\.(?=(?:[^`]*`[^`]*`)*[^`]*$)", name)]
-    return ".".join(p[1:-1].replace("``", "`") if p.startswith("`") else p for p in parts)
+    bare = [p[1:-1].replace("``", "`") if p.startswith("`") else p for p in parts]
+    return ".".join(bare) if len(bare) == 2 else f"{default_database}.{bare[0]}"
 
 
 def _rename_tables(pairs: str, default_database: str, captured: Captured, statement: str) -> list[SchemaChangeEvent]:
@@ -534,9 +537,7 @@ def _rename_tables(pairs: str, default_database: str, captured: Captured, statem
         match = _RENAME_PAIR.match(pair)
         if not match:
             raise UnparsableDdl(statement, f"{pair.strip()!r} is not 'old TO new'")
-        old, new = (_unquote(name) for name in match.groups())
-        old_id = old if "." in old else f"{default_database}.{old}"
-        new_id = new if "." in new else f"{default_database}.{new}"
+        old_id, new_id = (_named_id(name, default_database) for name in match.groups())
         if captured(*old_id.split(".", 1)) or captured(*new_id.split(".", 1)):
             events.append(RenameTable(old_id, new_id))
     return events
@@ -573,8 +574,7 @@ def _named(statement: str, default_database: str, captured: Captured) -> list[st
     """The captured tables a statement's words name (a word that only looks like one too)."""
     ids = []
     for word in re.findall(rf"{_NAME}(?:\s*\.\s*{_NAME})?", statement):
-        name = _unquote(word)
-        table_id = name if "." in name else f"{default_database}.{name}"
+        table_id = _named_id(word, default_database)
         if captured(*table_id.split(".", 1)) and table_id not in ids:
             ids.append(table_id)
     return ids

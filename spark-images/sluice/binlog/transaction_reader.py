@@ -348,6 +348,8 @@ class _DdlReader:
                 event.query, database, self.captured, decoders, self.mariadb, self.lower_case_table_names
             )
             parsed = [e for e in parsed if not self._in_schema_read_later(e, start)]
+            if event.error_code:  # it failed after dropping: a CREATE OR REPLACE whose CREATE failed
+                parsed = [e for e in parsed if isinstance(e, DropTable)]
             events = _not_reflected(as_spelled(parsed, decoders.columns), decoders)
         except RowsReplaced as replaced:
             return SchemaChange(start, start, event.query, (), event.timestamp, replaced.tables)

@@ -3,6 +3,10 @@ after it, a run started at an older position): what they show already is no chan
 
 from __future__ import annotations
 
+import pymysql
+import pytest
+
+from sluice.binlog.ddl_parser import parse_ddl
 from sluice.binlog.transaction_reader import SchemaChange
 from sluice.source.schema import read_table_schema
 from tests.harness.binlog_reading import position, read_between
@@ -67,3 +71,23 @@ def test_dropping_a_table_the_reader_never_had_is_no_change(mariadb, source_db):
     read = read_between(mariadb, source_db, start, end, {known.table_id: known})
     changes = [[str(e) for e in c.events] for c in read if isinstance(c, SchemaChange)]
     assert changes == [[f"DropTableEvent{{tableId={source_db}.t}}"]]
+
+
+def test_a_create_or_replace_that_failed_after_its_drop_leaves_only_the_drop(mariadb, source_db):
+    """MariaDB logs the statement, with its error code, because the table it replaced is
+    gone: the reader kept a table the server no longer has."""
+    mariadb.execute("CREATE TABLE t (a INT)", database=source_db)
+    with mariadb.connect(source_db) as conn, conn.cursor() as cur:
+        known = read_table_schema(conn, source_db, "t")
+        start = position(cur)
+        with pytest.raises(pymysql.err.MySQLError):
+            cur.execute("CREATE OR REPLACE TABLE t (a INT DEFAULT b, b INT DEFAULT a)")
+        end = position(cur)
+    read = read_between(mariadb, source_db, start, end, {known.table_id: known})
+    changes = [[str(e) for e in c.events] for c in read if isinstance(c, SchemaChange)]
+    assert changes == [[f"DropTableEvent{{tableId={source_db}.t}}"]]
+
+
+def test_a_quoted_table_name_may_hold_dots():
+    (rename,) = parse_ddl("RENAME TABLE t1 TO `t2_....end`", "app", lambda d, t: True)
+    assert rename.new_table_id == "app.t2_....end"
