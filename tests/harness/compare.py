@@ -54,12 +54,12 @@ def _invalid_date(text: str) -> bool:
     return False
 
 
-def source_rows(mariadb: MariaDB, db: str, table: str) -> list[tuple]:
+def source_rows(mariadb: MariaDB, db: str, table: str, columns: str = "*") -> list[tuple]:
     """Rows of a MariaDB table: the source, or a MySQL-dialect target."""
     conn = mariadb.connect(db)
     with conn.cursor() as cur:
         cur.execute("SET time_zone = '+00:00'")
-        cur.execute(f"SELECT * FROM `{table}`")
+        cur.execute(f"SELECT {columns} FROM `{table}`")
         rows = _rows(cur.fetchall())
     conn.close()
     return rows
@@ -69,6 +69,17 @@ def postgres_rows(postgresql: PostgreSQL, schema: str, table: str, columns: str 
     with postgresql.connect() as conn:
         conn.execute("SET TIME ZONE 'UTC'")
         return _rows(conn.execute(f'SELECT {columns} FROM "{schema}"."{table}"').fetchall())
+
+
+def postgres_primary_key(postgresql: PostgreSQL, schema: str, table: str) -> list[str]:
+    """The columns of the target table's primary key."""
+    with postgresql.connect() as conn:
+        rows = conn.execute(
+            "SELECT a.attname FROM pg_index i JOIN pg_attribute a ON a.attrelid = i.indrelid "
+            "AND a.attnum = ANY(i.indkey) WHERE i.indrelid = %s::regclass AND i.indisprimary",
+            (f'"{schema}"."{table}"',),
+        ).fetchall()
+    return [name for (name,) in rows]
 
 
 def postgres_columns(postgresql: PostgreSQL, schema: str, table: str) -> list[str]:

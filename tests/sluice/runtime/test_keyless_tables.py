@@ -74,13 +74,7 @@ def test_keyless_tables_keep_their_rows_through_snapshot_and_binlog(
     bag = compare.source_rows(mariadb, source_db, "bag")
     assert bag.count((1, "x")) == 6 and bag.count((0, "x")) == 9 and bag.count((None, "n")) == 1
 
-    with postgresql.connect() as conn:  # the unique key keys the target
-        key = conn.execute(
-            "SELECT a.attname FROM pg_index i JOIN pg_attribute a ON a.attrelid = i.indrelid "
-            "AND a.attnum = ANY(i.indkey) WHERE i.indrelid = %s::regclass AND i.indisprimary",
-            (f'"{source_db}".uniq',),
-        ).fetchall()
-    assert key == [("code",)]
+    assert compare.postgres_primary_key(postgresql, source_db, "uniq") == ["code"]  # the unique key keys it
 
 
 def test_keyless_tables_with_no_chunk_key_configured_are_captured_all_the_same(
@@ -169,12 +163,7 @@ def test_tables_keyed_by_an_enum_or_a_bit_are_read_in_chunks_of_it(
     mysql_columns = {"graded": "grade, n, v", "flagged": "f + 0, v"}  # a BIT as its number
 
     def mysql_rows(server, table: str) -> list[tuple]:
-        conn = server.connect(source_db)
-        with conn.cursor() as cur:
-            cur.execute(f"SELECT {mysql_columns[table]} FROM {table}")
-            found = list(cur.fetchall())
-        conn.close()
-        return found
+        return compare.source_rows(server, source_db, table, mysql_columns[table])
 
     said = stream_until_equal(
         pipelines,

@@ -713,13 +713,7 @@ def test_a_swapped_table_keyed_by_a_unique_key_joins_with_its_key(
             "mariadb": lambda: {"t": mariadb_table(mariadb_target, source_db)("t")},
         },
     )
-    with postgresql.connect() as conn:
-        key = conn.execute(
-            "SELECT a.attname FROM pg_index i JOIN pg_attribute a ON a.attrelid = i.indrelid "
-            "AND a.attnum = ANY(i.indkey) WHERE i.indrelid = %s::regclass AND i.indisprimary",
-            (f'"{source_db}".t',),
-        ).fetchall()
-    assert key == [("id",)]
+    assert compare.postgres_primary_key(postgresql, source_db, "t") == ["id"]
 
 
 @pytest.mark.parametrize("behavior", ["evolve", "lenient"])

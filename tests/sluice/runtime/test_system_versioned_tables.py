@@ -112,20 +112,9 @@ def test_system_versioned_tables_replicate_their_current_rows(tmp_path, mariadb,
     assert "UPDATE by_trx SET v = -v WHERE id BETWEEN 10 AND 14" in reread and "DELETE HISTORY FROM by_trx" in reread
     assert not any("implicit" in statement for statement in reread)  # its rows are in the binlog
     for table in TABLES:  # keyed as their current rows are: MariaDB's keys end with the row end
-        with postgresql.connect() as conn:
-            key = conn.execute(
-                "SELECT a.attname FROM pg_index i JOIN pg_attribute a ON a.attrelid = i.indrelid "
-                "AND a.attnum = ANY(i.indkey) WHERE i.indrelid = %s::regclass AND i.indisprimary",
-                (f'"{source_db}".{table}',),
-            ).fetchall()
-        assert key == [("id",)], table
+        assert compare.postgres_primary_key(postgresql, source_db, table) == ["id"], table
 
 
 def _id_v(server, database: str, table: str) -> list[tuple]:
     """The columns every table has (SELECT * leaves invisible ones out at the source only)."""
-    conn = server.connect(database)
-    with conn.cursor() as cur:
-        cur.execute(f"SELECT id, v FROM `{table}`")
-        rows = sorted(cur.fetchall())
-    conn.close()
-    return rows
+    return compare.source_rows(server, database, table, "id, v")
