@@ -366,10 +366,13 @@ class _AlterClauses:
         assert self.before is not None and self.key is not None
         left = apply_events({self.table_id: self.before}, events)[self.table_id]
         names = {n.lower(): n for n in left.column_names}
-        key = tuple(names.get(k.lower(), k) for k in self.key if self.key is not self.before.primary_key)
-        if self.key is self.before.primary_key or key == left.primary_key:
+        unchanged = self.key is self.before.primary_key
+        # MariaDB keeps a key over a column one statement drops and adds again by its name.
+        readded = {d.name.lower() for d in self.added} & {n.lower() for n in self.dropped}
+        if unchanged and not readded & {k.lower() for k in self.key}:
             return []
-        return [AlterPrimaryKey(self.table_id, key)]
+        key = tuple(names.get(k.lower(), k) for k in self.key)
+        return [] if key == left.primary_key else [AlterPrimaryKey(self.table_id, key)]
 
     def _renames(self) -> list[SchemaChangeEvent]:
         """Renames that take each other's names (a swap, a chain) go through a name of their

@@ -111,8 +111,8 @@ class MariaDBParser(MySQLParser):
             return exp.DataType.build(word.lower(), udt=True)
         if word == "NATIONAL":  # NATIONAL CHAR / VARCHAR: utf8mb3 strings, the same layout
             self._advance()
-        if word == "LONG" and self._next and self._next.text.upper() in ("VARCHAR", "VARBINARY"):
-            self._advance(2)  # LONG VARCHAR is MEDIUMTEXT, LONG VARBINARY is MEDIUMBLOB
+        if word == "LONG" and self._next and self._next.text.upper() in ("VARCHAR", "VARBINARY", "BYTE"):
+            self._advance(2)  # LONG VARCHAR is MEDIUMTEXT, LONG VARBINARY and LONG BYTE are MEDIUMBLOB
             return exp.DataType.build("mediumtext" if self._prev.text.upper() == "VARCHAR" else "mediumblob")
         if word == "LONG":
             self._advance()

@@ -334,8 +334,16 @@ def test_a_primary_key_dropped_and_added_in_one_statement_is_the_added_one_whate
         ("DECIMAL(0,0)", "decimal(10,0)"),
         ("SET('a','a ') CHARACTER SET binary", "set('a','a ')"),  # binary keeps trailing spaces
         ("ENUM('a ','b')", "enum('a','b')"),
+        ("LONG BYTE", "mediumblob"),
     ],
 )
 def test_edge_spellings_are_the_servers(written, spelled):
     (created,) = parse_known(f"CREATE TABLE t5 (c {written})")
     assert created.columns[0].column_type == spelled
+
+
+def test_a_key_column_dropped_and_added_again_in_one_statement_keeps_the_key():
+    """MariaDB keeps the key over a column an ALTER drops and adds again under its name."""
+    assert after("ALTER TABLE t1 DROP id, ADD id BIGINT NOT NULL").primary_key == ("id",)
+    assert after("ALTER TABLE t1 DROP id, ADD id2 BIGINT NOT NULL").primary_key == ()
+
