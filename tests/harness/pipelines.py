@@ -10,7 +10,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -211,23 +211,24 @@ def stream_until_equal(
     pipelines: dict[str, tuple[Path, Path]],
     env: dict[str, str],
     write: Callable[[], None],
-    expected: Callable[[], Any],
+    expected: Callable[[], Any] | Mapping[str, Callable[[], Any]],
     targets: dict[str, Callable[[], Any]],
     timeout: float = 240,
 ) -> dict[str, str]:
     """Starts every pipeline, calls `write` once all of them stream, waits until each
     pipeline's target (same name) reads equal to `expected()` (rows, or any value that
-    describes the target), then stops them with SIGTERM, checks they exit 0, and returns
-    what each said (stderr)."""
+    describes the target; by name, where pipelines capture different tables), then stops
+    them with SIGTERM, checks they exit 0, and returns what each said (stderr)."""
     processes = {name: start_sluice(path, state, env) for name, (path, state) in pipelines.items()}
     try:
         deadline = time.monotonic() + timeout
         for name, (_, state) in pipelines.items():
             wait_until_in_binlog_phase(processes[name], state, deadline)
         write()
-        want = expected()
+        wants = {name: want() for name, want in expected.items()} if isinstance(expected, Mapping) else {}
+        want = None if wants else expected()  # type: ignore[operator]
         for name, rows in targets.items():
-            wait_until_target_is(processes[name], want, rows, deadline, name)
+            wait_until_target_is(processes[name], wants.get(name, want), rows, deadline, name)
         said = {}
         for name, process in processes.items():
             process.send_signal(signal.SIGTERM)

@@ -107,10 +107,11 @@ class RowsEvent(NamedTuple):
     def changes(self) -> list[RowChange]:
         """The rows as changes, for the emit rule to judge against the watermarks."""
         images, first = self._images(), self.first_row
-        if self.decoder.row_end is not None:
+        if self.decoder.row_end is not None:  # a system-versioned table: changes of its current rows
+            width = len(self.decoder.schema.columns)
             return [
                 RowChange(self.table_id, kind, before, after, BinlogOffset(*self.start[:2], i), self.timestamp)
-                for i, kind, before, after in self._current(images)
+                for i, kind, before, after in current_changes(self.kind, images, self.decoder.row_end, width)
                 if i >= first
             ]
         if self.kind is RowKind.UPDATE_AFTER:
@@ -130,9 +131,9 @@ class RowsEvent(NamedTuple):
     def changelog(self, schema: TableSchema) -> list[ChangeRow]:
         """Every row as changelog rows, straight from the images: what the emit rule gives
         once the table is past its snapshot's watermarks."""
-        images, first = self._images(), self.first_row
         if self.decoder.row_end is not None:
             return [row for change in self.changes() for row in change.changelog(schema)]
+        images, first = self._images(), self.first_row
         timestamp, file, pos = self.timestamp, *self.start[:2]
         new, row, offset = tuple.__new__, ChangeRow, BinlogOffset
         if self.kind is RowKind.UPDATE_AFTER:  # images alternate before (-U) and after (+U)
@@ -146,11 +147,6 @@ class RowsEvent(NamedTuple):
             new(row, (schema, kind, images[i], timestamp, new(offset, (file, pos, i, "", 0))))
             for i in range(first, len(images))
         ]
-
-    def _current(self, images: list[Row]) -> Iterator[tuple[int, RowKind, Row | None, Row | None]]:
-        """A system-versioned table's rows as changes of its current rows."""
-        assert self.decoder.row_end is not None
-        return current_changes(self.kind, images, self.decoder.row_end, len(self.decoder.schema.columns))
 
     def _images(self) -> list[Row]:
         try:

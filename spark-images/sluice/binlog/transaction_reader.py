@@ -161,8 +161,9 @@ def read_transactions(
         resume_after = start if start.transaction else None
         ddl = None
         if captured is not None:
-            ddl = _DdlReader(captured, decoders, watched, mariadb, lower_case_table_names, endpoint, migrations)
-            ddl.read_at = dict(schemas_read_at or {})
+            ddl = _DdlReader(
+                captured, decoders, watched, mariadb, lower_case_table_names, endpoint, migrations, schemas_read_at
+            )
             for table_id in unread:  # their statements were read before a restart
                 ddl.wait_for_table_map(table_id, "")
         yield from _transactions(stream, decoders, watched, stop_at, gtids, resume_after, ddl)
@@ -313,6 +314,7 @@ class _DdlReader:
         lower_case_table_names: int,
         endpoint: SourceEndpoint,
         migrations: Mapping[str, Any] | None,
+        schemas_read_at: Mapping[str, BinlogOffset] | None,
     ) -> None:
         self.endpoint = endpoint  # to read how the server spells a table's columns now
         self._control: pymysql.connections.Connection | None = None
@@ -325,7 +327,7 @@ class _DdlReader:
         self._maps: dict[str, object] = {}  # table id: the table map last compared
         # By the table migrated; None: scan.parse.online.schema.changes.enabled is off.
         self.migrations = None if migrations is None else {t: Migration.from_json(m) for t, m in migrations.items()}
-        self.read_at: dict[str, BinlogOffset] = {}  # table id: where its schema was read (see read_transactions)
+        self.read_at = dict(schemas_read_at or {})  # table id: where its schema was read (see read_transactions)
 
     def wait_for_table_map(self, table_id: str, statement: str) -> None:
         """`statement` (that could not be read) changed the table: its next table map tells how."""

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import codecs
 
-_TABLES = {
+SERVER_TABLES = {
     "swe7": (
         "\x00\x01\x02\x03\x04\x05\x06\x07\x08\t\n\x0b\x0c\r\x0e\x0f\x10\x11\x12\x13\x14\x15\x16\x17\x18\x19\x1a\x1b\x1c\x1d\x1e\x1f"
         " !\"#$%&'()*+,-./0123456789:;<=>?"
@@ -73,7 +73,7 @@ _TABLES = {
 
 
 def _search(name: str) -> codecs.CodecInfo | None:
-    table = _TABLES.get(name)
+    table = SERVER_TABLES.get(name)
     if table is None:
         return None
     encoding = codecs.charmap_build(table)

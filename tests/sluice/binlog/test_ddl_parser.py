@@ -346,3 +346,8 @@ def test_a_key_column_dropped_and_added_again_in_one_statement_keeps_the_key():
     """MariaDB keeps the key over a column an ALTER drops and adds again under its name."""
     assert after("ALTER TABLE t1 DROP id, ADD id BIGINT NOT NULL").primary_key == ("id",)
     assert after("ALTER TABLE t1 DROP id, ADD id2 BIGINT NOT NULL").primary_key == ()
+
+
+def test_a_quoted_table_name_may_hold_dots():
+    (rename,) = parse("RENAME TABLE t1 TO `t2_....end`")
+    assert rename.new_table_id == "app.t2_....end"

@@ -6,7 +6,6 @@ from __future__ import annotations
 import pymysql
 import pytest
 
-from sluice.binlog.ddl_parser import parse_ddl
 from sluice.binlog.transaction_reader import SchemaChange
 from sluice.source.schema import read_table_schema
 from tests.harness.binlog_reading import position, read_between
@@ -86,8 +85,3 @@ def test_a_create_or_replace_that_failed_after_its_drop_leaves_only_the_drop(mar
     read = read_between(mariadb, source_db, start, end, {known.table_id: known})
     changes = [[str(e) for e in c.events] for c in read if isinstance(c, SchemaChange)]
     assert changes == [[f"DropTableEvent{{tableId={source_db}.t}}"]]
-
-
-def test_a_quoted_table_name_may_hold_dots():
-    (rename,) = parse_ddl("RENAME TABLE t1 TO `t2_....end`", "app", lambda d, t: True)
-    assert rename.new_table_id == "app.t2_....end"

@@ -644,6 +644,17 @@ SWAP = [
 ]
 
 
+def _table_t(postgresql, mariadb_target, source_db: str, lake: Path | None = None) -> dict:
+    """Table t as each sink holds it (the parquet changelog's too, given its lake)."""
+    targets = {
+        "postgres": lambda: {"t": postgres_table(postgresql, source_db)("t")},
+        "mariadb": lambda: {"t": mariadb_table(mariadb_target, source_db)("t")},
+    }
+    if lake is not None:
+        targets["parquet"] = lambda: {"t": parquet_table(lake, source_db)("t")}
+    return targets
+
+
 @pytest.mark.parametrize("behavior", ["evolve", "lenient", "ignore"])
 def test_a_table_swapped_by_one_rename_statement_goes_on_with_the_new_table(
     tmp_path, mariadb, mariadb_target, postgresql, source_db, behavior
@@ -672,11 +683,7 @@ def test_a_table_swapped_by_one_rename_statement_goes_on_with_the_new_table(
         sluice_env(mariadb, postgresql, mariadb_target),
         lambda: mariadb.execute(*SWAP, database=source_db),
         source,
-        {
-            "postgres": lambda: {"t": postgres_table(postgresql, source_db)("t")},
-            "mariadb": lambda: {"t": mariadb_table(mariadb_target, source_db)("t")},
-            "parquet": lambda: {"t": parquet_table(lake, source_db)("t")},
-        },
+        _table_t(postgresql, mariadb_target, source_db, lake),
     )
 
 
@@ -708,10 +715,7 @@ def test_a_swapped_table_keyed_by_a_unique_key_joins_with_its_key(
         sluice_env(mariadb, postgresql, mariadb_target),
         lambda: mariadb.execute(*SWAP, database=source_db),
         source,
-        {
-            "postgres": lambda: {"t": postgres_table(postgresql, source_db)("t")},
-            "mariadb": lambda: {"t": mariadb_table(mariadb_target, source_db)("t")},
-        },
+        _table_t(postgresql, mariadb_target, source_db),
     )
     assert compare.postgres_primary_key(postgresql, source_db, "t") == ["id"]
 
@@ -807,8 +811,5 @@ def test_a_table_dropped_truncated_and_replaced_under_its_name_keeps_streaming(
         sluice_env(mariadb, postgresql, mariadb_target),
         lambda: mariadb.execute(*REPLACED, database=source_db),
         expected,
-        {
-            "postgres": lambda: {"t": postgres_table(postgresql, source_db)("t")},
-            "mariadb": lambda: {"t": mariadb_table(mariadb_target, source_db)("t")},
-        },
+        _table_t(postgresql, mariadb_target, source_db),
     )

@@ -8,12 +8,12 @@ import codecs
 import pytest
 
 from sluice.binlog.transaction_reader import Transaction
-from sluice.source.charsets import _TABLES
+from sluice.source.charsets import SERVER_TABLES
 from sluice.source.schema import read_table_schema
 from tests.harness.binlog_reading import position, read_between
 
 
-@pytest.mark.parametrize("charset", sorted(_TABLES))
+@pytest.mark.parametrize("charset", sorted(SERVER_TABLES))
 def test_each_table_is_the_servers_own_mapping(mariadb, charset):
     conn = mariadb.connect()
     with conn.cursor() as cur:
@@ -24,12 +24,12 @@ def test_each_table_is_the_servers_own_mapping(mariadb, charset):
 
 
 def test_rows_in_those_character_sets_read_from_the_binlog_as_a_select_gives_them(mariadb, source_db):
-    columns = ", ".join(f"c_{c} VARCHAR(300) CHARACTER SET {c}" for c in sorted(_TABLES))
+    columns = ", ".join(f"c_{c} VARCHAR(300) CHARACTER SET {c}" for c in sorted(SERVER_TABLES))
     mariadb.execute(f"CREATE TABLE legacy (id INT PRIMARY KEY, {columns})", database=source_db)
     conn = mariadb.connect(source_db)
     with conn.cursor() as cur:
         start = position(cur)
-        values = ", ".join(f"_{c} 0x{bytes(range(256)).hex()}" for c in sorted(_TABLES))
+        values = ", ".join(f"_{c} 0x{bytes(range(256)).hex()}" for c in sorted(SERVER_TABLES))
         cur.execute(f"INSERT INTO legacy VALUES (1, {values})")
         end = position(cur)
         cur.execute("SELECT * FROM legacy")
