@@ -16,6 +16,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+import psycopg
+import pymysql
 import pytest
 import yaml
 
@@ -95,14 +97,18 @@ def _rows_by_id(columns: list[str], rows: list[tuple]) -> Table:
 
 def postgres_table(postgresql, db: str) -> Callable[[str], Table | None]:
     def read(table: str) -> Table | None:
+        """None while the table is not there (a swap renames it away before the new one comes)."""
         with postgresql.connect() as conn:
-            exists = conn.execute("SELECT to_regclass(%s)", (f'"{db}"."{table}"',)).fetchone()[0]
-            if exists is None:
+            try:
+                cur = conn.execute(f'SELECT * FROM "{db}"."{table}"')
+            except psycopg.errors.UndefinedTable:
                 return None
-            cur = conn.execute(f'SELECT * FROM "{db}"."{table}"')
             return _rows_by_id([c.name for c in cur.description], cur.fetchall())
 
     return read
+
+
+NO_SUCH_TABLE = 1146  # MySQL's ER_NO_SUCH_TABLE
 
 
 def mariadb_table(server, db: str) -> Callable[[str], Table | None]:
@@ -110,12 +116,12 @@ def mariadb_table(server, db: str) -> Callable[[str], Table | None]:
         conn = server.connect()
         try:
             with conn.cursor() as cur:
-                cur.execute(
-                    "SELECT 1 FROM information_schema.tables WHERE table_schema=%s AND table_name=%s", (db, table)
-                )
-                if not cur.fetchall():
+                try:
+                    cur.execute(f"SELECT * FROM `{db}`.`{table}`")
+                except pymysql.err.ProgrammingError as exc:
+                    if exc.args[0] != NO_SUCH_TABLE:
+                        raise
                     return None
-                cur.execute(f"SELECT * FROM `{db}`.`{table}`")
                 return _rows_by_id([c[0] for c in cur.description], cur.fetchall())
         finally:
             conn.close()
