@@ -34,6 +34,7 @@ from sluice.event.schema_change import (
     TruncateTable,
     apply_events,
 )
+from sluice.source.charsets import MBMAXLEN, python_codec
 from sluice.source.schema import Column, TableSchema
 
 # sqlglot warns on stderr about every statement it reads only as a command (GRANT, CREATE
@@ -50,8 +51,10 @@ _NO_COLUMN_CHANGE = (
     exp.ForceProperty,
     exp.RenameIndex,
     NoColumnChange,
-    ConvertCharset,  # string columns keep their types; rows are decoded by the table map's charset
 )
+# The bytes each TEXT type holds, smallest first, and the most a VARCHAR holds.
+_TEXT_BYTES = {"tinytext": 255, "text": 65535, "mediumtext": 16777215, "longtext": 4294967295}
+_VARCHAR_BYTES = 65532
 # Table maintenance (sqlglot reads some of it not at all): the layout stays as it is.
 _MAINTENANCE = re.compile(
     r"^\s*(?:REPAIR|CHECK|CHECKSUM|OPTIMIZE|ANALYZE)\s+(?:NO_WRITE_TO_BINLOG\s+|LOCAL\s+)?TABLES?\b", re.IGNORECASE
@@ -251,6 +254,10 @@ def _alter(tree: exp.Alter, table_id: str, statement: str, clauses: _AlterClause
                 clauses.key_added = True
         elif isinstance(action, ConvertCharset) and str(action.this.name).lower() == "binary":
             clauses.convert_to_binary()
+        elif isinstance(action, ConvertCharset):
+            collation = str(action.args["collation"].name).lower() if action.args.get("collation") else None
+            if not clauses.convert(str(action.this.name).lower(), collation):
+                raise UnparsableDdl(statement, "the string columns' new types: the next table map tells")
         elif not isinstance(action, _NO_COLUMN_CHANGE):
             raise UnparsableDdl(statement, f"the alteration {action.sql(dialect='mysql')[:80]!r} is not understood")
     return clauses.events()
@@ -333,6 +340,31 @@ class _AlterClauses:
                 self.ordered.append(
                     AlterColumnType(self.table_id, dataclasses.replace(column, data_type=data_type, column_type=twin))
                 )
+
+    def convert(self, charset: str, collation: str | None) -> bool:
+        """CONVERT TO CHARACTER SET cs: a string column keeps its length in characters, so a
+        TEXT type grows where cs takes more bytes a character (a latin1 TINYTEXT is a TEXT in
+        utf8mb3); rows are decoded by the table map's charset. False where the new types
+        cannot be told from here: a TEXT type's old character set is not known (a statement
+        made it without naming one), or an ENUM or SET member may not be spelled in cs."""
+        if charset not in MBMAXLEN:  # DEFAULT: the database's
+            return False
+        for column in self.before.columns if self.before else ():
+            if column.data_type in ("enum", "set") and not column.column_type.isascii():
+                return False
+            if column.data_type == "varchar" and (column.char_length or 0) * MBMAXLEN[charset] > _VARCHAR_BYTES:
+                return False  # it becomes a TEXT type
+            if column.data_type not in _TEXT_BYTES:
+                continue
+            old = (column.collation or "").split("_", 1)[0]
+            if old not in MBMAXLEN:
+                return False
+            needed = _TEXT_BYTES[column.data_type] // MBMAXLEN[old] * MBMAXLEN[charset]
+            grown = next((t for t, most in _TEXT_BYTES.items() if most >= needed), "longtext")
+            if grown != column.data_type:
+                column = dataclasses.replace(column, data_type=grown, column_type=grown, collation=collation)
+                self.ordered.append(AlterColumnType(self.table_id, column))
+        return True
 
     def _column(self, definition: exp.ColumnDef) -> Column:
         key = () if self.before is None else tuple(self.renamed.get(k, k) for k in self.before.primary_key)
@@ -484,7 +516,7 @@ def _server_spelling(column_type: str, charset: str, mariadb: bool) -> str:
     if data_type == "bit" and size == 0:
         sized = "(1)"
     if data_type in ("enum", "set") and sized and charset != "binary":  # it drops the values' trailing spaces
-        sized = re.sub(r" +'(?=[,)])", "'", sized)
+        sized = re.sub(r" +'(?=[,)])", "'", _members_held(sized, charset))
     if data_type in ("boolean", "bool"):
         return "tinyint(1)" + rest
     if data_type == "serial":  # BIGINT UNSIGNED NOT NULL AUTO_INCREMENT UNIQUE
@@ -498,6 +530,34 @@ def _server_spelling(column_type: str, charset: str, mariadb: bool) -> str:
     if charset == "binary" and data_type in _BINARY_TWIN:
         data_type = _BINARY_TWIN[data_type]
     return data_type + (sized or _IMPLIED_SIZE.get(data_type, "")) + rest
+
+
+_MEMBER_LITERAL = re.compile(r"'((?:[^'\\]|''|\\.)*)'|x'([0-9a-f]*)'|b'([01]*)'", re.IGNORECASE)
+
+
+def _members_held(members: str, charset: str) -> str:
+    """An ENUM's or SET's members as the column's character set holds them: a hex or bit
+    literal is its bytes there, and a character the set cannot hold is '?'. Without a named
+    set (the database's then) only ASCII members can be told."""
+
+    def held(literal: re.Match[str]) -> str:
+        text, hexadecimal, bits = literal.groups()
+        if text is not None and text.isascii():
+            return literal.group(0)
+        try:
+            codec = python_codec(charset)
+        except LookupError:  # none named (the database's), or one Python cannot spell
+            raise UnparsableDdl(members, "the members' character set is not known: the next table map tells") from None
+        if text is not None:  # as written, quotes doubled
+            return "'" + text.encode(codec, "replace").decode(codec) + "'"
+        raw = (
+            bytes.fromhex(hexadecimal)
+            if hexadecimal is not None
+            else int(bits or "0", 2).to_bytes((len(bits) + 7) // 8 or 1)
+        )
+        return "'" + raw.decode(codec, "replace").replace("\ufffd", "?").replace("'", "''") + "'"
+
+    return _MEMBER_LITERAL.sub(held, members)
 
 
 def _constraints(definition: exp.ColumnDef) -> list[exp.ColumnConstraint]:

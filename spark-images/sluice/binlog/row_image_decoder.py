@@ -28,10 +28,10 @@ from typing import Any
 from pymysqlreplication.constants import FIELD_TYPE
 from pymysqlreplication.json_binary import parse_json
 
-import sluice.source.charsets  # noqa: F401 - registers the codecs of MySQL's charsets Python lacks
 from sluice.binlog.system_versioning import row_end_column
 from sluice.errors import SourceError
 from sluice.event.schema_change import RenameTable, SchemaChangeEvent, apply_events
+from sluice.source.charsets import python_codec
 from sluice.source.row_decoding import InvalidDate, Row
 from sluice.source.schema import TableSchema
 
@@ -89,19 +89,11 @@ def _undefined_cp1252_bytes(error: UnicodeError) -> tuple[str, int]:
 codecs.register_error("sluice-mysql-latin1", _undefined_cp1252_bytes)
 
 
-# MySQL character sets whose Python codec has another name (the rest share theirs, or have none).
-_CODECS = {"ucs2": "utf-16-be", "utf16": "utf-16-be", "utf16le": "utf-16-le", "utf32": "utf-32-be"}
-_CODECS |= {"utf8mb3": "utf-8", "utf8mb4": "utf-8", "ujis": "euc_jp", "eucjpms": "euc_jp", "sjis": "shift_jis"}
-_CODECS |= {"euckr": "euc_kr", "greek": "iso8859_7", "hebrew": "iso8859_8", "latin2": "iso8859_2"}
-_CODECS |= {"latin5": "iso8859_9", "latin7": "iso8859_13", "macce": "mac_latin2", "macroman": "mac_roman"}
-_CODECS |= {"tis620": "tis_620", "koi8r": "koi8_r", "koi8u": "koi8_u"}
-
-
 def _text(encoding: str, where: str) -> Callable[[bytes], Any]:
     if encoding == "binary":
         return bytes
     try:
-        name = codecs.lookup(_CODECS.get(encoding, encoding)).name
+        name = python_codec(encoding)
     except LookupError:
         raise SourceError(f"{where}: character set {encoding!r} has no Python codec; Sluice cannot decode it") from None
     errors = "sluice-mysql-latin1" if name == "cp1252" else "strict"

@@ -29,15 +29,8 @@ from sluice.event.schema_change import (
     RenameColumn,
     SchemaChangeEvent,
 )
-from sluice.source.schema import Column, TableSchema, comparable_type
-
-# The most bytes a character takes in each of MariaDB's and MySQL's character sets: a table
-# map gives string lengths in bytes, information_schema in characters.
-MBMAXLEN = {"big5": 2, "ujis": 3, "sjis": 2, "euckr": 2, "gb2312": 2, "gbk": 2, "gb18030": 4, "utf8": 3}
-MBMAXLEN |= {"utf8mb3": 3, "ucs2": 2, "utf8mb4": 4, "utf16": 4, "utf16le": 4, "utf32": 4, "cp932": 2, "eucjpms": 3}
-_SINGLE_BYTE = "dec8 cp850 hp8 koi8r latin1 latin2 swe7 ascii hebrew tis620 koi8u greek cp1250 latin5 armscii8"
-_SINGLE_BYTE += " cp866 keybcs2 macce macroman cp852 latin7 cp1251 cp1256 cp1257 binary geostd8"
-MBMAXLEN |= dict.fromkeys(_SINGLE_BYTE.split(), 1)
+from sluice.source.charsets import MBMAXLEN
+from sluice.source.schema import IMPLICIT_ROW_END, Column, TableSchema, comparable_type
 
 _INTEGERS = {  # type code: name, display width signed, unsigned (as information_schema spells them)
     FIELD_TYPE.TINY: ("tinyint", 4, 3),
@@ -157,7 +150,7 @@ def layout_change(held: TableSchema | None, table_id: str, table: Any, statement
     """The events that take `held` (the reader's layout of `table_id`; None: it has none) to
     the layout of `table`, the table map of its next rows. `statement`: the DDL that could not
     be read, whose words may decide between a rename and a drop (none after a restart)."""
-    columns = table_map_columns(table)
+    columns = _visible(table_map_columns(table), held)
     key = tuple(getattr(table, "key_order", ()))
     if held is None:
         return LayoutChange((CreateTable(table_id, columns, key),))
@@ -189,6 +182,21 @@ def layout_change(held: TableSchema | None, table_id: str, table: Any, statement
     if tuple(k.lower() for k in key) != tuple(k.lower() for k in held.primary_key):
         events.append(AlterPrimaryKey(table_id, key))
     return LayoutChange(tuple(events), undecided)
+
+
+def _visible(columns: tuple[Column, ...], held: TableSchema | None) -> tuple[Column, ...]:
+    """The columns but MariaDB's invisible system-time pair, row_start and row_end, which WITH
+    SYSTEM VERSIONING adds last: information_schema shows neither, and the row end marks the
+    history rows (see system_versioning.py). A layout that holds them declared them."""
+    last = columns[-2:]
+    if (
+        [c.name.lower() for c in last] != ["row_start", IMPLICIT_ROW_END]
+        or held
+        and "row_start" in {c.name.lower() for c in held.columns}
+    ):
+        return columns
+    implicit = last[0].column_type == last[1].column_type in ("timestamp(6)", "bigint(20) unsigned")
+    return columns[:-2] if implicit else columns
 
 
 def _renames(

@@ -1,5 +1,6 @@
-"""MySQL's single-byte character sets that Python has no codec for, decoded as the server
-decodes them: each table is MariaDB's own `CONVERT(_<charset> 0x00..0xFF USING utf8mb4)`, one
+"""MySQL's character sets as the reader needs them: how many bytes a character takes in
+each, and the single-byte ones that Python has no codec for, decoded as the server decodes
+them: each table is MariaDB's own `CONVERT(_<charset> 0x00..0xFF USING utf8mb4)`, one
 character per byte ('?' where the server maps a byte to nothing, as a SELECT shows it).
 tests/sluice/source/test_charsets.py holds them to the live server. Importing this module
 registers them as Python codecs under their MySQL names."""
@@ -7,6 +8,15 @@ registers them as Python codecs under their MySQL names."""
 from __future__ import annotations
 
 import codecs
+
+# The most bytes a character takes in each of MariaDB's and MySQL's character sets: a table
+# map gives string lengths in bytes, information_schema in characters, and a TEXT type holds
+# bytes.
+MBMAXLEN = {"big5": 2, "ujis": 3, "sjis": 2, "euckr": 2, "gb2312": 2, "gbk": 2, "gb18030": 4, "utf8": 3}
+MBMAXLEN |= {"utf8mb3": 3, "ucs2": 2, "utf8mb4": 4, "utf16": 4, "utf16le": 4, "utf32": 4, "cp932": 2, "eucjpms": 3}
+_SINGLE_BYTE = "dec8 cp850 hp8 koi8r latin1 latin2 swe7 ascii hebrew tis620 koi8u greek cp1250 latin5 armscii8"
+_SINGLE_BYTE += " cp866 keybcs2 macce macroman cp852 latin7 cp1251 cp1256 cp1257 binary geostd8"
+MBMAXLEN |= dict.fromkeys(_SINGLE_BYTE.split(), 1)
 
 SERVER_TABLES = {
     "swe7": (
@@ -85,3 +95,17 @@ def _search(name: str) -> codecs.CodecInfo | None:
 
 
 codecs.register(_search)
+
+# Character sets whose Python codec has another name (the rest share theirs, or have none),
+# by MySQL's name or the encoding python-mysql-replication and PyMySQL give it.
+_CODECS = {"ucs2": "utf-16-be", "utf16": "utf-16-be", "utf16le": "utf-16-le", "utf32": "utf-32-be"}
+_CODECS |= {"utf8mb3": "utf-8", "utf8mb4": "utf-8", "ujis": "euc_jp", "eucjpms": "euc_jp", "sjis": "shift_jis"}
+_CODECS |= {"euckr": "euc_kr", "greek": "iso8859_7", "hebrew": "iso8859_8", "latin2": "iso8859_2"}
+_CODECS |= {"latin5": "iso8859_9", "latin7": "iso8859_13", "macce": "mac_latin2", "macroman": "mac_roman"}
+_CODECS |= {"tis620": "tis_620", "koi8r": "koi8_r", "koi8u": "koi8_u", "latin1": "cp1252"}
+
+
+def python_codec(charset: str) -> str:
+    """The Python codec of a MySQL character set (MySQL's latin1 is cp1252); LookupError
+    where Python has none."""
+    return codecs.lookup(_CODECS.get(charset, charset)).name

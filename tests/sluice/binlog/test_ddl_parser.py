@@ -351,3 +351,64 @@ def test_a_key_column_dropped_and_added_again_in_one_statement_keeps_the_key():
 def test_a_quoted_table_name_may_hold_dots():
     (rename,) = parse("RENAME TABLE t1 TO `t2_....end`")
     assert rename.new_table_id == "app.t2_....end"
+
+
+def test_convert_to_a_character_set_grows_a_text_type_where_its_characters_take_more_bytes():
+    """MySQL keeps a string column's length in characters: a latin1 TINYTEXT holds 255 of
+    them, which take a TEXT in utf8mb3. A type whose old character set is not known (a column
+    a statement created without naming one), or an ENUM member the new one may not spell,
+    is told by the table's next table map instead."""
+
+    def column(name: str, column_type: str, collation: str | None) -> Column:
+        return Column(name, column_type.split("(")[0], column_type, True, collation=collation)
+
+    latin1 = TableSchema(
+        "app",
+        "t3",
+        (
+            Column("id", "int", "int", False),
+            column("tt", "tinytext", "latin1_swedish_ci"),
+            column("mt", "mediumtext", "latin1_swedish_ci"),
+            column("lt", "longtext", "latin1_swedish_ci"),
+            column("u", "text", "utf8mb4_general_ci"),
+            column("v", "varchar(300)", "latin1_swedish_ci"),
+            column("e", "enum('a','b')", "latin1_swedish_ci"),
+        ),
+        ("id",),
+        "id",
+    )
+    events = parse_ddl("ALTER TABLE t3 CONVERT TO CHARSET utf8", "app", captured, TableSchemas({"app.t3": latin1}))
+    assert {e.column.name: e.column.column_type for e in events} == {"tt": "text", "mt": "longtext"}
+    assert all(isinstance(e, AlterColumnType) and e.column.collation is None for e in events)
+
+    for unknown in (column("t", "text", None), column("e", "enum('é')", "latin1_swedish_ci")):
+        table = dataclasses.replace(latin1, columns=(latin1.columns[0], unknown))
+        with pytest.raises(UnparsableDdl, match="the next table map tells"):
+            parse_ddl(
+                "ALTER TABLE t3 CONVERT TO CHARACTER SET utf8mb4", "app", captured, TableSchemas({"app.t3": table})
+            )
+
+
+@pytest.mark.parametrize(
+    ("written", "spelled"),
+    [
+        ("ENUM('ä','b') CHARACTER SET latin1", "enum('ä','b')"),
+        ("ENUM('€','ж') CHARACTER SET latin1", "enum('€','?')"),  # MySQL's latin1 is cp1252
+        ("ENUM(x'E4','b') CHARACTER SET latin1", "enum('ä','b')"),
+        ("SET(x'FFFF', 'a') CHARACTER SET utf8mb4", "set('??','a')"),
+        ("ENUM(b'01100001') CHARACTER SET ascii", "enum('a')"),
+    ],
+)
+def test_enum_and_set_members_are_what_the_columns_character_set_holds(written, spelled):
+    """The server stores a member in the column's character set: a hex or bit literal is its
+    bytes there, and a character the set cannot hold is '?'."""
+    (created,) = parse_known(f"CREATE TABLE t5 (c {written})")
+    assert created.columns[0].column_type == spelled
+
+
+def test_enum_members_whose_character_set_is_not_named_are_told_by_the_table_map():
+    """Without CHARACTER SET the members' set is the database's, which the statement does not say."""
+    with pytest.raises(UnparsableDdl, match="the next table map tells"):
+        parse_known("CREATE TABLE t5 (c ENUM(x'FFFF'))")
+    (created,) = parse_known("CREATE TABLE t5 (c ENUM('a','b'))")
+    assert created.columns[0].column_type == "enum('a','b')"

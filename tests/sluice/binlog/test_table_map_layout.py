@@ -164,3 +164,26 @@ def test_the_table_map_of_every_column_type_matches_the_layout_a_snapshot_reads(
     (settled,) = [i for i in read if isinstance(i, SchemaChange)]
     assert settled.events == () and settled.settled == (schema.table_id,)
     assert sum(len(i.events) for i in read if isinstance(i, Transaction)) == 1
+
+
+def test_the_invisible_system_time_columns_of_a_versioned_table_are_no_columns_of_its_layout():
+    """WITH SYSTEM VERSIONING adds row_start and row_end last, invisible: a table map shows
+    them and information_schema does not. In a layout they would be copied to the target,
+    and the history rows they mark would pass for current ones."""
+
+    def system_time(name: str) -> SimpleNamespace:
+        return SimpleNamespace(type=FIELD_TYPE.TIMESTAMP2, name=name, unsigned=False, collation_name=None, fsp=6)
+
+    versioned = _table(_int("id"), _int("a"), system_time("row_start"), system_time("row_end"))
+    created = layout_change(None, "db.t", versioned).events
+    assert created == (
+        CreateTable("db.t", (Column("id", "int", "int(11)", False), Column("a", "int", "int(11)", True)), ("id",)),
+    )
+    held = TableSchema("db", "t", (Column("id", "int", "int(11)", False),), ("id",), "id")
+    assert layout_change(held, "db.t", versioned).events == (
+        AddColumn("db.t", Column("a", "int", "int(11)", True), "AFTER", "id"),
+    )
+    declared = TableSchema(
+        "db", "t", (*held.columns, Column("row_start", "timestamp", "timestamp(6)", True)), ("id",), "id"
+    )
+    assert [e.column.name for e in layout_change(declared, "db.t", versioned).events] == ["a", "row_end"]
