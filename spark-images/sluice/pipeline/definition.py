@@ -40,7 +40,9 @@ STARTUP_MODES = (
     "timestamp",
 )
 SCHEMA_CHANGE_BEHAVIORS = ("evolve", "try_evolve", "lenient", "ignore", "exception", "manual")
-SINK_TYPES = ("values", "jdbc", "parquet")
+SINK_TYPES = ("values", "jdbc", "parquet", "iceberg", "delta")
+# The catalogs pyiceberg has, by Flink CDC's `catalog.properties.type` (its `hadoop` has none).
+ICEBERG_CATALOG_TYPES = ("rest", "sql", "hive", "glue", "dynamodb", "bigquery", "in-memory")
 
 SOURCE_OPTIONS = [
     Option("type", str, choices=("mysql",)),
@@ -136,6 +138,59 @@ SINK_OPTIONS = {
         ZERO_DATE_OPTION,
     ],
 }
+
+
+def _iceberg_catalog(properties: Mapping[str, str]) -> str | None:
+    kind = properties.get("type", "")
+    if not kind and "uri" not in properties:
+        return "set catalog.properties.type (one of " + ", ".join(ICEBERG_CATALOG_TYPES) + ") and its uri"
+    if kind and kind not in ICEBERG_CATALOG_TYPES:
+        return (
+            f"catalog type '{kind}' is not one pyiceberg has; use one of {', '.join(ICEBERG_CATALOG_TYPES)} "
+            "(a file-system warehouse: type sql with a SQLite or PostgreSQL uri)"
+        )
+    return None
+
+
+COMMIT_INTERVAL = Option(
+    "sink.commit.interval",
+    str,
+    "5s",
+    check=duration_check,
+    description="how long changes gather before one table commit: each commit adds files (a shorter interval "
+    "means less latency and more, smaller files; see sink.maintenance)",
+)
+LAKEHOUSE_OPTIONS = [
+    Option("type", str),
+    *SCHEMA_CHANGE_FILTERS,
+    Option("table.properties.", dict, {}, description="properties of the tables Sluice creates"),
+    COMMIT_INTERVAL,
+    ZERO_DATE_OPTION,
+]
+SINK_OPTIONS["iceberg"] = [
+    *LAKEHOUSE_OPTIONS,
+    Option("name", str, "iceberg"),
+    Option(
+        "catalog.name",
+        str,
+        "iceberg",
+        description="the catalog's name: a SQL (JDBC) catalog keeps its tables under it, so it is the name Spark "
+        "or Trino give this catalog",
+    ),
+    Option(
+        "catalog.properties.",
+        dict,
+        {},
+        check=_iceberg_catalog,
+        description="the catalog's properties, as pyiceberg's load_catalog takes them (type, uri, warehouse, ...)",
+    ),
+]
+SINK_OPTIONS["delta"] = [
+    *LAKEHOUSE_OPTIONS,
+    Option("name", str, "delta"),
+    Option("path", str, description="root URI of the tables: db.tbl is at <path>/db/tbl"),
+    Option("storage.options.", dict, {}, description="delta-rs storage options (credentials, endpoint, ...)"),
+]
 
 PIPELINE_OPTIONS = [
     Option("name", str, "sluice-pipeline"),
@@ -310,6 +365,10 @@ STATE_SINK_KEYS = ("type", "url", "path")
 def _state_identity(source: Mapping[str, Any], sink: SinkConfig) -> dict[str, str]:
     identity = {f"source.{key}": str(source[key]) for key in STATE_SOURCE_KEYS}
     identity.update({f"sink.{key}": str(sink.options[key]) for key in STATE_SINK_KEYS if key in sink.options})
+    catalog = sink.options.get("catalog.properties.", {})
+    identity.update(
+        {f"sink.catalog.properties.{k}": redacted(catalog[k]) for k in ("uri", "warehouse") if k in catalog}
+    )
     return identity
 
 

@@ -30,6 +30,12 @@ class Option:
     def required(self) -> bool:
         return self.default is _REQUIRED
 
+    @property
+    def prefix(self) -> bool:
+        """A key ending in a dot names a family (`catalog.properties.`): every key under it
+        is passed on as text, gathered into one mapping without the prefix."""
+        return self.key.endswith(".")
+
 
 def positive(value: int) -> str | None:
     return None if value > 0 else "must be greater than 0"
@@ -73,17 +79,28 @@ def resolve(section: str, raw: Mapping[str, Any] | None, options: list[Option]) 
         raw = {}
     if not isinstance(raw, Mapping):
         raise DefinitionError(f"{section}: expected a mapping of options, got {type(raw).__name__}")
-    known = {option.key: option for option in options}
+    known = {option.key: option for option in options if not option.prefix}
+    families = [option for option in options if option.prefix]
     for key in raw:
-        if key not in known:
+        if key not in known and not any(str(key).startswith(f.key) and str(key) != f.key for f in families):
             hint = _closest(str(key), known)
             raise DefinitionError(
                 f"{section}.{key}: unknown option"
                 + (f" (did you mean '{hint}'?)" if hint else "")
-                + f"; known options: {', '.join(sorted(known))}"
+                + f"; known options: {', '.join(sorted([*known, *(f.key + '*' for f in families)]))}"
             )
     values: dict[str, Any] = {}
+    for option in families:
+        gathered = {str(k)[len(option.key) :]: raw[k] for k in raw if str(k).startswith(option.key)}
+        for key, value in gathered.items():
+            if isinstance(value, (Mapping, list)) or value is None:
+                raise DefinitionError(f"{section}.{option.key}{key}: expected a value, got {value!r}")
+        values[option.key] = {k: str(v).lower() if isinstance(v, bool) else str(v) for k, v in gathered.items()}
+        if option.check is not None and (problem := option.check(values[option.key])):
+            raise DefinitionError(f"{section}.{option.key}*: {problem}")
     for option in options:
+        if option.prefix:
+            continue
         where = f"{section}.{option.key}"
         if option.key not in raw or raw[option.key] is None:
             if option.required:

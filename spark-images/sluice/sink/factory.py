@@ -21,4 +21,18 @@ def create_sink(definition: PipelineDefinition) -> Sink:
         from sluice.sink.parquet import ParquetSink
 
         return ParquetSink(sink.options)
+    if sink.type == "iceberg":
+        from sluice.sink.iceberg import IcebergTables
+        from sluice.sink.lakehouse import LakehouseSink
+
+        catalog = IcebergTables(
+            sink.options["catalog.name"], sink.options["catalog.properties."], sink.options["table.properties."]
+        )
+        return LakehouseSink(sink.options, definition.name, catalog)
+    if sink.type == "delta":
+        from sluice.sink.delta import DeltaTables
+        from sluice.sink.lakehouse import LakehouseSink
+
+        tables = DeltaTables(sink.options["path"], sink.options["storage.options."], sink.options["table.properties."])
+        return LakehouseSink(sink.options, definition.name, tables)
     raise AssertionError(f"sink.type {sink.type} passed validation but has no sink")

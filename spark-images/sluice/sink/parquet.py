@@ -56,7 +56,7 @@ from sluice.event.schema_change import (
 )
 from sluice.sink.base import ChangeBatch, Sink, SinkWriter
 from sluice.sink.target_values import TargetValues
-from sluice.sink.type_mapping import SPARK_MAX_DECIMAL_PRECISION, spark_type
+from sluice.sink.type_mapping import MAX_DECIMAL_PRECISION, spark_type
 from sluice.snapshot.snapshot_split import ReadSplits, SplitResult, SplitTask
 from sluice.source.offset import BinlogOffset
 from sluice.source.row_decoding import Row
@@ -100,7 +100,7 @@ def _spark_types(schema: TableSchema) -> Callable[[Row], tuple[Any, ...]]:
             conversions.append((i, _utc))  # naive value as the driver's local time
         elif column.beyond_signed_64_bits:
             conversions.append((i, Decimal))
-        elif column.data_type == "decimal" and (column.numeric_precision or 0) > SPARK_MAX_DECIMAL_PRECISION:
+        elif column.data_type == "decimal" and (column.numeric_precision or 0) > MAX_DECIMAL_PRECISION:
             conversions.append((i, str))
     if not conversions:
         return tuple

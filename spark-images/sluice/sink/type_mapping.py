@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pyarrow as pa
 from pyspark.sql import types as T
 
 from sluice.source.schema import Column
@@ -92,7 +93,7 @@ _SPARK_FIXED: dict[str, T.DataType] = {
     **{t: T.BinaryType() for t in SPATIAL_TYPES},
 }
 
-SPARK_MAX_DECIMAL_PRECISION = 38
+MAX_DECIMAL_PRECISION = 38  # the widest decimal of Spark, Iceberg and Delta Lake
 
 
 def spark_type(column: Column) -> T.DataType:
@@ -109,7 +110,7 @@ def spark_type(column: Column) -> T.DataType:
         return T.LongType()
     if t == "decimal":
         precision = column.numeric_precision or 10
-        if precision > SPARK_MAX_DECIMAL_PRECISION:
+        if precision > MAX_DECIMAL_PRECISION:
             return T.StringType()
         return T.DecimalType(precision, column.numeric_scale or 0)
     return T.StringType()
@@ -118,3 +119,38 @@ def spark_type(column: Column) -> T.DataType:
 def _fractional_digits(column: Column) -> int:
     inside = column.column_type.partition("(")[2].partition(")")[0]
     return int(inside) if inside.isdigit() else 0
+
+
+def arrow_type(column: Column) -> pa.DataType:
+    """Types of the lakehouse tables (Iceberg and Delta Lake take these Arrow types as their
+    own). Neither format has unsigned integers, a time of day beyond 24 hours, or decimals
+    wider than 38 digits: unsigned types widen, unsigned BIGINT and BIT(64) are
+    decimal(20,0), TIME is microseconds (int64, as Debezium's MicroTime), a wider DECIMAL
+    is its text. A TIMESTAMP is an instant (UTC-adjusted), a DATETIME wall-clock time."""
+    t = column.data_type
+    if column.beyond_signed_64_bits:
+        return pa.decimal128(20, 0)
+    if t in ("tinyint", "smallint", "mediumint", "year"):
+        return pa.int32()
+    if t == "int":
+        return pa.int64() if column.unsigned else pa.int32()
+    if t in ("bigint", "bit", "time"):
+        return pa.int64()
+    if t == "float":
+        return pa.float32()
+    if t == "double":
+        return pa.float64()
+    if t == "decimal":
+        precision = column.numeric_precision or 10
+        if precision > MAX_DECIMAL_PRECISION:
+            return pa.string()
+        return pa.decimal128(precision, column.numeric_scale or 0)
+    if t == "date":
+        return pa.date32()
+    if t == "datetime":
+        return pa.timestamp("us")
+    if t == "timestamp":
+        return pa.timestamp("us", tz="UTC")
+    if t in ("binary", "varbinary", "tinyblob", "blob", "mediumblob", "longblob", *SPATIAL_TYPES):
+        return pa.binary()
+    return pa.string()

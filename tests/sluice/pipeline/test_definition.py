@@ -124,3 +124,59 @@ def test_a_mysql_target_on_the_source_server_is_refused():
 def test_specific_offset_needs_a_position():
     with pytest.raises(DefinitionError, match=r"specific-offset\.file"):
         parse(VALID.replace("scan.startup.mode: snapshot", "scan.startup.mode: specific-offset"))
+
+
+ICEBERG_SINK = """
+sink:
+  type: iceberg
+  catalog.properties.type: sql
+  catalog.properties.uri: postgresql+psycopg://loader:${PG_PASSWORD}@warehouse/catalog
+  catalog.properties.warehouse: s3://lake/warehouse
+  table.properties.write.parquet.compression-codec: zstd
+  sink.commit.interval: 30s
+"""
+
+
+def _with_sink(sink: str) -> str:
+    return VALID[: VALID.index("sink:")] + textwrap.dedent(sink) + VALID[VALID.index("pipeline:") :]
+
+
+def test_an_iceberg_sink_takes_flink_cdcs_catalog_and_table_properties():
+    definition = parse(_with_sink(ICEBERG_SINK))
+    options = definition.sink.options
+    assert definition.sink.type == "iceberg" and definition.sink.name == "iceberg"
+    assert options["catalog.properties."] == {
+        "type": "sql",
+        "uri": "postgresql+psycopg://loader:pg@warehouse/catalog",
+        "warehouse": "s3://lake/warehouse",
+    }
+    assert options["table.properties."] == {"write.parquet.compression-codec": "zstd"}
+    assert options["sink.commit.interval"] == "30s"
+    # The state names the catalog, never its password.
+    assert (
+        definition.state_identity["sink.catalog.properties.uri"] == "postgresql+psycopg://loader:***@warehouse/catalog"
+    )
+
+
+def test_a_delta_sink_takes_a_root_path_and_storage_options():
+    definition = parse(
+        _with_sink("sink:\n  type: delta\n  path: s3://lake/delta\n  storage.options.AWS_REGION: eu-west-1\n")
+    )
+    assert definition.sink.options["path"] == "s3://lake/delta"
+    assert definition.sink.options["storage.options."] == {"AWS_REGION": "eu-west-1"}
+
+
+@pytest.mark.parametrize(
+    ("sink", "message"),
+    [
+        ("sink:\n  type: iceberg\n  catalog.properties.type: hadoop\n  catalog.properties.warehouse: /w\n",
+         r"sink\.catalog\.properties\.\*: catalog type 'hadoop' is not one pyiceberg has; use one of rest, sql"),
+        ("sink:\n  type: iceberg\n", r"sink\.catalog\.properties\.\*: set catalog\.properties\.type"),
+        ("sink:\n  type: delta\n  path: /d\n  storage.option.x: 1\n",
+         r"sink\.storage\.option\.x: unknown option.*storage\.options\.\*"),
+        ("sink:\n  type: delta\n", r"sink\.path: required option is missing"),
+    ],
+)  # fmt: skip
+def test_bad_lakehouse_sinks_are_refused_naming_the_key(sink, message):
+    with pytest.raises(DefinitionError, match=message):
+        parse(_with_sink(sink))

@@ -1,0 +1,102 @@
+"""Rows as Arrow tables of the lakehouse types (type_mapping.arrow_type): what the Iceberg
+and Delta Lake sinks write, on executors (snapshot chunks) and on the driver (binlog
+batches)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from datetime import timedelta, timezone
+from decimal import Decimal
+from typing import Any
+
+import pyarrow as pa
+
+from sluice.sink.target_values import TargetValues
+from sluice.sink.type_mapping import MAX_DECIMAL_PRECISION, arrow_type
+from sluice.source.row_decoding import Row
+from sluice.source.schema import Column, TableSchema
+
+_MICROSECOND = timedelta(microseconds=1)
+
+
+def arrow_schema(schema: TableSchema) -> pa.Schema:
+    """The table's Arrow schema: its row key NOT NULL (the formats' identifier fields), the
+    other columns nullable, so that a later change of their nullability needs no rewrite."""
+    key = set(schema.row_key)
+    return pa.schema([pa.field(c.name, arrow_type(c), nullable=c.name not in key) for c in schema.columns])
+
+
+class ArrowRows:
+    """Turns a table's rows into Arrow tables; values the lakehouse types take otherwise
+    (TIME as microseconds, wide numbers as decimals or text) converted, and zero dates by
+    `rules` (sink.zero-date)."""
+
+    def __init__(self, schema: TableSchema, rules: TargetValues) -> None:
+        self.schema = schema
+        self.arrow = arrow_schema(schema)
+        self._fit = rules.for_table(schema)
+        self._conversions = [_conversion(c) for c in schema.columns]
+
+    def table(self, rows: Iterable[Row]) -> pa.Table:
+        fitted: Iterable[Row] = map(self._fit, rows) if self._fit is not None else rows
+        columns: list[list[Any]] = [[] for _ in self.schema.columns]
+        for row in fitted:
+            for values, value in zip(columns, row, strict=True):
+                values.append(value)
+        arrays = [
+            pa.array(values if convert is None else [None if v is None else convert(v) for v in values], field.type)
+            for values, convert, field in zip(columns, self._conversions, self.arrow, strict=True)
+        ]
+        return pa.Table.from_arrays(arrays, schema=self.arrow)
+
+    def batches(self, rows: Iterable[Row], size: int) -> Iterable[pa.Table]:
+        """The rows as tables of at most `size` rows (a chunk is written without holding it whole)."""
+        batch: list[Row] = []
+        for row in rows:
+            batch.append(row)
+            if len(batch) >= size:
+                yield self.table(batch)
+                batch = []
+        if batch:
+            yield self.table(batch)
+
+
+def arrow_value(column: Column, value: Any) -> Any:
+    """A source value as the column's lakehouse type holds it (a key in a row filter)."""
+    convert = _conversion(column)
+    return value if value is None or convert is None else convert(value)
+
+
+def _conversion(column: Column) -> Callable[[Any], Any] | None:
+    if column.data_type == "timestamp":  # an instant, read in UTC
+        return lambda value: value.replace(tzinfo=timezone.utc)
+    if column.data_type == "time":
+        return lambda value: value // _MICROSECOND
+    if column.beyond_signed_64_bits:
+        return Decimal
+    if column.data_type == "decimal" and (column.numeric_precision or 10) > MAX_DECIMAL_PRECISION:
+        return str
+    return None
+
+
+def source_rows(schema: TableSchema, table: pa.Table) -> list[Row]:
+    """A lakehouse table's rows in the source's columns and value forms (TIME a timedelta, a
+    TIMESTAMP naive UTC, unsigned BIGINT an int): what verification and tests compare."""
+    columns = []
+    for column in schema.columns:
+        values = table.column(column.name).to_pylist() if column.name in table.column_names else [None] * table.num_rows
+        back = _back(column)
+        columns.append(values if back is None else [None if v is None else back(v) for v in values])
+    return list(zip(*columns, strict=True)) if columns else []
+
+
+def _back(column: Column) -> Callable[[Any], Any] | None:
+    if column.data_type == "timestamp":
+        return lambda value: value.astimezone(timezone.utc).replace(tzinfo=None)
+    if column.data_type == "time":
+        return lambda value: value * _MICROSECOND
+    if column.beyond_signed_64_bits:
+        return int
+    if column.data_type == "decimal" and (column.numeric_precision or 10) > MAX_DECIMAL_PRECISION:
+        return Decimal
+    return None

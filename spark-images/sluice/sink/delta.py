@@ -1,0 +1,283 @@
+"""Delta Lake tables through delta-rs: `sink.type: delta`. The source table `db.tbl` is the
+table at `<path>/db/tbl`; `storage.options.*` go to delta-rs, `table.properties.*` become the
+configuration of the tables Sluice creates.
+
+The record of each commit is in its commit info (custom metadata), and every commit carries
+an app transaction (`sluice:<pipeline>`, version: the run's epoch): a writer whose table
+gained a commit of a newer run meanwhile fails delta-rs's conflict check and commits nothing.
+
+Delta-rs (1.6) writes no table with column mapping correctly, and without it a column can
+only be added in place: a dropped, renamed or retyped column rewrites the table (its size
+decides the cost; the README says so)."""
+
+from __future__ import annotations
+
+import functools
+import time
+import uuid
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.fs as pafs
+import pyarrow.parquet as pq
+from deltalake import DeltaTable, write_deltalake
+from deltalake.exceptions import CommitFailedError
+from deltalake.schema import Field
+from deltalake.transaction import AddAction, CommitProperties, Transaction
+
+from sluice.event.schema_change import (
+    AddColumn,
+    AlterColumnType,
+    AlterPrimaryKey,
+    CreateTable,
+    DropColumn,
+    DropTable,
+    RenameColumn,
+    RenameTable,
+    SchemaChangeEvent,
+    TruncateTable,
+    apply_events,
+)
+from sluice.sink.arrow_rows import arrow_schema, arrow_value
+from sluice.sink.lakehouse import EPOCH, PIPELINE, TableCommit, TableFormat
+from sluice.snapshot.snapshot_split import SnapshotSplit
+from sluice.source.schema import Column, TableSchema
+
+COMMIT_ATTEMPTS = 10
+DELETED = "_sluice_deleted"  # a merge source's flag: the key's row goes
+
+
+@dataclass(frozen=True)
+class DeltaFile:
+    """A data file a snapshot task wrote into the table's directory, in no commit yet."""
+
+    path: str  # from the table's root
+    size: int
+    rows: int
+
+
+class DeltaTables(TableFormat):
+    name = "delta"
+
+    def __init__(self, root: str, storage_options: Mapping[str, str], table_properties: Mapping[str, str]) -> None:
+        self.root = root.rstrip("/")
+        self.storage_options = dict(storage_options)
+        self.table_properties = dict(table_properties)
+
+    def uri(self, table_id: str) -> str:
+        database, table = table_id.split(".", 1)
+        return f"{self.root}/{database}/{table}"
+
+    def _table(self, table_id: str) -> DeltaTable:
+        return DeltaTable(self.uri(table_id), storage_options=self.storage_options or None)
+
+    def create(self, schema: TableSchema, arrow: pa.Schema) -> None:
+        if self.exists(schema.table_id):
+            return
+        DeltaTable.create(
+            self.uri(schema.table_id),
+            arrow,
+            mode="ignore",
+            configuration=self.table_properties or None,
+            storage_options=self.storage_options or None,
+        )
+
+    def exists(self, table_id: str) -> bool:
+        return DeltaTable.is_deltatable(self.uri(table_id), self.storage_options or None)
+
+    def holds_rows(self, table_id: str) -> bool:
+        return self._table(table_id).count() > 0
+
+    def records(self, table_id: str) -> list[Mapping[str, str]]:
+        return [{k: v for k, v in info.items() if isinstance(v, str)} for info in self._table(table_id).history()]
+
+    def commit(self, schema: TableSchema, commit: TableCommit, newest_epoch: Callable[[], None]) -> None:
+        record = commit.record
+        properties = CommitProperties(
+            custom_metadata=dict(record),
+            app_transactions=[Transaction(f"sluice:{record[PIPELINE]}", int(record[EPOCH]))],
+        )
+        for attempt in range(COMMIT_ATTEMPTS):
+            table = self._table(schema.table_id)
+            newest_epoch()
+            try:
+                self._commit(table, schema, commit, properties)
+                return
+            except CommitFailedError:
+                if attempt + 1 == COMMIT_ATTEMPTS:
+                    raise
+                time.sleep(0.05 * 2**attempt)
+
+    def _commit(
+        self, table: DeltaTable, schema: TableSchema, commit: TableCommit, properties: CommitProperties
+    ) -> None:
+        """Rows by key through one MERGE; data files after their key ranges are cleared (two
+        commits then: a crash between them leaves the splits unrecorded, read again)."""
+        if commit.rows is not None:
+            _merge(table, schema, commit, properties)
+            return
+        deleted = _deletion(schema, commit)
+        if deleted is not None:
+            table.delete(deleted, commit_properties=properties)
+        if commit.files or deleted is None:
+            actions = [AddAction(f.path, f.size, {}, int(time.time() * 1000), True, _stats(f)) for f in commit.files]
+            table.create_write_transaction(actions, "append", table.schema(), commit_properties=properties)
+
+    def file_writer(self, table_id: str) -> Callable[[pa.Table], list[Any]]:
+        return functools.partial(_write_data_file, self.uri(table_id))
+
+    def scan(self, schema: TableSchema, columns: Sequence[str] | None = None) -> pa.Table:
+        return self._table(schema.table_id).to_pyarrow_table(columns=list(columns) if columns else None)
+
+    def apply(self, event: SchemaChangeEvent, before: Mapping[str, TableSchema]) -> None:
+        schema = before.get(event.table_id)
+        if isinstance(event, CreateTable):
+            created = TableSchema(*event.table_id.split(".", 1), event.columns, event.primary_key, "")
+            self.create(created, arrow_schema(created))
+        elif isinstance(event, (DropTable, RenameTable, TruncateTable)):
+            self._replace_table(event, schema)
+        elif isinstance(event, AddColumn):
+            table = self._table(event.table_id)
+            if event.column.name not in table.schema().to_arrow().names:
+                table.alter.add_columns([Field.from_arrow(_field(event.column))])
+        elif isinstance(event, AlterPrimaryKey):
+            return  # a Delta table has no key; rows are merged by the one the events give
+        elif isinstance(event, (DropColumn, RenameColumn, AlterColumnType)):
+            assert schema is not None, f"{event}: the table's schema is not known"
+            self._rewrite(event, schema)
+        else:
+            raise ValueError(f"{type(event).__name__} has no Delta Lake change")
+
+    def _replace_table(self, event: SchemaChangeEvent, schema: TableSchema | None) -> None:
+        """TRUNCATE empties the table; DROP removes its directory; RENAME writes its rows at
+        the new name first (delta-rs has no catalog to rename in)."""
+        if not self.exists(event.table_id):
+            return
+        table = self._table(event.table_id)
+        if isinstance(event, TruncateTable):
+            table.delete()
+            return
+        if isinstance(event, RenameTable) and not self.exists(event.new_table_id):
+            write_deltalake(
+                self.uri(event.new_table_id),
+                table.to_pyarrow_table(),
+                mode="error",
+                configuration=self.table_properties or None,
+                storage_options=self.storage_options or None,
+            )
+        filesystem, path = pafs.FileSystem.from_uri(self.uri(event.table_id))
+        filesystem.delete_dir(path)
+
+    def _rewrite(self, event: SchemaChangeEvent, schema: TableSchema) -> None:
+        """The table written again in the layout after `event` (delta-rs cannot drop, rename or
+        retype a column in place)."""
+        after = apply_events({schema.table_id: schema}, [event])[schema.table_id]
+        table = self._table(schema.table_id)
+        current = table.to_pyarrow_table()
+        target = arrow_schema(after)
+        if current.schema.names == target.names and all(
+            current.schema.field(n).type == target.field(n).type for n in target.names
+        ):
+            return  # rewritten before a crash
+        renamed = {event.old_name: event.new_name} if isinstance(event, RenameColumn) else {}
+        columns = []
+        for field in target:
+            source = next((old for old, new in renamed.items() if new == field.name), field.name)
+            if source in current.column_names:
+                columns.append(pc.cast(current.column(source), field.type))
+            else:
+                columns.append(pa.nulls(current.num_rows, field.type))
+        rewritten = pa.Table.from_arrays(columns, schema=target)
+        write_deltalake(table, rewritten, mode="overwrite", schema_mode="overwrite")
+
+
+def _field(column: Column) -> pa.Field:
+    return arrow_schema(TableSchema("", "", (column,), (), "")).field(0)
+
+
+def _write_data_file(table_uri: str, rows: pa.Table) -> list[DeltaFile]:
+    """Runs where a chunk is read: the rows as one parquet file in the table's directory."""
+    filesystem, root = pafs.FileSystem.from_uri(table_uri)
+    name = f"sluice-{uuid.uuid4().hex}.parquet"
+    pq.write_table(rows, f"{root}/{name}", filesystem=filesystem)
+    return [DeltaFile(name, filesystem.get_file_info(f"{root}/{name}").size, rows.num_rows)]
+
+
+def _stats(data_file: DeltaFile) -> str:
+    return f'{{"numRecords":{data_file.rows}}}'
+
+
+def _merge(table: DeltaTable, schema: TableSchema, commit: TableCommit, properties: CommitProperties) -> None:
+    """A batch's last images by key: matched keys deleted or updated, new ones inserted."""
+    rows = commit.rows
+    assert rows is not None
+    upserted = {tuple(r) for r in zip(*(rows.column(k).to_pylist() for k in schema.row_key), strict=True)}
+    deleted = [key for key in commit.deleted_keys if key not in upserted]
+    columns = {
+        name: [arrow_value(schema.column(name), key[i]) for key in deleted] for i, name in enumerate(schema.row_key)
+    }
+    gone = pa.Table.from_pydict(
+        {f.name: columns.get(f.name, [None] * len(deleted)) for f in rows.schema}, schema=rows.schema
+    )
+    source = pa.concat_tables([rows, gone]).append_column(
+        DELETED, pa.array([False] * rows.num_rows + [True] * len(deleted))
+    )
+    on = " AND ".join(f"t.{_quoted(k)} = s.{_quoted(k)}" for k in schema.row_key)
+    (
+        table.merge(source, on, source_alias="s", target_alias="t", commit_properties=properties)
+        .when_matched_delete(predicate=f"s.{DELETED}")
+        .when_matched_update_all(predicate=f"NOT s.{DELETED}", except_cols=[DELETED])
+        .when_not_matched_insert_all(predicate=f"NOT s.{DELETED}", except_cols=[DELETED])
+        .execute()
+    )
+
+
+def _quoted(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+def _deletion(schema: TableSchema, commit: TableCommit) -> str | None:
+    """The rows a snapshot commit clears, as a delta-rs predicate ('' for every row; None: none)."""
+    if commit.clear_all:
+        return ""
+    parts: list[str] = []
+    for key in commit.deleted_keys:
+        columns = [schema.column(name) for name in commit.key_columns]
+        parts.append(" AND ".join(_equal(c, v) for c, v in zip(columns, key, strict=True)))
+    parts += [_in_range(schema, split) for split in commit.cleared_ranges]
+    return " OR ".join(f"({p})" for p in parts) if parts else None
+
+
+def _equal(column: Column, value: Any) -> str:
+    return f"{_quoted(column.name)} IS NULL" if value is None else f"{_quoted(column.name)} = {_literal(column, value)}"
+
+
+def _in_range(schema: TableSchema, split: SnapshotSplit) -> str:
+    column = schema.column(schema.chunk_key)
+    name = _quoted(column.name)
+    conditions = []
+    if split.start is not None:
+        conditions.append(f"{name} >= {_literal(column, split.start)}")
+    if split.end is not None:
+        below = f"{name} < {_literal(column, split.end)}"
+        conditions.append(f"({below} OR {name} IS NULL)" if split.start is None else below)
+    return " AND ".join(conditions) or "TRUE"
+
+
+def _literal(column: Column, value: Any) -> str:
+    """A chunk key value as a SQL literal of the column's Delta type."""
+    value = arrow_value(column, value)
+    kind = _field(column).type
+    if isinstance(value, bytes):
+        return f"X'{value.hex()}'"
+    if pa.types.is_integer(kind) or pa.types.is_decimal(kind) or pa.types.is_floating(kind):
+        return str(value)
+    text = "'" + str(value).replace("'", "''") + "'"
+    if pa.types.is_date(kind):
+        return f"CAST({text} AS DATE)"
+    if pa.types.is_timestamp(kind):
+        return f"CAST({text} AS TIMESTAMP)"
+    return text

@@ -1,0 +1,231 @@
+"""Apache Iceberg tables through pyiceberg: `sink.type: iceberg`, with the options of Flink
+CDC's Iceberg pipeline connector (`catalog.properties.*` for pyiceberg's load_catalog,
+`table.properties.*` for the tables it creates). The source table `db.tbl` is the table
+`tbl` in the namespace `db`, keyed by its row key (the table's identifier fields).
+
+The record of each commit is in its snapshots' summary properties. A commit is retried here,
+not by pyiceberg: a retry must look at the table's newest epoch again (pyiceberg would put
+the same append on top of whatever a newer run committed meanwhile)."""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import time
+import uuid
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import pyarrow as pa
+from pyiceberg.catalog import Catalog, load_catalog
+from pyiceberg.exceptions import CommitFailedException, NamespaceAlreadyExistsError, TableAlreadyExistsError
+from pyiceberg.expressions import (
+    AlwaysFalse,
+    AlwaysTrue,
+    And,
+    BooleanExpression,
+    EqualTo,
+    GreaterThanOrEqual,
+    In,
+    IsNull,
+    LessThan,
+    Or,
+)
+from pyiceberg.io import load_file_io
+from pyiceberg.io.pyarrow import write_file
+from pyiceberg.table import Table, TableProperties, WriteTask
+from pyiceberg.table.snapshots import ancestors_of
+
+from sluice.event.schema_change import (
+    AddColumn,
+    AlterColumnType,
+    AlterPrimaryKey,
+    CreateTable,
+    DropColumn,
+    DropTable,
+    RenameColumn,
+    RenameTable,
+    SchemaChangeEvent,
+    TruncateTable,
+)
+from sluice.sink.arrow_rows import arrow_schema, arrow_value
+from sluice.sink.lakehouse import TableCommit, TableFormat
+from sluice.snapshot.snapshot_split import SnapshotSplit
+from sluice.source.schema import TableSchema
+
+COMMIT_ATTEMPTS = 10
+
+
+class IcebergTables(TableFormat):
+    name = "iceberg"
+
+    def __init__(self, catalog_name: str, catalog_properties: Mapping[str, str], table_properties: Mapping[str, str]):
+        self.catalog_name = catalog_name
+        self.catalog_properties = dict(catalog_properties)
+        self.table_properties = {"format-version": "2", **table_properties}
+        self._catalog: Catalog | None = None
+
+    def __getstate__(self) -> dict[str, Any]:  # the catalog's connections stay where they were made
+        return {**self.__dict__, "_catalog": None}
+
+    @property
+    def catalog(self) -> Catalog:
+        if self._catalog is None:
+            self._catalog = load_catalog(self.catalog_name, **self.catalog_properties)
+        return self._catalog
+
+    def create(self, schema: TableSchema, arrow: pa.Schema) -> None:
+        with contextlib.suppress(NamespaceAlreadyExistsError):
+            self.catalog.create_namespace(schema.database)
+        if self.exists(schema.table_id):
+            return
+        try:
+            table = self.catalog.create_table(schema.table_id, schema=arrow, properties=self.table_properties)
+        except TableAlreadyExistsError:
+            return
+        with table.update_schema() as update:
+            update.set_identifier_fields(*schema.row_key)
+
+    def exists(self, table_id: str) -> bool:
+        return self.catalog.table_exists(table_id)
+
+    def holds_rows(self, table_id: str) -> bool:
+        snapshot = self.catalog.load_table(table_id).current_snapshot()
+        return snapshot is not None and int(snapshot.summary.additional_properties.get("total-records", "0")) > 0
+
+    def records(self, table_id: str) -> list[Mapping[str, str]]:
+        table = self.catalog.load_table(table_id)
+        return [s.summary.additional_properties for s in ancestors_of(table.current_snapshot(), table.metadata)]
+
+    def commit(self, schema: TableSchema, commit: TableCommit, newest_epoch: Callable[[], None]) -> None:
+        for attempt in range(COMMIT_ATTEMPTS):
+            table = self._table_committed_once(schema.table_id)
+            newest_epoch()
+            try:
+                with table.transaction() as tx:
+                    deleted = _deletion(schema, commit)
+                    if deleted != AlwaysFalse():
+                        tx.delete(deleted, snapshot_properties=commit.record)
+                    # A snapshot of the appended files and rows, carrying the record even
+                    # where nothing is appended (a delete that matched no row adds none).
+                    with tx.update_snapshot(snapshot_properties=commit.record).fast_append() as append:
+                        for data_file in commit.files:
+                            append.append_data_file(data_file)
+                        if commit.rows is not None and commit.rows.num_rows:
+                            for data_file in _data_files(table.io, tx.table_metadata, commit.rows):
+                                append.append_data_file(data_file)
+                return
+            except CommitFailedException:
+                if attempt + 1 == COMMIT_ATTEMPTS:
+                    raise
+                time.sleep(0.05 * 2**attempt)
+
+    def _table_committed_once(self, table_id: str) -> Table:
+        """The table as it is now, whose commits pyiceberg does not retry."""
+        table = self.catalog.load_table(table_id)
+        properties = {**table.metadata.properties, TableProperties.COMMIT_NUM_RETRIES: "0"}
+        metadata = table.metadata.model_copy(update={"properties": properties})
+        return Table(table.name(), metadata, table.metadata_location, table.io, self.catalog)
+
+    def file_writer(self, table_id: str) -> Callable[[pa.Table], list[Any]]:
+        table = self.catalog.load_table(table_id)
+        return functools.partial(_write_data_files, self.catalog_properties, table.metadata)
+
+    def scan(self, schema: TableSchema, columns: Sequence[str] | None = None) -> pa.Table:
+        table = self.catalog.load_table(schema.table_id)
+        return table.scan(selected_fields=tuple(columns) if columns else ("*",)).to_arrow()
+
+    def apply(self, event: SchemaChangeEvent, before: Mapping[str, TableSchema]) -> None:
+        """Iceberg evolves by field ids: columns are added, dropped, renamed, widened and
+        moved in the table's metadata, no data file rewritten."""
+        schema = before.get(event.table_id)
+        if isinstance(event, CreateTable):
+            created = TableSchema(*event.table_id.split(".", 1), event.columns, event.primary_key, "")
+            self.create(created, arrow_schema(created))
+        elif isinstance(event, DropTable):
+            if self.exists(event.table_id):
+                self.catalog.drop_table(event.table_id)
+        elif isinstance(event, RenameTable):
+            if self.exists(event.table_id):
+                self.catalog.rename_table(event.table_id, event.new_table_id)
+        elif isinstance(event, TruncateTable):
+            if self.exists(event.table_id):
+                self.catalog.load_table(event.table_id).delete(AlwaysTrue())
+        else:
+            assert schema is not None, f"{event}: the table's schema is not known"
+            self._alter(event, schema)
+
+    def _alter(self, event: SchemaChangeEvent, schema: TableSchema) -> None:
+        table = self.catalog.load_table(event.table_id)
+        names = {f.name for f in table.schema().fields}
+        with table.update_schema(allow_incompatible_changes=False) as update:
+            if isinstance(event, AddColumn):
+                if event.column.name in names:
+                    return
+                field = arrow_schema(TableSchema("", "", (event.column,), (), "")).field(0)
+                update.union_by_name(pa.schema([field]))
+                if event.position == "FIRST":
+                    update.move_first(event.column.name)
+                elif event.position == "AFTER" and event.after in names:
+                    update.move_after(event.column.name, event.after)
+            elif isinstance(event, DropColumn):
+                if event.name in names:
+                    update.delete_column(event.name)
+            elif isinstance(event, RenameColumn):
+                if event.old_name in names and event.new_name not in names:
+                    update.rename_column(event.old_name, event.new_name)
+            elif isinstance(event, AlterColumnType):
+                field = arrow_schema(TableSchema("", "", (event.column,), (), "")).field(0)
+                update.union_by_name(pa.schema([field]))
+            elif isinstance(event, AlterPrimaryKey):
+                update.set_identifier_fields(*event.applied_to(schema).row_key)
+            else:
+                raise ValueError(f"{type(event).__name__} has no Iceberg schema update")
+
+
+def _write_data_files(catalog_properties: Mapping[str, str], metadata: Any, rows: pa.Table) -> list[Any]:
+    """Runs where a chunk is read: the rows as one data file (with the table's field ids)."""
+    return _data_files(load_file_io(dict(catalog_properties), metadata.location), metadata, rows)
+
+
+def _data_files(io: Any, metadata: Any, rows: pa.Table) -> list[Any]:
+    """Rows written as data files of the table (`metadata`: as the transaction sees it)."""
+    task = WriteTask(uuid.uuid4(), 0, metadata.schema(), rows.to_batches())
+    return list(write_file(io, metadata, iter([task])))
+
+
+def _deletion(schema: TableSchema, commit: TableCommit) -> BooleanExpression:
+    """The rows the commit deletes, as an Iceberg row filter."""
+    if commit.clear_all:
+        return AlwaysTrue()
+    parts: list[BooleanExpression] = []
+    if commit.deleted_keys:
+        columns = [schema.column(name) for name in commit.key_columns]
+        if len(columns) == 1:
+            (column,) = columns
+            values = {arrow_value(column, k[0]) for k in commit.deleted_keys}
+            if None in values:
+                parts.append(IsNull(column.name))
+            if values - {None}:
+                parts.append(In(column.name, values - {None}))
+        else:
+            for key in commit.deleted_keys:
+                equal = [
+                    IsNull(c.name) if v is None else EqualTo(c.name, arrow_value(c, v))
+                    for c, v in zip(columns, key, strict=True)
+                ]
+                parts.append(functools.reduce(And, equal))
+    parts += [_in_range(schema, split) for split in commit.cleared_ranges]
+    return functools.reduce(Or, parts) if parts else AlwaysFalse()
+
+
+def _in_range(schema: TableSchema, split: SnapshotSplit) -> BooleanExpression:
+    """A chunk's key range: [start, end), NULL keys in the first chunk."""
+    column = schema.column(schema.chunk_key)
+    conditions: list[BooleanExpression] = []
+    if split.start is not None:
+        conditions.append(GreaterThanOrEqual(column.name, arrow_value(column, split.start)))
+    if split.end is not None:
+        below = LessThan(column.name, arrow_value(column, split.end))
+        conditions.append(Or(below, IsNull(column.name)) if split.start is None else below)
+    return functools.reduce(And, conditions) if conditions else AlwaysTrue()

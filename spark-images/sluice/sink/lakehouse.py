@@ -1,0 +1,356 @@
+"""The lakehouse sinks: Apache Iceberg and Delta Lake tables, upserted exactly once.
+
+A table's commits carry the pipeline's record in the table's own log (Iceberg snapshot
+summary properties, Delta commit metadata): the run that made the commit (its epoch), where
+the binlog reader was after it (its end), and the snapshot splits it holds. Two tables share
+no transaction, so every record is a table's own:
+
+- Snapshot: executors write each chunk's rows as data files where they read them; the
+  driver commits a job's files as one table commit that records the job's splits and clears
+  the key ranges they replace. The files of a job that crashed are in no commit, and no
+  reader ever sees them.
+- Binlog: a batch folds to each key's last image in binlog order; each table it changes
+  gets one commit (deletes and upserts by key) that records the batch's end. A crash between
+  two tables' commits replays the batch; a table skips every change before its own end.
+- Fencing: a run first commits its new epoch into every table; a writer of an older run
+  finds a newer epoch there, or loses the format's optimistic commit race, and commits
+  nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+
+from sluice.errors import SinkError
+from sluice.event.row_change import RowKind
+from sluice.event.schema_change import SchemaChangeEvent
+from sluice.pipeline.options import parse_duration
+from sluice.sink.arrow_rows import ArrowRows
+from sluice.sink.base import ChangeBatch, Sink, SinkWriter
+from sluice.sink.target_values import TargetValues
+from sluice.snapshot.snapshot_split import ReadSplits, SnapshotSplit, SplitResult, SplitTask
+from sluice.source.offset import BinlogOffset
+from sluice.source.row_decoding import Row, RowDecoder
+from sluice.source.schema import TableSchema
+
+if TYPE_CHECKING:
+    from pyspark import SparkContext
+
+PIPELINE, EPOCH, END, SPLITS = "sluice.pipeline", "sluice.epoch", "sluice.end", "sluice.splits"
+RESET = "sluice.reset"  # the records before it do not count (a snapshot read afresh)
+FILE_ROWS = 1_000_000  # rows per data file a snapshot job writes
+KEY_BATCH = 10_000  # chunk keys listed at a time
+
+
+class Fenced(SinkError):
+    """A newer run of the pipeline committed into the table: this writer commits nothing."""
+
+
+DataFile = Any  # a data file a format's file writer wrote, in no commit yet
+
+
+@dataclass
+class TableCommit:
+    """One commit into one table: rows deleted (by key, by chunk key range, or all), data
+    files and rows added, and the pipeline's record."""
+
+    record: dict[str, str]
+    key_columns: tuple[str, ...] = ()
+    deleted_keys: list[tuple[Any, ...]] = field(default_factory=list)  # values of key_columns; None matches NULL
+    cleared_ranges: list[SnapshotSplit] = field(default_factory=list)  # of the table's chunk key
+    clear_all: bool = False
+    files: list[DataFile] = field(default_factory=list)
+    rows: pa.Table | None = None
+
+
+class TableFormat(ABC):
+    """The tables of one format: what the lakehouse sink asks of Iceberg or Delta Lake."""
+
+    name: str
+
+    @abstractmethod
+    def create(self, schema: TableSchema, arrow: pa.Schema) -> None:
+        """Creates the table unless it exists (with `table.properties.*`, keyed by its row key)."""
+
+    @abstractmethod
+    def exists(self, table_id: str) -> bool: ...
+
+    @abstractmethod
+    def holds_rows(self, table_id: str) -> bool: ...
+
+    @abstractmethod
+    def records(self, table_id: str) -> list[Mapping[str, str]]:
+        """The record of each commit of the table's current history, newest first (commits
+        of other writers hold no record)."""
+
+    @abstractmethod
+    def commit(self, schema: TableSchema, commit: TableCommit, newest_epoch: Callable[[], None]) -> None:
+        """Commits atomically. `newest_epoch()` raises Fenced when a newer run committed:
+        called against the table as it is before each attempt."""
+
+    @abstractmethod
+    def file_writer(self, table_id: str) -> Callable[[pa.Table], list[DataFile]]:
+        """Writes rows as data files of the table (picklable: executors write snapshot chunks)."""
+
+    @abstractmethod
+    def scan(self, schema: TableSchema, columns: Sequence[str] | None = None) -> pa.Table:
+        """The table's current rows (of `columns`)."""
+
+    @abstractmethod
+    def apply(self, event: SchemaChangeEvent, before: Mapping[str, TableSchema]) -> None:
+        """The metadata applier: one schema change event; idempotent."""
+
+
+class LakehouseSink(Sink):
+    replaces_key_ranges = True
+
+    def __init__(self, options: Mapping[str, Any], pipeline: str, tables: TableFormat) -> None:
+        self.pipeline = pipeline
+        self.tables = tables
+        self.values = TargetValues(None, options.get("sink.zero-date", ""))  # Arrow strings hold NUL
+        self.max_batch_delay = parse_duration(options["sink.commit.interval"])
+        self.epoch = 0  # taken by prepare
+        self.schemas: dict[str, TableSchema] = {}  # the captured tables, as prepare() got them
+        self._locks: dict[str, threading.Lock] = {}
+        self._locks_lock = threading.Lock()
+
+    # -- the records -----------------------------------------------------------------------
+
+    @property
+    def captured(self) -> list[str]:
+        return list(self.schemas)
+
+    def _records(self, table_id: str) -> list[Mapping[str, str]]:
+        """This pipeline's records in the table, newest first, back to the newest reset."""
+        if not self.tables.exists(table_id):
+            return []
+        records: list[Mapping[str, str]] = []
+        for record in self.tables.records(table_id):
+            if record.get(PIPELINE) == self.pipeline:
+                records.append(record)
+                if record.get(RESET):
+                    break
+        return records
+
+    def _newest_epoch_check(self, table_id: str) -> Callable[[], None]:
+        def check() -> None:
+            records = self._records(table_id)
+            newest = int(records[0][EPOCH]) if records else 0
+            if newest > self.epoch:
+                raise Fenced(
+                    f"pipeline {self.pipeline!r} runs as epoch {newest} in {self.tables.name} table {table_id} now; "
+                    f"this writer of epoch {self.epoch} was fenced off and commits nothing"
+                )
+
+        return check
+
+    def table_end(self, table_id: str) -> BinlogOffset | None:
+        """Where the binlog reader was after the table's last commit of this pipeline."""
+        return next(
+            (BinlogOffset.from_json(json.loads(r[END])) for r in self._records(table_id) if r.get(END)),
+            None,
+        )
+
+    def commit(self, schema: TableSchema, commit: TableCommit) -> None:
+        """One commit of this run into a table (one at a time per table in this process)."""
+        with self._locks_lock:
+            lock = self._locks.setdefault(schema.table_id, threading.Lock())
+        commit.record = {PIPELINE: self.pipeline, EPOCH: str(self.epoch), **commit.record}
+        with lock:
+            try:
+                self.tables.commit(schema, commit, self._newest_epoch_check(schema.table_id))
+            except SinkError:
+                raise
+            except Exception as exc:  # the format's own errors
+                raise SinkError(f"sink {self.tables.name}: committing into {schema.table_id} failed: {exc}") from exc
+
+    # -- Sink ------------------------------------------------------------------------------
+
+    def prepare(self, schemas: Sequence[TableSchema]) -> None:
+        """Creates the tables, takes the next epoch, and commits it into every table (so a
+        writer of an older run is fenced off from each)."""
+        for schema in schemas:
+            if schema.is_bag:
+                raise SinkError(
+                    f"sink {self.tables.name}: table {schema.table_id} has no primary key and no UNIQUE key over NOT "
+                    "NULL columns, and a lakehouse table is upserted by key; add such a key at the source, or leave "
+                    "the table out (source.tables.exclude)"
+                )
+        try:
+            for schema in schemas:
+                self.tables.create(schema, ArrowRows(schema, self.values).arrow)
+        except Exception as exc:
+            raise SinkError(f"sink {self.tables.name}: creating the tables failed: {exc}") from exc
+        self.schemas = {s.table_id: s for s in schemas}
+        newest = max((int(r[EPOCH]) for s in schemas for r in self._records(s.table_id)[:1]), default=0)
+        self.epoch = newest + 1
+        for schema in schemas:
+            end = self.table_end(schema.table_id)  # carried on, so the newest record has it
+            self.commit(schema, TableCommit({END: json.dumps(end.to_json())} if end else {}))
+
+    def committed_splits(self) -> dict[str, BinlogOffset]:
+        splits: dict[str, BinlogOffset] = {}
+        for table_id in self.captured:
+            for record in self._records(table_id):
+                for split_id, hw in json.loads(record.get(SPLITS, "{}")).items():
+                    splits.setdefault(split_id, BinlogOffset.from_json(hw))
+        return splits
+
+    def holds_commits(self) -> bool:
+        return any(r.get(SPLITS) or r.get(END) for t in self.captured for r in self._records(t))
+
+    def forget_commits(self) -> None:
+        """A snapshot read again: each table's records of splits and ends stop counting (a
+        record of this epoch without them follows)."""
+        for schema in self.schemas.values():
+            self.commit(schema, TableCommit({RESET: "true"}))
+
+    def write_snapshot_job(self, sc: SparkContext, tasks: list[SplitTask], read: ReadSplits) -> list[SplitResult]:
+        """Executors read the splits and write their rows as data files; the driver commits them."""
+        schema = getattr(read, "onto", None) or tasks[0].schema
+        write = self.tables.file_writer(schema.table_id)
+        rules = self.values
+        ((files, results, cleared),) = (
+            sc.parallelize([tasks], 1).map(lambda t: _write_data_files(t, read, schema, rules, write)).collect()
+        )
+        self._commit_snapshot(schema, files, results, cleared)
+        return results
+
+    def write_splits_now(
+        self, tasks: list[SplitTask], read: ReadSplits, on_split: Callable[[SplitResult], None] | None = None
+    ) -> list[SplitResult]:
+        schema = getattr(read, "onto", None) or tasks[0].schema
+        files, results, cleared = _write_data_files(
+            tasks, read, schema, self.values, self.tables.file_writer(schema.table_id)
+        )
+        self._commit_snapshot(schema, files, results, cleared)
+        for result in results if on_split is not None else ():
+            on_split(result)  # type: ignore[misc]
+        return results
+
+    def _commit_snapshot(
+        self, schema: TableSchema, files: list[DataFile], results: list[SplitResult], cleared: list[SnapshotSplit]
+    ) -> None:
+        splits = {r.split_id: r.high_watermark.to_json() for r in results}
+        record = {SPLITS: json.dumps(splits, separators=(",", ":"))}
+        self.commit(schema, TableCommit(record, cleared_ranges=cleared, files=files))
+
+    def tables_holding_rows(self, schemas: Sequence[TableSchema]) -> set[str]:
+        return {s.table_id for s in schemas if self.tables.exists(s.table_id) and self.tables.holds_rows(s.table_id)}
+
+    def chunk_keys(self, schema: TableSchema) -> Iterator[list[Any]]:
+        keys = sorted(set(self.tables.scan(schema, [schema.chunk_key]).column(0).to_pylist()), key=_nulls_first)
+        for start in range(0, len(keys), KEY_BATCH):
+            yield keys[start : start + KEY_BATCH]
+
+    def delete_chunk_keys(self, schema: TableSchema, keys: Sequence[Any] | None) -> None:
+        if keys is None:
+            self.commit(schema, TableCommit({}, clear_all=True))
+        elif keys:
+            self.commit(schema, TableCommit({}, (schema.chunk_key,), [(k,) for k in keys]))
+
+    def writer(self) -> LakehouseWriter:
+        return LakehouseWriter(self)
+
+
+def _nulls_first(key: Any) -> tuple[bool, Any]:
+    return (key is not None, key)
+
+
+def _write_data_files(
+    tasks: list[SplitTask],
+    read: ReadSplits,
+    schema: TableSchema,
+    rules: TargetValues,
+    write: Callable[[pa.Table], list[DataFile]],
+) -> tuple[list[DataFile], list[SplitResult], list[SnapshotSplit]]:
+    """Runs where the splits are read: their rows as data files, the splits' results, and
+    the key ranges their rows replace."""
+    rows = ArrowRows(schema, rules)
+    files: list[DataFile] = []
+    results: list[SplitResult] = []
+    cleared: list[SnapshotSplit] = []
+    for split in read(tasks):
+        for table in rows.batches(split.rows, FILE_ROWS):
+            files.extend(write(table))
+        results.extend(split.results())
+        if split.replaces is not None:
+            cleared.append(split.replaces)
+    return files, results, cleared
+
+
+class LakehouseWriter(SinkWriter):
+    """Driver side, binlog phase: a batch becomes one commit per table it changes."""
+
+    def __init__(self, sink: LakehouseSink) -> None:
+        self.sink = sink
+        self._ends: dict[str, BinlogOffset | None] = {}  # each table's, read once
+        self._decoders: dict[str, RowDecoder] = {}
+        self._rows: dict[str, ArrowRows] = {}
+
+    def _end(self, table_id: str) -> BinlogOffset | None:
+        if table_id not in self._ends:
+            self._ends[table_id] = self.sink.table_end(table_id)
+        return self._ends[table_id]
+
+    def write_changes(self, batch: ChangeBatch, end: BinlogOffset, drop_split_records: bool) -> None:
+        """Folds the batch to each key's last image (None: deleted), then commits each table:
+        its deleted and upserted keys cleared, its upserted rows added."""
+        final: dict[str, tuple[TableSchema, dict[Any, Row | None]]] = {}
+        for schema, kind, row, _, offset in batch:
+            done = self._end(schema.table_id)
+            if done is not None and offset.is_before(done):
+                continue  # committed before a crash cut the batch's commits short
+            images = final.setdefault(schema.table_id, (schema, {}))[1]
+            key = self._decoder(schema).row_key(row)
+            images[key] = None if kind in (RowKind.DELETE, RowKind.UPDATE_BEFORE) else row
+        record = {END: json.dumps(end.to_json())}
+        for table_id, (schema, images) in final.items():
+            rows = [row for row in images.values() if row is not None]
+            keys = [k if isinstance(k, tuple) else (k,) for k in images]
+            upsert = TableCommit(dict(record), schema.row_key, keys, rows=self._arrow(schema).table(rows))
+            self.sink.commit(schema, upsert)
+            self._ends[table_id] = end
+
+    def _decoder(self, schema: TableSchema) -> RowDecoder:
+        decoder = self._decoders.get(schema.table_id)
+        if decoder is None or decoder.schema != schema:
+            decoder = self._decoders[schema.table_id] = RowDecoder(schema)
+        return decoder
+
+    def _arrow(self, schema: TableSchema) -> ArrowRows:
+        rows = self._rows.get(schema.table_id)
+        if rows is None or rows.schema != schema:
+            rows = self._rows[schema.table_id] = ArrowRows(schema, self.sink.values)
+        return rows
+
+    def committed_binlog_offset(self) -> BinlogOffset | None:
+        """The end every captured table has passed (None while one has no end yet)."""
+        ends = [self._end(t) for t in self.sink.captured]
+        if not ends or any(e is None for e in ends):
+            return None
+        return min(ends)  # type: ignore[type-var]
+
+    def apply_schema_change(
+        self, change_id: str, events: Sequence[SchemaChangeEvent], before: Mapping[str, TableSchema]
+    ) -> None:
+        from sluice.event.schema_change import apply_events
+
+        self._rows.clear()
+        self._decoders.clear()
+        schemas = dict(before)
+        for event in events:
+            try:
+                self.sink.tables.apply(event, schemas)
+            except SinkError:
+                raise
+            except Exception as exc:
+                raise SinkError(f"{event} on sink {self.sink.tables.name}: {exc}") from exc
+            schemas = apply_events(schemas, [event])
