@@ -1,5 +1,5 @@
 """Iceberg and Delta Lake targets, read back with the formats' own libraries (pyiceberg,
-deltalake): the snapshot, then inserts, updates (a key changed too) and deletes, each
+deltalake): the snapshot (its chunks written as data files by Spark's executors), then inserts, updates (a key changed too) and deletes, each
 table equal to the source row for row; after a SIGKILL the next run commits no change
 twice; a writer of an older run is fenced off."""
 
@@ -67,7 +67,7 @@ def test_a_lakehouse_table_follows_the_source_exactly_once_through_kills(tmp_pat
         f"{source_db}.items",
         {**sink, "sink.commit.interval": "200ms"},
         name=f"lake-{target}",
-        **{"scan.incremental.snapshot.chunk.size": 300, "server-id": "6970-6975"},
+        **{"scan.incremental.snapshot.chunk.size": 300, "scan.snapshot.read-on-driver": False, "server-id": "6970-6975"},
     )
     pipeline = write_pipeline(tmp_path / "pipeline.yaml", definition)
     env = sluice_env(mariadb)
