@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
 from deltalake import DeltaTable
 from pyiceberg.catalog import load_catalog
 
@@ -27,18 +28,22 @@ def delta_sink(directory: Path) -> dict[str, Any]:
     return {"type": "delta", "path": str(directory)}
 
 
-def lakehouse_rows(sink: dict[str, Any], schema: TableSchema) -> list[tuple] | None:
-    """The table's rows as the format's library reads them, in the source's forms; None
-    while the table is not there."""
+def lakehouse_table(sink: dict[str, Any], table_id: str) -> pa.Table | None:
+    """The table as the format's library reads it; None while it is not there."""
     if sink["type"] == "iceberg":
         properties = {k.removeprefix("catalog.properties."): v for k, v in sink.items() if k.startswith("catalog.")}
         catalog = load_catalog(sink.get("catalog.name", "iceberg"), **properties)
-        if not catalog.table_exists(schema.table_id):
+        if not catalog.table_exists(table_id):
             return None
-        table = catalog.load_table(schema.table_id).scan().to_arrow()
-    else:
-        uri = f"{sink['path']}/{schema.database}/{schema.table}"
-        if not DeltaTable.is_deltatable(uri):
-            return None
-        table = DeltaTable(uri).to_pyarrow_table()
-    return source_rows(schema, table)
+        return catalog.load_table(table_id).scan().to_arrow()
+    database, table = table_id.split(".", 1)
+    uri = f"{sink['path']}/{database}/{table}"
+    if not DeltaTable.is_deltatable(uri):
+        return None
+    return DeltaTable(uri).to_pyarrow_table()
+
+
+def lakehouse_rows(sink: dict[str, Any], schema: TableSchema) -> list[tuple] | None:
+    """The table's rows in the source's forms; None while the table is not there."""
+    table = lakehouse_table(sink, schema.table_id)
+    return None if table is None else source_rows(schema, table)

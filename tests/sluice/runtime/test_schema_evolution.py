@@ -1,7 +1,7 @@
 """Schema changes reach the target as the pipeline's schema.change.behavior promises.
 
 One script of DDL, each with DML on the table right before and right after it, runs while
-pipelines into PostgreSQL, MariaDB and the parquet changelog stream. Afterwards each target
+pipelines into PostgreSQL, MariaDB, the parquet changelog, Iceberg and Delta Lake stream. Afterwards each target
 holds what the behaviour promises: evolve, the source itself; lenient, every column it
 ever had (rows written after a column left the source have NULL there) and the rows of
 truncated or dropped tables; ignore, the first schema, with rows projected onto it.
@@ -23,6 +23,7 @@ import yaml
 
 from sluice.sink.parquet import read_changelog
 from tests.harness import compare
+from tests.harness.lakehouse import delta_sink, iceberg_sink, lakehouse_table
 from tests.harness.pipelines import (
     every_sink,
     kill_pipeline,
@@ -68,6 +69,7 @@ SOURCE_T = {
 
 EXPECTED: dict[str, dict[str, Table | None]] = {
     "evolve": {"t": SOURCE_T, "u": {2: {"id": 2}}, "w": None},
+    "try_evolve": {"t": SOURCE_T, "u": {2: {"id": 2}}, "w": None},  # every target takes each change
     "lenient": {
         "t": {
             1: {"id": 1, "name": "a", "qty": 10, "c0": "y", "title": None},
@@ -148,6 +150,14 @@ def target_tables(
     return {name: (lambda read=read: {t: read(t) for t in tables}) for name, read in zip(names, readers, strict=False)}
 
 
+def lakehouse_table_by_id(sink: dict[str, Any], db: str) -> Callable[[str], Table | None]:
+    def read(table: str) -> Table | None:
+        rows = lakehouse_table(sink, f"{db}.{table}")
+        return None if rows is None else {row["id"]: row for row in rows.to_pylist()}
+
+    return read
+
+
 def parquet_table(lake: Path, db: str) -> Callable[[str], Table | None]:
     """The changelog replayed by key, in the current schema version. (A removal is matched
     by key: after a lenient or ignored change a before-image carries NULLs where the row
@@ -167,7 +177,7 @@ def parquet_table(lake: Path, db: str) -> Callable[[str], Table | None]:
     return read
 
 
-@pytest.mark.parametrize("behavior", ["evolve", "lenient", "ignore"])
+@pytest.mark.parametrize("behavior", ["evolve", "try_evolve", "lenient", "ignore"])
 def test_each_ddl_reaches_every_target_as_the_behaviour_promises(
     behavior, tmp_path, mariadb, mariadb_target, postgresql, source_db
 ):
@@ -181,8 +191,10 @@ def test_each_ddl_reaches_every_target_as_the_behaviour_promises(
         database=source_db,
     )
     lake = tmp_path / "lake"
-    ids = {"evolve": 7100, "lenient": 7110, "ignore": 7120}[behavior]
+    ids = {"evolve": 7100, "lenient": 7110, "ignore": 7120, "try_evolve": 7190}[behavior]
     sinks = every_sink(postgresql, mariadb_target, lake, ids)
+    lakehouses = {"iceberg": iceberg_sink(tmp_path / "iceberg"), "delta": delta_sink(tmp_path / "delta")}
+    sinks |= {name: (sink, f"{ids + 6 + 2 * i}-{ids + 7 + 2 * i}") for i, (name, sink) in enumerate(lakehouses.items())}
     pipelines = pipeline_per_sink(
         tmp_path,
         mariadb,
@@ -195,6 +207,7 @@ def test_each_ddl_reaches_every_target_as_the_behaviour_promises(
         "postgres": postgres_table(postgresql, source_db),
         "mariadb": mariadb_table(mariadb_target, source_db),
         "parquet": parquet_table(lake, source_db),
+        **{name: lakehouse_table_by_id(sink, source_db) for name, sink in lakehouses.items()},
     }
     env = sluice_env(mariadb, postgresql, mariadb_target)
     want = EXPECTED[behavior]

@@ -1,10 +1,12 @@
 """Iceberg and Delta Lake targets, read back with the formats' own libraries (pyiceberg,
-deltalake): the snapshot (its chunks written as data files by Spark's executors), then inserts, updates (a key changed too) and deletes, each
-table equal to the source row for row; after a SIGKILL the next run commits no change
-twice; a writer of an older run is fenced off."""
+deltalake): the snapshot (its chunks written as data files by Spark's executors), then
+inserts, updates (a key changed too) and deletes, each table equal to the source row for
+row; after a SIGKILL the next run commits no change twice; a writer of an older run is
+fenced off."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import signal
 import time
@@ -13,7 +15,8 @@ import pytest
 
 from sluice.pipeline.definition import parse_definition
 from sluice.sink.factory import create_sink
-from sluice.sink.lakehouse import EPOCH, PIPELINE, Fenced, LakehouseSink
+from sluice.sink.lakehouse import END, EPOCH, PIPELINE, Fenced, LakehouseSink
+from sluice.source.offset import BinlogOffset
 from sluice.source.schema import read_table_schema
 from tests.harness import compare
 from tests.harness.lakehouse import delta_sink, iceberg_sink, lakehouse_rows
@@ -67,7 +70,11 @@ def test_a_lakehouse_table_follows_the_source_exactly_once_through_kills(tmp_pat
         f"{source_db}.items",
         {**sink, "sink.commit.interval": "200ms"},
         name=f"lake-{target}",
-        **{"scan.incremental.snapshot.chunk.size": 300, "scan.snapshot.read-on-driver": False, "server-id": "6970-6975"},
+        **{
+            "scan.incremental.snapshot.chunk.size": 300,
+            "scan.snapshot.read-on-driver": False,
+            "server-id": "6970-6975",
+        },
     )
     pipeline = write_pipeline(tmp_path / "pipeline.yaml", definition)
     env = sluice_env(mariadb)
@@ -100,8 +107,9 @@ def test_a_lakehouse_table_follows_the_source_exactly_once_through_kills(tmp_pat
     # No commit of the pipeline holds a change twice: the records' ends only ever grow.
     sluice_sink = create_sink(parse_definition(pipeline.read_text(), env=env))
     assert isinstance(sluice_sink, LakehouseSink)
-    ends = [json.loads(r["sluice.end"]) for r in sluice_sink.tables.records(schema.table_id) if "sluice.end" in r]
-    assert ends and all(a["pos"] >= b["pos"] or a["file"] > b["file"] for a, b in zip(ends, ends[1:]))
+    records = sluice_sink.tables.records(schema.table_id)  # newest first
+    ends = [BinlogOffset.from_json(json.loads(r[END])) for r in records if END in r]
+    assert ends and all(not newer.is_before(older) for newer, older in itertools.pairwise(ends))
 
 
 @pytest.mark.parametrize("target", FORMATS)
