@@ -96,10 +96,8 @@ class DeltaTables(TableFormat):
 
     def commit(self, schema: TableSchema, commit: TableCommit, newest_epoch: Callable[[], None]) -> None:
         record = commit.record
-        properties = CommitProperties(
-            custom_metadata=dict(record),
-            app_transactions=[Transaction(f"sluice:{record[PIPELINE]}", int(record[EPOCH]))],
-        )
+        fenced = [Transaction(f"sluice:{record[PIPELINE]}", int(record[EPOCH]))] if PIPELINE in record else None
+        properties = CommitProperties(custom_metadata=dict(record), app_transactions=fenced)
         for attempt in range(COMMIT_ATTEMPTS):
             table = self._table(schema.table_id)
             newest_epoch()

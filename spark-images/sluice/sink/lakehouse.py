@@ -32,17 +32,30 @@ from sluice.errors import SinkError
 from sluice.event.row_change import RowKind
 from sluice.event.schema_change import SchemaChangeEvent
 from sluice.pipeline.options import parse_duration
-from sluice.sink.arrow_rows import ArrowRows
+from sluice.sink.arrow_rows import ArrowRows, arrow_schema, source_rows
 from sluice.sink.base import ChangeBatch, Sink, SinkWriter
+from sluice.sink.jdbc_dialects import META_SCHEMA, STATES_TABLE
 from sluice.sink.target_values import TargetValues
 from sluice.snapshot.snapshot_split import ReadSplits, SnapshotSplit, SplitResult, SplitTask
 from sluice.source.offset import BinlogOffset
 from sluice.source.row_decoding import Row, RowDecoder
-from sluice.source.schema import TableSchema
+from sluice.source.schema import Column, TableSchema
 
 if TYPE_CHECKING:
     from pyspark import SparkContext
 
+# Where a pipeline's state document is kept, one row per pipeline (as in a jdbc target).
+STATES = TableSchema(
+    META_SCHEMA,
+    STATES_TABLE,
+    (
+        Column("pipeline", "varchar", "varchar(255)", False),
+        Column("revision", "bigint", "bigint", False),
+        Column("document", "longtext", "longtext", True),
+    ),
+    ("pipeline",),
+    "pipeline",
+)
 PIPELINE, EPOCH, END, SPLITS = "sluice.pipeline", "sluice.epoch", "sluice.end", "sluice.splits"
 RESET = "sluice.reset"  # the records before it do not count (a snapshot read afresh)
 FILE_ROWS = 1_000_000  # rows per data file a snapshot job writes
@@ -170,6 +183,29 @@ class LakehouseSink(Sink):
                 raise
             except Exception as exc:  # the format's own errors
                 raise SinkError(f"sink {self.tables.name}: committing into {schema.table_id} failed: {exc}") from exc
+
+    # -- the state, kept in the target -------------------------------------------------------
+
+    def recorded_state(self) -> tuple[int, dict[str, Any]] | None:
+        if not self.tables.exists(STATES.table_id):
+            return None
+        for pipeline, revision, document in source_rows(STATES, self.tables.scan(STATES)):
+            if pipeline == self.pipeline:
+                return int(revision), json.loads(document)
+        return None
+
+    def record_state(self, revision: int, document: dict[str, Any]) -> None:
+        """The state document as one row of `sluice_meta.states`, a table of the format's own
+        (a run with no state adopts it, as from a jdbc target's table of that name)."""
+        row = (self.pipeline, revision, json.dumps(document, separators=(",", ":")))
+        try:
+            self.tables.create(STATES, arrow_schema(STATES))
+            commit = TableCommit(
+                {}, STATES.row_key, [(self.pipeline,)], rows=ArrowRows(STATES, self.values).table([row])
+            )
+            self.tables.commit(STATES, commit, lambda: None)
+        except Exception as exc:
+            raise SinkError(f"sink {self.tables.name}: keeping the pipeline's state failed: {exc}") from exc
 
     # -- Sink ------------------------------------------------------------------------------
 

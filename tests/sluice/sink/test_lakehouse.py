@@ -1,13 +1,15 @@
 """Iceberg and Delta Lake targets, read back with the formats' own libraries (pyiceberg,
 deltalake): the snapshot (its chunks written as data files by Spark's executors), then
 inserts, updates (a key changed too) and deletes, each table equal to the source row for
-row; after a SIGKILL the next run commits no change twice; a writer of an older run is
+row; after a SIGKILL the next run commits no change twice, and a run that lost its state
+adopts the one the target keeps; a writer of an older run is
 fenced off."""
 
 from __future__ import annotations
 
 import itertools
 import json
+import shutil
 import signal
 import time
 
@@ -100,9 +102,16 @@ def test_a_lakehouse_table_follows_the_source_exactly_once_through_kills(tmp_pat
     )
     process = start_sluice(pipeline, tmp_path / "state", env)
     _wait_equal(mariadb, source_db, sink, schema, process, deadline)
+
+    kill_pipeline(process)  # and the state is lost with it: the target's records are adopted
+    shutil.rmtree(tmp_path / "state")
+    mariadb.execute("UPDATE items SET name = 'after the loss' WHERE id < 50", database=source_db)
+    process = start_sluice(pipeline, tmp_path / "state", env)
+    _wait_equal(mariadb, source_db, sink, schema, process, deadline)
     process.send_signal(signal.SIGTERM)
     _, err = process.communicate(timeout=60)
     assert process.returncode == 0, err
+    assert "adopting the records of pipeline" in err and "splits done" not in err, err
 
     # No commit of the pipeline holds a change twice: the records' ends only ever grow.
     sluice_sink = create_sink(parse_definition(pipeline.read_text(), env=env))
