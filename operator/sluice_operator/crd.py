@@ -66,7 +66,8 @@ def _sink_schema() -> dict[str, Any]:
     for options in SINK_OPTIONS.values():
         for option in options:
             merged.setdefault(option.key, option)
-    properties = _options(merged.values(), {"passwordSecretRef": _SECRET_REF})
+    families = sorted(key for key, option in merged.items() if option.prefix)
+    properties = _options((o for o in merged.values() if not o.prefix), {"passwordSecretRef": _SECRET_REF})
     properties["type"] = {"type": "string", "enum": sorted(SINK_OPTIONS)}
     rules = [_NO_LITERAL_PASSWORD]
     for sink_type, options in SINK_OPTIONS.items():
@@ -81,9 +82,13 @@ def _sink_schema() -> dict[str, Any]:
             )
     return {
         "type": "object",
-        "description": "Flink CDC sink options (values, jdbc or parquet).",
+        "description": f"Flink CDC sink options ({', '.join(SINK_OPTIONS)}); keys under "
+        f"{', '.join(f + '*' for f in families)} pass through to the catalog, the tables or the storage",
         "required": ["type"],
         "properties": properties,
+        # Keys of the option families cannot be listed; the pipeline's own check names any
+        # other unknown key in the CdcPipeline's conditions.
+        "x-kubernetes-preserve-unknown-fields": True,
         "x-kubernetes-validations": rules,
     }
 

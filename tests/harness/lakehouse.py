@@ -3,6 +3,8 @@ directory, and their tables read back with the formats' own libraries."""
 
 from __future__ import annotations
 
+import itertools
+import json
 from pathlib import Path
 from typing import Any
 
@@ -10,7 +12,11 @@ import pyarrow as pa
 from deltalake import DeltaTable
 from pyiceberg.catalog import load_catalog
 
+from sluice.pipeline.definition import parse_definition
 from sluice.sink.arrow_rows import source_rows
+from sluice.sink.factory import create_sink
+from sluice.sink.lakehouse import END, PIPELINE, LakehouseSink
+from sluice.source.offset import BinlogOffset
 from sluice.source.schema import TableSchema
 
 
@@ -47,3 +53,15 @@ def lakehouse_rows(sink: dict[str, Any], schema: TableSchema) -> list[tuple] | N
     """The table's rows in the source's forms; None while the table is not there."""
     table = lakehouse_table(sink, schema.table_id)
     return None if table is None else source_rows(schema, table)
+
+
+def assert_no_change_committed_twice(pipeline: Path, env: dict[str, str], table_id: str) -> None:
+    """The pipeline's records in the table, newest first, never go back in the binlog: no
+    commit holds a change an earlier one holds (each skips what its table committed)."""
+    sink = create_sink(parse_definition(pipeline.read_text(), env=env))
+    assert isinstance(sink, LakehouseSink)
+    records = [r for r in sink.tables.records(table_id) if r.get(PIPELINE) == sink.pipeline]
+    ends = [BinlogOffset.from_json(json.loads(r[END])) for r in records if END in r]
+    assert ends, f"{table_id}: no commit recorded an end"
+    for newer, older in itertools.pairwise(ends):
+        assert not newer.is_before(older), f"{table_id}: a commit ending at {newer} after one ending at {older}"

@@ -184,6 +184,13 @@ SINK_OPTIONS["iceberg"] = [
         check=_iceberg_catalog,
         description="the catalog's properties, as pyiceberg's load_catalog takes them (type, uri, warehouse, ...)",
     ),
+    Option(
+        "password",
+        str,
+        "",
+        description="the catalog's secret: a sql catalog's database password (put into its uri), a rest catalog's "
+        "credential",
+    ),
 ]
 SINK_OPTIONS["delta"] = [
     *LAKEHOUSE_OPTIONS,

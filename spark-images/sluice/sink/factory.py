@@ -22,12 +22,11 @@ def create_sink(definition: PipelineDefinition) -> Sink:
 
         return ParquetSink(sink.options)
     if sink.type == "iceberg":
-        from sluice.sink.iceberg import IcebergTables
+        from sluice.sink.iceberg import IcebergTables, with_secret
         from sluice.sink.lakehouse import LakehouseSink
 
-        catalog = IcebergTables(
-            sink.options["catalog.name"], sink.options["catalog.properties."], sink.options["table.properties."]
-        )
+        properties = with_secret(sink.options["catalog.properties."], sink.options["password"])
+        catalog = IcebergTables(sink.options["catalog.name"], properties, sink.options["table.properties."])
         return LakehouseSink(sink.options, definition.name, catalog)
     if sink.type == "delta":
         from sluice.sink.delta import DeltaTables

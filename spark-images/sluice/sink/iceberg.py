@@ -15,6 +15,7 @@ import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
+from urllib.parse import quote, unquote, urlsplit, urlunsplit
 
 import pyarrow as pa
 from pyiceberg.catalog import Catalog, load_catalog
@@ -56,6 +57,24 @@ from sluice.source.schema import TableSchema
 COMMIT_ATTEMPTS = 10
 
 
+def with_secret(properties: Mapping[str, str], password: str) -> dict[str, str]:
+    """The catalog's properties with its secret (`password`, from a Secret or the
+    environment) where the catalog takes it: a sql catalog's database password in its uri, a
+    rest catalog's credential."""
+    properties = dict(properties)
+    if not password:
+        return properties
+    if properties.get("type") == "sql" or properties.get("uri", "").partition(":")[0].startswith(("postgres", "mysql")):
+        parts = urlsplit(properties["uri"])
+        user = unquote(parts.username or "")
+        host = parts.netloc.rpartition("@")[2]
+        netloc = f"{quote(user, safe='')}:{quote(password, safe='')}@{host}"
+        properties["uri"] = urlunsplit(parts._replace(netloc=netloc))
+    else:
+        properties.setdefault("credential", password)
+    return properties
+
+
 class IcebergTables(TableFormat):
     name = "iceberg"
 
@@ -67,6 +86,9 @@ class IcebergTables(TableFormat):
 
     def __getstate__(self) -> dict[str, Any]:  # the catalog's connections stay where they were made
         return {**self.__dict__, "_catalog": None}
+
+    def __repr__(self) -> str:  # the properties may hold the secret
+        return f"IcebergTables({self.catalog_name})"
 
     @property
     def catalog(self) -> Catalog:

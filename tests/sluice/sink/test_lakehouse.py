@@ -7,7 +7,6 @@ fenced off."""
 
 from __future__ import annotations
 
-import itertools
 import json
 import shutil
 import signal
@@ -17,11 +16,11 @@ import pytest
 
 from sluice.pipeline.definition import parse_definition
 from sluice.sink.factory import create_sink
-from sluice.sink.lakehouse import END, EPOCH, PIPELINE, Fenced, LakehouseSink
-from sluice.source.offset import BinlogOffset
+from sluice.sink.iceberg import IcebergTables, with_secret
+from sluice.sink.lakehouse import EPOCH, PIPELINE, Fenced, LakehouseSink
 from sluice.source.schema import read_table_schema
 from tests.harness import compare
-from tests.harness.lakehouse import delta_sink, iceberg_sink, lakehouse_rows
+from tests.harness.lakehouse import assert_no_change_committed_twice, delta_sink, iceberg_sink, lakehouse_rows
 from tests.harness.pipelines import (
     kill_pipeline,
     pipeline_yaml,
@@ -113,12 +112,7 @@ def test_a_lakehouse_table_follows_the_source_exactly_once_through_kills(tmp_pat
     assert process.returncode == 0, err
     assert "adopting the records of pipeline" in err and "splits done" not in err, err
 
-    # No commit of the pipeline holds a change twice: the records' ends only ever grow.
-    sluice_sink = create_sink(parse_definition(pipeline.read_text(), env=env))
-    assert isinstance(sluice_sink, LakehouseSink)
-    records = sluice_sink.tables.records(schema.table_id)  # newest first
-    ends = [BinlogOffset.from_json(json.loads(r[END])) for r in records if END in r]
-    assert ends and all(not newer.is_before(older) for newer, older in itertools.pairwise(ends))
+    assert_no_change_committed_twice(pipeline, env, schema.table_id)
 
 
 @pytest.mark.parametrize("target", FORMATS)
@@ -137,3 +131,12 @@ def test_a_writer_of_an_older_run_is_fenced_off(tmp_path, mariadb, source_db, ta
         older.delete_chunk_keys(schema, [1])
     newest = newer.tables.records(schema.table_id)[0]
     assert newest[PIPELINE] == f"fence-{target}" and newest[EPOCH] == str(newer.epoch)
+
+
+def test_the_catalogs_secret_goes_where_the_catalog_takes_it():
+    """`password` (from a Secret or the environment): a sql catalog's database password in
+    its uri, escaped; a rest catalog's credential. It never shows in the sink's repr."""
+    sql = with_secret({"type": "sql", "uri": "postgresql+psycopg://loader@db:5432/catalog"}, "p@ss:w/rd")
+    assert sql["uri"] == "postgresql+psycopg://loader:p%40ss%3Aw%2Frd@db:5432/catalog"
+    assert with_secret({"type": "rest", "uri": "https://cat"}, "id:secret")["credential"] == "id:secret"
+    assert "p@ss" not in repr(IcebergTables("iceberg", sql, {}))
