@@ -62,9 +62,14 @@ class ArrowRows:
 
 
 def arrow_value(column: Column, value: Any) -> Any:
-    """A source value as the column's lakehouse type holds it (a key in a row filter)."""
+    """A source value as the column's lakehouse type holds it (a key in a row filter, where
+    a decimal must have the column's scale)."""
+    if value is None:
+        return None
+    if column.data_type == "decimal" and (column.numeric_precision or 10) <= MAX_DECIMAL_PRECISION:
+        return Decimal(value).quantize(Decimal(1).scaleb(-(column.numeric_scale or 0)))
     convert = _conversion(column)
-    return value if value is None or convert is None else convert(value)
+    return value if convert is None else convert(value)
 
 
 def _conversion(column: Column) -> Callable[[Any], Any] | None:

@@ -276,6 +276,7 @@ def _literal(column: Column, value: Any) -> str:
     text = "'" + str(value).replace("'", "''") + "'"
     if pa.types.is_date(kind):
         return f"CAST({text} AS DATE)"
-    if pa.types.is_timestamp(kind):
-        return f"CAST({text} AS TIMESTAMP)"
+    if pa.types.is_timestamp(kind):  # of the column's own unit and zone (a plain CAST is nanoseconds)
+        zone = ', Some("UTC")' if kind.tz else ", None"
+        return f"arrow_cast('{value.isoformat()}', 'Timestamp(Microsecond{zone})')"
     return text

@@ -13,6 +13,7 @@ import contextlib
 import functools
 import time
 import uuid
+import warnings
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 from urllib.parse import quote, unquote, urlsplit, urlunsplit
@@ -127,7 +128,9 @@ class IcebergTables(TableFormat):
                 with table.transaction() as tx:
                     deleted = _deletion(schema, commit)
                     if deleted != AlwaysFalse():
-                        tx.delete(deleted, snapshot_properties=commit.record)
+                        with warnings.catch_warnings():  # a batch's keys new to the table match no row
+                            warnings.filterwarnings("ignore", "Delete operation did not match any records")
+                            tx.delete(deleted, snapshot_properties=commit.record)
                     # A snapshot of the appended files and rows, carrying the record even
                     # where nothing is appended (a delete that matched no row adds none).
                     with tx.update_snapshot(snapshot_properties=commit.record).fast_append() as append:
