@@ -1,7 +1,7 @@
 """The operator end to end, as a user runs it: `kubectl apply` of a CdcPipeline against the
 Kubernetes API test double, the operator as its own process, the Spark Operator test
 double running each SparkApplication as a local spark-submit of the image's driver,
-MariaDB as the source and PostgreSQL as the target."""
+MariaDB as the source and PostgreSQL (or an Iceberg catalog in it) as the target."""
 
 from __future__ import annotations
 
@@ -11,8 +11,10 @@ from typing import Any
 
 import pytest
 
+from sluice.source.schema import read_table_schema
 from tests.harness.cluster import Cluster, apply, manifest
 from tests.harness.compare import diff, postgres_rows, source_rows
+from tests.harness.lakehouse import lakehouse_rows
 from tests.harness.services import MariaDB, PostgreSQL
 
 pytestmark = pytest.mark.slow
@@ -232,3 +234,37 @@ def test_a_table_added_to_a_streaming_pipeline_is_snapshotted_at_the_new_paralle
             source_rows(mariadb, source_db, "items"), postgres_rows(postgresql, source_db, "items")
         )
         time.sleep(0.5)
+
+
+def test_an_iceberg_target_whose_catalog_password_comes_from_a_secret(cluster, mariadb, postgresql, source_db):
+    """The catalog is a sql catalog in the test PostgreSQL; its password is the Secret's,
+    and appears in no SparkApplication, status or event."""
+    seed(mariadb, source_db, 1500)
+    cluster.passwords(mariadb, postgresql)
+    document = manifest("lake", mariadb, postgresql, f"{source_db}.orders", **{"schema.change.behavior": "evolve"})
+    catalog = f"postgresql+psycopg://{postgresql.user}@{postgresql.host}:{postgresql.port}/{postgresql.database}"
+    warehouse = f"file://{cluster.directory}/warehouse"
+    document["spec"]["sink"] = {
+        "type": "iceberg",
+        "catalog.properties.type": "sql",
+        "catalog.properties.uri": catalog,
+        "catalog.properties.warehouse": warehouse,
+        "sink.commit.interval": "500ms",
+        "passwordSecretRef": {"name": "postgresql", "key": "password"},
+    }
+    apply(cluster, document)
+    wait_streaming(cluster, "lake")
+    changes(mariadb, source_db, 10_000)
+
+    reader = {**document["spec"]["sink"], "catalog.properties.uri": catalog.replace("@", f":{postgresql.password}@")}
+    conn = mariadb.connect(source_db)
+    schema = read_table_schema(conn, source_db, "orders", None)
+    conn.close()
+    deadline = time.monotonic() + 120
+    while (held := sorted(lakehouse_rows(reader, schema) or [])) != (
+        expected := sorted(source_rows(mariadb, source_db, "orders"))
+    ):
+        assert time.monotonic() < deadline, diff(expected, held)
+        time.sleep(0.5)
+    shown = json.dumps([cluster.application("lake"), cluster.cdc_pipeline("lake"), cluster.events("lake")])
+    assert postgresql.password not in shown

@@ -158,13 +158,42 @@ COMMIT_INTERVAL = Option(
     "5s",
     check=duration_check,
     description="how long changes gather before one table commit: each commit adds files (a shorter interval "
-    "means less latency and more, smaller files; see sink.maintenance)",
+    "means less latency and more, smaller files, which sink.maintenance compacts)",
 )
 LAKEHOUSE_OPTIONS = [
     Option("type", str),
     *SCHEMA_CHANGE_FILTERS,
     Option("table.properties.", dict, {}, description="properties of the tables Sluice creates"),
     COMMIT_INTERVAL,
+    Option(
+        "sink.maintenance.interval",
+        str,
+        "1h",
+        check=duration_check,
+        description="how often each table is compacted and its old snapshots or versions expired (0: never)",
+    ),
+    Option(
+        "sink.maintenance.retention",
+        str,
+        "24h",
+        check=duration_check,
+        description="how long a replaced snapshot or version stays readable (time travel, a reader in the middle "
+        "of a scan); its files are deleted after",
+    ),
+    Option(
+        "sink.maintenance.small-file-size",
+        int,
+        32 << 20,
+        check=positive,
+        description="bytes: smaller files are compacted",
+    ),
+    Option(
+        "sink.maintenance.min-small-files",
+        int,
+        10,
+        check=positive,
+        description="a table is compacted once it has this many small files",
+    ),
     ZERO_DATE_OPTION,
 ]
 SINK_OPTIONS["iceberg"] = [

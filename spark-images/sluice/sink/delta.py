@@ -13,6 +13,7 @@ decides the cost; the README says so)."""
 from __future__ import annotations
 
 import functools
+import math
 import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
@@ -42,7 +43,7 @@ from sluice.event.schema_change import (
     apply_events,
 )
 from sluice.sink.arrow_rows import arrow_schema, arrow_value
-from sluice.sink.lakehouse import EPOCH, PIPELINE, TableCommit, TableFormat
+from sluice.sink.lakehouse import EPOCH, PIPELINE, Maintenance, MaintenanceDone, TableCommit, TableFormat
 from sluice.snapshot.snapshot_split import SnapshotSplit
 from sluice.source.schema import Column, TableSchema
 
@@ -129,6 +130,24 @@ class DeltaTables(TableFormat):
 
     def scan(self, schema: TableSchema, columns: Sequence[str] | None = None) -> pa.Table:
         return self._table(schema.table_id).to_pyarrow_table(columns=list(columns) if columns else None)
+
+    def maintain(
+        self, schema: TableSchema, maintenance: Maintenance, record: Mapping[str, str], newest_epoch: Callable[[], None]
+    ) -> MaintenanceDone:
+        """OPTIMIZE (small files bin-packed, one commit carrying the record) and VACUUM of the
+        files no version within the retention reads."""
+        table = self._table(schema.table_id)
+        sizes = table.get_add_actions(flatten=True).column("size_bytes").to_pylist()
+        compacted = 0
+        if sum(size < maintenance.small_file_size for size in sizes) >= maintenance.min_small_files:
+            newest_epoch()
+            fenced = [Transaction(f"sluice:{record[PIPELINE]}", int(record[EPOCH]))]
+            properties = CommitProperties(custom_metadata=dict(record), app_transactions=fenced)
+            metrics = table.optimize.compact(target_size=maintenance.small_file_size, commit_properties=properties)
+            compacted = int(metrics.get("numFilesRemoved", 0))
+        hours = max(0, math.ceil(maintenance.retention / 3600))
+        deleted = table.vacuum(retention_hours=hours, dry_run=False, enforce_retention_duration=False)
+        return MaintenanceDone(compacted, len(deleted))
 
     def apply(self, event: SchemaChangeEvent, before: Mapping[str, TableSchema]) -> None:
         schema = before.get(event.table_id)

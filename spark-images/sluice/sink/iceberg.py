@@ -15,6 +15,7 @@ import time
 import uuid
 import warnings
 from collections.abc import Callable, Mapping, Sequence
+from datetime import datetime, timezone
 from typing import Any
 from urllib.parse import quote, unquote, urlsplit, urlunsplit
 
@@ -34,7 +35,7 @@ from pyiceberg.expressions import (
     Or,
 )
 from pyiceberg.io import load_file_io
-from pyiceberg.io.pyarrow import write_file
+from pyiceberg.io.pyarrow import ArrowScan, write_file
 from pyiceberg.table import Table, TableProperties, WriteTask
 from pyiceberg.table.snapshots import ancestors_of
 
@@ -51,7 +52,7 @@ from sluice.event.schema_change import (
     TruncateTable,
 )
 from sluice.sink.arrow_rows import arrow_schema, arrow_value
-from sluice.sink.lakehouse import TableCommit, TableFormat
+from sluice.sink.lakehouse import Maintenance, MaintenanceDone, TableCommit, TableFormat
 from sluice.snapshot.snapshot_split import SnapshotSplit
 from sluice.source.schema import TableSchema
 
@@ -159,6 +160,61 @@ class IcebergTables(TableFormat):
     def scan(self, schema: TableSchema, columns: Sequence[str] | None = None) -> pa.Table:
         table = self.catalog.load_table(schema.table_id)
         return table.scan(selected_fields=tuple(columns) if columns else ("*",)).to_arrow()
+
+    def maintain(
+        self, schema: TableSchema, maintenance: Maintenance, record: Mapping[str, str], newest_epoch: Callable[[], None]
+    ) -> MaintenanceDone:
+        compacted = self._compact(schema, maintenance, record, newest_epoch)
+        return MaintenanceDone(compacted, self._expire(schema.table_id, maintenance.retention))
+
+    def _compact(
+        self, schema: TableSchema, maintenance: Maintenance, record: Mapping[str, str], newest_epoch: Callable[[], None]
+    ) -> int:
+        """The small data files rewritten as files of rows in key order (a batch's keys then
+        fall into few files), in one commit; 0 while there are fewer than the threshold."""
+        for attempt in range(COMMIT_ATTEMPTS):
+            table = self._table_committed_once(schema.table_id)
+            newest_epoch()
+            small = [
+                task
+                for task in table.scan().plan_files()
+                if task.file.file_size_in_bytes < maintenance.small_file_size and not task.delete_files
+            ]
+            if len(small) < maintenance.min_small_files:
+                return 0
+            rows = ArrowScan(table.metadata, table.io, table.schema(), AlwaysTrue()).to_table(small)
+            key = [name for name in schema.row_key if name in rows.column_names]
+            rows = rows.sort_by([(name, "ascending") for name in key]) if key else rows
+            try:
+                with (
+                    table.transaction() as tx,
+                    tx.update_snapshot(snapshot_properties=dict(record)).overwrite() as rewrite,
+                ):
+                    for task in small:
+                        rewrite.delete_data_file(task.file)
+                    for data_file in _data_files(table.io, tx.table_metadata, rows):
+                        rewrite.append_data_file(data_file)
+                return len(small)
+            except CommitFailedException:
+                if attempt + 1 == COMMIT_ATTEMPTS:
+                    raise
+                time.sleep(0.05 * 2**attempt)
+        return 0
+
+    def _expire(self, table_id: str, retention: float) -> int:
+        """Snapshots replaced longer ago than the retention go, and the data files only they
+        read are deleted (pyiceberg's expiry keeps them)."""
+        table = self.catalog.load_table(table_id)
+        cutoff = int((time.time() - retention) * 1000)
+        if not any(s.timestamp_ms < cutoff for s in table.snapshots() if s != table.current_snapshot()):
+            return 0
+        before = set(table.inspect.all_files().column("file_path").to_pylist())
+        table.maintenance.expire_snapshots().older_than(datetime.fromtimestamp(cutoff / 1000, timezone.utc)).commit()
+        table = self.catalog.load_table(table_id)
+        unread = before - set(table.inspect.all_files().column("file_path").to_pylist())
+        for path in unread:
+            table.io.delete(path)
+        return len(unread)
 
     def apply(self, event: SchemaChangeEvent, before: Mapping[str, TableSchema]) -> None:
         """Iceberg evolves by field ids: columns are added, dropped, renamed, widened and

@@ -20,7 +20,9 @@ no transaction, so every record is a table's own:
 from __future__ import annotations
 
 import json
+import logging
 import threading
+import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -56,6 +58,8 @@ STATES = TableSchema(
     ("pipeline",),
     "pipeline",
 )
+log = logging.getLogger(__name__)
+
 PIPELINE, EPOCH, END, SPLITS = "sluice.pipeline", "sluice.epoch", "sluice.end", "sluice.splits"
 RESET = "sluice.reset"  # the records before it do not count (a snapshot read afresh)
 FILE_ROWS = 1_000_000  # rows per data file a snapshot job writes
@@ -120,6 +124,39 @@ class TableFormat(ABC):
     def apply(self, event: SchemaChangeEvent, before: Mapping[str, TableSchema]) -> None:
         """The metadata applier: one schema change event; idempotent."""
 
+    @abstractmethod
+    def maintain(
+        self, schema: TableSchema, maintenance: Maintenance, record: Mapping[str, str], newest_epoch: Callable[[], None]
+    ) -> MaintenanceDone:
+        """Compacts the table's small files (one commit carrying `record`, checked as
+        commit() checks) and expires what is older than the retention, deleting the files no
+        kept snapshot or version reads."""
+
+
+@dataclass(frozen=True)
+class Maintenance:
+    """`sink.maintenance.*`: how often each table is compacted and expired, and what for."""
+
+    interval: float  # seconds; 0: never
+    retention: float  # seconds a snapshot or version stays readable after a newer one
+    small_file_size: int  # bytes: a file smaller than this is compacted
+    min_small_files: int  # a table is compacted once it has this many
+
+    @classmethod
+    def from_options(cls, options: Mapping[str, Any]) -> Maintenance:
+        return cls(
+            parse_duration(options["sink.maintenance.interval"]),
+            parse_duration(options["sink.maintenance.retention"]),
+            int(options["sink.maintenance.small-file-size"]),
+            int(options["sink.maintenance.min-small-files"]),
+        )
+
+
+@dataclass(frozen=True)
+class MaintenanceDone:
+    compacted: int  # files rewritten into fewer
+    deleted: int  # files no kept snapshot or version reads
+
 
 class LakehouseSink(Sink):
     replaces_key_ranges = True
@@ -129,6 +166,7 @@ class LakehouseSink(Sink):
         self.tables = tables
         self.values = TargetValues(None, options.get("sink.zero-date", ""))  # Arrow strings hold NUL
         self.max_batch_delay = parse_duration(options["sink.commit.interval"])
+        self.maintenance = Maintenance.from_options(options)
         self.epoch = 0  # taken by prepare
         self.schemas: dict[str, TableSchema] = {}  # the captured tables, as prepare() got them
         self._locks: dict[str, threading.Lock] = {}
@@ -183,6 +221,20 @@ class LakehouseSink(Sink):
                 raise
             except Exception as exc:  # the format's own errors
                 raise SinkError(f"sink {self.tables.name}: committing into {schema.table_id} failed: {exc}") from exc
+
+    def maintain(self, schema: TableSchema, end: BinlogOffset) -> MaintenanceDone:
+        """A table's compaction and expiry (sink.maintenance.*): its commit carries this run's
+        record, ending where the table's last commit did."""
+        record = {PIPELINE: self.pipeline, EPOCH: str(self.epoch), END: json.dumps(end.to_json())}
+        with self._locks_lock:
+            lock = self._locks.setdefault(schema.table_id, threading.Lock())
+        with lock:
+            try:
+                return self.tables.maintain(schema, self.maintenance, record, self._newest_epoch_check(schema.table_id))
+            except SinkError:
+                raise
+            except Exception as exc:
+                raise SinkError(f"sink {self.tables.name}: maintaining {schema.table_id} failed: {exc}") from exc
 
     # -- the state, kept in the target -------------------------------------------------------
 
@@ -328,6 +380,7 @@ class LakehouseWriter(SinkWriter):
     def __init__(self, sink: LakehouseSink) -> None:
         self.sink = sink
         self._ends: dict[str, BinlogOffset | None] = {}  # each table's, read once
+        self._maintained: dict[str, float] = {}  # table id: when it was last maintained (time.monotonic)
         self._decoders: dict[str, RowDecoder] = {}
         self._rows: dict[str, ArrowRows] = {}
 
@@ -354,6 +407,24 @@ class LakehouseWriter(SinkWriter):
             upsert = TableCommit(dict(record), schema.row_key, keys, rows=self._arrow(schema).table(rows))
             self.sink.commit(schema, upsert)
             self._ends[table_id] = end
+        if drop_split_records:  # every table streams: no split record is needed any more
+            self._maintain(end)
+
+    def _maintain(self, end: BinlogOffset) -> None:
+        """The table whose maintenance is due longest, if one is (one a batch, so no batch
+        waits for more than one table's)."""
+        maintenance = self.sink.maintenance
+        if not maintenance.interval:
+            return
+        now = time.monotonic()
+        for table_id in self.sink.captured:
+            self._maintained.setdefault(table_id, now)  # a run's first round comes an interval in
+        table_id = min(self.sink.captured, key=lambda t: self._maintained[t], default=None)
+        if table_id is None or now - self._maintained[table_id] < maintenance.interval:
+            return
+        self._maintained[table_id] = now
+        done = self.sink.maintain(self.sink.schemas[table_id], end)
+        log.info("%s: maintenance compacted %d files and deleted %d", table_id, done.compacted, done.deleted)
 
     def _decoder(self, schema: TableSchema) -> RowDecoder:
         decoder = self._decoders.get(schema.table_id)

@@ -1,5 +1,6 @@
 """Every column type, through the snapshot and then the binlog, arrives in PostgreSQL, in a
-MariaDB target and in the parquet changelog as the source holds it; also after an ALTER
+MariaDB target, in the parquet changelog and in Iceberg and Delta Lake tables (read back by
+their own libraries) as the source holds it; also after an ALTER
 that moves every column one place (rows are decoded with the schema of their event).
 
 Each of the write paths a table's types choose is taken: a table with every type (row by
@@ -23,6 +24,7 @@ from sluice.snapshot.copy_text import copy_text_select
 from sluice.source.schema import Column, TableSchema, read_table_schema
 from tests.harness import compare
 from tests.harness.column_types import COLUMNS, placeholder, random_value
+from tests.harness.lakehouse import delta_sink, iceberg_sink, lakehouse_rows
 from tests.harness.pipelines import (
     SLUICE,
     every_sink,
@@ -68,6 +70,9 @@ def test_every_column_type_reaches_every_target_as_in_the_source(
         assert all(binary_copy_type(column) for column in schema.columns)
     lake = tmp_path / "lake"
     sinks = every_sink(postgresql, mariadb_target, lake, 6950)
+    lakehouses = {"iceberg": iceberg_sink(tmp_path / "iceberg"), "delta": delta_sink(tmp_path / "delta")}
+    if path == "every type":  # the lakehouse sinks have one write path
+        sinks |= {name: (sink, f"{6956 + 2 * i}-{6957 + 2 * i}") for i, (name, sink) in enumerate(lakehouses.items())}
     pipelines = pipeline_per_sink(
         tmp_path, mariadb, f"{source_db}.every_type", sinks, "types", {"schema.change.behavior": "evolve"}
     )
@@ -101,11 +106,15 @@ def test_every_column_type_reaches_every_target_as_in_the_source(
     # Each target by its rules for what it cannot hold (sink/target_values): zero dates, NULs.
     source = compare.selected_rows(mariadb, source_db, "every_type")
     rules = {"postgres": TargetValues("", ""), "mariadb": TargetValues(None, None), "parquet": TargetValues(None, "")}
+    rules |= {name: TargetValues(None, "") for name in lakehouses if name in sinks}
     expected = {name: compare.typed_rows(list(rule.rows(schema, source)), schema) for name, rule in rules.items()}
     targets = {
         "postgres": lambda: compare.postgres_rows(postgresql, source_db, "every_type", in_source_order),
         "mariadb": lambda: compare.selected_rows(mariadb_target, source_db, "every_type"),
         "parquet": lambda: compare.replay_changelog(read_changelog(lake, schema.table_id), key="id"),
+        **{
+            name: (lambda sink=sink: lakehouse_rows(sink, schema)) for name, sink in lakehouses.items() if name in sinks
+        },
     }
 
     def in_source_form(rows) -> list[tuple] | Exception:

@@ -194,3 +194,40 @@ def test_a_chunk_replaces_exactly_its_key_range(tmp_path, target, column_type):
     assert left == [0, 3, 4]
     sink.commit(schema, TableCommit({}, cleared_ranges=[SnapshotSplit("db.t", 0, None, values[3])]))
     assert sorted(v for _, v in source_rows(schema, sink.tables.scan(schema))) == [3, 4]
+
+
+def _data_files(sink: LakehouseSink, schema: TableSchema) -> int:
+    """How many data files the table's current snapshot or version reads."""
+    if isinstance(sink.tables, IcebergTables):
+        return len(sink.tables.catalog.load_table(schema.table_id).inspect.files())
+    return len(sink.tables._table(schema.table_id).get_add_actions())
+
+
+@pytest.mark.parametrize("target", FORMATS)
+def test_maintenance_compacts_small_files_and_deletes_what_no_kept_version_reads(tmp_path, target):
+    """A commit a batch adds files; maintenance (here: at every batch, nothing retained)
+    keeps their number bounded, the rows as they were, and the table's record where it was."""
+    schema = TableSchema("db", "t", (Column("id", "int", "int", False), Column("v", "int", "int", True)), ("id",), "id")
+    maintenance = {"sink.maintenance.interval": "1ms", "sink.maintenance.retention": "0s"}
+    definition = pipeline_yaml_for(
+        {**FORMATS[target](tmp_path / "lake"), **maintenance, "sink.maintenance.min-small-files": 5}
+    )
+    sink = create_sink(parse_definition(json.dumps(definition), env={}))
+    assert isinstance(sink, LakehouseSink)
+    sink.prepare([schema])
+    writer = sink.writer()
+    batches, held = 40, {}
+    for n in range(batches):  # each batch updates a tenth of the keys and adds one
+        keys = range(n % 10, 100 + n, 10)
+        changes = [
+            ChangeRow(schema, RowKind.INSERT, (k, n), 0, BinlogOffset("b.1", 10 * n + i)) for i, k in enumerate(keys)
+        ]
+        writer.write_changes(ChangeBatch(changes), BinlogOffset("b.1", 10 * n + 9), drop_split_records=True)
+        held |= dict.fromkeys(keys, n)
+        time.sleep(0.002)
+    expected = sorted(held.items())
+    assert sorted(source_rows(schema, sink.tables.scan(schema))) == expected
+    assert _data_files(sink, schema) < 10, "small files were not compacted"
+    assert sink.table_end(schema.table_id) == BinlogOffset("b.1", 10 * (batches - 1) + 9)
+    stored = list((tmp_path / "lake").rglob("*.parquet"))
+    assert len(stored) < 3 * 10, f"{len(stored)} data files kept: what no kept version reads was not deleted"
