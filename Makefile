@@ -64,6 +64,7 @@ bench: install system-deps
 	$(PYTHON) -m tests.bench.binlog_bench $(if $(EVENTS),--events $(EVENTS))
 	$(PYTHON) -m tests.bench.memory_bench $(if $(BIG_ROWS),--rows $(BIG_ROWS)) $(if $(SPLITS),--splits $(SPLITS))
 	$(PYTHON) -m tests.bench.migration_bench $(if $(MIGRATION_ROWS),--rows $(MIGRATION_ROWS))
+	$(PYTHON) -m tests.bench.lakehouse_bench $(if $(LAKE_ROWS),--rows $(LAKE_ROWS)) $(if $(LAKE_BIG_ROWS),--big-rows $(LAKE_BIG_ROWS))
 
 # The Spark image SparkApplications run and the operator's image (needs a Docker engine).
 IMAGE_TAG ?= 0.1.0

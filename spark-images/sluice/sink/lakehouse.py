@@ -380,7 +380,8 @@ class LakehouseWriter(SinkWriter):
     def __init__(self, sink: LakehouseSink) -> None:
         self.sink = sink
         self._ends: dict[str, BinlogOffset | None] = {}  # each table's, read once
-        self._maintained: dict[str, float] = {}  # table id: when it was last maintained (time.monotonic)
+        self._maintained: dict[str, float] = {}  # table id: when it was last maintained, by `clock`
+        self.clock: Callable[[], float] = time.monotonic
         self._decoders: dict[str, RowDecoder] = {}
         self._rows: dict[str, ArrowRows] = {}
 
@@ -416,7 +417,7 @@ class LakehouseWriter(SinkWriter):
         maintenance = self.sink.maintenance
         if not maintenance.interval:
             return
-        now = time.monotonic()
+        now = self.clock()
         for table_id in self.sink.captured:
             self._maintained.setdefault(table_id, now)  # a run's first round comes an interval in
         table_id = min(self.sink.captured, key=lambda t: self._maintained[t], default=None)

@@ -1,0 +1,239 @@
+"""`make bench` (lakehouse part): the Iceberg and Delta Lake sinks, each figure against a
+baseline measured in the same run.
+
+- Snapshot: `sluice run` of a table's snapshot into each format, against the table read by
+  the `mariadb` client and written once by the format's own library (pyiceberg's append,
+  delta-rs's write_deltalake): no CDC, no chunks, no records.
+- Binlog: Sluice's reader committing into each format, against the bare
+  python-mysql-replication loop over the same row events.
+- Commit cost as the table grows: the same batch (1,000 updated keys, spread over the key
+  range or the newest ones) committed into a table of 1M and of 10M rows. A copy-on-write
+  commit rewrites every file holding one of its keys, so spread keys cost with the table's
+  size; maintenance's compaction writes files in key order, so newest keys touch few.
+- Files per table after an hour of streaming at a steady rate (one commit each
+  `sink.commit.interval` of 5 s: 720 commits of 100 rows), with and without
+  sink.maintenance every 10 minutes, through the sink itself on a simulated clock: the files
+  the table reads, and those stored (with no retention; a real one keeps the replaced files
+  of its window).
+
+Each run prints the CPU split the other parts print. Usage: python -m tests.bench.lakehouse_bench
+[--rows N] [--events N] [--big-rows N]. A benchmark, not a test: it prints figures and
+asserts nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import shutil
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.csv as pacsv
+from deltalake import DeltaTable, write_deltalake
+from pyiceberg.catalog import load_catalog
+
+from sluice.event.row_change import ChangeRow, RowKind
+from sluice.pipeline.definition import build_definition
+from sluice.sink.arrow_rows import ArrowRows, arrow_schema
+from sluice.sink.base import ChangeBatch
+from sluice.sink.factory import create_sink
+from sluice.sink.lakehouse import LakehouseSink
+from sluice.sink.target_values import TargetValues
+from sluice.source.offset import BinlogOffset
+from sluice.source.schema import Column, TableSchema, read_table_schema
+from tests.bench.binlog_bench import TABLE_DDL as EVENTS_DDL
+from tests.bench.binlog_bench import bare_loop, sluice_reader, write_events
+from tests.bench.cpu_use import cpu_summary, read_cpu
+from tests.bench.snapshot_bench import fill
+from tests.harness.lakehouse import delta_sink, iceberg_sink
+from tests.harness.pipelines import pipeline_yaml, run_sluice, sluice_env, write_pipeline
+from tests.harness.services import running_services, scratch_directory
+
+FORMATS = {"iceberg": iceberg_sink, "delta": delta_sink}
+
+
+def _sink(sink: dict[str, Any], name: str, **options: Any) -> LakehouseSink:
+    source = {"type": "mysql", "hostname": "localhost", "username": "bench", "tables": "bench.orders"}
+    definition = build_definition({"source": source, "sink": {**sink, **options}, "pipeline": {"name": name}}, {})
+    made = create_sink(definition)
+    assert isinstance(made, LakehouseSink)
+    return made
+
+
+def library_baseline(mariadb, schema: TableSchema, target: str, directory: Path) -> float:
+    """Seconds to read the table with the mariadb client and write it once with the library."""
+    started = time.perf_counter()
+    text = subprocess.run(
+        ["mariadb", "-h", mariadb.host, "-P", str(mariadb.port), "-u", mariadb.user, "--quick", "-B", "-N",
+         "-e", f"SELECT * FROM {schema.table_id}"],
+        env=dict(os.environ, MYSQL_PWD=mariadb.password),
+        capture_output=True,
+        check=True,
+    ).stdout  # fmt: skip
+    arrow = arrow_schema(schema)
+    parsed = pacsv.read_csv(
+        pa.py_buffer(text),
+        read_options=pacsv.ReadOptions(column_names=arrow.names),
+        parse_options=pacsv.ParseOptions(delimiter="\t", quote_char=False),
+        convert_options=pacsv.ConvertOptions(column_types=arrow, null_values=["NULL"], strings_can_be_null=True),
+    ).cast(arrow)
+    if target == "iceberg":
+        catalog = load_catalog(
+            "baseline", type="sql", uri=f"sqlite:///{directory}/c.db", warehouse=f"file://{directory}"
+        )
+        catalog.create_namespace_if_not_exists("bench")
+        catalog.create_table("bench.orders", schema=arrow).append(parsed)
+    else:
+        write_deltalake(str(directory / "orders"), parsed)
+    return time.perf_counter() - started
+
+
+def snapshot_figures(base: Path, mariadb, rows: int) -> None:
+    conn = mariadb.connect("bench")
+    schema = read_table_schema(conn, "bench", "orders", None)
+    conn.close()
+    for target, make in FORMATS.items():
+        directory = base / f"baseline-{target}"
+        shutil.rmtree(directory, ignore_errors=True)
+        directory.mkdir()
+        baseline = min(library_baseline(mariadb, schema, target, directory) for _ in range(2))
+        lake = base / f"snapshot-{target}"
+        shutil.rmtree(lake, ignore_errors=True)
+        definition = pipeline_yaml(
+            mariadb, "bench.orders", make(lake), name=f"bench-{target}", parallelism=2,
+            **{"scan.startup.mode": "snapshot", "scan.incremental.snapshot.chunk.size": 8096},
+        )  # fmt: skip
+        pipeline = write_pipeline(base / f"snapshot-{target}.yaml", definition)
+        shutil.rmtree(base / f"state-{target}", ignore_errors=True)
+        before, started = read_cpu({"mariadbd": mariadb.process.pid}), time.perf_counter()
+        result = run_sluice(pipeline, base / f"state-{target}", sluice_env(mariadb), timeout=3600)
+        seconds = time.perf_counter() - started
+        if result.returncode != 0:
+            raise SystemExit(f"sluice failed:\n{result.stderr}")
+        cpu = cpu_summary(before, read_cpu({"mariadbd": mariadb.process.pid}), seconds)
+        print(
+            f"snapshot into {target}: sluice {rows / seconds:,.0f} rows/s end to end ({seconds:.1f} s), the client and "
+            f"the library once {rows / baseline:,.0f} rows/s ({baseline:.1f} s): {baseline / seconds:.2f}x; {cpu}"
+        )
+
+
+def binlog_figures(base: Path, mariadb, events: int) -> None:
+    mariadb.execute(EVENTS_DDL)
+    conn = mariadb.connect("bench")
+    schema = read_table_schema(conn, "bench", "events", None)
+    conn.close()
+    start, end = write_events(mariadb, events)
+    endpoint = mariadb.endpoint()
+    rows, bare_seconds = min((bare_loop(endpoint, start, end) for _ in range(2)), key=lambda run: run[1])
+    for target, make in FORMATS.items():
+        sink = _sink(make(base / f"binlog-{target}"), f"binlog-{target}")
+        sink.prepare([schema])
+        before = read_cpu({"mariadbd": mariadb.process.pid})
+        seconds = sluice_reader(endpoint, {schema.table_id: schema}, sink.writer(), start, end)
+        cpu = cpu_summary(before, read_cpu({"mariadbd": mariadb.process.pid}), seconds)
+        print(
+            f"binlog into {target}: {rows / seconds:,.0f} row events/s, the bare loop {rows / bare_seconds:,.0f}/s: "
+            f"{bare_seconds / seconds:.2f}x; {cpu}"
+        )
+
+
+BIG = TableSchema(
+    "bench",
+    "big",
+    (Column("id", "bigint", "bigint", False), Column("v", "varchar", "varchar(40)", True)),
+    ("id",),
+    "id",
+)
+
+
+def commit_cost(base: Path, big_rows: int) -> None:
+    """The same 1,000-key batch into tables of 1M and `big_rows` rows."""
+    values = TargetValues(None, "")
+    for target, make in FORMATS.items():
+        for size in (1_000_000, big_rows):
+            lake = base / f"commit-{target}-{size}"
+            shutil.rmtree(lake, ignore_errors=True)
+            sink = _sink(make(lake), f"commit-{target}-{size}")
+            sink.prepare([BIG])
+            rows = ArrowRows(BIG, values)
+            for first in range(0, size, 1_000_000):  # files of a million rows in key order
+                part = rows.table((i, f"value {i}") for i in range(first, min(size, first + 1_000_000)))
+                if target == "iceberg":
+                    sink.tables.catalog.load_table("bench.big").append(part)
+                else:
+                    write_deltalake(sink.tables.uri("bench.big"), part, mode="append")
+            writer = sink.writer()
+            figures = []
+            for label, keys in (
+                ("spread", random.Random(1).sample(range(size), 1000)),
+                ("newest", range(size - 1000, size)),
+            ):
+                batch = ChangeBatch(
+                    [ChangeRow(BIG, RowKind.UPDATE_AFTER, (k, "changed"), 0, BinlogOffset("b.1", k)) for k in keys]
+                )
+                started = time.perf_counter()
+                writer.write_changes(batch, BinlogOffset("b.1", size + 1), False)
+                figures.append(f"{label} keys {time.perf_counter() - started:.2f} s")
+            print(f"commit of 1,000 updated keys into {target}, {size:,} rows: {', '.join(figures)}")
+
+
+def files_after_an_hour(base: Path) -> None:
+    """720 commits of 100 rows (an hour at one commit each 5 s), with and without maintenance."""
+    schema = TableSchema(
+        "bench", "stream", (Column("id", "bigint", "bigint", False), Column("v", "int", "int", True)), ("id",), "id"
+    )
+    for target, make in FORMATS.items():
+        for maintained in (False, True):
+            lake = base / f"hour-{target}-{maintained}"
+            shutil.rmtree(lake, ignore_errors=True)
+            # Retention 0 here: the replaced files of the simulated hour are minutes old in fact.
+            options = {"sink.maintenance.interval": "10min" if maintained else "0", "sink.maintenance.retention": "0s"}
+            sink = _sink(make(lake), f"hour-{target}", **options)
+            sink.prepare([schema])
+            writer = sink.writer()
+            hour = [0.0]
+            writer.clock = lambda hour=hour: hour[0]  # the schedule runs on the hour's clock
+            started = time.perf_counter()
+            for n in range(720):
+                changes = [
+                    ChangeRow(schema, RowKind.INSERT, (n * 100 + i, n), 0, BinlogOffset("b.1", n * 100 + i))
+                    for i in range(100)
+                ]
+                writer.write_changes(ChangeBatch(changes), BinlogOffset("b.1", n * 100 + 100), True)
+                hour[0] += 5.0
+            files = len(list(lake.rglob("*.parquet")))
+            if target == "iceberg":
+                read = len(sink.tables.catalog.load_table("bench.stream").inspect.files())
+            else:
+                read = len(DeltaTable(sink.tables.uri("bench.stream")).get_add_actions())
+            said = "with maintenance" if maintained else "without maintenance"
+            print(
+                f"{target}, an hour of 5 s commits {said}: {read} data files read, {files} stored "
+                f"({time.perf_counter() - started:.0f} s to run)"
+            )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--rows", type=int, default=1_000_000)
+    parser.add_argument("--events", type=int, default=200_000)
+    parser.add_argument("--big-rows", type=int, default=10_000_000)
+    args = parser.parse_args()
+    base = scratch_directory("sluice-lakehouse-bench-")
+    with running_services(base) as (mariadb, _postgresql):
+        fill(mariadb, args.rows)
+        snapshot_figures(base, mariadb, args.rows)
+        binlog_figures(base, mariadb, args.events)
+    commit_cost(base, args.big_rows)
+    files_after_an_hour(base)
+    print(json.dumps({"scratch": str(base)}))
+
+
+if __name__ == "__main__":
+    main()
