@@ -195,6 +195,8 @@ def test_each_ddl_reaches_every_target_as_the_behaviour_promises(
     sinks = every_sink(postgresql, mariadb_target, lake, ids)
     lakehouses = {"iceberg": iceberg_sink(tmp_path / "iceberg"), "delta": delta_sink(tmp_path / "delta")}
     sinks |= {name: (sink, f"{ids + 6 + 2 * i}-{ids + 7 + 2 * i}") for i, (name, sink) in enumerate(lakehouses.items())}
+    if behavior == "try_evolve":  # the other targets take every change of the script: as evolve
+        sinks = {name: sinks[name] for name in lakehouses}
     pipelines = pipeline_per_sink(
         tmp_path,
         mariadb,
@@ -209,6 +211,7 @@ def test_each_ddl_reaches_every_target_as_the_behaviour_promises(
         "parquet": parquet_table(lake, source_db),
         **{name: lakehouse_table_by_id(sink, source_db) for name, sink in lakehouses.items()},
     }
+    readers = {name: read for name, read in readers.items() if name in sinks}
     env = sluice_env(mariadb, postgresql, mariadb_target)
     want = EXPECTED[behavior]
 
