@@ -54,6 +54,12 @@ def already_committed() -> None:
 class SinkWriter(ABC):
     """Executor side (snapshot splits) or driver side (binlog batches); closed after use."""
 
+    def rereads_after(self, events: Sequence[SchemaChangeEvent], before: Mapping[str, TableSchema]) -> list[str]:
+        """The tables to read again after `events`: where the values the source's ALTER gave
+        the rows (an added column's DEFAULT, a retyped column's converted values) do not
+        reach the rows the target holds. A jdbc target's own ALTER gives them: none."""
+        return []
+
     def write_snapshot_splits(self, read: SplitRead) -> None:
         """Writes the chunks as of their high watermark (`read.rows` may stream: each
         iteration reads them again), and records the splits they covered as finished with

@@ -21,7 +21,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 from deltalake import DeltaTable, write_deltalake
@@ -113,15 +112,18 @@ class DeltaTables(TableFormat):
     def _commit(
         self, table: DeltaTable, schema: TableSchema, commit: TableCommit, properties: CommitProperties
     ) -> None:
-        """Rows by key through one MERGE; data files after their key ranges are cleared (two
-        commits then: a crash between them leaves the splits unrecorded, read again)."""
-        if commit.rows is not None:
+        """Rows by key through one MERGE; otherwise the rows cleared first, then the data
+        files and rows added (two commits: a crash between them leaves the splits unrecorded,
+        read again)."""
+        if commit.rows is not None and commit.key_columns and not (commit.cleared_ranges or commit.clear_all):
             _merge(table, schema, commit, properties)
             return
         deleted = _deletion(schema, commit)
         if deleted is not None:
-            table.delete(deleted, commit_properties=properties)
-        if commit.files or deleted is None:
+            table.delete(deleted or None, commit_properties=properties)
+        if commit.rows is not None and commit.rows.num_rows:
+            write_deltalake(table, commit.rows, mode="append", commit_properties=properties)
+        elif commit.files or deleted is None:
             actions = [AddAction(f.path, f.size, {}, int(time.time() * 1000), True, _stats(f)) for f in commit.files]
             table.create_write_transaction(actions, "append", table.schema(), commit_properties=properties)
 
@@ -203,9 +205,9 @@ class DeltaTables(TableFormat):
         columns = []
         for field in target:
             source = next((old for old, new in renamed.items() if new == field.name), field.name)
-            if source in current.column_names:
-                columns.append(pc.cast(current.column(source), field.type))
-            else:
+            if source in current.column_names and current.schema.field(source).type == field.type:
+                columns.append(current.column(source))
+            else:  # added, or retyped: empty until the table is read again (rereads_after)
                 columns.append(pa.nulls(current.num_rows, field.type))
         rewritten = pa.Table.from_arrays(columns, schema=target)
         write_deltalake(table, rewritten, mode="overwrite", schema_mode="overwrite")

@@ -54,7 +54,7 @@ from sluice.event.schema_change import (
 from sluice.sink.arrow_rows import arrow_schema, arrow_value
 from sluice.sink.lakehouse import Maintenance, MaintenanceDone, TableCommit, TableFormat
 from sluice.snapshot.snapshot_split import SnapshotSplit
-from sluice.source.schema import TableSchema
+from sluice.source.schema import Column, TableSchema
 
 COMMIT_ATTEMPTS = 10
 
@@ -236,6 +236,21 @@ class IcebergTables(TableFormat):
             assert schema is not None, f"{event}: the table's schema is not known"
             self._alter(event, schema)
 
+    def _recreate(self, table: Table, column: Column, schema: TableSchema) -> None:
+        """A column whose type Iceberg cannot widen: dropped and added under a new field id
+        (the files keep the old values under the old id, read by no one)."""
+        names = [c.name for c in schema.columns]
+        if column.name in {f.name for f in table.schema().fields}:
+            with table.update_schema(allow_incompatible_changes=True) as update:
+                update.delete_column(column.name)
+        with table.update_schema() as update:
+            update.union_by_name(pa.schema([_field(column)]))
+            place = names.index(column.name) if column.name in names else -1
+            if place == 0:
+                update.move_first(column.name)
+            elif place > 0:
+                update.move_after(column.name, names[place - 1])
+
     def _alter(self, event: SchemaChangeEvent, schema: TableSchema) -> None:
         table = self.catalog.load_table(event.table_id)
         names = {f.name for f in table.schema().fields}
@@ -243,7 +258,7 @@ class IcebergTables(TableFormat):
             if isinstance(event, AddColumn):
                 if event.column.name in names:
                     return
-                field = arrow_schema(TableSchema("", "", (event.column,), (), "")).field(0)
+                field = _field(event.column)
                 update.union_by_name(pa.schema([field]))
                 if event.position == "FIRST":
                     update.move_first(event.column.name)
@@ -256,12 +271,41 @@ class IcebergTables(TableFormat):
                 if event.old_name in names and event.new_name not in names:
                     update.rename_column(event.old_name, event.new_name)
             elif isinstance(event, AlterColumnType):
-                field = arrow_schema(TableSchema("", "", (event.column,), (), "")).field(0)
+                field = _field(event.column)
+                if not _promotes(table, field):  # made anew, empty: the table is read again (rereads_after)
+                    self._recreate(table, event.column, schema)
+                    return
                 update.union_by_name(pa.schema([field]))
             elif isinstance(event, AlterPrimaryKey):
                 update.set_identifier_fields(*event.applied_to(schema).row_key)
             else:
                 raise ValueError(f"{type(event).__name__} has no Iceberg schema update")
+
+
+def _field(column: Column) -> pa.Field:
+    return arrow_schema(TableSchema("", "", (column,), (), "")).field(0)
+
+
+def _promotes(table: Table, field: pa.Field) -> bool:
+    """Whether Iceberg widens the column to the field's type in place (int to long, float
+    to double, a decimal's precision at the same scale), or the type stays."""
+    current, wanted = table.schema().as_arrow().field(field.name).type, field.type
+    if _same_kind(current, wanted):
+        return True
+    if pa.types.is_decimal(current) and pa.types.is_decimal(wanted):
+        return current.scale == wanted.scale and current.precision <= wanted.precision
+    return (current, wanted) in ((pa.int32(), pa.int64()), (pa.float32(), pa.float64()))
+
+
+def _same_kind(a: pa.DataType, b: pa.DataType) -> bool:
+    """The same Iceberg type (Arrow spells a string large or not, a UTC zone by name or offset)."""
+    if pa.types.is_string(a) or pa.types.is_large_string(a):
+        return pa.types.is_string(b) or pa.types.is_large_string(b)
+    if pa.types.is_binary(a) or pa.types.is_large_binary(a):
+        return pa.types.is_binary(b) or pa.types.is_large_binary(b)
+    if pa.types.is_timestamp(a) and pa.types.is_timestamp(b):
+        return bool(a.tz) == bool(b.tz)
+    return a == b
 
 
 def _write_data_files(catalog_properties: Mapping[str, str], metadata: Any, rows: pa.Table) -> list[Any]:

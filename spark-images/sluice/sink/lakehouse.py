@@ -32,12 +32,13 @@ import pyarrow as pa
 
 from sluice.errors import SinkError
 from sluice.event.row_change import RowKind
-from sluice.event.schema_change import SchemaChangeEvent
+from sluice.event.schema_change import AddColumn, AlterColumnType, SchemaChangeEvent, apply_events
 from sluice.pipeline.options import parse_duration
 from sluice.sink.arrow_rows import ArrowRows, arrow_schema, source_rows
-from sluice.sink.base import ChangeBatch, Sink, SinkWriter
+from sluice.sink.base import ChangeBatch, SchemaChangeRefused, Sink, SinkWriter
 from sluice.sink.jdbc_dialects import META_SCHEMA, STATES_TABLE
 from sluice.sink.target_values import TargetValues
+from sluice.sink.type_mapping import arrow_type
 from sluice.snapshot.snapshot_split import ReadSplits, SnapshotSplit, SplitResult, SplitTask
 from sluice.source.offset import BinlogOffset
 from sluice.source.row_decoding import Row, RowDecoder
@@ -169,6 +170,7 @@ class LakehouseSink(Sink):
         self.maintenance = Maintenance.from_options(options)
         self.epoch = 0  # taken by prepare
         self.schemas: dict[str, TableSchema] = {}  # the captured tables, as prepare() got them
+        self.committed: BinlogOffset | None = None  # this run's last batch end, every table's commits made
         self._locks: dict[str, threading.Lock] = {}
         self._locks_lock = threading.Lock()
 
@@ -344,6 +346,38 @@ class LakehouseSink(Sink):
         elif keys:
             self.commit(schema, TableCommit({}, (schema.chunk_key,), [(k,) for k in keys]))
 
+    def replace_range(
+        self, schema: TableSchema, split: SnapshotSplit, rows_as_of: Callable[[BinlogOffset], list[Row]]
+    ) -> int:
+        """A key range replaced by the source's rows as of the table's last commit (a table
+        read again after a change that gave its rows values without row events). Only the
+        pipeline's own binlog phase calls it, between two of its batches."""
+        return self._replace(schema, rows_as_of, cleared_ranges=[split])
+
+    def replace_keys(
+        self,
+        schema: TableSchema,
+        rows_as_of: Callable[[BinlogOffset], tuple[list[tuple[Any, ...]], list[Row]]],
+    ) -> int:
+        def rows(position: BinlogOffset) -> list[Row]:
+            keys, found = rows_as_of(position)
+            deleted.extend(keys)
+            return found
+
+        deleted: list[tuple[Any, ...]] = []
+        return self._replace(schema, rows, key_columns=schema.row_key, deleted_keys=deleted)
+
+    def _replace(self, schema: TableSchema, rows_as_of: Callable[[BinlogOffset], list[Row]], **clear: Any) -> int:
+        """As of where every table is: this run's last batch (a table it did not change is as
+        it was then too), else the table's own last commit."""
+        position = self.committed or self.table_end(schema.table_id)
+        if position is None:
+            raise SinkError(f"sink {self.tables.name}: {schema.table_id} has no binlog position of {self.pipeline!r}")
+        rows = rows_as_of(position)
+        record = {END: json.dumps(position.to_json())}
+        self.commit(schema, TableCommit(record, rows=ArrowRows(schema, self.values).table(rows), **clear))
+        return len(rows)
+
     def writer(self) -> LakehouseWriter:
         return LakehouseWriter(self)
 
@@ -408,6 +442,7 @@ class LakehouseWriter(SinkWriter):
             upsert = TableCommit(dict(record), schema.row_key, keys, rows=self._arrow(schema).table(rows))
             self.sink.commit(schema, upsert)
             self._ends[table_id] = end
+        self.sink.committed = end
         if drop_split_records:  # every table streams: no split record is needed any more
             self._maintain(end)
 
@@ -446,19 +481,38 @@ class LakehouseWriter(SinkWriter):
             return None
         return min(ends)  # type: ignore[type-var]
 
+    def rereads_after(self, events: Sequence[SchemaChangeEvent], before: Mapping[str, TableSchema]) -> list[str]:
+        """Files written before an added column hold no value for it, and a column whose
+        type the format cannot widen in place is made anew, empty: those tables are read again."""
+        tables = []
+        for event in events:
+            if isinstance(event, AddColumn) and (event.column.default or not event.column.nullable):
+                tables.append(event.table_id)
+            elif isinstance(event, AlterColumnType) and (schema := before.get(event.table_id)) is not None:
+                names = {c.name.lower(): c for c in schema.columns}
+                was = names.get(event.column.name.lower())
+                if was is None or arrow_type(was) != arrow_type(event.column):
+                    tables.append(event.table_id)
+        return list(dict.fromkeys(tables))
+
     def apply_schema_change(
         self, change_id: str, events: Sequence[SchemaChangeEvent], before: Mapping[str, TableSchema]
     ) -> None:
-        from sluice.event.schema_change import apply_events
-
+        """Each event by the format's metadata applier; one the format refuses is
+        SchemaChangeRefused (try_evolve goes on in the kept shape, evolve stops there)."""
         self._rows.clear()
         self._decoders.clear()
         schemas = dict(before)
-        for event in events:
+        for applied, event in enumerate(events):
             try:
                 self.sink.tables.apply(event, schemas)
-            except SinkError:
-                raise
             except Exception as exc:
-                raise SinkError(f"{event} on sink {self.sink.tables.name}: {exc}") from exc
+                raise SchemaChangeRefused(applied, f"{event} on sink {self.sink.tables.name}: {exc}") from exc
             schemas = apply_events(schemas, [event])
+            for table_id in {event.table_id, getattr(event, "new_table_id", event.table_id)}:
+                # A table created or renamed in is the sink's too: its end counts in the
+                # position every table has passed; a dropped one's no longer does.
+                if table_id in schemas:
+                    self.sink.schemas[table_id] = schemas[table_id]
+                else:
+                    self.sink.schemas.pop(table_id, None)

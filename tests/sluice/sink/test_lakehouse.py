@@ -231,3 +231,43 @@ def test_maintenance_compacts_small_files_and_deletes_what_no_kept_version_reads
     assert sink.table_end(schema.table_id) == BinlogOffset("b.1", 10 * (batches - 1) + 9)
     stored = list((tmp_path / "lake").rglob("*.parquet"))
     assert len(stored) < 3 * 10, f"{len(stored)} data files kept: what no kept version reads was not deleted"
+
+
+@pytest.mark.parametrize("target", FORMATS)
+def test_an_added_columns_default_and_a_retyped_columns_values_reach_the_rows_the_table_held(
+    tmp_path, mariadb, source_db, target
+):
+    """A lakehouse table's old files hold no value for a column added after them, nor one
+    the format could take for a column it cannot widen: the table is read again after such
+    an ALTER, so its rows hold the DEFAULT and the converted values as the source's do."""
+    mariadb.execute(
+        "CREATE TABLE items (id INT PRIMARY KEY, name VARCHAR(20))",
+        "INSERT INTO items VALUES (1, 'a'), (2, 'b'), (3, 'c')",
+        database=source_db,
+    )
+    sink = FORMATS[target](tmp_path / "lake")
+    definition = pipeline_yaml(
+        mariadb,
+        f"{source_db}.items",
+        {**sink, "sink.commit.interval": "200ms"},
+        name=f"default-{target}",
+        **{"server-id": "6980-6985"},
+    )
+    definition["pipeline"]["schema.change.behavior"] = "evolve"
+    pipeline = write_pipeline(tmp_path / "pipeline.yaml", definition)
+    deadline = time.monotonic() + 180
+    process = start_sluice(pipeline, tmp_path / "state", sluice_env(mariadb))
+    wait_until_in_binlog_phase(process, tmp_path / "state", deadline)
+    mariadb.execute(
+        "ALTER TABLE items ADD COLUMN qty INT NOT NULL DEFAULT 7, ADD COLUMN note VARCHAR(10) DEFAULT 'none'",
+        "INSERT INTO items VALUES (4, 'd', 1, NULL)",
+        "ALTER TABLE items MODIFY qty DECIMAL(20,0) NOT NULL",  # a type Iceberg cannot widen int to
+        "INSERT INTO items VALUES (5, 'e', 12345678901234567890, 'big')",
+        database=source_db,
+    )
+    conn = mariadb.connect(source_db)
+    schema = read_table_schema(conn, source_db, "items", None)
+    conn.close()
+    _wait_equal(mariadb, source_db, sink, schema, process, deadline)
+    process.send_signal(signal.SIGTERM)
+    assert process.wait(timeout=60) == 0
