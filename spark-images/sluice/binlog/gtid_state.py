@@ -68,3 +68,20 @@ class MysqlGtidSet:
 
 def gtid_state(text: str, mariadb: bool) -> GtidState:
     return MariadbGtidPosition(text) if mariadb else MysqlGtidSet(text)
+
+
+def contains(outer: str, inner: str) -> bool:
+    """Whether every transaction of the GTID set `inner` is in `outer` (MariaDB's positions:
+    per domain, a sequence at least as far; MySQL's sets: per source, covering intervals)."""
+    if ":" in outer or ":" in inner:
+        have, want = MysqlGtidSet(outer)._intervals, MysqlGtidSet(inner)._intervals
+        return all(
+            any(a <= first and last <= b for a, b in have.get(sid, ()))
+            for sid, ranges in want.items()
+            for first, last in ranges
+        )
+    reached = {domain: int(gtid.rsplit("-", 1)[1]) for domain, gtid in MariadbGtidPosition(outer)._last.items()}
+    return all(
+        int(gtid.rsplit("-", 1)[1]) <= reached.get(domain, -1)
+        for domain, gtid in MariadbGtidPosition(inner)._last.items()
+    )

@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
+from sluice.binlog.gtid_state import contains
 from sluice.errors import SinkError
 from sluice.event.row_change import RowKind
 from sluice.event.schema_change import AddColumn, AlterColumnType, SchemaChangeEvent, apply_events
@@ -382,6 +383,20 @@ class LakehouseSink(Sink):
         return LakehouseWriter(self)
 
 
+def holds_already(change: BinlogOffset, batch_end: BinlogOffset, table_end: BinlogOffset | None) -> bool:
+    """Whether the table's commits hold a change of a batch already. By GTID sets where
+    both ends have one and neither is inside a transaction (they mean the same on every
+    server: after a failover a position on the promoted server says nothing of one on the
+    old), the whole batch or none of it; else by position, on the one server a resume
+    inside a transaction or without GTIDs reads. (A batch partly in and partly past the
+    table's end is applied whole: a key's last image upserted again changes nothing.)"""
+    if table_end is None:
+        return False
+    if batch_end.gtid and table_end.gtid and not (batch_end.transaction or table_end.transaction):
+        return contains(table_end.gtid, batch_end.gtid)
+    return change.is_before(table_end)
+
+
 def _nulls_first(key: Any) -> tuple[bool, Any]:
     return (key is not None, key)
 
@@ -429,8 +444,7 @@ class LakehouseWriter(SinkWriter):
         its deleted and upserted keys cleared, its upserted rows added."""
         final: dict[str, tuple[TableSchema, dict[Any, Row | None]]] = {}
         for schema, kind, row, _, offset in batch:
-            done = self._end(schema.table_id)
-            if done is not None and offset.is_before(done):
+            if holds_already(offset, end, self._end(schema.table_id)):
                 continue  # committed before a crash cut the batch's commits short
             images = final.setdefault(schema.table_id, (schema, {}))[1]
             key = self._decoder(schema).row_key(row)

@@ -3,7 +3,7 @@ here on its own: this machine has MariaDB only.)"""
 
 from __future__ import annotations
 
-from sluice.binlog.gtid_state import gtid_state
+from sluice.binlog.gtid_state import contains, gtid_state
 
 A = "3e11fa47-71ca-11e1-9e33-c80aa9429562"
 B = "8d3a2b1c-0000-11ee-8000-0242ac120002"
@@ -46,3 +46,11 @@ def test_an_empty_set_grows_from_nothing():
     mysql.add(f"{A}:1")
     mariadb.add("0-1-1")
     assert (str(mysql), str(mariadb)) == (f"{A}:1", "0-1-1")
+
+
+def test_a_set_contains_another_when_it_holds_each_of_its_transactions():
+    assert contains(f"{A}:1-10,{B}:1-3", f"{A}:2-5,{B}:3")
+    assert not contains(f"{A}:1-10", f"{A}:1-11") and not contains(f"{A}:1-10", f"{B}:1")
+    assert contains("0-1-42,9-22-3", "0-2-40") and contains("0-2-44", "0-1-44")  # domains order, not servers
+    assert not contains("0-1-42", "0-1-43") and not contains("0-1-42", "5-1-1")
+    assert contains("", "") and contains("0-1-1", "")

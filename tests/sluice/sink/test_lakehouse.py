@@ -23,7 +23,7 @@ from sluice.sink.arrow_rows import source_rows
 from sluice.sink.base import ChangeBatch
 from sluice.sink.factory import create_sink
 from sluice.sink.iceberg import IcebergTables, with_secret
-from sluice.sink.lakehouse import EPOCH, PIPELINE, Fenced, LakehouseSink, TableCommit
+from sluice.sink.lakehouse import EPOCH, PIPELINE, Fenced, LakehouseSink, TableCommit, holds_already
 from sluice.snapshot.snapshot_split import SnapshotSplit
 from sluice.source.offset import BinlogOffset
 from sluice.source.schema import Column, TableSchema, read_table_schema
@@ -271,3 +271,18 @@ def test_an_added_columns_default_and_a_retyped_columns_values_reach_the_rows_th
     _wait_equal(mariadb, source_db, sink, schema, process, deadline)
     process.send_signal(signal.SIGTERM)
     assert process.wait(timeout=60) == 0
+
+
+def test_a_table_skips_what_it_committed_by_gtid_and_never_a_promoted_servers_changes():
+    """After a crash between two tables' commits, a table skips the batch its end holds;
+    after a failover, positions on the promoted server say nothing of the old one's, and
+    GTID sets decide."""
+    done = BinlogOffset("mysql-bin.000009", 5000, 0, "0-1-100")
+    replayed = BinlogOffset("mysql-bin.000009", 4000, 0, "0-1-90")
+    promoted = BinlogOffset("mysql-bin.000001", 400, 0, "0-2-101")  # a lower position, a later set
+    assert holds_already(BinlogOffset("mysql-bin.000009", 3000), replayed, done)
+    assert not holds_already(BinlogOffset("mysql-bin.000001", 300), promoted, done)
+    assert not holds_already(BinlogOffset("mysql-bin.000001", 300), promoted, None)
+    inside = BinlogOffset("mysql-bin.000009", 4800, 0, "0-1-100", transaction=4500)  # a huge one, in pieces
+    assert holds_already(BinlogOffset("mysql-bin.000009", 4600), inside, done)
+    assert not holds_already(BinlogOffset("mysql-bin.000009", 5100), BinlogOffset("mysql-bin.000009", 5200), done)
