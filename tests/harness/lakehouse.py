@@ -61,7 +61,6 @@ def assert_no_change_committed_twice(pipeline: Path, env: dict[str, str], table_
     sink = create_sink(parse_definition(pipeline.read_text(), env=env))
     assert isinstance(sink, LakehouseSink)
     records = [r for r in sink.tables.records(table_id) if r.get(PIPELINE) == sink.pipeline]
-    ends = [BinlogOffset.from_json(json.loads(r[END])) for r in records if END in r]
-    assert ends, f"{table_id}: no commit recorded an end"
+    ends = [BinlogOffset.from_json(json.loads(r[END])) for r in records if END in r]  # none: a table just joined
     for newer, older in itertools.pairwise(ends):
         assert not newer.is_before(older), f"{table_id}: a commit ending at {newer} after one ending at {older}"

@@ -59,6 +59,12 @@ def _source(mariadb, source_db):
     return schema
 
 
+def sluice_sink_end(pipeline, env, table_id: str):
+    sink = create_sink(parse_definition(pipeline.read_text(), env=env))
+    assert isinstance(sink, LakehouseSink)
+    return sink.table_end(table_id)
+
+
 def pipeline_yaml_for(sink: dict) -> dict:
     """A definition around a sink, for a sink made without a running pipeline."""
     source = {"type": "mysql", "hostname": "localhost", "username": "cdc", "tables": "db.t"}
@@ -127,6 +133,7 @@ def test_a_lakehouse_table_follows_the_source_exactly_once_through_kills(tmp_pat
     assert "adopting the records of pipeline" in err and "splits done" not in err, err
 
     assert_no_change_committed_twice(pipeline, env, schema.table_id)
+    assert sluice_sink_end(pipeline, env, schema.table_id) is not None
 
 
 @pytest.mark.parametrize("target", FORMATS)
