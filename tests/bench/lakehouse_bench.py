@@ -111,12 +111,12 @@ def snapshot_figures(base: Path, mariadb, rows: int) -> None:
         )  # fmt: skip
         pipeline = write_pipeline(base / f"snapshot-{target}.yaml", definition)
         shutil.rmtree(base / f"state-{target}", ignore_errors=True)
-        before, started = read_cpu({"mariadbd": mariadb.process.pid}), time.perf_counter()
+        before, started = read_cpu({"source MariaDB": mariadb.process.pid}), time.perf_counter()
         result = run_sluice(pipeline, base / f"state-{target}", sluice_env(mariadb), timeout=3600)
         seconds = time.perf_counter() - started
         if result.returncode != 0:
             raise SystemExit(f"sluice failed:\n{result.stderr}")
-        cpu = cpu_summary(before, read_cpu({"mariadbd": mariadb.process.pid}), seconds)
+        cpu = cpu_summary(before, read_cpu({"source MariaDB": mariadb.process.pid}), seconds)
         print(
             f"snapshot into {target}: sluice {rows / seconds:,.0f} rows/s end to end ({seconds:.1f} s), the client and "
             f"the library once {rows / baseline:,.0f} rows/s ({baseline:.1f} s): {baseline / seconds:.2f}x; {cpu}"
@@ -134,9 +134,9 @@ def binlog_figures(base: Path, mariadb, events: int) -> None:
     for target, make in FORMATS.items():
         sink = _sink(make(base / f"binlog-{target}"), f"binlog-{target}")
         sink.prepare([schema])
-        before = read_cpu({"mariadbd": mariadb.process.pid})
+        before = read_cpu({"source MariaDB": mariadb.process.pid})
         seconds = sluice_reader(endpoint, {schema.table_id: schema}, sink.writer(), start, end)
-        cpu = cpu_summary(before, read_cpu({"mariadbd": mariadb.process.pid}), seconds)
+        cpu = cpu_summary(before, read_cpu({"source MariaDB": mariadb.process.pid}), seconds)
         print(
             f"binlog into {target}: {rows / seconds:,.0f} row events/s, the bare loop {rows / bare_seconds:,.0f}/s: "
             f"{bare_seconds / seconds:.2f}x; {cpu}"
@@ -152,11 +152,11 @@ BIG = TableSchema(
 )
 
 
-def commit_cost(base: Path, big_rows: int) -> None:
-    """The same 1,000-key batch into tables of 1M and `big_rows` rows."""
+def commit_cost(base: Path, small_rows: int, big_rows: int) -> None:
+    """The same 1,000-key batch into tables of `small_rows` and `big_rows` rows."""
     values = TargetValues(None, "")
     for target, make in FORMATS.items():
-        for size in (1_000_000, big_rows):
+        for size in (small_rows, big_rows):
             lake = base / f"commit-{target}-{size}"
             shutil.rmtree(lake, ignore_errors=True)
             sink = _sink(make(lake), f"commit-{target}-{size}")
@@ -183,8 +183,8 @@ def commit_cost(base: Path, big_rows: int) -> None:
             print(f"commit of 1,000 updated keys into {target}, {size:,} rows: {', '.join(figures)}")
 
 
-def files_after_an_hour(base: Path) -> None:
-    """720 commits of 100 rows (an hour at one commit each 5 s), with and without maintenance."""
+def files_after_an_hour(base: Path, commits: int) -> None:
+    """`commits` commits of 100 rows (720: an hour at one commit each 5 s), with and without maintenance."""
     schema = TableSchema(
         "bench", "stream", (Column("id", "bigint", "bigint", False), Column("v", "int", "int", True)), ("id",), "id"
     )
@@ -200,7 +200,7 @@ def files_after_an_hour(base: Path) -> None:
             hour = [0.0]
             writer.clock = lambda hour=hour: hour[0]  # the schedule runs on the hour's clock
             started = time.perf_counter()
-            for n in range(720):
+            for n in range(commits):
                 changes = [
                     ChangeRow(schema, RowKind.INSERT, (n * 100 + i, n), 0, BinlogOffset("b.1", n * 100 + i))
                     for i in range(100)
@@ -214,8 +214,8 @@ def files_after_an_hour(base: Path) -> None:
                 read = len(DeltaTable(sink.tables.uri("bench.stream")).get_add_actions())
             said = "with maintenance" if maintained else "without maintenance"
             print(
-                f"{target}, an hour of 5 s commits {said}: {read} data files read, {files} stored "
-                f"({time.perf_counter() - started:.0f} s to run)"
+                f"{target}, {commits} commits of 5 s ({commits * 5 / 3600:.1f} h) {said}: {read} data files read, "
+                f"{files} stored ({time.perf_counter() - started:.0f} s to run)"
             )
 
 
@@ -223,15 +223,17 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--rows", type=int, default=1_000_000)
     parser.add_argument("--events", type=int, default=200_000)
+    parser.add_argument("--small-rows", type=int, default=1_000_000)
     parser.add_argument("--big-rows", type=int, default=10_000_000)
+    parser.add_argument("--commits", type=int, default=720)
     args = parser.parse_args()
     base = scratch_directory("sluice-lakehouse-bench-")
     with running_services(base) as (mariadb, _postgresql):
         fill(mariadb, args.rows)
         snapshot_figures(base, mariadb, args.rows)
         binlog_figures(base, mariadb, args.events)
-    commit_cost(base, args.big_rows)
-    files_after_an_hour(base)
+    commit_cost(base, args.small_rows, args.big_rows)
+    files_after_an_hour(base, args.commits)
     print(json.dumps({"scratch": str(base)}))
 
 

@@ -470,6 +470,8 @@ def column_from_definition(
     if any(isinstance(c.kind, exp.ZeroFillColumnConstraint) for c in constraints) and "zerofill" not in column_type:
         column_type = column_type.replace(" unsigned", "") + " unsigned zerofill"  # ZEROFILL implies UNSIGNED
     charsets = [c.kind.this.name.lower() for c in constraints if isinstance(c.kind, exp.CharacterSetColumnConstraint)]
+    collations = [c.kind.this.name.lower() for c in constraints if isinstance(c.kind, exp.CollateColumnConstraint)]
+    charsets += ["binary"] if "binary" in collations else []  # the binary collation is the binary set
     column_type = _server_spelling(column_type, (charsets or [table_charset])[0], mariadb)
     data_type = re.split(r"[\s(]", column_type, maxsplit=1)[0]
     params = [int(p) for p in re.findall(r"\d+", column_type.partition("(")[2].partition(")")[0])]
@@ -506,7 +508,14 @@ def _server_spelling(column_type: str, charset: str, mariadb: bool) -> str:
     size = int(sized[1:-1]) if sized and sized[1:-1].isdigit() else None
     if data_type in ("blob", "text") and size is not None:  # BLOB(n), TEXT(n): the smallest type that holds n
         limits = ((255, "tiny"), (65535, ""), (16777215, "medium"))
-        return next((prefix for limit, prefix in limits if size <= limit), "long") + data_type + rest
+        smallest = lambda n: next((prefix for limit, prefix in limits if n <= limit), "long")  # noqa: E731
+        if data_type == "text" and charset not in MBMAXLEN and smallest(size) != smallest(size * 4):
+            raise UnparsableDdl(
+                column_type, "TEXT(n) holds n characters of the database's set: the next table map tells"
+            )
+        return smallest(size * (MBMAXLEN.get(charset, 1) if data_type == "text" else 1)) + data_type + rest
+    if data_type == "decimal" and sized and "." in sized:  # DECIMAL(10.2): the precision's whole part
+        sized = re.sub(r"\.\d*", "", sized)
     if data_type == "float" and size is not None and "," not in sized:  # FLOAT(p): by its precision
         return ("float" if size <= 24 else "double") + rest
     if data_type in ("time", "datetime", "timestamp") and size == 0:
@@ -517,6 +526,8 @@ def _server_spelling(column_type: str, charset: str, mariadb: bool) -> str:
         sized = "(1)"
     if data_type in ("enum", "set") and sized and charset != "binary":  # it drops the values' trailing spaces
         sized = re.sub(r" +'(?=[,)])", "'", _members_held(sized, charset))
+    elif data_type in ("enum", "set") and sized:
+        sized = _members_held(sized, charset)
     if data_type in ("boolean", "bool"):
         return "tinyint(1)" + rest
     if data_type == "serial":  # BIGINT UNSIGNED NOT NULL AUTO_INCREMENT UNIQUE
@@ -544,20 +555,23 @@ def _members_held(members: str, charset: str) -> str:
         text, hexadecimal, bits = literal.groups()
         if text is not None and text.isascii():
             return literal.group(0)
+        raw = bytes.fromhex(hexadecimal) if hexadecimal is not None else _bits(bits) if bits is not None else None
+        if charset == "binary":  # bytes as they are, NUL as the server writes it
+            return literal.group(0) if raw is None else "'" + raw.decode("latin-1").replace("\0", "\\0") + "'"
         try:
             codec = python_codec(charset)
         except LookupError:  # none named (the database's), or one Python cannot spell
             raise UnparsableDdl(members, "the members' character set is not known: the next table map tells") from None
         if text is not None:  # as written, quotes doubled
             return "'" + text.encode(codec, "replace").decode(codec) + "'"
-        raw = (
-            bytes.fromhex(hexadecimal)
-            if hexadecimal is not None
-            else int(bits or "0", 2).to_bytes((len(bits) + 7) // 8 or 1)
-        )
+        assert raw is not None
         return "'" + raw.decode(codec, "replace").replace("\ufffd", "?").replace("'", "''") + "'"
 
     return _MEMBER_LITERAL.sub(held, members)
+
+
+def _bits(digits: str) -> bytes:
+    return int(digits or "0", 2).to_bytes((len(digits) + 7) // 8 or 1)
 
 
 def _constraints(definition: exp.ColumnDef) -> list[exp.ColumnConstraint]:

@@ -335,6 +335,11 @@ def test_a_primary_key_dropped_and_added_in_one_statement_is_the_added_one_whate
         ("SET('a','a ') CHARACTER SET binary", "set('a','a ')"),  # binary keeps trailing spaces
         ("ENUM('a ','b')", "enum('a','b')"),
         ("LONG BYTE", "mediumblob"),
+        ("DECIMAL(10.2)", "decimal(10,0)"),  # a fraction in the precision is dropped
+        ("CHAR(1) COLLATE binary", "binary(1)"),  # the binary collation is the binary set
+        ("ENUM(0x0061) CHARACTER SET 'Binary'", "enum('\\0a')"),  # NUL as the server writes it
+        ("TEXT(100) CHARACTER SET latin1", "tinytext"),  # n characters, in bytes of its set
+        ("TEXT(100) CHARACTER SET utf8mb4", "text"),
     ],
 )
 def test_edge_spellings_are_the_servers(written, spelled):
@@ -407,8 +412,11 @@ def test_enum_and_set_members_are_what_the_columns_character_set_holds(written, 
 
 
 def test_enum_members_whose_character_set_is_not_named_are_told_by_the_table_map():
-    """Without CHARACTER SET the members' set is the database's, which the statement does not say."""
+    """Without CHARACTER SET the members' set is the database's, which the statement does not
+    say; so is the type a TEXT(n) of n characters takes."""
     with pytest.raises(UnparsableDdl, match="the next table map tells"):
         parse_known("CREATE TABLE t5 (c ENUM(x'FFFF'))")
+    with pytest.raises(UnparsableDdl, match="the next table map tells"):
+        parse_known("CREATE TABLE t5 (c TEXT(100))")
     (created,) = parse_known("CREATE TABLE t5 (c ENUM('a','b'))")
     assert created.columns[0].column_type == "enum('a','b')"
