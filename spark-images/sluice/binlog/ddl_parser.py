@@ -445,6 +445,7 @@ def _create(
     for key in schema.find_all(exp.PrimaryKey):
         primary_key.extend(spelled.get(e.name.lower(), e.name) for e in key.expressions)
     charsets = [p.this.name.lower() for p in tree.find_all(exp.CharacterSetProperty)]
+    charsets += ["binary" for p in tree.find_all(exp.CollateProperty) if p.this.name.lower() == "binary"]
     columns = tuple(column_from_definition(d, primary_key, mariadb, (charsets or [""])[0]) for d in definitions)
     return [*_replaced(tree, table_id, known), CreateTable(table_id, columns, tuple(primary_key))]
 

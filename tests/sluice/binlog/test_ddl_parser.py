@@ -347,6 +347,11 @@ def test_edge_spellings_are_the_servers(written, spelled):
     assert created.columns[0].column_type == spelled
 
 
+def test_a_tables_binary_collation_makes_its_strings_binary():
+    (created,) = parse_known("CREATE TABLE t5 (a CHAR(10)) COLLATE binary")
+    assert created.columns[0].column_type == "binary(10)"
+
+
 def test_a_key_column_dropped_and_added_again_in_one_statement_keeps_the_key():
     """MariaDB keeps the key over a column an ALTER drops and adds again under its name."""
     assert after("ALTER TABLE t1 DROP id, ADD id BIGINT NOT NULL").primary_key == ("id",)
