@@ -111,8 +111,9 @@ class TableFormat(ABC):
 
     @abstractmethod
     def commit(self, schema: TableSchema, commit: TableCommit, newest_epoch: Callable[[], None]) -> None:
-        """Commits atomically. `newest_epoch()` raises Fenced when a newer run committed:
-        called against the table as it is before each attempt."""
+        """Commits, in one commit where the format can (Delta clears a range and adds files
+        in two). `newest_epoch()` raises Fenced when a newer run committed: called against
+        the table as it is before each attempt."""
 
     @abstractmethod
     def file_writer(self, table_id: str) -> Callable[[pa.Table], list[DataFile]]:
