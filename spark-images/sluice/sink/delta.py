@@ -230,21 +230,27 @@ def _stats(data_file: DeltaFile) -> str:
 
 
 def _merge(table: DeltaTable, schema: TableSchema, commit: TableCommit, properties: CommitProperties) -> None:
-    """A batch's last images by key: matched keys deleted or updated, new ones inserted."""
+    """A batch's last images by key: matched keys deleted or updated, new ones inserted. The
+    batch's range of the first key column bounds the merge, so files outside it (by their
+    statistics) are neither read nor rewritten."""
     rows = commit.rows
     assert rows is not None
-    upserted = {tuple(r) for r in zip(*(rows.column(k).to_pylist() for k in schema.row_key), strict=True)}
-    deleted = [key for key in commit.deleted_keys if key not in upserted]
-    columns = {
-        name: [arrow_value(schema.column(name), key[i]) for key in deleted] for i, name in enumerate(schema.row_key)
-    }
+    key = [schema.column(name) for name in schema.row_key]
+    as_stored = [tuple(arrow_value(c, v) for c, v in zip(key, k, strict=True)) for k in commit.deleted_keys]
+    upserted = {tuple(r) for r in zip(*(rows.column(c.name).to_pylist() for c in key), strict=True)}
+    deleted = [k for k in as_stored if k not in upserted]
+    columns = {c.name: [k[i] for k in deleted] for i, c in enumerate(key)}
     gone = pa.Table.from_pydict(
         {f.name: columns.get(f.name, [None] * len(deleted)) for f in rows.schema}, schema=rows.schema
     )
     source = pa.concat_tables([rows, gone]).append_column(
         DELETED, pa.array([False] * rows.num_rows + [True] * len(deleted))
     )
-    on = " AND ".join(f"t.{_quoted(k)} = s.{_quoted(k)}" for k in schema.row_key)
+    on = " AND ".join(f"t.{_quoted(c.name)} = s.{_quoted(c.name)}" for c in key)
+    first = [k[0] for k in commit.deleted_keys]  # every key of the batch, as the source gives it
+    if first:
+        name = f"t.{_quoted(key[0].name)}"
+        on += f" AND {name} >= {_literal(key[0], min(first))} AND {name} <= {_literal(key[0], max(first))}"
     (
         table.merge(source, on, source_alias="s", target_alias="t", commit_properties=properties)
         .when_matched_delete(predicate=f"s.{DELETED}")
