@@ -98,7 +98,9 @@ class SchemaChangeHandler:
         events = tuple(e for e in change.events if e not in joined)
         inflight = self.state.schema_change
         reread = change.reread if self.definition.schema_change_behavior != "ignore" else ()
-        if self.definition.schema_change_behavior != "ignore":
+        # Not under lenient: a table read again would lose what the target keeps of the
+        # columns the source dropped or renamed.
+        if self.definition.schema_change_behavior in ("evolve", "try_evolve"):
             reread = (*reread, *(t for t in self.writer.rereads_after(events, known) if t not in reread))
         why_not = self._why_not_rereadable(change, split) if reread else ""
         if why_not and not change.relaid:

@@ -105,3 +105,24 @@ def _back(column: Column) -> Callable[[Any], Any] | None:
     if column.data_type == "decimal" and (column.numeric_precision or 10) > MAX_DECIMAL_PRECISION:
         return Decimal
     return None
+
+
+def widens(old: pa.DataType, new: pa.DataType) -> bool:
+    """Whether a column of type `old` takes `new` keeping its values: the same type (Arrow
+    spells a string large or not, a UTC zone by name or offset), int to long, float to
+    double, a decimal's precision at the same scale. Iceberg makes these in place."""
+    if _same_kind(old, new):
+        return True
+    if pa.types.is_decimal(old) and pa.types.is_decimal(new):
+        return old.scale == new.scale and old.precision <= new.precision
+    return (old, new) in ((pa.int32(), pa.int64()), (pa.float32(), pa.float64()))
+
+
+def _same_kind(a: pa.DataType, b: pa.DataType) -> bool:
+    if pa.types.is_string(a) or pa.types.is_large_string(a):
+        return pa.types.is_string(b) or pa.types.is_large_string(b)
+    if pa.types.is_binary(a) or pa.types.is_large_binary(a):
+        return pa.types.is_binary(b) or pa.types.is_large_binary(b)
+    if pa.types.is_timestamp(a) and pa.types.is_timestamp(b):
+        return bool(a.tz) == bool(b.tz)
+    return a == b

@@ -41,7 +41,7 @@ from sluice.event.schema_change import (
     TruncateTable,
     apply_events,
 )
-from sluice.sink.arrow_rows import arrow_schema, arrow_value
+from sluice.sink.arrow_rows import arrow_schema, arrow_value, widens
 from sluice.sink.lakehouse import EPOCH, PIPELINE, Maintenance, MaintenanceDone, TableCommit, TableFormat
 from sluice.snapshot.snapshot_split import SnapshotSplit
 from sluice.source.schema import Column, TableSchema
@@ -205,8 +205,8 @@ class DeltaTables(TableFormat):
         columns = []
         for field in target:
             source = next((old for old, new in renamed.items() if new == field.name), field.name)
-            if source in current.column_names and current.schema.field(source).type == field.type:
-                columns.append(current.column(source))
+            if source in current.column_names and widens(current.schema.field(source).type, field.type):
+                columns.append(current.column(source).cast(field.type))
             else:  # added, or retyped: empty until the table is read again (rereads_after)
                 columns.append(pa.nulls(current.num_rows, field.type))
         rewritten = pa.Table.from_arrays(columns, schema=target)

@@ -51,7 +51,7 @@ from sluice.event.schema_change import (
     SchemaChangeEvent,
     TruncateTable,
 )
-from sluice.sink.arrow_rows import arrow_schema, arrow_value
+from sluice.sink.arrow_rows import arrow_schema, arrow_value, widens
 from sluice.sink.lakehouse import Maintenance, MaintenanceDone, TableCommit, TableFormat
 from sluice.snapshot.snapshot_split import SnapshotSplit
 from sluice.source.schema import Column, TableSchema
@@ -287,25 +287,8 @@ def _field(column: Column) -> pa.Field:
 
 
 def _promotes(table: Table, field: pa.Field) -> bool:
-    """Whether Iceberg widens the column to the field's type in place (int to long, float
-    to double, a decimal's precision at the same scale), or the type stays."""
-    current, wanted = table.schema().as_arrow().field(field.name).type, field.type
-    if _same_kind(current, wanted):
-        return True
-    if pa.types.is_decimal(current) and pa.types.is_decimal(wanted):
-        return current.scale == wanted.scale and current.precision <= wanted.precision
-    return (current, wanted) in ((pa.int32(), pa.int64()), (pa.float32(), pa.float64()))
-
-
-def _same_kind(a: pa.DataType, b: pa.DataType) -> bool:
-    """The same Iceberg type (Arrow spells a string large or not, a UTC zone by name or offset)."""
-    if pa.types.is_string(a) or pa.types.is_large_string(a):
-        return pa.types.is_string(b) or pa.types.is_large_string(b)
-    if pa.types.is_binary(a) or pa.types.is_large_binary(a):
-        return pa.types.is_binary(b) or pa.types.is_large_binary(b)
-    if pa.types.is_timestamp(a) and pa.types.is_timestamp(b):
-        return bool(a.tz) == bool(b.tz)
-    return a == b
+    """Whether Iceberg widens the column to the field's type in place."""
+    return widens(table.schema().as_arrow().field(field.name).type, field.type)
 
 
 def _write_data_files(catalog_properties: Mapping[str, str], metadata: Any, rows: pa.Table) -> list[Any]:

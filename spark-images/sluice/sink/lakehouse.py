@@ -35,7 +35,7 @@ from sluice.errors import SinkError
 from sluice.event.row_change import RowKind
 from sluice.event.schema_change import AddColumn, AlterColumnType, SchemaChangeEvent, apply_events
 from sluice.pipeline.options import parse_duration
-from sluice.sink.arrow_rows import ArrowRows, arrow_schema, source_rows
+from sluice.sink.arrow_rows import ArrowRows, arrow_schema, source_rows, widens
 from sluice.sink.base import ChangeBatch, SchemaChangeRefused, Sink, SinkWriter
 from sluice.sink.jdbc_dialects import META_SCHEMA, STATES_TABLE
 from sluice.sink.target_values import TargetValues
@@ -506,7 +506,7 @@ class LakehouseWriter(SinkWriter):
             elif isinstance(event, AlterColumnType) and (schema := before.get(event.table_id)) is not None:
                 names = {c.name.lower(): c for c in schema.columns}
                 was = names.get(event.column.name.lower())
-                if was is None or arrow_type(was) != arrow_type(event.column):
+                if was is None or not widens(arrow_type(was), arrow_type(event.column)):
                     tables.append(event.table_id)
         return list(dict.fromkeys(tables))
 
