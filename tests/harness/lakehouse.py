@@ -55,11 +55,17 @@ def lakehouse_rows(sink: dict[str, Any], schema: TableSchema) -> list[tuple] | N
     return None if table is None else source_rows(schema, table)
 
 
+def lakehouse_sink(definition: str, env: dict[str, str]) -> LakehouseSink:
+    """The sink a pipeline definition (its YAML or JSON text) makes, outside a run."""
+    sink = create_sink(parse_definition(definition, env=env))
+    assert isinstance(sink, LakehouseSink)
+    return sink
+
+
 def assert_no_change_committed_twice(pipeline: Path, env: dict[str, str], table_id: str) -> None:
     """The pipeline's records in the table, newest first, never go back in the binlog: no
     commit holds a change an earlier one holds (each skips what its table committed)."""
-    sink = create_sink(parse_definition(pipeline.read_text(), env=env))
-    assert isinstance(sink, LakehouseSink)
+    sink = lakehouse_sink(pipeline.read_text(), env)
     records = [r for r in sink.tables.records(table_id) if r.get(PIPELINE) == sink.pipeline]
     ends = [BinlogOffset.from_json(json.loads(r[END])) for r in records if END in r]  # none: a table just joined
     for newer, older in itertools.pairwise(ends):

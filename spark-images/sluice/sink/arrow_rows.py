@@ -23,7 +23,12 @@ def arrow_schema(schema: TableSchema) -> pa.Schema:
     """The table's Arrow schema: its row key NOT NULL (the formats' identifier fields), the
     other columns nullable, so that a later change of their nullability needs no rewrite."""
     key = set(schema.row_key)
-    return pa.schema([pa.field(c.name, arrow_type(c), nullable=c.name not in key) for c in schema.columns])
+    return pa.schema([arrow_field(c, keyed=c.name in key) for c in schema.columns])
+
+
+def arrow_field(column: Column, keyed: bool = False) -> pa.Field:
+    """A column's Arrow field (one added or retyped later is nullable: not in the key)."""
+    return pa.field(column.name, arrow_type(column), nullable=not keyed)
 
 
 class ArrowRows:

@@ -41,8 +41,9 @@ from sluice.event.schema_change import (
     TruncateTable,
     apply_events,
 )
-from sluice.sink.arrow_rows import arrow_schema, arrow_value, widens
+from sluice.sink.arrow_rows import arrow_field, arrow_schema, arrow_value, widens
 from sluice.sink.lakehouse import EPOCH, PIPELINE, Maintenance, MaintenanceDone, TableCommit, TableFormat
+from sluice.sink.type_mapping import arrow_type
 from sluice.snapshot.snapshot_split import SnapshotSplit
 from sluice.source.schema import Column, TableSchema
 
@@ -94,13 +95,11 @@ class DeltaTables(TableFormat):
     def records(self, table_id: str) -> list[Mapping[str, str]]:
         return [{k: v for k, v in info.items() if isinstance(v, str)} for info in self._table(table_id).history()]
 
-    def commit(self, schema: TableSchema, commit: TableCommit, newest_epoch: Callable[[], None]) -> None:
-        record = commit.record
-        fenced = [Transaction(f"sluice:{record[PIPELINE]}", int(record[EPOCH]))] if PIPELINE in record else None
-        properties = CommitProperties(custom_metadata=dict(record), app_transactions=fenced)
+    def commit(self, schema: TableSchema, commit: TableCommit, fence: Callable[[int], None]) -> None:
+        properties = _properties(commit.record)
         for attempt in range(COMMIT_ATTEMPTS):
             table = self._table(schema.table_id)
-            newest_epoch()
+            fence(_newest_epoch(table, commit.record))
             try:
                 self._commit(table, schema, commit, properties)
                 return
@@ -134,7 +133,7 @@ class DeltaTables(TableFormat):
         return self._table(schema.table_id).to_pyarrow_table(columns=list(columns) if columns else None)
 
     def maintain(
-        self, schema: TableSchema, maintenance: Maintenance, record: Mapping[str, str], newest_epoch: Callable[[], None]
+        self, schema: TableSchema, maintenance: Maintenance, record: Mapping[str, str], fence: Callable[[int], None]
     ) -> MaintenanceDone:
         """OPTIMIZE (small files bin-packed, one commit carrying the record) and VACUUM of the
         files no version within the retention reads."""
@@ -142,9 +141,8 @@ class DeltaTables(TableFormat):
         sizes = table.get_add_actions(flatten=True).column("size_bytes").to_pylist()
         compacted = 0
         if sum(size < maintenance.small_file_size for size in sizes) >= maintenance.min_small_files:
-            newest_epoch()
-            fenced = [Transaction(f"sluice:{record[PIPELINE]}", int(record[EPOCH]))]
-            properties = CommitProperties(custom_metadata=dict(record), app_transactions=fenced)
+            fence(_newest_epoch(table, record))
+            properties = _properties(record)
             metrics = table.optimize.compact(target_size=maintenance.small_file_size, commit_properties=properties)
             compacted = int(metrics.get("numFilesRemoved", 0))
         hours = max(0, math.ceil(maintenance.retention / 3600))
@@ -161,7 +159,7 @@ class DeltaTables(TableFormat):
         elif isinstance(event, AddColumn):
             table = self._table(event.table_id)
             if event.column.name not in table.schema().to_arrow().names:
-                table.alter.add_columns([Field.from_arrow(_field(event.column))])
+                table.alter.add_columns([Field.from_arrow(arrow_field(event.column))])
         elif isinstance(event, AlterPrimaryKey):
             return  # a Delta table has no key; rows are merged by the one the events give
         elif isinstance(event, (DropColumn, RenameColumn, AlterColumnType)):
@@ -213,8 +211,21 @@ class DeltaTables(TableFormat):
         write_deltalake(table, rewritten, mode="overwrite", schema_mode="overwrite")
 
 
-def _field(column: Column) -> pa.Field:
-    return arrow_schema(TableSchema("", "", (column,), (), "")).field(0)
+def _app_id(record: Mapping[str, str]) -> str:
+    return f"sluice:{record[PIPELINE]}"
+
+
+def _properties(record: Mapping[str, str]) -> CommitProperties:
+    """A commit carrying the record, and the app transaction of its pipeline's epoch (none
+    for a record of no pipeline's, `sluice_meta.states`)."""
+    fenced = [Transaction(_app_id(record), int(record[EPOCH]))] if PIPELINE in record else None
+    return CommitProperties(custom_metadata=dict(record), app_transactions=fenced)
+
+
+def _newest_epoch(table: DeltaTable, record: Mapping[str, str]) -> int:
+    """The newest epoch of the record's pipeline in the table as loaded: its app transaction
+    version, in the snapshot's state (no walk of the history)."""
+    return (table.transaction_version(_app_id(record)) or 0) if PIPELINE in record else 0
 
 
 def _write_data_file(table_uri: str, rows: pa.Table) -> list[DeltaFile]:
@@ -281,21 +292,19 @@ def _equal(column: Column, value: Any) -> str:
 
 
 def _in_range(schema: TableSchema, split: SnapshotSplit) -> str:
+    """A chunk's key range, by the rule a jdbc target's DELETE uses (key_condition), its
+    bounds as literals of the column's Delta type."""
     column = schema.column(schema.chunk_key)
-    name = _quoted(column.name)
-    conditions = []
-    if split.start is not None:
-        conditions.append(f"{name} >= {_literal(column, split.start)}")
-    if split.end is not None:
-        below = f"{name} < {_literal(column, split.end)}"
-        conditions.append(f"({below} OR {name} IS NULL)" if split.start is None else below)
-    return " AND ".join(conditions) or "TRUE"
+    where, bounds = split.key_condition(_quoted(column.name), "\0")
+    parts = where.removeprefix(" WHERE ").split("\0")
+    literals = [_literal(column, bound) for bound in bounds]
+    return "".join(part + literal for part, literal in zip(parts, [*literals, ""], strict=True)) or "TRUE"
 
 
 def _literal(column: Column, value: Any) -> str:
     """A chunk key value as a SQL literal of the column's Delta type."""
     value = arrow_value(column, value)
-    kind = _field(column).type
+    kind = arrow_type(column)
     if isinstance(value, bytes):
         return f"X'{value.hex()}'"
     if pa.types.is_integer(kind) or pa.types.is_decimal(kind) or pa.types.is_floating(kind):

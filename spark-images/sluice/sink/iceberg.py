@@ -51,8 +51,8 @@ from sluice.event.schema_change import (
     SchemaChangeEvent,
     TruncateTable,
 )
-from sluice.sink.arrow_rows import arrow_schema, arrow_value, widens
-from sluice.sink.lakehouse import Maintenance, MaintenanceDone, TableCommit, TableFormat
+from sluice.sink.arrow_rows import arrow_field, arrow_schema, arrow_value, widens
+from sluice.sink.lakehouse import EPOCH, PIPELINE, Maintenance, MaintenanceDone, TableCommit, TableFormat
 from sluice.snapshot.snapshot_split import SnapshotSplit
 from sluice.source.schema import Column, TableSchema
 
@@ -118,13 +118,12 @@ class IcebergTables(TableFormat):
         return snapshot is not None and int(snapshot.summary.additional_properties.get("total-records", "0")) > 0
 
     def records(self, table_id: str) -> list[Mapping[str, str]]:
-        table = self.catalog.load_table(table_id)
-        return [s.summary.additional_properties for s in ancestors_of(table.current_snapshot(), table.metadata)]
+        return _records(self.catalog.load_table(table_id))
 
-    def commit(self, schema: TableSchema, commit: TableCommit, newest_epoch: Callable[[], None]) -> None:
+    def commit(self, schema: TableSchema, commit: TableCommit, fence: Callable[[int], None]) -> None:
         for attempt in range(COMMIT_ATTEMPTS):
             table = self._table_committed_once(schema.table_id)
-            newest_epoch()
+            fence(_newest_epoch(table, commit.record))
             try:
                 with table.transaction() as tx:
                     deleted = _deletion(schema, commit)
@@ -162,19 +161,19 @@ class IcebergTables(TableFormat):
         return table.scan(selected_fields=tuple(columns) if columns else ("*",)).to_arrow()
 
     def maintain(
-        self, schema: TableSchema, maintenance: Maintenance, record: Mapping[str, str], newest_epoch: Callable[[], None]
+        self, schema: TableSchema, maintenance: Maintenance, record: Mapping[str, str], fence: Callable[[int], None]
     ) -> MaintenanceDone:
-        compacted = self._compact(schema, maintenance, record, newest_epoch)
+        compacted = self._compact(schema, maintenance, record, fence)
         return MaintenanceDone(compacted, self._expire(schema.table_id, maintenance.retention))
 
     def _compact(
-        self, schema: TableSchema, maintenance: Maintenance, record: Mapping[str, str], newest_epoch: Callable[[], None]
+        self, schema: TableSchema, maintenance: Maintenance, record: Mapping[str, str], fence: Callable[[int], None]
     ) -> int:
         """The small data files rewritten as files of rows in key order (a batch's keys then
         fall into few files), in one commit; 0 while there are fewer than the threshold."""
         for attempt in range(COMMIT_ATTEMPTS):
             table = self._table_committed_once(schema.table_id)
-            newest_epoch()
+            fence(_newest_epoch(table, record))
             small = [
                 task
                 for task in table.scan().plan_files()
@@ -244,7 +243,7 @@ class IcebergTables(TableFormat):
             with table.update_schema(allow_incompatible_changes=True) as update:
                 update.delete_column(column.name)
         with table.update_schema() as update:
-            update.union_by_name(pa.schema([_field(column)]))
+            update.union_by_name(pa.schema([arrow_field(column)]))
             place = names.index(column.name) if column.name in names else -1
             if place == 0:
                 update.move_first(column.name)
@@ -258,7 +257,7 @@ class IcebergTables(TableFormat):
             if isinstance(event, AddColumn):
                 if event.column.name in names:
                     return
-                field = _field(event.column)
+                field = arrow_field(event.column)
                 update.union_by_name(pa.schema([field]))
                 if event.position == "FIRST":
                     update.move_first(event.column.name)
@@ -271,7 +270,7 @@ class IcebergTables(TableFormat):
                 if event.old_name in names and event.new_name not in names:
                     update.rename_column(event.old_name, event.new_name)
             elif isinstance(event, AlterColumnType):
-                field = _field(event.column)
+                field = arrow_field(event.column)
                 if not _promotes(table, field):  # made anew, empty: the table is read again (rereads_after)
                     self._recreate(table, event.column, schema)
                     return
@@ -282,10 +281,6 @@ class IcebergTables(TableFormat):
                 raise ValueError(f"{type(event).__name__} has no Iceberg schema update")
 
 
-def _field(column: Column) -> pa.Field:
-    return arrow_schema(TableSchema("", "", (column,), (), "")).field(0)
-
-
 def _promotes(table: Table, field: pa.Field) -> bool:
     """Whether Iceberg widens the column to the field's type in place."""
     return widens(table.schema().as_arrow().field(field.name).type, field.type)
@@ -294,6 +289,17 @@ def _promotes(table: Table, field: pa.Field) -> bool:
 def _write_data_files(catalog_properties: Mapping[str, str], metadata: Any, rows: pa.Table) -> list[Any]:
     """Runs where a chunk is read: the rows as one data file (with the table's field ids)."""
     return _data_files(load_file_io(dict(catalog_properties), metadata.location), metadata, rows)
+
+
+def _records(table: Table) -> list[Mapping[str, str]]:
+    """The summary properties of the table's snapshots, newest first (metadata in hand)."""
+    return [s.summary.additional_properties for s in ancestors_of(table.current_snapshot(), table.metadata)]
+
+
+def _newest_epoch(table: Table, record: Mapping[str, str]) -> int:
+    """The newest epoch of the record's pipeline in the table as loaded (0: none)."""
+    pipeline = record.get(PIPELINE)
+    return next((int(r[EPOCH]) for r in _records(table) if r.get(PIPELINE) == pipeline and EPOCH in r), 0)
 
 
 def _data_files(io: Any, metadata: Any, rows: pa.Table) -> list[Any]:

@@ -26,7 +26,7 @@ import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import pyarrow as pa
 
@@ -61,6 +61,7 @@ STATES = TableSchema(
     "pipeline",
 )
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 PIPELINE, EPOCH, END, SPLITS = "sluice.pipeline", "sluice.epoch", "sluice.end", "sluice.splits"
 RESET = "sluice.reset"  # the records before it do not count (a snapshot read afresh)
@@ -110,10 +111,10 @@ class TableFormat(ABC):
         of other writers hold no record)."""
 
     @abstractmethod
-    def commit(self, schema: TableSchema, commit: TableCommit, newest_epoch: Callable[[], None]) -> None:
+    def commit(self, schema: TableSchema, commit: TableCommit, fence: Callable[[int], None]) -> None:
         """Commits, in one commit where the format can (Delta clears a range and adds files
-        in two). `newest_epoch()` raises Fenced when a newer run committed: called against
-        the table as it is before each attempt."""
+        in two). Before each attempt, `fence` is given the newest epoch of the record's
+        pipeline in the table as loaded for the attempt (it raises Fenced for a newer run's)."""
 
     @abstractmethod
     def file_writer(self, table_id: str) -> Callable[[pa.Table], list[DataFile]]:
@@ -129,10 +130,10 @@ class TableFormat(ABC):
 
     @abstractmethod
     def maintain(
-        self, schema: TableSchema, maintenance: Maintenance, record: Mapping[str, str], newest_epoch: Callable[[], None]
+        self, schema: TableSchema, maintenance: Maintenance, record: Mapping[str, str], fence: Callable[[int], None]
     ) -> MaintenanceDone:
-        """Compacts the table's small files (one commit carrying `record`, checked as
-        commit() checks) and expires what is older than the retention, deleting the files no
+        """Compacts the table's small files (one commit carrying `record`, fenced as commit()
+        is) and expires what is older than the retention, deleting the files no
         kept snapshot or version reads."""
 
 
@@ -194,10 +195,11 @@ class LakehouseSink(Sink):
                     break
         return records
 
-    def _newest_epoch_check(self, table_id: str) -> Callable[[], None]:
-        def check() -> None:
-            records = self._records(table_id)
-            newest = int(records[0][EPOCH]) if records else 0
+    def _fence(self, table_id: str) -> Callable[[int], None]:
+        """What a format calls with the newest epoch the table holds (as it loaded the table
+        for a commit attempt): a newer run's is Fenced."""
+
+        def check(newest: int) -> None:
             if newest > self.epoch:
                 raise Fenced(
                     f"pipeline {self.pipeline!r} runs as epoch {newest} in {self.tables.name} table {table_id} now; "
@@ -208,37 +210,33 @@ class LakehouseSink(Sink):
 
     def table_end(self, table_id: str) -> BinlogOffset | None:
         """Where the binlog reader was after the table's last commit of this pipeline."""
-        return next(
-            (BinlogOffset.from_json(json.loads(r[END])) for r in self._records(table_id) if r.get(END)),
-            None,
-        )
+        return _end(self._records(table_id))
 
     def commit(self, schema: TableSchema, commit: TableCommit) -> None:
-        """One commit of this run into a table (one at a time per table in this process)."""
-        with self._locks_lock:
-            lock = self._locks.setdefault(schema.table_id, threading.Lock())
+        """One commit of this run into a table."""
         commit.record = {PIPELINE: self.pipeline, EPOCH: str(self.epoch), **commit.record}
-        with lock:
-            try:
-                self.tables.commit(schema, commit, self._newest_epoch_check(schema.table_id))
-            except SinkError:
-                raise
-            except Exception as exc:  # the format's own errors
-                raise SinkError(f"sink {self.tables.name}: committing into {schema.table_id} failed: {exc}") from exc
+        self._one_at_a_time(schema.table_id, "committing into", lambda fence: self.tables.commit(schema, commit, fence))
 
     def maintain(self, schema: TableSchema, end: BinlogOffset) -> MaintenanceDone:
         """A table's compaction and expiry (sink.maintenance.*): its commit carries this run's
         record, ending where the table's last commit did."""
         record = {PIPELINE: self.pipeline, EPOCH: str(self.epoch), END: json.dumps(end.to_json())}
+        return self._one_at_a_time(
+            schema.table_id, "maintaining", lambda fence: self.tables.maintain(schema, self.maintenance, record, fence)
+        )
+
+    def _one_at_a_time(self, table_id: str, doing: str, write: Callable[[Callable[[int], None]], T]) -> T:
+        """A write into a table, one at a time per table in this process, fenced; the
+        format's own errors named as the sink's."""
         with self._locks_lock:
-            lock = self._locks.setdefault(schema.table_id, threading.Lock())
+            lock = self._locks.setdefault(table_id, threading.Lock())
         with lock:
             try:
-                return self.tables.maintain(schema, self.maintenance, record, self._newest_epoch_check(schema.table_id))
+                return write(self._fence(table_id))
             except SinkError:
                 raise
             except Exception as exc:
-                raise SinkError(f"sink {self.tables.name}: maintaining {schema.table_id} failed: {exc}") from exc
+                raise SinkError(f"sink {self.tables.name}: {doing} {table_id} failed: {exc}") from exc
 
     # -- the state, kept in the target -------------------------------------------------------
 
@@ -259,7 +257,7 @@ class LakehouseSink(Sink):
             commit = TableCommit(
                 {}, STATES.row_key, [(self.pipeline,)], rows=ArrowRows(STATES, self.values).table([row])
             )
-            self.tables.commit(STATES, commit, lambda: None)
+            self.tables.commit(STATES, commit, lambda _newest: None)  # one row per pipeline: nothing to fence
         except Exception as exc:
             raise SinkError(f"sink {self.tables.name}: keeping the pipeline's state failed: {exc}") from exc
 
@@ -281,10 +279,10 @@ class LakehouseSink(Sink):
         except Exception as exc:
             raise SinkError(f"sink {self.tables.name}: creating the tables failed: {exc}") from exc
         self.schemas = {s.table_id: s for s in schemas}
-        newest = max((int(r[EPOCH]) for s in schemas for r in self._records(s.table_id)[:1]), default=0)
-        self.epoch = newest + 1
+        records = {s.table_id: self._records(s.table_id) for s in schemas}
+        self.epoch = max((int(r[0][EPOCH]) for r in records.values() if r), default=0) + 1
         for schema in schemas:
-            end = self.table_end(schema.table_id)  # carried on, so the newest record has it
+            end = _end(records[schema.table_id])  # carried on, so the newest record has it
             self.commit(schema, TableCommit({END: json.dumps(end.to_json())} if end else {}))
 
     def committed_splits(self) -> dict[str, BinlogOffset]:
@@ -382,6 +380,11 @@ class LakehouseSink(Sink):
 
     def writer(self) -> LakehouseWriter:
         return LakehouseWriter(self)
+
+
+def _end(records: Sequence[Mapping[str, str]]) -> BinlogOffset | None:
+    """The end of the newest of a table's records that has one."""
+    return next((BinlogOffset.from_json(json.loads(r[END])) for r in records if r.get(END)), None)
 
 
 def holds_already(change: BinlogOffset, batch_end: BinlogOffset, table_end: BinlogOffset | None) -> bool:

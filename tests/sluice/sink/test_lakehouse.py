@@ -18,17 +18,21 @@ from decimal import Decimal
 import pytest
 
 from sluice.event.row_change import ChangeRow, RowKind
-from sluice.pipeline.definition import parse_definition
 from sluice.sink.arrow_rows import source_rows
 from sluice.sink.base import ChangeBatch
-from sluice.sink.factory import create_sink
 from sluice.sink.iceberg import IcebergTables, with_secret
 from sluice.sink.lakehouse import EPOCH, PIPELINE, Fenced, LakehouseSink, TableCommit, holds_already
 from sluice.snapshot.snapshot_split import SnapshotSplit
 from sluice.source.offset import BinlogOffset
 from sluice.source.schema import Column, TableSchema, read_table_schema
 from tests.harness import compare
-from tests.harness.lakehouse import assert_no_change_committed_twice, delta_sink, iceberg_sink, lakehouse_rows
+from tests.harness.lakehouse import (
+    assert_no_change_committed_twice,
+    delta_sink,
+    iceberg_sink,
+    lakehouse_rows,
+    lakehouse_sink,
+)
 from tests.harness.pipelines import (
     kill_pipeline,
     pipeline_yaml,
@@ -60,9 +64,7 @@ def _source(mariadb, source_db):
 
 
 def sluice_sink_end(pipeline, env, table_id: str):
-    sink = create_sink(parse_definition(pipeline.read_text(), env=env))
-    assert isinstance(sink, LakehouseSink)
-    return sink.table_end(table_id)
+    return lakehouse_sink(pipeline.read_text(), env).table_end(table_id)
 
 
 def pipeline_yaml_for(sink: dict) -> dict:
@@ -142,9 +144,7 @@ def test_a_writer_of_an_older_run_is_fenced_off(tmp_path, mariadb, source_db, ta
     sink = FORMATS[target](tmp_path / "lake")
     text = json.dumps(pipeline_yaml(mariadb, f"{source_db}.items", sink, name=f"fence-{target}"))
     env = sluice_env(mariadb)
-    older = create_sink(parse_definition(text, env=env))
-    newer = create_sink(parse_definition(text, env=env))
-    assert isinstance(older, LakehouseSink) and isinstance(newer, LakehouseSink)
+    older, newer = lakehouse_sink(text, env), lakehouse_sink(text, env)
     older.prepare([schema])
     newer.prepare([schema])  # a new run: a pod that came back while the old one still runs
     assert newer.epoch == older.epoch + 1
@@ -185,8 +185,7 @@ def test_a_chunk_replaces_exactly_its_key_range(tmp_path, target, column_type):
     key = dataclasses.replace(key, numeric_precision=10, numeric_scale=2) if data_type == "decimal" else key
     schema = TableSchema("db", "t", (key, Column("v", "int", "int", True)), ("k",), "k")
     definition = pipeline_yaml_for(FORMATS[target](tmp_path / "lake"))
-    sink = create_sink(parse_definition(json.dumps(definition), env={}))
-    assert isinstance(sink, LakehouseSink)
+    sink = lakehouse_sink(json.dumps(definition), {})
     sink.prepare([schema])
     values = KEY_VALUES[column_type]
     sink.writer().write_changes(
@@ -219,8 +218,7 @@ def test_maintenance_compacts_small_files_and_deletes_what_no_kept_version_reads
     definition = pipeline_yaml_for(
         {**FORMATS[target](tmp_path / "lake"), **maintenance, "sink.maintenance.min-small-files": 5}
     )
-    sink = create_sink(parse_definition(json.dumps(definition), env={}))
-    assert isinstance(sink, LakehouseSink)
+    sink = lakehouse_sink(json.dumps(definition), {})
     sink.prepare([schema])
     writer = sink.writer()
     batches, held = 40, {}
