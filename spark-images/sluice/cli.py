@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import argparse
+import faulthandler
 import logging
+import signal
 import sys
 import traceback
 from pathlib import Path
@@ -63,6 +65,9 @@ def main(argv: list[str] | None = None) -> int:
         level=logging.INFO if args.verbose else logging.WARNING,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
+    # `kill -USR1` prints every thread's stack to stderr, as jstack does for the JVM: what a
+    # run that seems stuck is waiting on, without stopping it.
+    faulthandler.register(signal.SIGUSR1, all_threads=True)
     try:
         definition = load_definition(args.pipeline)
     except DefinitionError as exc:

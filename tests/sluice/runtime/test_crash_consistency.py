@@ -66,8 +66,10 @@ def _wait_for(state_dir: Path, process, predicate, stalled_after: float = 180) -
         if latest != state:
             state, deadline = latest, time.monotonic() + stalled_after
         elif time.monotonic() >= deadline:
+            process.send_signal(signal.SIGUSR1)  # its threads' stacks: what it waits on
+            time.sleep(1)
             kill_pipeline(process)  # its output ends: what it said is part of the failure
-            said = process.stderr.read()[-4000:]
+            said = process.stderr.read()[-12000:]
             raise AssertionError(f"stalled for {stalled_after:.0f} s; state: {state}\npipeline said:\n{said}")
         time.sleep(0.02)
 
