@@ -11,6 +11,7 @@ from typing import Any
 import pyarrow as pa
 from deltalake import DeltaTable
 from pyiceberg.catalog import load_catalog
+from pyiceberg.table import Table
 
 from sluice.pipeline.definition import parse_definition
 from sluice.sink.arrow_rows import source_rows
@@ -34,19 +35,38 @@ def delta_sink(directory: Path) -> dict[str, Any]:
     return {"type": "delta", "path": str(directory)}
 
 
-def lakehouse_table(sink: dict[str, Any], table_id: str) -> pa.Table | None:
-    """The table as the format's library reads it; None while it is not there."""
+def _loaded(sink: dict[str, Any], table_id: str) -> Table | DeltaTable | None:
+    """The table as the format's library loads it; None while it is not there."""
     if sink["type"] == "iceberg":
         properties = {k.removeprefix("catalog.properties."): v for k, v in sink.items() if k.startswith("catalog.")}
         catalog = load_catalog(sink.get("catalog.name", "iceberg"), **properties)
-        if not catalog.table_exists(table_id):
-            return None
-        return catalog.load_table(table_id).scan().to_arrow()
+        return catalog.load_table(table_id) if catalog.table_exists(table_id) else None
     database, table = table_id.split(".", 1)
     uri = f"{sink['path']}/{database}/{table}"
-    if not DeltaTable.is_deltatable(uri):
+    return DeltaTable(uri) if DeltaTable.is_deltatable(uri) else None
+
+
+def lakehouse_table(sink: dict[str, Any], table_id: str) -> pa.Table | None:
+    """The table's rows as the format's library reads them; None while it is not there."""
+    table = _loaded(sink, table_id)
+    if table is None:
         return None
-    return DeltaTable(uri).to_pyarrow_table()
+    return table.scan().to_arrow() if isinstance(table, Table) else table.to_pyarrow_table()
+
+
+def partitioned_by(sink: dict[str, Any], table_id: str) -> list[str]:
+    """The table's partition fields as partition.key writes them (Iceberg's current spec,
+    Delta's partition columns)."""
+    table = _loaded(sink, table_id)
+    assert table is not None, f"{table_id} is not there"
+    if isinstance(table, DeltaTable):
+        return list(table.metadata().partition_columns)
+    schema = table.schema()
+    fields = []
+    for field in table.spec().fields:
+        column = schema.find_column_name(field.source_id)
+        fields.append(column if str(field.transform) == "identity" else f"{field.transform}({column})")
+    return fields
 
 
 def lakehouse_rows(sink: dict[str, Any], schema: TableSchema) -> list[tuple] | None:

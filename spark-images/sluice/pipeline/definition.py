@@ -27,6 +27,7 @@ from sluice.pipeline.options import (
     zero_date_rule,
 )
 from sluice.pipeline.options import duration as duration_check
+from sluice.pipeline.partition_key import partition_key_check
 from sluice.pipeline.schema_change_types import accepted_types, event_types
 from sluice.pipeline.table_selector import TableSelector, is_tool_table, parse_patterns
 from sluice.pipeline.time_zone import parse_zone_id
@@ -164,6 +165,14 @@ LAKEHOUSE_OPTIONS = [
     Option("type", str),
     *SCHEMA_CHANGE_FILTERS,
     Option("table.properties.", dict, {}, description="properties of the tables Sluice creates"),
+    Option(
+        "partition.key",
+        str,
+        "",
+        check=partition_key_check,
+        description="partition fields per table, as Flink CDC writes them: db.tbl:col,bucket[16](id);db.other:"
+        "month(created) (Iceberg's transforms year, month, day, hour, bucket[N], truncate[W]; Delta: columns)",
+    ),
     COMMIT_INTERVAL,
     Option(
         "sink.maintenance.interval",

@@ -14,13 +14,16 @@ from __future__ import annotations
 
 import functools
 import math
+import re
 import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import date, datetime, timezone
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 from deltalake import DeltaTable, write_deltalake
@@ -43,12 +46,14 @@ from sluice.event.schema_change import (
 )
 from sluice.sink.arrow_rows import arrow_field, arrow_schema, arrow_value, widens
 from sluice.sink.lakehouse import EPOCH, PIPELINE, Maintenance, MaintenanceDone, TableCommit, TableFormat
+from sluice.sink.partitioning import partition_fields
 from sluice.sink.type_mapping import arrow_type
 from sluice.snapshot.snapshot_split import SnapshotSplit
 from sluice.source.schema import Column, TableSchema
 
 COMMIT_ATTEMPTS = 10
 DELETED = "_sluice_deleted"  # a merge source's flag: the key's row goes
+_PLAIN = re.compile(r"^[A-Za-z0-9_.=-]+$")  # a directory name no URI escapes
 
 
 @dataclass(frozen=True)
@@ -58,6 +63,7 @@ class DeltaFile:
     path: str  # from the table's root
     size: int
     rows: int
+    partition: dict[str, str | None]  # the values of its partition columns, as Delta's log writes them
 
 
 class DeltaTables(TableFormat):
@@ -76,15 +82,22 @@ class DeltaTables(TableFormat):
         return DeltaTable(self.uri(table_id), storage_options=self.storage_options or None)
 
     def create(self, schema: TableSchema, arrow: pa.Schema) -> None:
-        if self.exists(schema.table_id):
+        columns = [f.column for f in partition_fields(self.partition_keys, schema, self.name)]
+        if not self.exists(schema.table_id):
+            DeltaTable.create(
+                self.uri(schema.table_id),
+                arrow,
+                mode="ignore",
+                partition_by=columns or None,
+                configuration=self.table_properties or None,
+                storage_options=self.storage_options or None,
+            )
             return
-        DeltaTable.create(
-            self.uri(schema.table_id),
-            arrow,
-            mode="ignore",
-            configuration=self.table_properties or None,
-            storage_options=self.storage_options or None,
-        )
+        table = self._table(schema.table_id)
+        if schema.table_id in self.partition_keys and table.metadata().partition_columns != columns:
+            # Delta cannot repartition in place: the rows written again, in one commit.
+            rows = table.to_pyarrow_table()
+            write_deltalake(table, rows, mode="overwrite", schema_mode="overwrite", partition_by=columns or None)
 
     def exists(self, table_id: str) -> bool:
         return DeltaTable.is_deltatable(self.uri(table_id), self.storage_options or None)
@@ -123,11 +136,13 @@ class DeltaTables(TableFormat):
         if commit.rows is not None and commit.rows.num_rows:
             write_deltalake(table, commit.rows, mode="append", commit_properties=properties)
         elif commit.files or deleted is None:
-            actions = [AddAction(f.path, f.size, {}, int(time.time() * 1000), True, _stats(f)) for f in commit.files]
+            now = int(time.time() * 1000)
+            actions = [AddAction(f.path, f.size, f.partition, now, True, _stats(f)) for f in commit.files]
             table.create_write_transaction(actions, "append", table.schema(), commit_properties=properties)
 
     def file_writer(self, table_id: str) -> Callable[[pa.Table], list[Any]]:
-        return functools.partial(_write_data_file, self.uri(table_id))
+        partition_columns = self._table(table_id).metadata().partition_columns
+        return functools.partial(_write_data_files, self.uri(table_id), partition_columns)
 
     def scan(self, schema: TableSchema, columns: Sequence[str] | None = None) -> pa.Table:
         return self._table(schema.table_id).to_pyarrow_table(columns=list(columns) if columns else None)
@@ -178,10 +193,18 @@ class DeltaTables(TableFormat):
             table.delete()
             return
         if isinstance(event, RenameTable) and not self.exists(event.new_table_id):
+            renamed = apply_events({event.table_id: schema}, [event]).get(event.new_table_id) if schema else None
+            configured = renamed is not None and event.new_table_id in self.partition_keys
+            columns = (
+                [f.column for f in partition_fields(self.partition_keys, renamed, self.name)]  # type: ignore[arg-type]
+                if configured
+                else table.metadata().partition_columns
+            )
             write_deltalake(
                 self.uri(event.new_table_id),
                 table.to_pyarrow_table(),
                 mode="error",
+                partition_by=columns or None,
                 configuration=self.table_properties or None,
                 storage_options=self.storage_options or None,
             )
@@ -208,7 +231,9 @@ class DeltaTables(TableFormat):
             else:  # added, or retyped: empty until the table is read again (rereads_after)
                 columns.append(pa.nulls(current.num_rows, field.type))
         rewritten = pa.Table.from_arrays(columns, schema=target)
-        write_deltalake(table, rewritten, mode="overwrite", schema_mode="overwrite")
+        partitioned = [renamed.get(c, c) for c in table.metadata().partition_columns]
+        partition_by = [c for c in partitioned if c in target.names] or None
+        write_deltalake(table, rewritten, mode="overwrite", schema_mode="overwrite", partition_by=partition_by)
 
 
 def _app_id(record: Mapping[str, str]) -> str:
@@ -228,12 +253,55 @@ def _newest_epoch(table: DeltaTable, record: Mapping[str, str]) -> int:
     return (table.transaction_version(_app_id(record)) or 0) if PIPELINE in record else 0
 
 
-def _write_data_file(table_uri: str, rows: pa.Table) -> list[DeltaFile]:
-    """Runs where a chunk is read: the rows as one parquet file in the table's directory."""
+def _write_data_files(table_uri: str, partition_columns: Sequence[str], rows: pa.Table) -> list[DeltaFile]:
+    """Runs where a chunk is read: the rows as a parquet file per partition, in the table's
+    directory (`col=value/` where the value makes a plain name); partition columns are in the
+    log, not the file, as Delta keeps them."""
     filesystem, root = pafs.FileSystem.from_uri(table_uri)
-    name = f"sluice-{uuid.uuid4().hex}.parquet"
+    if not partition_columns:
+        return [_write_data_file(filesystem, root, "", rows, {})]
+    files = []
+    groups = rows.group_by(list(partition_columns), use_threads=False).aggregate([])
+    for values in groups.to_pylist():
+        mask = functools.reduce(
+            pc.and_,
+            [
+                pc.is_null(rows.column(c)) if values[c] is None else pc.equal(rows.column(c), values[c])
+                for c in partition_columns
+            ],
+        )
+        partition = {c: _partition_value(values[c]) for c in partition_columns}
+        directory = "".join(f"{c}={v}/" for c, v in partition.items() if v is not None and _PLAIN.match(f"{c}={v}"))
+        part = rows.filter(mask).drop_columns(list(partition_columns))
+        files.append(_write_data_file(filesystem, root, directory, part, partition))
+    return files
+
+
+def _write_data_file(
+    filesystem: pafs.FileSystem, root: str, directory: str, rows: pa.Table, partition: dict[str, str | None]
+) -> DeltaFile:
+    name = f"{directory}sluice-{uuid.uuid4().hex}.parquet"
+    if directory:
+        filesystem.create_dir(f"{root}/{directory}", recursive=True)
     pq.write_table(rows, f"{root}/{name}", filesystem=filesystem)
-    return [DeltaFile(name, filesystem.get_file_info(f"{root}/{name}").size, rows.num_rows)]
+    return DeltaFile(name, filesystem.get_file_info(f"{root}/{name}").size, rows.num_rows, partition)
+
+
+def _partition_value(value: Any) -> str | None:
+    """A partition value as Delta's log serializes it (the protocol's Partition Value
+    Serialization): dates ISO, timestamps `YYYY-MM-DD HH:MM:SS.ffffff` (an instant in UTC,
+    ISO with its zone), booleans lower case, numbers as text."""
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, datetime):
+        if value.tzinfo is not None:
+            return value.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+        return value.strftime("%Y-%m-%d %H:%M:%S.%f")
+    if isinstance(value, date):
+        return value.isoformat()
+    return str(value)
 
 
 def _stats(data_file: DeltaFile) -> str:

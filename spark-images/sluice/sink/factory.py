@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from sluice.pipeline.definition import PipelineDefinition
+from sluice.pipeline.partition_key import parse_partition_keys
 from sluice.pipeline.time_zone import parse_zone_id
 from sluice.sink.base import Sink
 
@@ -27,11 +28,13 @@ def create_sink(definition: PipelineDefinition) -> Sink:
 
         properties = with_secret(sink.options["catalog.properties."], sink.options["password"])
         catalog = IcebergTables(sink.options["catalog.name"], properties, sink.options["table.properties."])
+        catalog.partition_keys = parse_partition_keys(sink.options["partition.key"])
         return LakehouseSink(sink.options, definition.name, catalog)
     if sink.type == "delta":
         from sluice.sink.delta import DeltaTables
         from sluice.sink.lakehouse import LakehouseSink
 
         tables = DeltaTables(sink.options["path"], sink.options["storage.options."], sink.options["table.properties."])
+        tables.partition_keys = parse_partition_keys(sink.options["partition.key"])
         return LakehouseSink(sink.options, definition.name, tables)
     raise AssertionError(f"sink.type {sink.type} passed validation but has no sink")

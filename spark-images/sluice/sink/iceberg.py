@@ -12,7 +12,6 @@ from __future__ import annotations
 import contextlib
 import functools
 import time
-import uuid
 import warnings
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime, timezone
@@ -35,8 +34,8 @@ from pyiceberg.expressions import (
     Or,
 )
 from pyiceberg.io import load_file_io
-from pyiceberg.io.pyarrow import ArrowScan, write_file
-from pyiceberg.table import Table, TableProperties, WriteTask
+from pyiceberg.io.pyarrow import ArrowScan, _dataframe_to_data_files
+from pyiceberg.table import Table, TableProperties, Transaction
 from pyiceberg.table.snapshots import ancestors_of
 
 from sluice.event.schema_change import (
@@ -50,9 +49,12 @@ from sluice.event.schema_change import (
     RenameTable,
     SchemaChangeEvent,
     TruncateTable,
+    apply_events,
 )
+from sluice.pipeline.partition_key import PartitionField
 from sluice.sink.arrow_rows import arrow_field, arrow_schema, arrow_value, widens
 from sluice.sink.lakehouse import EPOCH, PIPELINE, Maintenance, MaintenanceDone, TableCommit, TableFormat
+from sluice.sink.partitioning import partition_fields
 from sluice.snapshot.snapshot_split import SnapshotSplit
 from sluice.source.schema import Column, TableSchema
 
@@ -99,16 +101,23 @@ class IcebergTables(TableFormat):
         return self._catalog
 
     def create(self, schema: TableSchema, arrow: pa.Schema) -> None:
+        fields = partition_fields(self.partition_keys, schema, self.name)
         with contextlib.suppress(NamespaceAlreadyExistsError):
             self.catalog.create_namespace(schema.database)
-        if self.exists(schema.table_id):
-            return
-        try:
-            table = self.catalog.create_table(schema.table_id, schema=arrow, properties=self.table_properties)
-        except TableAlreadyExistsError:
-            return
-        with table.update_schema() as update:
-            update.set_identifier_fields(*schema.row_key)
+        if not self.exists(schema.table_id):
+            try:
+                with self.catalog.create_table_transaction(
+                    schema.table_id, arrow, properties=self.table_properties
+                ) as tx:
+                    with tx.update_schema() as update:
+                        update.set_identifier_fields(*schema.row_key)
+                    _partition(tx, fields)
+                return
+            except (TableAlreadyExistsError, CommitFailedException):
+                pass  # another run created it meanwhile
+        if schema.table_id in self.partition_keys:
+            with self.catalog.load_table(schema.table_id).transaction() as tx:
+                _partition(tx, fields)
 
     def exists(self, table_id: str) -> bool:
         return self.catalog.table_exists(table_id)
@@ -228,6 +237,9 @@ class IcebergTables(TableFormat):
         elif isinstance(event, RenameTable):
             if self.exists(event.table_id):
                 self.catalog.rename_table(event.table_id, event.new_table_id)
+            renamed = apply_events({event.table_id: schema}, [event]).get(event.new_table_id) if schema else None
+            if renamed is not None and event.new_table_id in self.partition_keys:  # as its option says
+                self.create(renamed, arrow_schema(renamed))
         elif isinstance(event, TruncateTable):
             if self.exists(event.table_id):
                 self.catalog.load_table(event.table_id).delete(AlwaysTrue())
@@ -253,6 +265,13 @@ class IcebergTables(TableFormat):
     def _alter(self, event: SchemaChangeEvent, schema: TableSchema) -> None:
         table = self.catalog.load_table(event.table_id)
         names = {f.name for f in table.schema().fields}
+        if isinstance(event, DropColumn) and event.name in names:
+            # A partition field of the column goes first (older files keep it in their spec).
+            fields = _partitioned_by(table.metadata)
+            if any(f.column == event.name for f in fields):
+                with table.transaction() as tx:
+                    _partition(tx, [f for f in fields if f.column != event.name])
+                table = self.catalog.load_table(event.table_id)
         with table.update_schema(allow_incompatible_changes=False) as update:
             if isinstance(event, AddColumn):
                 if event.column.name in names:
@@ -303,9 +322,37 @@ def _newest_epoch(table: Table, record: Mapping[str, str]) -> int:
 
 
 def _data_files(io: Any, metadata: Any, rows: pa.Table) -> list[Any]:
-    """Rows written as data files of the table (`metadata`: as the transaction sees it)."""
-    task = WriteTask(uuid.uuid4(), 0, metadata.schema(), rows.to_batches())
-    return list(write_file(io, metadata, iter([task])))
+    """Rows written as data files of the table (`metadata`: as the transaction sees it), a
+    file per partition of its spec at least."""
+    return list(_dataframe_to_data_files(metadata, rows, io))
+
+
+def _partitioned_by(metadata: Any) -> list[PartitionField]:
+    """The current spec's fields, by column name."""
+    schema = metadata.schema()
+    fields = []
+    for spec_field in metadata.spec().fields:
+        transform, _, width = str(spec_field.transform).rstrip("]").partition("[")
+        fields.append(
+            PartitionField(schema.find_column_name(spec_field.source_id), transform, int(width) if width else None)
+        )
+    return fields
+
+
+def _partition(tx: Transaction, fields: Sequence[PartitionField]) -> None:
+    """The table's spec made `fields` (partition evolution: files written before keep the
+    spec they were written with)."""
+    held = zip(_partitioned_by(tx.table_metadata), tx.table_metadata.spec().fields, strict=True)
+    current = {(field.column, field.transform_text): spec_field.name for field, spec_field in held}
+    wanted = {(f.column, f.transform_text) for f in fields}
+    if set(current) == wanted:
+        return
+    with tx.update_spec() as spec:
+        for key in current.keys() - wanted:
+            spec.remove_field(current[key])
+        for field in fields:
+            if (field.column, field.transform_text) not in current:
+                spec.add_field(field.column, field.transform_text)
 
 
 def _deletion(schema: TableSchema, commit: TableCommit) -> BooleanExpression:

@@ -35,6 +35,7 @@ from sluice.errors import SinkError
 from sluice.event.row_change import RowKind
 from sluice.event.schema_change import AddColumn, AlterColumnType, SchemaChangeEvent, apply_events
 from sluice.pipeline.options import parse_duration
+from sluice.pipeline.partition_key import PartitionField
 from sluice.sink.arrow_rows import ArrowRows, arrow_schema, source_rows, widens
 from sluice.sink.base import ChangeBatch, SchemaChangeRefused, Sink, SinkWriter
 from sluice.sink.jdbc_dialects import META_SCHEMA, STATES_TABLE
@@ -94,10 +95,13 @@ class TableFormat(ABC):
     """The tables of one format: what the lakehouse sink asks of Iceberg or Delta Lake."""
 
     name: str
+    partition_keys: Mapping[str, Sequence[PartitionField]]  # `partition.key`, by table id
 
     @abstractmethod
     def create(self, schema: TableSchema, arrow: pa.Schema) -> None:
-        """Creates the table unless it exists (with `table.properties.*`, keyed by its row key)."""
+        """Creates the table unless it exists (with `table.properties.*`, keyed by its row
+        key). A table `partition.key` names is partitioned so, the one that exists too (a
+        changed option repartitions it: Iceberg's spec evolves, Delta's table is rewritten)."""
 
     @abstractmethod
     def exists(self, table_id: str) -> bool: ...

@@ -175,6 +175,10 @@ def test_a_delta_sink_takes_a_root_path_and_storage_options():
         ("sink:\n  type: delta\n  path: /d\n  storage.option.x: 1\n",
          r"sink\.storage\.option\.x: unknown option.*storage\.options\.\*"),
         ("sink:\n  type: delta\n", r"sink\.path: required option is missing"),
+        ("sink:\n  type: delta\n  path: /d\n  partition.key: shop.orders:bucket(id)\n",
+         r"sink\.partition\.key: shop\.orders: 'bucket\(id\)': bucket takes a number greater than 0 in brackets"),
+        ("sink:\n  type: delta\n  path: /d\n  partition.key: orders:id\n",
+         r"sink\.partition\.key: 'orders:id' must be <database>\.<table>:<field>"),
     ],
 )  # fmt: skip
 def test_bad_lakehouse_sinks_are_refused_naming_the_key(sink, message):

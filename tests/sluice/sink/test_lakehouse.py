@@ -1,5 +1,6 @@
 """Iceberg and Delta Lake targets, read back with the formats' own libraries (pyiceberg,
-deltalake): the snapshot (its chunks written as data files by Spark's executors), then
+deltalake), partitioned as partition.key says: the snapshot (its chunks written as data
+files per partition by Spark's executors), then
 inserts, updates (a key changed too) and deletes, each table equal to the source row for
 row; after a SIGKILL the next run commits no change twice, and a run that lost its state
 adopts the one the target keeps; a writer of an older run is
@@ -18,7 +19,8 @@ from decimal import Decimal
 import pytest
 
 from sluice.event.row_change import ChangeRow, RowKind
-from sluice.sink.arrow_rows import source_rows
+from sluice.event.schema_change import DropColumn, RenameColumn, RenameTable, apply_events
+from sluice.sink.arrow_rows import ArrowRows, source_rows
 from sluice.sink.base import ChangeBatch
 from sluice.sink.iceberg import IcebergTables, with_secret
 from sluice.sink.lakehouse import EPOCH, PIPELINE, Fenced, LakehouseSink, TableCommit, holds_already
@@ -32,6 +34,7 @@ from tests.harness.lakehouse import (
     iceberg_sink,
     lakehouse_rows,
     lakehouse_sink,
+    partitioned_by,
 )
 from tests.harness.pipelines import (
     kill_pipeline,
@@ -45,16 +48,18 @@ from tests.harness.pipelines import (
 pytestmark = pytest.mark.slow
 
 FORMATS = {"iceberg": iceberg_sink, "delta": delta_sink}
+# How the kill test partitions `items` (partition.key): Iceberg by transforms, Delta by a column.
+PARTITIONED = {"iceberg": "{db}.items:month(bought),bucket[2](id)", "delta": "{db}.items:kind"}
 
 
 def _source(mariadb, source_db):
     mariadb.execute(
         "CREATE TABLE items (id INT PRIMARY KEY, name VARCHAR(20), price DECIMAL(10,2), bought DATETIME(3), "
-        "seen TIMESTAMP(6) NULL, took TIME, big BIGINT UNSIGNED, body TEXT)",
+        "seen TIMESTAMP(6) NULL, took TIME, big BIGINT UNSIGNED, body TEXT, kind VARCHAR(10))",
         "INSERT INTO items WITH RECURSIVE s(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM s WHERE n < 2500) "
-        "SELECT n, CONCAT('item ', n), n / 7, '2024-02-29 10:11:12.345' + INTERVAL n MINUTE, "
+        "SELECT n, CONCAT('item ', n), n / 7, '2024-02-29 10:11:12.345' + INTERVAL n HOUR, "
         "'2001-01-01 00:00:00.000001' + INTERVAL n SECOND, SEC_TO_TIME(n * 97 - 80000), 18446744073709551615 - n, "
-        "IF(n % 5 = 0, NULL, CONCAT('nul\\0', n)) FROM s",
+        "IF(n % 5 = 0, NULL, CONCAT('nul\\0', n)), ELT(n % 4 + 1, 'book', 'tool', 'a b/c', NULL) FROM s",
         database=source_db,
     )
     conn = mariadb.connect(source_db)
@@ -85,9 +90,11 @@ def _wait_equal(mariadb, source_db, sink, schema, process, deadline) -> None:
 
 
 @pytest.mark.parametrize("target", FORMATS)
-def test_a_lakehouse_table_follows_the_source_exactly_once_through_kills(tmp_path, mariadb, source_db, target):
+def test_a_partitioned_lakehouse_table_follows_the_source_exactly_once_through_kills(
+    tmp_path, mariadb, source_db, target
+):
     schema = _source(mariadb, source_db)
-    sink = FORMATS[target](tmp_path / "lake")
+    sink = {**FORMATS[target](tmp_path / "lake"), "partition.key": PARTITIONED[target].format(db=source_db)}
     definition = pipeline_yaml(
         mariadb,
         f"{source_db}.items",
@@ -108,6 +115,7 @@ def test_a_lakehouse_table_follows_the_source_exactly_once_through_kills(tmp_pat
 
     mariadb.execute(
         "UPDATE items SET name = CONCAT(name, ' v2'), seen = NULL WHERE id % 3 = 0",
+        "UPDATE items SET kind = 'moved', bought = NULL WHERE id % 7 = 0",  # into another partition
         "UPDATE items SET id = id + 10000 WHERE id % 11 = 0",  # a key changes: a delete and an insert
         "DELETE FROM items WHERE id % 13 = 0",
         "INSERT INTO items (id, name, took, big) VALUES (20001, 'new', '-838:59:59', 0), (20002, NULL, '838:59:59', 1)",
@@ -136,6 +144,7 @@ def test_a_lakehouse_table_follows_the_source_exactly_once_through_kills(tmp_pat
 
     assert_no_change_committed_twice(pipeline, env, schema.table_id)
     assert sluice_sink_end(pipeline, env, schema.table_id) is not None
+    assert partitioned_by(sink, schema.table_id) == PARTITIONED[target].split(":")[1].split(",")
 
 
 @pytest.mark.parametrize("target", FORMATS)
@@ -200,6 +209,49 @@ def test_a_chunk_replaces_exactly_its_key_range(tmp_path, target, column_type):
     assert left == [0, 3, 4]
     sink.commit(schema, TableCommit({}, cleared_ranges=[SnapshotSplit("db.t", 0, None, values[3])]))
     assert sorted(v for _, v in source_rows(schema, sink.tables.scan(schema))) == [3, 4]
+
+
+@pytest.mark.parametrize("target", FORMATS)
+def test_a_partition_column_renamed_or_dropped_and_a_changed_partition_key_are_followed(tmp_path, target):
+    """The rows stay as they were while the table's partitioning follows: a renamed partition
+    column keeps partitioning it, a dropped one no longer does, partition.key changed between
+    runs repartitions the table (Iceberg's spec evolves, Delta's rows are rewritten), and a
+    table renamed onto a name the option gives is partitioned as it says."""
+    schema = TableSchema(
+        "db",
+        "t",
+        (
+            Column("id", "int", "int", False),
+            Column("kind", "varchar", "varchar(9)", True),
+            Column("v", "int", "int", True),
+        ),
+        ("id",),
+        "id",
+    )
+    lake = FORMATS[target](tmp_path / "lake")
+    sink = lakehouse_sink(json.dumps(pipeline_yaml_for({**lake, "partition.key": "db.t:kind,v"})), {})
+    sink.prepare([schema])
+    rows = [(i, ("a", "b", None)[i % 3], i % 2) for i in range(30)]
+    sink.commit(schema, TableCommit({}, rows=ArrowRows(schema, sink.values).table(rows)))
+    assert partitioned_by(lake, "db.t") == ["kind", "v"]
+
+    renamed = RenameColumn("db.t", "kind", "sort")
+    sink.tables.apply(renamed, {"db.t": schema})
+    schema = apply_events({"db.t": schema}, [renamed])["db.t"]
+    sink.tables.apply(DropColumn("db.t", "v"), {"db.t": schema})
+    schema = apply_events({"db.t": schema}, [DropColumn("db.t", "v")])["db.t"]
+    assert partitioned_by(lake, "db.t") == ["sort"]
+    assert sorted(source_rows(schema, sink.tables.scan(schema))) == [(i, k) for i, k, _ in rows]
+
+    sink = lakehouse_sink(json.dumps(pipeline_yaml_for({**lake, "partition.key": "db.t:id"})), {})
+    sink.prepare([schema])  # the next run, with the option changed
+    assert partitioned_by(lake, "db.t") == ["id"]
+    assert sorted(source_rows(schema, sink.tables.scan(schema))) == [(i, k) for i, k, _ in rows]
+
+    # A swap's cut-over renames a table the option does not name onto one it does.
+    sink = lakehouse_sink(json.dumps(pipeline_yaml_for({**lake, "partition.key": "db.u:sort"})), {})
+    sink.tables.apply(RenameTable("db.t", "db.u"), {"db.t": schema})
+    assert partitioned_by(lake, "db.u") == ["sort"]
 
 
 def _data_files(sink: LakehouseSink, schema: TableSchema) -> int:
