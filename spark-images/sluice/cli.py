@@ -112,14 +112,24 @@ def verify_or_resnapshot(args: argparse.Namespace, definition: PipelineDefinitio
     """False if verify found ranges that differ (and did not repair them)."""
     from sluice.runtime.pipeline_runner import source_endpoint
     from sluice.sink.factory import create_sink
-    from sluice.sink.jdbc import JdbcSink
-    from sluice.verify.verifier import Verifier
+    from sluice.sink.lakehouse import LakehouseSink
+    from sluice.verify.verifier import VerifiedSink, Verifier
 
     sink = create_sink(definition)
-    if not isinstance(sink, JdbcSink):
-        raise SluiceError(f"sluice {args.command}: sink.type {definition.sink.type} is not supported (jdbc is)")
+    if not isinstance(sink, VerifiedSink):
+        raise SluiceError(
+            f"sluice {args.command}: sink.type {definition.sink.type} is not supported (jdbc, iceberg and delta are)"
+        )
     verifier = Verifier(definition, sink, source_endpoint(definition))
     tables = verifier.tables(args.table)
+    if isinstance(sink, LakehouseSink) and (args.command == "resnapshot" or args.repair):
+        # A lakehouse table takes commits from a run of the pipeline only: this is one.
+        sink.prepare([verifier.state.targets[t] for t in verifier.tables()])  # type: ignore[index]
+        print(
+            f"sluice {args.command}: committing as run {sink.epoch} of pipeline '{definition.name}'; a run still going "
+            "is fenced off and stops (on Kubernetes, ask its driver instead: spec.verification, spec.resnapshots)",
+            file=sys.stderr,
+        )
     if args.command == "resnapshot":
         verifier.resnapshot(tables, args.where)
         return True

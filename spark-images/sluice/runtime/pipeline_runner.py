@@ -453,11 +453,12 @@ class PipelineRunner:
             progress.show(final=True)
 
     def _online_work(self) -> OnlineWork | None:
-        """Verification and resnapshots as the spec asks, beside the binlog reader (jdbc sinks)."""
-        from sluice.sink.jdbc import JdbcSink
+        """Verification and resnapshots as the spec asks, beside the binlog reader (the jdbc
+        and lakehouse sinks)."""
         from sluice.verify.online import OnlineWork
+        from sluice.verify.verifier import VerifiedSink
 
-        if self.requests is None or not isinstance(self.sink, JdbcSink):
+        if self.requests is None or not isinstance(self.sink, VerifiedSink):
             return None
         online = OnlineWork(self.definition, self.sink, self.endpoint, self.requests)
         online.start()

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import functools
 import math
+import operator
 import re
 import time
 import uuid
@@ -105,8 +106,11 @@ class DeltaTables(TableFormat):
     def holds_rows(self, table_id: str) -> bool:
         return self._table(table_id).count() > 0
 
-    def records(self, table_id: str) -> list[Mapping[str, str]]:
-        return [{k: v for k, v in info.items() if isinstance(v, str)} for info in self._table(table_id).history()]
+    def recorded_versions(self, table_id: str) -> list[tuple[int, Mapping[str, str]]]:
+        return [
+            (info["version"], {k: v for k, v in info.items() if isinstance(v, str)})
+            for info in self._table(table_id).history()
+        ]
 
     def commit(self, schema: TableSchema, commit: TableCommit, fence: Callable[[int], None]) -> None:
         properties = _properties(commit.record)
@@ -144,8 +148,19 @@ class DeltaTables(TableFormat):
         partition_columns = self._table(table_id).metadata().partition_columns
         return functools.partial(_write_data_files, self.uri(table_id), partition_columns)
 
-    def scan(self, schema: TableSchema, columns: Sequence[str] | None = None) -> pa.Table:
-        return self._table(schema.table_id).to_pyarrow_table(columns=list(columns) if columns else None)
+    def scan(
+        self,
+        schema: TableSchema,
+        columns: Sequence[str] | None = None,
+        split: SnapshotSplit | None = None,
+        version: int | None = None,
+    ) -> pa.Table:
+        table = self._table(schema.table_id)
+        if version is not None:
+            table.load_as_version(version)
+        dataset = table.to_pyarrow_dataset()
+        rows = dataset.to_table(filter=None if split is None else _range_filter(schema, split))
+        return rows.select(list(columns)) if columns else rows
 
     def maintain(
         self, schema: TableSchema, maintenance: Maintenance, record: Mapping[str, str], fence: Callable[[int], None]
@@ -367,6 +382,19 @@ def _in_range(schema: TableSchema, split: SnapshotSplit) -> str:
     parts = where.removeprefix(" WHERE ").split("\0")
     literals = [_literal(column, bound) for bound in bounds]
     return "".join(part + literal for part, literal in zip(parts, [*literals, ""], strict=True)) or "TRUE"
+
+
+def _range_filter(schema: TableSchema, split: SnapshotSplit) -> pc.Expression | None:
+    """A chunk's key range as a pyarrow filter: [start, end), NULL keys in the first chunk."""
+    column = schema.column(schema.chunk_key)
+    key, kind = pc.field(column.name), arrow_type(column)
+    conditions = []
+    if split.start is not None:
+        conditions.append(key >= pa.scalar(arrow_value(column, split.start), kind))
+    if split.end is not None:
+        below = key < pa.scalar(arrow_value(column, split.end), kind)
+        conditions.append(below | key.is_null() if split.start is None else below)
+    return functools.reduce(operator.and_, conditions) if conditions else None
 
 
 def _literal(column: Column, value: Any) -> str:

@@ -126,8 +126,9 @@ class IcebergTables(TableFormat):
         snapshot = self.catalog.load_table(table_id).current_snapshot()
         return snapshot is not None and int(snapshot.summary.additional_properties.get("total-records", "0")) > 0
 
-    def records(self, table_id: str) -> list[Mapping[str, str]]:
-        return _records(self.catalog.load_table(table_id))
+    def recorded_versions(self, table_id: str) -> list[tuple[int, Mapping[str, str]]]:
+        table = self.catalog.load_table(table_id)
+        return [(s.snapshot_id, s.summary.additional_properties) for s in _ancestors(table)]
 
     def commit(self, schema: TableSchema, commit: TableCommit, fence: Callable[[int], None]) -> None:
         for attempt in range(COMMIT_ATTEMPTS):
@@ -165,9 +166,19 @@ class IcebergTables(TableFormat):
         table = self.catalog.load_table(table_id)
         return functools.partial(_write_data_files, self.catalog_properties, table.metadata)
 
-    def scan(self, schema: TableSchema, columns: Sequence[str] | None = None) -> pa.Table:
+    def scan(
+        self,
+        schema: TableSchema,
+        columns: Sequence[str] | None = None,
+        split: SnapshotSplit | None = None,
+        version: int | None = None,
+    ) -> pa.Table:
         table = self.catalog.load_table(schema.table_id)
-        return table.scan(selected_fields=tuple(columns) if columns else ("*",)).to_arrow()
+        return table.scan(
+            row_filter=AlwaysTrue() if split is None else _in_range(schema, split),
+            selected_fields=tuple(columns) if columns else ("*",),
+            snapshot_id=version,
+        ).to_arrow()
 
     def maintain(
         self, schema: TableSchema, maintenance: Maintenance, record: Mapping[str, str], fence: Callable[[int], None]
@@ -310,15 +321,16 @@ def _write_data_files(catalog_properties: Mapping[str, str], metadata: Any, rows
     return _data_files(load_file_io(dict(catalog_properties), metadata.location), metadata, rows)
 
 
-def _records(table: Table) -> list[Mapping[str, str]]:
-    """The summary properties of the table's snapshots, newest first (metadata in hand)."""
-    return [s.summary.additional_properties for s in ancestors_of(table.current_snapshot(), table.metadata)]
+def _ancestors(table: Table) -> list[Any]:
+    """The table's current snapshot and its ancestors, newest first (metadata in hand)."""
+    return list(ancestors_of(table.current_snapshot(), table.metadata))
 
 
 def _newest_epoch(table: Table, record: Mapping[str, str]) -> int:
     """The newest epoch of the record's pipeline in the table as loaded (0: none)."""
     pipeline = record.get(PIPELINE)
-    return next((int(r[EPOCH]) for r in _records(table) if r.get(PIPELINE) == pipeline and EPOCH in r), 0)
+    records = (s.summary.additional_properties for s in _ancestors(table))
+    return next((int(r[EPOCH]) for r in records if r.get(PIPELINE) == pipeline and EPOCH in r), 0)
 
 
 def _data_files(io: Any, metadata: Any, rows: pa.Table) -> list[Any]:

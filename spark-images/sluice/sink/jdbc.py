@@ -259,6 +259,10 @@ class JdbcSink(Sink):
         )
         self._meta_tables = False  # created in this process (the first state is kept before `prepare`)
 
+    @property
+    def values(self) -> TargetValues:
+        return self.target.values
+
     def prepare(self, schemas: Sequence[TableSchema]) -> None:
         dialect = self.target.dialect
         conn = self.target.connect()

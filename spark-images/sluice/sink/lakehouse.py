@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import pyarrow as pa
 
 from sluice.binlog.gtid_state import contains
-from sluice.errors import SinkError
+from sluice.errors import SinkError, SluiceError
 from sluice.event.row_change import RowKind
 from sluice.event.schema_change import AddColumn, AlterColumnType, SchemaChangeEvent, apply_events
 from sluice.pipeline.options import parse_duration
@@ -110,9 +110,12 @@ class TableFormat(ABC):
     def holds_rows(self, table_id: str) -> bool: ...
 
     @abstractmethod
+    def recorded_versions(self, table_id: str) -> list[tuple[int, Mapping[str, str]]]:
+        """Each commit of the table's current history, newest first: its version (Iceberg's
+        snapshot id, Delta's version) and its record (commits of other writers hold none)."""
+
     def records(self, table_id: str) -> list[Mapping[str, str]]:
-        """The record of each commit of the table's current history, newest first (commits
-        of other writers hold no record)."""
+        return [record for _, record in self.recorded_versions(table_id)]
 
     @abstractmethod
     def commit(self, schema: TableSchema, commit: TableCommit, fence: Callable[[int], None]) -> None:
@@ -125,8 +128,15 @@ class TableFormat(ABC):
         """Writes rows as data files of the table (picklable: executors write snapshot chunks)."""
 
     @abstractmethod
-    def scan(self, schema: TableSchema, columns: Sequence[str] | None = None) -> pa.Table:
-        """The table's current rows (of `columns`)."""
+    def scan(
+        self,
+        schema: TableSchema,
+        columns: Sequence[str] | None = None,
+        split: SnapshotSplit | None = None,
+        version: int | None = None,
+    ) -> pa.Table:
+        """The table's rows (of `columns`, in the key range of `split`) as of `version`
+        (one of recorded_versions'; None: the current one)."""
 
     @abstractmethod
     def apply(self, event: SchemaChangeEvent, before: Mapping[str, TableSchema]) -> None:
@@ -189,15 +199,30 @@ class LakehouseSink(Sink):
 
     def _records(self, table_id: str) -> list[Mapping[str, str]]:
         """This pipeline's records in the table, newest first, back to the newest reset."""
+        return [record for _, record in self._versions(table_id)]
+
+    def _versions(self, table_id: str) -> list[tuple[int, Mapping[str, str]]]:
+        """This pipeline's commits in the table with their versions, newest first, back to
+        the newest reset."""
         if not self.tables.exists(table_id):
             return []
-        records: list[Mapping[str, str]] = []
-        for record in self.tables.records(table_id):
+        versions: list[tuple[int, Mapping[str, str]]] = []
+        for version, record in self.tables.recorded_versions(table_id):
             if record.get(PIPELINE) == self.pipeline:
-                records.append(record)
+                versions.append((version, record))
                 if record.get(RESET):
                     break
-        return records
+        return versions
+
+    def read_range(self, schema: TableSchema, split: SnapshotSplit) -> tuple[list[Row], BinlogOffset | None]:
+        """A key range's rows and the binlog position they are as of: the table at its
+        newest commit that records an end (verification compares them with the source's
+        rows as of that position). Nothing waits for it."""
+        for version, record in self._versions(schema.table_id):
+            if record.get(END):
+                rows = source_rows(schema, self.tables.scan(schema, split=split, version=version))
+                return rows, BinlogOffset.from_json(json.loads(record[END]))
+        return [], None
 
     def _fence(self, table_id: str) -> Callable[[int], None]:
         """What a format calls with the newest epoch the table holds (as it loaded the table
@@ -218,8 +243,12 @@ class LakehouseSink(Sink):
 
     def commit(self, schema: TableSchema, commit: TableCommit) -> None:
         """One commit of this run into a table."""
+        self._one_at_a_time(schema.table_id, "committing into", lambda fence: self._commit(schema, commit, fence))
+
+    def _commit(self, schema: TableSchema, commit: TableCommit, fence: Callable[[int], None]) -> None:
+        """Commits with the table's lock held."""
         commit.record = {PIPELINE: self.pipeline, EPOCH: str(self.epoch), **commit.record}
-        self._one_at_a_time(schema.table_id, "committing into", lambda fence: self.tables.commit(schema, commit, fence))
+        self.tables.commit(schema, commit, fence)
 
     def maintain(self, schema: TableSchema, end: BinlogOffset) -> MaintenanceDone:
         """A table's compaction and expiry (sink.maintenance.*): its commit carries this run's
@@ -237,7 +266,7 @@ class LakehouseSink(Sink):
         with lock:
             try:
                 return write(self._fence(table_id))
-            except SinkError:
+            except SluiceError:  # ours say what they mean (a source read for a replacement too)
                 raise
             except Exception as exc:
                 raise SinkError(f"sink {self.tables.name}: {doing} {table_id} failed: {exc}") from exc
@@ -373,14 +402,25 @@ class LakehouseSink(Sink):
 
     def _replace(self, schema: TableSchema, rows_as_of: Callable[[BinlogOffset], list[Row]], **clear: Any) -> int:
         """As of where every table is: this run's last batch (a table it did not change is as
-        it was then too), else the table's own last commit."""
-        position = self.committed or self.table_end(schema.table_id)
-        if position is None:
-            raise SinkError(f"sink {self.tables.name}: {schema.table_id} has no binlog position of {self.pipeline!r}")
-        rows = rows_as_of(position)
-        record = {END: json.dumps(position.to_json())}
-        self.commit(schema, TableCommit(record, rows=ArrowRows(schema, self.values).table(rows), **clear))
-        return len(rows)
+        it was then too), else the table's own last commit. The table's lock is held from the
+        position to the commit, so no batch commits into it between (verification repairs
+        beside the binlog writer). Only a run commits: one of another process is fenced."""
+        if not self.epoch:
+            raise SinkError(f"sink {self.tables.name}: {schema.table_id} takes commits from a run of the pipeline only")
+
+        def replace(fence: Callable[[int], None]) -> int:
+            position = self.committed or self.table_end(schema.table_id)
+            if position is None:
+                raise SinkError(
+                    f"sink {self.tables.name}: {schema.table_id} has no binlog position of {self.pipeline!r}"
+                )
+            rows = rows_as_of(position)
+            record = {END: json.dumps(position.to_json())}
+            commit = TableCommit(record, rows=ArrowRows(schema, self.values).table(rows), **clear)
+            self._commit(schema, commit, fence)
+            return len(rows)
+
+        return self._one_at_a_time(schema.table_id, "replacing rows in", replace)
 
     def writer(self) -> LakehouseWriter:
         return LakehouseWriter(self)

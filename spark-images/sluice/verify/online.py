@@ -17,10 +17,9 @@ from typing import Any, Protocol
 
 from sluice.errors import SluiceError
 from sluice.pipeline.definition import PipelineDefinition
-from sluice.sink.jdbc import JdbcSink
 from sluice.source.connection import SourceEndpoint
 from sluice.verify.requests import Requests, ResnapshotRequest, VerificationSpec
-from sluice.verify.verifier import NotStreamingYet, VerificationResult, Verifier
+from sluice.verify.verifier import NotStreamingYet, VerificationResult, VerifiedSink, Verifier
 
 log = logging.getLogger(__name__)
 
@@ -76,7 +75,7 @@ def result_status(spec: VerificationSpec, result: VerificationResult, started: s
 
 class OnlineWork:
     def __init__(
-        self, definition: PipelineDefinition, sink: JdbcSink, endpoint: SourceEndpoint, desk: RequestDesk
+        self, definition: PipelineDefinition, sink: VerifiedSink, endpoint: SourceEndpoint, desk: RequestDesk
     ) -> None:
         self.definition, self.sink, self.endpoint, self.desk = definition, sink, endpoint, desk
         self._stop = threading.Event()

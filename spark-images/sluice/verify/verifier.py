@@ -23,14 +23,15 @@ import sys
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import TextIO
+from typing import Any, Protocol, TextIO, runtime_checkable
 
 from sluice.errors import SchemaDrift, SluiceError
 from sluice.pipeline.definition import PipelineDefinition
-from sluice.sink.jdbc import JdbcSink
+from sluice.sink.target_values import TargetValues
 from sluice.snapshot.chunk_splitter import split_table
 from sluice.snapshot.snapshot_split import SnapshotSplit, SplitTask
 from sluice.source.connection import SourceEndpoint, connect
+from sluice.source.offset import BinlogOffset
 from sluice.source.row_decoding import Row, RowDecoder
 from sluice.source.schema import TableSchema
 from sluice.state.compact_state import expand
@@ -40,6 +41,26 @@ from sluice.verify.source_rows import PositionInsideTransaction, rows_matching_a
 
 RETRIES = 20  # a range whose target position sits inside a huge transaction is tried again
 RETRY_SECONDS = 0.5
+
+
+@runtime_checkable
+class VerifiedSink(Protocol):
+    """What verification asks of a target: the jdbc sinks and the lakehouse sinks have it."""
+
+    values: TargetValues  # what the target holds of a source value
+
+    def recorded_state(self) -> tuple[int, dict[str, Any]] | None: ...
+
+    def read_range(self, schema: TableSchema, split: SnapshotSplit) -> tuple[list[Row], BinlogOffset | None]:
+        """A key range's rows and the position they are as of, read consistently."""
+
+    def replace_range(
+        self, schema: TableSchema, split: SnapshotSplit, rows_as_of: Callable[[BinlogOffset], list[Row]]
+    ) -> int: ...
+
+    def replace_keys(
+        self, schema: TableSchema, rows_as_of: Callable[[BinlogOffset], tuple[list[tuple[Any, ...]], list[Row]]]
+    ) -> int: ...
 
 
 class NotStreamingYet(SluiceError):
@@ -90,7 +111,7 @@ class Verifier:
     def __init__(
         self,
         definition: PipelineDefinition,
-        sink: JdbcSink,
+        sink: VerifiedSink,
         endpoint: SourceEndpoint,
         out: TextIO | None = None,
         state: PipelineState | None = None,
@@ -225,7 +246,7 @@ class Verifier:
                 source_rows = source_rows_as_of(self._task(split), position, target)
             except PositionInsideTransaction:
                 continue
-            fit = self.sink.target.values.for_table(target)  # what the target holds of them
+            fit = self.sink.values.for_table(target)  # what the target holds of them
             return _compare(split, target, source_rows if fit is None else list(map(fit, source_rows)), target_rows)
         raise SluiceError(f"{split.table_id} {key_range(split)}: the target stayed inside one transaction")
 

@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 import shutil
 import signal
+import subprocess
 import time
 from datetime import date, datetime, timedelta
 from decimal import Decimal
@@ -37,6 +39,7 @@ from tests.harness.lakehouse import (
     partitioned_by,
 )
 from tests.harness.pipelines import (
+    SLUICE,
     kill_pipeline,
     pipeline_yaml,
     sluice_env,
@@ -66,6 +69,12 @@ def _source(mariadb, source_db):
     schema = read_table_schema(conn, source_db, "items", None)
     conn.close()
     return schema
+
+
+def sluice_command(command: str, pipeline, env, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [*SLUICE, command, str(pipeline), *args], env=env, capture_output=True, text=True, timeout=300
+    )
 
 
 def sluice_sink_end(pipeline, env, table_id: str):
@@ -145,6 +154,56 @@ def test_a_partitioned_lakehouse_table_follows_the_source_exactly_once_through_k
     assert_no_change_committed_twice(pipeline, env, schema.table_id)
     assert sluice_sink_end(pipeline, env, schema.table_id) is not None
     assert partitioned_by(sink, schema.table_id) == PARTITIONED[target].split(":")[1].split(",")
+
+
+@pytest.mark.parametrize("target", FORMATS)
+def test_verify_names_the_ranges_changed_behind_the_pipeline_and_repair_as_a_run_mends_them(
+    tmp_path, mariadb, source_db, target
+):
+    """`sluice verify` reads each key range of the table as of its newest commit with an
+    end, beside the running pipeline, and names the ranges another writer changed; `--repair`
+    commits as a run of the pipeline (the next run of it fences this one off in turn)."""
+    schema = _source(mariadb, source_db)
+    sink = FORMATS[target](tmp_path / "lake")
+    definition = pipeline_yaml(
+        mariadb,
+        f"{source_db}.items",
+        {**sink, "sink.commit.interval": "200ms"},
+        name=f"verify-{target}",
+        **{"scan.incremental.snapshot.chunk.size": 300, "server-id": "6980-6985"},
+    )
+    pipeline = write_pipeline(tmp_path / "pipeline.yaml", definition)
+    env = sluice_env(mariadb)
+    deadline = time.monotonic() + 300
+    process = start_sluice(pipeline, tmp_path / "state", env)
+    wait_until_in_binlog_phase(process, tmp_path / "state", deadline)
+    mariadb.execute("UPDATE items SET name = 'streamed' WHERE id = 2000", database=source_db)
+    _wait_equal(mariadb, source_db, sink, schema, process, deadline)
+
+    other = lakehouse_sink(pipeline.read_text(), env)  # another writer: no record of the pipeline's
+    (row,) = [r for r in source_rows(schema, other.tables.scan(schema)) if r[0] == 150]
+    changed = ArrowRows(schema, other.values).table([(150, "changed", *row[2:])])
+    other.tables.commit(schema, TableCommit({}, ("id",), [(150,), (650,)], rows=changed), lambda _: None)
+    mariadb.execute("UPDATE items SET name = 'more' WHERE id BETWEEN 2100 AND 2110", database=source_db)
+    found = sluice_command("verify", pipeline, env)
+    assert found.returncode == 3, found.stderr
+    ranges = re.findall(r"^mismatch: \S+ \[(\S+), (\S+)\)", found.stdout, re.M)
+    bounds = [(float(start), float(end)) for start, end in ranges]
+    assert len(bounds) == 2 and bounds[0][0] <= 150 < bounds[0][1] and bounds[1][0] <= 650 < bounds[1][1], ranges
+    assert "150 differs in name" in found.stdout and "id=650 not in the target" in found.stdout, found.stdout
+
+    process.send_signal(signal.SIGTERM)
+    assert process.wait(timeout=60) == 0
+    repaired = sluice_command("verify", pipeline, env, "--repair")
+    assert repaired.returncode == 0, repaired.stderr
+    assert "committing as run" in repaired.stderr and "2 repaired" in repaired.stdout, repaired.stdout
+    assert "0 differ" in sluice_command("verify", pipeline, env).stdout
+
+    process = start_sluice(pipeline, tmp_path / "state", env)  # the next run goes on from the repair
+    mariadb.execute("DELETE FROM items WHERE id = 151", database=source_db)
+    _wait_equal(mariadb, source_db, sink, schema, process, deadline)
+    process.send_signal(signal.SIGTERM)
+    assert process.wait(timeout=60) == 0
 
 
 @pytest.mark.parametrize("target", FORMATS)
