@@ -245,16 +245,19 @@ def latency(mariadb, endpoint, schemas, sink: JdbcSink, rate: int, seconds: floa
 
 
 def main() -> None:
+    from tests.bench.servers import add_servers_option, announce
     from tests.harness.services import running_services, scratch_directory
 
     parser = argparse.ArgumentParser()
+    add_servers_option(parser)
     parser.add_argument("--events", type=int, default=300_000)
     parser.add_argument("--transactions", type=int, default=30_000)
     parser.add_argument("--rate", type=int, default=2_000)
     parser.add_argument("--seconds", type=float, default=20.0)
     args = parser.parse_args()
     base = scratch_directory("sluice-binlog-bench-")
-    with running_services(base) as (mariadb, postgresql):
+    with running_services(base, args.servers) as (mariadb, postgresql):
+        announce(args.servers, mariadb, postgresql)
         mariadb.execute("CREATE DATABASE bench", TABLE_DDL)
         endpoint = mariadb.endpoint()
         conn = mariadb.connect("bench")

@@ -50,6 +50,7 @@ from sluice.source.schema import Column, TableSchema, read_table_schema
 from tests.bench.binlog_bench import TABLE_DDL as EVENTS_DDL
 from tests.bench.binlog_bench import bare_loop, sluice_reader, write_events
 from tests.bench.cpu_use import cpu_summary, read_cpu
+from tests.bench.servers import add_servers_option, announce
 from tests.bench.snapshot_bench import fill
 from tests.harness.lakehouse import delta_sink, iceberg_sink
 from tests.harness.pipelines import pipeline_yaml, run_sluice, sluice_env, write_pipeline
@@ -222,6 +223,7 @@ def files_after_an_hour(base: Path, commits: int) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser()
+    add_servers_option(parser)
     parser.add_argument("--rows", type=int, default=1_000_000)
     parser.add_argument("--events", type=int, default=200_000)
     parser.add_argument("--small-rows", type=int, default=1_000_000)
@@ -229,7 +231,8 @@ def main() -> None:
     parser.add_argument("--commits", type=int, default=720)
     args = parser.parse_args()
     base = scratch_directory("sluice-lakehouse-bench-")
-    with running_services(base) as (mariadb, _postgresql):
+    with running_services(base, args.servers) as (mariadb, _postgresql):
+        announce(args.servers, mariadb)
         fill(mariadb, args.rows)
         snapshot_figures(base, mariadb, args.rows)
         binlog_figures(base, mariadb, args.events)

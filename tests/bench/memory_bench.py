@@ -117,7 +117,10 @@ def split_plan(splits: int) -> dict:
 
 
 def main() -> None:
+    from tests.bench.servers import add_servers_option
+
     parser = argparse.ArgumentParser()
+    add_servers_option(parser)
     parser.add_argument("--rows", type=int, default=2_000_000)
     parser.add_argument("--splits", type=int, default=100_000)
     parser.add_argument("--child", nargs=argparse.REMAINDER)
@@ -129,6 +132,7 @@ def main() -> None:
         return
 
     from sluice.source.connection import current_offset
+    from tests.bench.servers import announce
     from tests.harness.services import running_services, scratch_directory
 
     plan = child(["plan", str(args.splits)])
@@ -139,7 +143,8 @@ def main() -> None:
         f"{plan['seconds']:.1f} s"
     )
     base = scratch_directory("sluice-memory-bench-")
-    with running_services(base) as (mariadb, postgresql):
+    with running_services(base, args.servers) as (mariadb, postgresql):
+        announce(args.servers, mariadb, postgresql)
         mariadb.execute(
             "CREATE DATABASE bench",
             "CREATE TABLE bench.wide (id BIGINT PRIMARY KEY, customer VARCHAR(40) NOT NULL, "

@@ -23,6 +23,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from tests.bench.servers import add_servers_option, announce
 from tests.harness.gh_ost import CUT_OVER, gh_ost_migration
 from tests.harness.pipelines import (
     SLUICE,
@@ -155,11 +156,13 @@ def migrate_once(
 
 def main() -> None:
     parser = argparse.ArgumentParser()
+    add_servers_option(parser)
     parser.add_argument("--rows", type=int, default=1_000_000)
     parser.add_argument("--chunk", type=int, default=10_000)
     args = parser.parse_args()
     base = scratch_directory("sluice-migration-bench-")
-    with running_services(base) as (mariadb, postgresql):
+    with running_services(base, args.servers) as (mariadb, postgresql):
+        announce(args.servers, mariadb, postgresql)
         print(
             f"a {args.rows:,}-row table migrated by gh-ost's statement sequence ({args.chunk:,}-row chunks) "
             "while sluice streams it into PostgreSQL",

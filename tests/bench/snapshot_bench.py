@@ -29,6 +29,7 @@ import pymysql.cursors
 
 from sluice.sink.jdbc_dialects import META_SCHEMA
 from tests.bench.cpu_use import cpu_summary, read_cpu
+from tests.bench.servers import add_servers_option, announce
 from tests.harness.pipelines import mysql_sink, pipeline_yaml, postgres_sink, run_sluice, sluice_env, write_pipeline
 from tests.harness.services import running_services, scratch_directory, start_mariadb
 
@@ -196,11 +197,13 @@ def sluice_snapshot(
 
 def main() -> None:
     parser = argparse.ArgumentParser()
+    add_servers_option(parser)
     parser.add_argument("--rows", type=int, default=5_000_000)
     parser.add_argument("--chunk-size", type=int, default=8096)
     args = parser.parse_args()
     base = scratch_directory("sluice-bench-")
-    with running_services(base) as (mariadb, postgresql):
+    with running_services(base, args.servers) as (mariadb, postgresql):
+        announce(args.servers, mariadb, postgresql)
         print(f"filling bench.orders with {args.rows:,} rows ...", flush=True)
         fill(mariadb, args.rows)
         count, scan_seconds = plain_scan(mariadb)
@@ -238,13 +241,13 @@ def main() -> None:
             f"{pipe_seconds / two_pipes_seconds:.2f}x one pipe: what a second lane can gain here"
         )
         print(f"  two pipes: {two_pipes_cpu}")
-        mariadb_target_figures(base, mariadb, postgresql, args.chunk_size)
+        mariadb_target_figures(base, mariadb, postgresql, args.chunk_size, args.servers)
         small_table_figure(base, mariadb, postgresql)
 
 
-def mariadb_target_figures(base, mariadb, postgresql, chunk_size: int) -> None:
+def mariadb_target_figures(base, mariadb, postgresql, chunk_size: int, settings: str) -> None:
     """The MariaDB target against its own pipe, parallelism 2, one run each (a second server)."""
-    target = start_mariadb(base / "mysql-target", server_id=2)
+    target = start_mariadb(base / "mysql-target", server_id=2, settings=settings)
     try:
         piped, pipe_seconds, pipe_cpu = pipe_load_data(mariadb, postgresql, target)
         pipe_rate = piped / pipe_seconds

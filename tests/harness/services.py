@@ -137,7 +137,14 @@ class PostgreSQL:
         _as_postgres_user([str(PG_BIN / "pg_ctl"), "-D", str(self.datadir), "-m", "fast", "stop"])
 
 
-def start_mariadb(base: Path, server_id: int = 1, options: Sequence[str] = ()) -> MariaDB:
+# Servers as tests run them: fast, not durable. `make bench` runs servers as users do,
+# durable and with the packages' defaults (the tuned settings only when asked).
+MARIADB_TUNED = ("--innodb-buffer-pool-size=512M", "--innodb-flush-log-at-trx-commit=2", "--sync-binlog=0")
+POSTGRES_TUNED = "-c fsync=off -c synchronous_commit=off -c full_page_writes=off "
+SETTINGS = ("tuned", "default")
+
+
+def start_mariadb(base: Path, server_id: int = 1, options: Sequence[str] = (), settings: str = "tuned") -> MariaDB:
     datadir = base / "mariadb"
     if datadir.exists():
         shutil.rmtree(datadir)
@@ -176,9 +183,7 @@ def start_mariadb(base: Path, server_id: int = 1, options: Sequence[str] = ()) -
             "--binlog-format=ROW",
             "--binlog-row-image=FULL",
             "--binlog-row-metadata=FULL",
-            "--innodb-buffer-pool-size=512M",
-            "--innodb-flush-log-at-trx-commit=2",
-            "--sync-binlog=0",
+            *(MARIADB_TUNED if settings == "tuned" else ()),
             "--max-connections=500",
             "--skip-name-resolve",
             "--character-set-server=utf8mb4",
@@ -230,7 +235,7 @@ def _root_setup(server: MariaDB, datadir: Path) -> None:
     conn.close()
 
 
-def start_postgresql(base: Path) -> PostgreSQL:
+def start_postgresql(base: Path, settings: str = "tuned") -> PostgreSQL:
     datadir = base / "postgresql"
     if datadir.exists():
         shutil.rmtree(datadir)
@@ -265,8 +270,8 @@ def start_postgresql(base: Path) -> PostgreSQL:
             "-w",
             "-o",
             f"-p {server.port} -h 127.0.0.1 -k {datadir} "
-            "-c fsync=off -c synchronous_commit=off -c full_page_writes=off "
-            "-c max_connections=200",
+            + (POSTGRES_TUNED if settings == "tuned" else "")
+            + "-c max_connections=200",
             "start",
         ]
     )
@@ -317,14 +322,41 @@ def scratch_directory(prefix: str) -> Path:
 
 
 @contextlib.contextmanager
-def running_services(base: Path) -> Iterator[tuple[MariaDB, PostgreSQL]]:
+def running_services(base: Path, settings: str = "tuned") -> Iterator[tuple[MariaDB, PostgreSQL]]:
     base.mkdir(parents=True, exist_ok=True)
-    mariadb = start_mariadb(base)
+    mariadb = start_mariadb(base, settings=settings)
     try:
-        postgresql = start_postgresql(base)
+        postgresql = start_postgresql(base, settings=settings)
         try:
             yield mariadb, postgresql
         finally:
             postgresql.stop()
     finally:
         mariadb.stop()
+
+
+def server_settings(mariadb: MariaDB, postgresql: PostgreSQL | None = None) -> str:
+    """What the servers run with, as they report it: the settings that decide a copy's speed."""
+    conn = mariadb.connect()
+    with conn.cursor() as cur:
+        cur.execute(
+            "SELECT VERSION(), @@innodb_buffer_pool_size >> 20, @@innodb_flush_log_at_trx_commit, @@sync_binlog, "
+            "@@binlog_format"
+        )
+        version, pool, flush, sync_binlog, binlog_format = cur.fetchone()
+    conn.close()
+    said = (
+        f"MariaDB {version.split('-')[0]}: innodb_buffer_pool_size={pool}M "
+        f"innodb_flush_log_at_trx_commit={flush} sync_binlog={sync_binlog} binlog_format={binlog_format}"
+    )
+    if postgresql is not None:
+        with postgresql.connect() as conn:
+            names = ("server_version", "fsync", "synchronous_commit", "full_page_writes", "shared_buffers")
+            values = [conn.execute(f"SHOW {name}").fetchone()[0] for name in names]
+        said += (
+            "; PostgreSQL "
+            + values[0].split()[0]
+            + ": "
+            + " ".join(f"{n}={v}" for n, v in zip(names[1:], values[1:], strict=True))
+        )
+    return said
