@@ -84,8 +84,8 @@ class ParsedXid(XidEvent):
 class ParsedMariadbGtid(MariadbGtidEvent):
     """A MariaDB GTID event parsed here (see ParsedXid)."""
 
-    def __init__(self, header: EventHeader, gtid: str) -> None:
-        self.packet, self.timestamp, self.gtid = header, header.timestamp, gtid
+    def __init__(self, header: EventHeader, gtid: str, flags: int) -> None:
+        self.packet, self.timestamp, self.gtid, self.flags = header, header.timestamp, gtid, flags
 
 
 class PushbackConnection(pymysql.connections.Connection):
@@ -202,8 +202,8 @@ class BinlogEventStream(BinLogStreamReader):
         return ParsedXid(header, int.from_bytes(data[_BODY : _BODY + 8], "little"))
 
     def _mariadb_gtid(self, data: bytes, header: EventHeader, event_type: int) -> object:
-        sequence, domain = struct.unpack_from("<QI", data, _BODY)
-        return ParsedMariadbGtid(header, f"{domain}-{header.server_id}-{sequence}")
+        sequence, domain, flags = struct.unpack_from("<QIB", data, _BODY)
+        return ParsedMariadbGtid(header, f"{domain}-{header.server_id}-{sequence}", flags)
 
     def _table_map(self, data: bytes, header: EventHeader, event_type: int) -> object | None:
         """A table already mapped has nothing new (frozen); a new one the library reads."""

@@ -60,6 +60,7 @@ from sluice.source.connection import SourceEndpoint, connect
 from sluice.source.offset import BinlogOffset
 from sluice.source.schema import TableSchema, read_table_schema
 
+MARIADB_GTID_STANDALONE = 1  # a MariaDB GTID event's flag: the group is one statement, no BEGIN or COMMIT
 PIECE_BYTES = 128 * 1024  # of row images: about a thousand rows of a narrow table
 
 
@@ -210,6 +211,9 @@ def _transactions(
     pending_gtid = ""  # the GTID of the transaction being read, executed once it ends
     began: int | None = None  # where the transaction being read begins (GTID or BEGIN event)
     pieced = False  # pieces of the transaction being read were given already
+    # The transaction being read is one statement with no BEGIN or COMMIT (a DDL): MariaDB
+    # flags its GTID so; after a MySQL GTID, a statement other than BEGIN is one.
+    standalone = False
 
     def transaction_ended() -> None:
         nonlocal pending_gtid
@@ -246,6 +250,7 @@ def _transactions(
             pending_gtid = event.gtid
             began = event_start(stream, event).pos
             pieced = resume_after is not None  # resumed inside it: its first pieces were committed
+            standalone = isinstance(event, GtidEvent) or bool(event.flags & MARIADB_GTID_STANDALONE)
             continue
         if isinstance(event, HeartbeatLogEvent):
             if not events and began is None:
@@ -278,14 +283,15 @@ def _transactions(
                 yield Transaction(events, inside(rows.end), event.timestamp)
                 events, pending_bytes, pieced = [], 0, True
         elif isinstance(event, QueryEvent) and event.query.strip().upper() == "BEGIN":
+            standalone = False
             if began is None:  # no GTID event: the transaction begins here
                 began = start.pos
         elif isinstance(event, XidEvent) or (isinstance(event, QueryEvent) and event.query.strip().upper() == "COMMIT"):
             yield Transaction(events, resume_point(event.packet.log_pos), event.timestamp)
             events, pending_bytes, pieced = [], 0, False
             began = None
-        elif isinstance(event, QueryEvent) and ddl is not None:
-            change = ddl.schema_change(event, start)
+        elif isinstance(event, QueryEvent):
+            change = ddl.schema_change(event, start) if ddl is not None else None
             if change is not None:
                 yield dataclasses.replace(change, resume_at=resume_point(event.packet.log_pos))
                 decoders.evolve(change.events)
@@ -294,6 +300,12 @@ def _transactions(
                         watched.add(event.table_id)
                     elif isinstance(event, RenameTable):
                         watched.add(event.new_table_id)
+                began = None
+            elif standalone and not events:
+                # A statement of its own that changes no captured table: its transaction
+                # ends with it, so the heartbeats after it carry the position on (else
+                # they wait for the next transaction, and a quiet source never sends one).
+                transaction_ended()
                 began = None
 
 

@@ -224,6 +224,8 @@ def run_binlog_phase(
             )
             if due or (not batch and end != split.offset and item is None):
                 commit()
+            elif item is None and not batch:
+                settle()  # idle: the commit in flight is recorded now, not when the next item comes
             if stopping.is_set() and not batch:
                 break
         if reader.failure:

@@ -39,7 +39,7 @@ from tests.harness.pipelines import (
 from tests.harness.workload import RandomWorkload, create_table
 
 SEED = int(os.environ.get("SLUICE_SOAK_SEED", "20261121"))
-ROWS = int(os.environ.get("SLUICE_SOAK_ROWS", "4000"))
+ROWS = int(os.environ.get("SLUICE_SOAK_ROWS", "3000"))
 KILLS = int(os.environ.get("SLUICE_SOAK_KILLS", "5"))
 # Table -> how `id` identifies its rows (see workload.KEYS).
 TABLES = {"orders": "primary", "customers": "primary", "shipments": "primary", "items": "unique", "events": "bag"}
