@@ -13,7 +13,7 @@ import contextlib
 import functools
 import time
 import warnings
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from datetime import datetime, timezone
 from typing import Any
 from urllib.parse import quote, unquote, urlsplit, urlunsplit
@@ -321,9 +321,9 @@ def _write_data_files(catalog_properties: Mapping[str, str], metadata: Any, rows
     return _data_files(load_file_io(dict(catalog_properties), metadata.location), metadata, rows)
 
 
-def _ancestors(table: Table) -> list[Any]:
+def _ancestors(table: Table) -> Iterator[Any]:
     """The table's current snapshot and its ancestors, newest first (metadata in hand)."""
-    return list(ancestors_of(table.current_snapshot(), table.metadata))
+    return ancestors_of(table.current_snapshot(), table.metadata)
 
 
 def _newest_epoch(table: Table, record: Mapping[str, str]) -> int:
