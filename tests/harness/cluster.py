@@ -116,16 +116,16 @@ class Cluster:
             self.spark.stop()
 
     def _delete_pipelines(self, timeout: float = 10) -> None:
-        listed = self.custom.list_namespaced_custom_object(GROUP, VERSION, self.namespace, PLURAL)["items"]
-        for item in listed:
-            self.custom.delete_namespaced_custom_object(
-                GROUP, VERSION, self.namespace, PLURAL, item["metadata"]["name"]
-            )
+        def names() -> list[str]:
+            listed = self.custom.list_namespaced_custom_object(GROUP, VERSION, self.namespace, PLURAL)["items"]
+            return [item["metadata"]["name"] for item in listed]
+
+        for name in names():
+            self.custom.delete_namespaced_custom_object(GROUP, VERSION, self.namespace, PLURAL, name)
         deadline = time.monotonic() + timeout
-        while self.custom.list_namespaced_custom_object(GROUP, VERSION, self.namespace, PLURAL)["items"]:
+        while left := names():
             if time.monotonic() > deadline:  # no operator finalizes them (a test stopped it): as an admin would
-                for item in self.custom.list_namespaced_custom_object(GROUP, VERSION, self.namespace, PLURAL)["items"]:
-                    name = item["metadata"]["name"]
+                for name in left:
                     patch = {"metadata": {"finalizers": None}}
                     self.custom.patch_namespaced_custom_object(GROUP, VERSION, self.namespace, PLURAL, name, patch)
                 return

@@ -94,8 +94,10 @@ class DeltaTables(TableFormat):
                 storage_options=self.storage_options or None,
             )
             return
+        if schema.table_id not in self.partition_keys:
+            return  # a table the option does not name keeps its partitioning
         table = self._table(schema.table_id)
-        if schema.table_id in self.partition_keys and table.metadata().partition_columns != columns:
+        if table.metadata().partition_columns != columns:
             # Delta cannot repartition in place: the rows written again, in one commit.
             rows = table.to_pyarrow_table()
             write_deltalake(table, rows, mode="overwrite", schema_mode="overwrite", partition_by=columns or None)
