@@ -473,6 +473,8 @@ def column_from_definition(
     charsets = [c.kind.this.name.lower() for c in constraints if isinstance(c.kind, exp.CharacterSetColumnConstraint)]
     collations = [c.kind.this.name.lower() for c in constraints if isinstance(c.kind, exp.CollateColumnConstraint)]
     charsets += ["binary"] if "binary" in collations else []  # the binary collation is the binary set
+    if any(isinstance(c.kind, NoColumnChange) and c.kind.name == "BYTE" for c in constraints):
+        charsets.insert(0, "binary")  # CHAR(n) BYTE is BINARY(n)
     column_type = _server_spelling(column_type, (charsets or [table_charset])[0], mariadb)
     data_type = re.split(r"[\s(]", column_type, maxsplit=1)[0]
     params = [int(p) for p in re.findall(r"\d+", column_type.partition("(")[2].partition(")")[0])]

@@ -31,7 +31,7 @@ from pymysqlreplication.json_binary import parse_json
 from sluice.binlog.system_versioning import row_end_column
 from sluice.errors import SourceError
 from sluice.event.schema_change import RenameTable, SchemaChangeEvent, apply_events
-from sluice.source.charsets import python_codec
+from sluice.source.charsets import errors_of, python_codec
 from sluice.source.row_decoding import InvalidDate, Row
 from sluice.source.schema import TableSchema
 
@@ -96,7 +96,7 @@ def _text(encoding: str, where: str) -> Callable[[bytes], Any]:
         name = python_codec(encoding)
     except LookupError:
         raise SourceError(f"{where}: character set {encoding!r} has no Python codec; Sluice cannot decode it") from None
-    errors = "sluice-mysql-latin1" if name == "cp1252" else "strict"
+    errors = "sluice-mysql-latin1" if name == "cp1252" else errors_of(name)
     decode = lambda raw: str(raw, name, errors)  # noqa: E731
     decode.codec = (name, errors)  # type: ignore[attr-defined]  # for _length_prefixed to inline
     return decode

@@ -274,11 +274,12 @@ def is_reflected(event: SchemaChangeEvent, columns: Callable[[str, str], Collect
     names (none when there is no such table). The metadata appliers ask it of the target
     (to apply a change once across a crash), the binlog reader of its schemas (a history
     read from before the pipeline found its tables repeats what they already show).
-    Type changes and TRUNCATE say no: doing them again changes nothing."""
+    Type changes and TRUNCATE say no (doing them again changes nothing), but a TRUNCATE of a
+    table not there (one whose layout waits for its table map) is no change."""
     present = columns(*event.table_id.split(".", 1))
     if isinstance(event, CreateTable):
         return bool(present)
-    if isinstance(event, DropTable):  # `DROP TABLE IF EXISTS` of a table never there, or gone already
+    if isinstance(event, (DropTable, TruncateTable)):  # `DROP TABLE IF EXISTS` of a table never there, or gone
         return not present
     if isinstance(event, AddColumn):
         return event.column.name in present

@@ -109,7 +109,7 @@ class PipelineRunner:
 
         if target_values.changed:
             counts = ", ".join(f"{column} {n:,}" for column, n in sorted(target_values.changed.items()))
-            sys.stderr.write(f"values changed to fit the target (sink.nul-replacement): {counts}\n")
+            sys.stderr.write(f"values changed to fit the target (the warnings say how): {counts}\n")
 
     def _run(self) -> None:
         self.state = self.store.load() or self.state

@@ -52,7 +52,7 @@ class JdbcTarget:
         self.pipeline = pipeline
         self.batch_size = batch_size
         mysql = self.dialect.holds_mysql_values
-        self.values = TargetValues(None if mysql else nul_replacement, None if mysql else zero_date)
+        self.values = TargetValues(None if mysql else nul_replacement, None if mysql else zero_date, not mysql)
         self.epoch: int | None = None  # taken by JdbcSink.prepare, before writers ship
 
     def __repr__(self) -> str:

@@ -24,6 +24,8 @@ from sluice.sink.base import already_committed
 from sluice.sink.type_mapping import mysql_type, postgres_type
 from sluice.snapshot.copy_text import RendersCopyText, load_data_columns
 from sluice.snapshot.snapshot_split import SnapshotSplit
+from sluice.source.charsets import MYSQL_UTF8
+from sluice.source.connection import with_surrogates
 from sluice.source.offset import BinlogOffset
 from sluice.source.row_decoding import Row
 from sluice.source.schema import BINARY_STRING_TYPES, TEXT_STRING_TYPES, Column, TableSchema
@@ -436,7 +438,7 @@ class MySqlDialect(JdbcDialect):
             "sql_mode = REPLACE(REPLACE(@@sql_mode, 'NO_ZERO_IN_DATE', ''), 'NO_ZERO_DATE', '')",
             local_infile=True,  # LOAD DATA of a snapshot chunk's text (insert_new)
         )
-        return conn
+        return with_surrogates(conn)
 
     def quote(self, name: str) -> str:
         return "`" + name.replace("`", "``") + "`"
@@ -490,7 +492,7 @@ class MySqlDialect(JdbcDialect):
         rows already in the target; else, or where the server refuses local files,
         multi-row upserts."""
         if isinstance(rows, RendersCopyText) and rows.has_copy_text and (conn.host, conn.port) not in _REFUSING:
-            with tempfile.NamedTemporaryFile("w", encoding="utf-8", newline="", suffix=".tsv") as text:
+            with tempfile.NamedTemporaryFile("w", encoding=MYSQL_UTF8, newline="", suffix=".tsv") as text:
                 text.writelines(rows.copy_text())
                 text.flush()
                 if self._load_data(conn, schema, text.name):

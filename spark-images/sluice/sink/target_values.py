@@ -9,13 +9,17 @@ and key the first time in each column.
   Spark have no such date. By default (Debezium's rule) NULL where the column is nullable,
   the epoch (1970-01-01, 1970-01-01 00:00:00) where it is NOT NULL; `sink.zero-date` gives
   a fixed date instead, or `fail` to stop naming table, column and key.
-A MySQL-dialect target holds both as the source does.
+- A UTF-16 surrogate in a string (MariaDB keeps what a legacy client wrote: CESU-8's pairs,
+  or a lone one): no Unicode text holds one, so PostgreSQL, Arrow and Spark strings cannot.
+  A pair becomes the character it encodes (what the client meant), a lone one U+FFFD.
+A MySQL-dialect target holds them all as the source does.
 """
 
 from __future__ import annotations
 
 import collections
 import logging
+import re
 import threading
 from collections.abc import Callable, Iterable, Iterator
 from datetime import date, datetime
@@ -29,6 +33,7 @@ from sluice.source.schema import TEXT_STRING_TYPES, Column, TableSchema
 log = logging.getLogger(__name__)
 
 NUL = "\x00"
+_SURROGATE = re.compile("[\ud800-\udfff]")
 _STRINGS = TEXT_STRING_TYPES | {"enum", "set"}
 _DATES = ("date", "datetime", "timestamp")
 COPY_NULL = "\\N"
@@ -46,18 +51,23 @@ def _changed(schema: TableSchema, column: str, row: Row, what: str) -> None:
         log.warning("%s: %s (first at %s)", name, what, RowDecoder(schema).key_text(row))
 
 
+def _has_surrogates(text: str) -> bool:
+    return not text.isascii() and _SURROGATE.search(text) is not None  # isascii is a flag's read
+
+
 class TargetValues:
     """The rules of one target: `nul_replacement` None where it holds NUL, `zero_date`
-    None where it holds MySQL's invalid dates (else sink.zero-date's value)."""
+    None where it holds MySQL's invalid dates (else sink.zero-date's value), `unicode_text`
+    where its strings hold Unicode text only (no surrogates)."""
 
-    def __init__(self, nul_replacement: str | None, zero_date: str | None) -> None:
-        self.nul_replacement, self.zero_date = nul_replacement, zero_date
+    def __init__(self, nul_replacement: str | None, zero_date: str | None, unicode_text: bool = True) -> None:
+        self.nul_replacement, self.zero_date, self.unicode_text = nul_replacement, zero_date, unicode_text
 
     def for_table(self, schema: TableSchema) -> Callable[[Row], Row] | None:
         """What each row of the table becomes in the target; None where rows go as they are."""
         rules: list[tuple[int, Callable[[Any, Row], Any]]] = []
-        if self.nul_replacement is not None:
-            rules += [(i, self._nul_rule(schema, c)) for i, c in enumerate(schema.columns) if c.data_type in _STRINGS]
+        if self.nul_replacement is not None or self.unicode_text:
+            rules += [(i, self._text_rule(schema, c)) for i, c in enumerate(schema.columns) if c.data_type in _STRINGS]
         if self.zero_date is not None:
             rules += [(i, self._date_rule(schema, c)) for i, c in enumerate(schema.columns) if c.data_type in _DATES]
         if not rules:
@@ -67,23 +77,35 @@ class TargetValues:
             values: list[Any] | None = None
             for i, rule in rules:
                 value = row[i]
-                if value.__class__ is InvalidDate or (value.__class__ is str and NUL in value):
+                if value.__class__ is InvalidDate or (
+                    value.__class__ is str and (NUL in value or (self.unicode_text and _has_surrogates(value)))
+                ):
                     values = values or list(row)
                     values[i] = rule(value, row)
             return row if values is None else tuple(values)
 
         return fit
 
-    def _nul_rule(self, schema: TableSchema, column: Column) -> Callable[[Any, Row], Any]:
-        replacement = self.nul_replacement or ""
+    def _text_rule(self, schema: TableSchema, column: Column) -> Callable[[Any, Row], Any]:
+        nuls, replacement = self.nul_replacement is not None, self.nul_replacement or ""
         done = "removed" if not replacement else f"replaced by {replacement!r}"
-        what = f"a value holds NUL characters, which PostgreSQL text cannot: {done}; sink.nul-replacement decides"
+        nul = f"a value holds NUL characters, which PostgreSQL text cannot: {done}; sink.nul-replacement decides"
+        surrogate = (
+            "a value holds UTF-16 surrogates, which no Unicode text can: a pair became the character it encodes, "
+            "a lone one U+FFFD"
+        )
 
         def rule(value: Any, row: Row) -> Any:
             if value.__class__ is not str:
                 return value
-            _changed(schema, column.name, row, what)
-            return value.replace(NUL, replacement)
+            fitted = value
+            if nuls and NUL in fitted:
+                _changed(schema, column.name, row, nul)
+                fitted = fitted.replace(NUL, replacement)
+            if self.unicode_text and _has_surrogates(fitted):
+                _changed(schema, column.name, row, surrogate)
+                fitted = fitted.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
+            return fitted
 
         return rule
 
@@ -145,9 +167,13 @@ class _Fitted:
         """COPY text blocks (tab-separated, tabs in values escaped) as the target takes
         them. Only a block that may hold a NUL or an invalid date is read line by line."""
         assert isinstance(self._rows, RendersCopyText)
-        nuls = self._rules.nul_replacement is not None
+        nuls, unicode_text = self._rules.nul_replacement is not None, self._rules.unicode_text
         for block in self._rows.copy_text():
-            if (nuls and NUL in block) or (self._dates and ("-00" in block or "0000-" in block)):
+            if (
+                (nuls and NUL in block)
+                or (unicode_text and _has_surrogates(block))
+                or (self._dates and ("-00" in block or "0000-" in block))
+            ):
                 block = "\n".join(self._fit_line(line) for line in block.split("\n"))
             yield block
 
@@ -162,7 +188,7 @@ class _Fitted:
             elif isinstance(value, (date, datetime)) and i in self._dates and _invalid(fields[i]):
                 text = _iso(value)
                 fields[i] = text + "+00" if self._schema.columns[i].data_type == "timestamp" else text
-            elif value.__class__ is str and fields[i] != value and NUL in fields[i]:
+            elif value.__class__ is str and fields[i] != value:  # NUL or surrogates
                 fields[i] = value
         return "\t".join(fields)
 

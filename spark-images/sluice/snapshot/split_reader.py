@@ -17,6 +17,7 @@ still be missed there: the residual window documented in the README.
 from __future__ import annotations
 
 import collections
+import contextlib
 import itertools
 import logging
 from collections.abc import Callable, Iterable, Iterator
@@ -31,7 +32,7 @@ from sluice.event.projection import projection
 from sluice.event.row_change import RowChange, RowKind
 from sluice.snapshot.copy_text import copy_text_select
 from sluice.snapshot.snapshot_split import ReadSplits, SnapshotSplit, SplitRead, SplitTask
-from sluice.source.connection import connect_scan, current_offset, is_mariadb
+from sluice.source.connection import connect_scan, current_offset, decoding_surrogates, is_mariadb
 from sluice.source.key_order import KeyOrder, key_order_for
 from sluice.source.offset import BinlogOffset
 from sluice.source.row_decoding import Row, RowDecoder
@@ -70,10 +71,14 @@ class ChunkScan:
         decoder: RowDecoder,
         fetch_size: int,
         copy_text_sql: str | None = None,
+        in_read_view: bool = True,
     ) -> None:
         self._conn, self._sql, self._params = conn, sql, params
         self.decoder, self._fetch_size = decoder, fetch_size
         self._copy_text_sql = copy_text_sql
+        # Outside a read view a pass that meets surrogates part way is refused (UnicodeDecodeError)
+        # and the next decodes them from its start; inside one it goes on where it was.
+        self.in_read_view, self.surrogates = in_read_view, False
         self.count = 0  # rows of the last complete pass
         self._cursor: MySQLdb.cursors.SSCursor | None = None
 
@@ -94,12 +99,29 @@ class ChunkScan:
     def _batches(self, sql: str) -> Iterator[list[tuple[Any, ...]]]:
         self.close()  # a pass abandoned part way (a COPY that failed)
         cur = self._cursor = self._conn.cursor(MySQLdb.cursors.SSCursor)
+        count = 0
         try:
-            cur.execute(sql, self._params)
-            count = 0
-            while batch := cur.fetchmany(self._fetch_size):
-                count += len(batch)
-                yield batch
+            with decoding_surrogates(self._conn) if self.surrogates else contextlib.nullcontext():
+                cur.execute(sql, self._params)
+            try:
+                while batch := cur.fetchmany(self._fetch_size):
+                    count += len(batch)
+                    yield batch
+            except UnicodeDecodeError:  # a string holds surrogates (charsets): decoded in Python from now on
+                if self.surrogates or not self.in_read_view:
+                    self.surrogates = True
+                    raise
+                self.surrogates = True
+                log.info("%s: a string holds UTF-16 surrogates: decoded in Python", self.decoder.schema.table_id)
+                self.close()
+                cur = self._cursor = self._conn.cursor(MySQLdb.cursors.SSCursor)
+                with decoding_surrogates(self._conn):
+                    cur.execute(sql, self._params)  # the same rows in the same order: the same read view
+                given, count = count, 0
+                while batch := cur.fetchmany(self._fetch_size):
+                    count += len(batch)
+                    if count > given:
+                        yield batch[max(0, len(batch) - (count - given)) :]
             self.count = count
         finally:
             if self._cursor is cur:  # not if a later pass took over
@@ -110,9 +132,7 @@ class ChunkScan:
         before the connection takes another statement."""
         cur, self._cursor = self._cursor, None
         if cur is not None:
-            while cur.fetchmany(10_000):
-                pass
-            cur.close()
+            cur.close()  # reads the rest in C, undecoded
 
 
 def begin_consistent_snapshot(conn: MySQLdb.connections.Connection) -> BinlogOffset:
@@ -171,7 +191,7 @@ def _scan(task: SplitTask, conn: MySQLdb.connections.Connection, exact: bool = F
     sql, params = chunk_query(task.schema, task.split)
     select = copy_text_select(task.schema) if exact else None
     copy_text_sql = chunk_query(task.schema, task.split, select)[0] if select else None
-    return ChunkScan(conn, sql, params, RowDecoder(task.schema), task.fetch_size, copy_text_sql)
+    return ChunkScan(conn, sql, params, RowDecoder(task.schema), task.fetch_size, copy_text_sql, in_read_view=exact)
 
 
 def read_split_with_window(
@@ -181,7 +201,10 @@ def read_split_with_window(
     schema, split = task.schema, task.split
     low = current_offset(conn)
     scan = _scan(task, conn)
-    rows = list(scan)
+    try:
+        rows = list(scan)
+    except UnicodeDecodeError:  # a string holds surrogates: read again, decoding them (ChunkScan)
+        rows = list(scan)
     high = current_offset(conn)
     if (high.file, high.pos) == (low.file, low.pos):
         return rows, high, 0

@@ -82,7 +82,40 @@ SERVER_TABLES = {
 }
 
 
+# MariaDB keeps UTF-16 surrogates in its UTF-8, UCS-2 and UTF-16 columns where a client
+# wrote them (a legacy client's CESU-8 pairs, or lone ones), and sends them as they are:
+# strings are read and written with them, so that a MySQL target gets the very bytes
+# (sink/target_values has the rule for targets that hold only Unicode text).
+SURROGATES = "surrogatepass"
+_UNICODE_CODECS = {"utf-8", "utf-16-be", "utf-16-le", "utf-32-be"}
+# The codec of every PyMySQL connection (`connection.encoding`): utf8mb4 with surrogates.
+MYSQL_UTF8 = "mysql-utf8mb4"
+
+
+def errors_of(codec: str) -> str:
+    """The error handler a codec decodes MySQL's strings with."""
+    return SURROGATES if codec in _UNICODE_CODECS else "strict"
+
+
+class _SurrogatesEncoder(codecs.IncrementalEncoder):
+    def encode(self, text: str, final: bool = False) -> bytes:
+        return codecs.utf_8_encode(text, SURROGATES)[0]
+
+
+class _SurrogatesDecoder(codecs.BufferedIncrementalDecoder):
+    def _buffer_decode(self, raw: bytes, errors: str, final: bool) -> tuple[str, int]:  # type: ignore[override]
+        return codecs.utf_8_decode(raw, SURROGATES, final)
+
+
 def _search(name: str) -> codecs.CodecInfo | None:
+    if name in (MYSQL_UTF8, MYSQL_UTF8.replace("-", "_")):  # as codecs normalizes it, or not
+        return codecs.CodecInfo(
+            name=MYSQL_UTF8,
+            encode=lambda text, errors="strict": codecs.utf_8_encode(text, SURROGATES),
+            decode=lambda raw, errors="strict": codecs.utf_8_decode(raw, SURROGATES, True),
+            incrementalencoder=_SurrogatesEncoder,
+            incrementaldecoder=_SurrogatesDecoder,
+        )
     table = SERVER_TABLES.get(name)
     if table is None:
         return None

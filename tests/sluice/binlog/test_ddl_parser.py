@@ -337,6 +337,8 @@ def test_a_primary_key_dropped_and_added_in_one_statement_is_the_added_one_whate
         ("LONG BYTE", "mediumblob"),
         ("DECIMAL(10.2)", "decimal(10,0)"),  # a fraction in the precision is dropped
         ("CHAR(1) COLLATE binary", "binary(1)"),  # the binary collation is the binary set
+        ("CHAR(1) BYTE NOT NULL", "binary(1)"),  # BYTE is the binary set too
+        ("VARCHAR(3) BYTE", "varbinary(3)"),
         ("ENUM(0x0061) CHARACTER SET 'Binary'", "enum('\\0a')"),  # NUL as the server writes it
         ("TEXT(100) CHARACTER SET latin1", "tinytext"),  # n characters, in bytes of its set
         ("TEXT(100) CHARACTER SET utf8mb4", "text"),

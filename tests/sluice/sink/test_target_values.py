@@ -55,3 +55,31 @@ def test_dates_no_calendar_has_are_null_where_nullable_and_the_epoch_where_not_o
     assert list(TargetValues(None, None).rows(schema, [row])) == [row]  # a MySQL-dialect target keeps them
     with pytest.raises(SinkError, match=r"app\.t\.d holds '0000-00-00' at id=7, a date no calendar has"):
         list(TargetValues(None, "fail").rows(schema, [row]))
+
+
+class _CopyText:
+    """Rows that come as COPY text too, as a chunk scan's do."""
+
+    def __init__(self, lines: list[str]) -> None:
+        self.lines = lines
+
+    def __iter__(self):
+        return iter([tuple(line.split("\t")) for line in self.lines])
+
+    @property
+    def has_copy_text(self) -> bool:
+        return True
+
+    def copy_text(self):
+        yield "\n".join(self.lines) + "\n"
+
+
+def test_surrogates_pair_into_their_character_or_become_u_fffd_where_only_unicode_text_is_held():
+    """MariaDB keeps a legacy client's CESU-8 (a character beyond the BMP as two surrogates)
+    and lone surrogates; PostgreSQL, Arrow and Spark hold Unicode text only."""
+    row = (1, "a\ud83d\ude00b\ud800", b"\xed\xa0\x80")
+    assert list(TargetValues("", None).rows(SCHEMA, [row])) == [(1, "a\U0001f600b\ufffd", b"\xed\xa0\x80")]
+    assert list(TargetValues(None, None).rows(SCHEMA, [row])) == [(1, "a\U0001f600b\ufffd", b"\xed\xa0\x80")]
+    assert list(TargetValues(None, None, unicode_text=False).rows(SCHEMA, [row])) == [row]  # a MySQL target
+    text = TargetValues("", None).rows(SCHEMA, _CopyText(["1\tx\\t\ud83d\ude00\\n\t\\\\x00", "2\tplain\t\\N"]))
+    assert "".join(text.copy_text()) == "1\tx\\t\U0001f600\\n\t\\\\x00\n2\tplain\t\\N\n"

@@ -233,3 +233,29 @@ def test_adjacent_splits_share_a_read_view_up_to_its_row_budget(mariadb, source_
             assert in_chunk == expected, f"split {split.index} is the table at {high}"
             seen_arriving |= {k for k in in_chunk if k % 4 == 1}
     assert 0 < len(seen_arriving) < len(arriving), "the reads ran while rows arrived"
+
+
+def test_a_chunk_whose_strings_hold_surrogates_part_way_gives_every_row_once(mariadb, source_db):
+    """libmariadb's C decoding refuses a UTF-16 surrogate (which MariaDB keeps where a legacy
+    client wrote one): the scan goes on decoding in Python where it stopped, in the read
+    view, and reads the chunk again from its start in the binlog window (no read view)."""
+    schema = _table_t(
+        mariadb,
+        source_db,
+        "SET SESSION sql_mode = ''",
+        "INSERT INTO t SELECT seq, 'v' FROM seq_1_to_500",
+        "UPDATE t SET v = _binary 0x61EDA080 WHERE id IN (250, 499)",
+    )
+    expected = [(k, "a\ud800" if k in (250, 499) else "v") for k in range(1, 501)]
+    endpoint = mariadb.endpoint()
+    scan_conn = connect_scan(endpoint)
+    try:
+        task = SplitTask(SnapshotSplit(schema.table_id, 0, None, None), schema, endpoint, 5405, 100)
+        rows, _, _ = read_split(task, scan_conn)
+        assert list(rows) == expected
+        assert list(rows) == expected  # a second pass (an upsert after a failed COPY)
+        end_split(scan_conn)
+        windowed, _, _ = split_reader.read_split_with_window(task, scan_conn)
+        assert windowed == expected
+    finally:
+        scan_conn.close()
