@@ -36,12 +36,16 @@ def _rows(cursor_rows) -> list[tuple]:
 def as_stored(rows: list[tuple], nul_removed: bool) -> list[tuple]:
     """Source rows as a target with the default value rules holds them: a zero or partial
     date (pymysql gives it as text) NULL in a nullable column, NUL characters removed where
-    the target cannot hold them (PostgreSQL)."""
+    the target cannot hold them (PostgreSQL), UTF-16 surrogates as Unicode text (a pair the
+    character it spells, a lone one U+FFFD)."""
 
     def stored(value: Any) -> Any:
-        if isinstance(value, str) and value[:4].isdigit() and value[4:5] == "-" and _invalid_date(value):
+        if not isinstance(value, str):
+            return value
+        if value[:4].isdigit() and value[4:5] == "-" and _invalid_date(value):
             return None
-        return value.replace("\0", "") if nul_removed and isinstance(value, str) else value
+        text = value.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
+        return text.replace("\0", "") if nul_removed else text
 
     return _rows([tuple(stored(v) for v in row) for row in rows])
 

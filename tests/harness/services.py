@@ -21,7 +21,7 @@ from pathlib import Path
 import psycopg
 import pymysql
 
-from sluice.source.connection import SourceEndpoint
+from sluice.source.connection import SourceEndpoint, with_surrogates
 
 PG_BIN = Path("/usr/lib/postgresql/15/bin")
 
@@ -42,15 +42,18 @@ class MariaDB:
     host: str = "127.0.0.1"
 
     def connect(self, database: str | None = None, **kwargs) -> pymysql.connections.Connection:
-        return pymysql.connect(
-            host=self.host,
-            port=self.port,
-            user=self.user,
-            password=self.password,
-            database=database,
-            autocommit=True,
-            charset="utf8mb4",
-            **kwargs,
+        """Strings with the UTF-16 surrogates MariaDB keeps, as Sluice reads them."""
+        return with_surrogates(
+            pymysql.connect(
+                host=self.host,
+                port=self.port,
+                user=self.user,
+                password=self.password,
+                database=database,
+                autocommit=True,
+                charset="utf8mb4",
+                **kwargs,
+            )
         )
 
     def endpoint(self) -> SourceEndpoint:

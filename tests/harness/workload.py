@@ -44,13 +44,16 @@ def create_table(
 
 
 def _row(rng: random.Random, key: int, legacy: bool = False) -> tuple:
-    """`legacy`: one row in ten has a zero or partial date, or a NUL character in its note."""
+    """`legacy`: one row in ten has a zero or partial date, a NUL character in its note, or
+    UTF-16 surrogates there (a legacy client's CESU-8 pair, or a lone one)."""
     updated = f"2024-0{rng.randrange(1, 10)}-1{rng.randrange(10)} 12:00:00.{rng.randrange(1000):03d}"
     note = None if rng.random() < 0.2 else "note " * rng.randrange(5)
     if legacy and rng.random() < 0.1:
         updated = rng.choice(["0000-00-00 00:00:00.000", "2020-00-15 12:00:00.000", "2021-03-00 00:00:00.000"])
     if legacy and rng.random() < 0.1:
         note = f"a\0b{rng.randrange(10)}\0"
+    if legacy and rng.random() < 0.1:
+        note = rng.choice(["\ud83d\ude00 cesu", "lone \ud800"])
     return (key, f"name-{rng.randrange(10**6)}", round(rng.uniform(0, 10000), 2), rng.randrange(1000), updated, note)
 
 
