@@ -46,8 +46,11 @@ tools: system-deps .tools/bin/kubectl
 	rm -rf .tools/pack
 	chmod +x .tools/bin/kubectl .tools/bin/helm
 
+# Two workers (TEST_WORKERS=1 for one): each starts its own servers, and most tests spend
+# much of their time waiting on a pipeline, so the second core is used.
+TEST_WORKERS ?= 2
 test: install system-deps tools
-	$(PYTHON) -m pytest
+	$(PYTHON) -m pytest -n $(TEST_WORKERS)
 
 # The crash-consistency test, bigger and with a random seed (printed, to replay a failure:
 # SLUICE_SOAK_SEED=N make soak).
