@@ -52,7 +52,7 @@ def fill(mariadb, rows: int) -> None:
 
 def plain_scan(mariadb) -> tuple[int, float]:
     """The baseline: one pymysql streaming cursor reading every row."""
-    conn = mariadb.connect("bench", cursorclass=pymysql.cursors.SSCursor)
+    conn = mariadb.connect("bench", surrogates=False, cursorclass=pymysql.cursors.SSCursor)
     started = time.perf_counter()
     count = 0
     with conn.cursor() as cur:

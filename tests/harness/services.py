@@ -41,20 +41,20 @@ class MariaDB:
     password: str = "sluice-test"
     host: str = "127.0.0.1"
 
-    def connect(self, database: str | None = None, **kwargs) -> pymysql.connections.Connection:
-        """Strings with the UTF-16 surrogates MariaDB keeps, as Sluice reads them."""
-        return with_surrogates(
-            pymysql.connect(
-                host=self.host,
-                port=self.port,
-                user=self.user,
-                password=self.password,
-                database=database,
-                autocommit=True,
-                charset="utf8mb4",
-                **kwargs,
-            )
+    def connect(self, database: str | None = None, surrogates: bool = True, **kwargs) -> pymysql.connections.Connection:
+        """`surrogates`: strings with the UTF-16 surrogates MariaDB keeps, as Sluice reads
+        them (else PyMySQL's own decoding, a benchmark's baseline)."""
+        conn = pymysql.connect(
+            host=self.host,
+            port=self.port,
+            user=self.user,
+            password=self.password,
+            database=database,
+            autocommit=True,
+            charset="utf8mb4",
+            **kwargs,
         )
+        return with_surrogates(conn) if surrogates else conn
 
     def endpoint(self) -> SourceEndpoint:
         """How Sluice's own code reaches this server."""
