@@ -154,10 +154,12 @@ def sluice_snapshot(
     target=None,
     table: str = "bench.orders",
     full_target: bool = False,
+    read_on_driver: bool = True,
 ) -> tuple[float, float, int, float, str]:
     """One `sluice run` of the snapshot of `table` into an empty PostgreSQL schema (or MariaDB
     database, with `target`), or with `full_target` (PostgreSQL) into the rows the last run
-    left, which each chunk then replaces: phase rate, end-to-end rate, rows, seconds, CPU use."""
+    left, which each chunk then replaces; `read_on_driver` False: every split on Spark's
+    executors. Phase rate, end-to-end rate, rows, seconds, CPU use."""
     if target is None:
         with postgresql.connect() as conn:
             if not full_target:
@@ -176,6 +178,7 @@ def sluice_snapshot(
         name=f"bench-{name}",
         parallelism=parallelism,
         **{"scan.startup.mode": "snapshot", "scan.incremental.snapshot.chunk.size": chunk_size},
+        **({} if read_on_driver else {"scan.snapshot.read-on-driver": False}),
     )
     pipeline = write_pipeline(base / f"bench-{name}.yaml", definition)
     before, started = read_cpu(servers(mariadb, postgresql, target)), time.perf_counter()
@@ -228,6 +231,14 @@ def main() -> None:
                 f"{end_to_end / pipe_rate:.2f}x the pipe ({copied:,} rows, {seconds:.1f}s incl. Spark start)"
             )
         print(f"snapshot phase, parallelism 2 / parallelism 1: {phases[2] / phases[1]:.2f}x")
+        phase_rate, end_to_end, copied, seconds, _ = sluice_snapshot(
+            base, mariadb, postgresql, 2, args.chunk_size, read_on_driver=False
+        )
+        print(
+            f"sluice, parallelism 2, every split on the executors (scan.snapshot.read-on-driver: false, as a driver "
+            f"pod with executors runs): snapshot phase {phase_rate:>10,.0f} rows/s = {phase_rate / pipe_rate:.2f}x the "
+            f"pipe; end to end {end_to_end:>10,.0f} rows/s = {end_to_end / pipe_rate:.2f}x ({seconds:.1f}s)"
+        )
         replacing, *_ = sluice_snapshot(base, mariadb, postgresql, 2, args.chunk_size, full_target=True)
         print(
             f"sluice, parallelism 2, into a target holding every row (each chunk replaces its range): snapshot "
