@@ -11,26 +11,30 @@ from pathlib import Path
 from pyspark.sql import SparkSession
 
 from sluice.errors import SluiceError
+from sluice.runtime.spark_classes import java_option
 
 LOG_CONFIG = Path(__file__).with_name("log4j2.properties")
 
 
-def spark_session(app_name: str, master: str | None) -> SparkSession:
-    """`master` for a local run; None keeps what spark-submit was given."""
+def spark_session(app_name: str, master: str | None, java_options: str = "") -> SparkSession:
+    """`master` for a local run; None keeps what spark-submit was given. A local JVM maps
+    the class archive where `make install` made one (spark_classes)."""
     _check_java()
     # Python workers must run this interpreter: it is the one with Sluice installed.
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     # The driver's JVM only schedules (rows move in Python workers): the quick JIT alone
     # starts it about a second sooner on two cores.
-    java_options = f"-Dlog4j2.configurationFile=file:{LOG_CONFIG} -XX:TieredStopAtLevel=1"
+    local = bool(master) and master.startswith("local")
+    options = f"-Dlog4j2.configurationFile=file:{LOG_CONFIG} -XX:TieredStopAtLevel=1 {java_option(local)}"
+    options += f" {java_options}"
     try:
         builder = SparkSession.builder.master(master) if master else SparkSession.builder
         return (
             builder.appName(app_name)
             .config("spark.ui.enabled", "false")
             .config("spark.ui.showConsoleProgress", "false")
-            .config("spark.driver.extraJavaOptions", java_options)
+            .config("spark.driver.extraJavaOptions", " ".join(options.split()))
             .config("spark.python.worker.reuse", "true")
             .config("spark.scheduler.mode", "FAIR")
             # Instants as Parquet's own UTC-adjusted type (not the legacy INT96); shown in UTC.
