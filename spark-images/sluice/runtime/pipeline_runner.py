@@ -180,6 +180,7 @@ class PipelineRunner:
     def _start_spark(self) -> SparkStart:
         """Spark starts in the background (the driver reads splits meanwhile)."""
         if self._spark is None:
+            from sluice.runtime.spark_classes import java_option
             from sluice.runtime.spark_start import SparkStart
 
             self._spark = SparkStart(
@@ -188,6 +189,12 @@ class PipelineRunner:
                 slots=self.definition.parallelism,
                 warm_modules=[read_splits.__module__, type(self.sink).__module__],
                 on_ready=self.sink.attach,
+                # Where the driver reads while Spark starts, a JVM up sooner only takes CPU from
+                # those reads (measured: 8% slower end to end at 5M rows on two cores); where
+                # every split waits for Spark, it starts 3 s sooner.
+                java_options=java_option(
+                    local=(self.master or "").startswith("local") and not self.definition.source.read_on_driver
+                ),
             )
         return self._spark
 

@@ -1,11 +1,11 @@
 """Class data sharing for the local Spark JVM (the JDK's AppCDS): an archive of the classes
 a session loads, mapped at start instead of loaded, parsed and verified one by one. On two
-cores it starts a local session in about 4 s where it took 7 s, and leaves that CPU to the
-driver's own reads. `make install` makes it (`python -m sluice.runtime.spark_classes`);
-without it, or with a JVM or PySpark other than the one it was made by (the name says
-which), the JVM loads its classes as ever: the JVM ignores an archive it cannot use.
-A SparkApplication's driver (spark-submit on Kubernetes) takes its classpath from the
-image, so only local sessions use it."""
+cores it starts a local session in about 4 s where it took 7 s: a local run whose splits
+all wait for Spark (`scan.snapshot.read-on-driver: false`) uses it. `make install` makes it
+(`python -m sluice.runtime.spark_classes`); without it, or with a JVM or PySpark other
+than the one it was made by (the name says which), the JVM loads its classes as ever. A
+SparkApplication's driver (spark-submit on Kubernetes) takes its classpath from the image,
+so only local sessions use it."""
 
 from __future__ import annotations
 

@@ -11,23 +11,20 @@ from pathlib import Path
 from pyspark.sql import SparkSession
 
 from sluice.errors import SluiceError
-from sluice.runtime.spark_classes import java_option
 
 LOG_CONFIG = Path(__file__).with_name("log4j2.properties")
 
 
 def spark_session(app_name: str, master: str | None, java_options: str = "") -> SparkSession:
-    """`master` for a local run; None keeps what spark-submit was given. A local JVM maps
-    the class archive where `make install` made one (spark_classes)."""
+    """`master` for a local run; None keeps what spark-submit was given. `java_options`: the
+    local driver JVM's own (spark_classes' archive, say)."""
     _check_java()
     # Python workers must run this interpreter: it is the one with Sluice installed.
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     # The driver's JVM only schedules (rows move in Python workers): the quick JIT alone
     # starts it about a second sooner on two cores.
-    local = bool(master) and master.startswith("local")
-    options = f"-Dlog4j2.configurationFile=file:{LOG_CONFIG} -XX:TieredStopAtLevel=1 {java_option(local)}"
-    options += f" {java_options}"
+    options = f"-Dlog4j2.configurationFile=file:{LOG_CONFIG} -XX:TieredStopAtLevel=1 {java_options}"
     try:
         builder = SparkSession.builder.master(master) if master else SparkSession.builder
         return (

@@ -27,10 +27,16 @@ log = logging.getLogger(__name__)
 
 class SparkStart:
     def __init__(
-        self, app_name: str, master: str | None, slots: int, warm_modules: Sequence[str], on_ready: Callable
+        self,
+        app_name: str,
+        master: str | None,
+        slots: int,
+        warm_modules: Sequence[str],
+        on_ready: Callable,
+        java_options: str = "",
     ) -> None:
         """`slots` Python workers import `warm_modules`; `on_ready` gets the session first."""
-        self._app_name, self._master = app_name, master
+        self._app_name, self._master, self._java_options = app_name, master, java_options
         self._slots, self._warm_modules, self._on_ready = slots, tuple(warm_modules), on_ready
         self._ready = threading.Event()
         self._abandoned = threading.Event()
@@ -51,7 +57,7 @@ class SparkStart:
         try:
             from sluice.runtime.spark_session import spark_session
 
-            session = spark_session(self._app_name, self._master)
+            session = spark_session(self._app_name, self._master, self._java_options)
             if self._abandoned.is_set():
                 _kill_local_jvm()
                 return

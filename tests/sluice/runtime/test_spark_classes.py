@@ -10,8 +10,10 @@ from sluice.runtime.spark_classes import archive, java_option
 
 SESSION = """
 import sys
+from sluice.runtime.spark_classes import java_option
 from sluice.runtime.spark_session import spark_session
-session = spark_session("class-archive", "local[1]", "-Xlog:class+load=info:file=" + sys.argv[1])
+options = java_option(local=True) + " -Xlog:class+load=info:file=" + sys.argv[1]
+session = spark_session("class-archive", "local[1]", options)
 session.sparkContext.parallelize(range(2), 1).count()
 session.stop()
 """
