@@ -14,6 +14,15 @@ from tests.harness.pipelines import SLUICE, every_sink, pipeline_per_sink, sluic
 pytestmark = pytest.mark.slow
 
 
+def verify_holds_each_target_to_the_rule(pipelines: dict, env: dict[str, str]) -> None:
+    """`sluice verify` finds each target equal to the source under the values' rules."""
+    for name, (pipeline, _) in pipelines.items():
+        checked = subprocess.run(
+            [*SLUICE, "verify", str(pipeline)], env=env, capture_output=True, text=True, timeout=120
+        )
+        assert checked.returncode == 0, f"{name}: {checked.stdout}{checked.stderr}"
+
+
 def test_nul_characters_are_removed_for_postgresql_and_kept_for_mariadb(
     tmp_path, mariadb, mariadb_target, postgresql, source_db
 ):
@@ -55,15 +64,7 @@ def test_nul_characters_are_removed_for_postgresql_and_kept_for_mariadb(
     assert any(f"{source_db}.notes.body" in w for w in warnings), warnings
     assert not any("NUL" in line for line in said["mariadb"].splitlines())
     assert f"values changed to fit the target (the warnings say how): {source_db}.notes.body 2, " in said["postgres"]
-    for name, (pipeline, _) in pipelines.items():  # verify holds the target to the same rule
-        checked = subprocess.run(
-            [*SLUICE, "verify", str(pipeline)],
-            env=sluice_env(mariadb, postgresql, mariadb_target),
-            capture_output=True,
-            text=True,
-            timeout=120,
-        )
-        assert checked.returncode == 0, f"{name}: {checked.stdout}{checked.stderr}"
+    verify_holds_each_target_to_the_rule(pipelines, sluice_env(mariadb, postgresql, mariadb_target))
 
 
 # MariaDB keeps UTF-16 surrogates in its UTF-8 and UCS-2 columns (a legacy client's CESU-8,
@@ -128,12 +129,4 @@ def test_surrogates_become_the_character_they_pair_into_or_u_fffd_for_postgresql
     assert any(f"{source_db}.cesu.m3" in w and "id=1" in w for w in warnings), warnings
     assert f"{source_db}.cesu.m4 3" in said["postgres"]  # the values changed, per column
     assert not any("surrogate" in line for line in said["mariadb"].splitlines())
-    for name, (pipeline, _) in pipelines.items():  # verify holds the target to the same rule
-        checked = subprocess.run(
-            [*SLUICE, "verify", str(pipeline)],
-            env=sluice_env(mariadb, postgresql, mariadb_target),
-            capture_output=True,
-            text=True,
-            timeout=120,
-        )
-        assert checked.returncode == 0, f"{name}: {checked.stdout}{checked.stderr}"
+    verify_holds_each_target_to_the_rule(pipelines, sluice_env(mariadb, postgresql, mariadb_target))
