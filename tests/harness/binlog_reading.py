@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping
+from typing import Any
 
 from sluice.binlog.transaction_reader import Heartbeat, SchemaChange, Transaction, read_transactions
 from sluice.source.offset import BinlogOffset
@@ -23,6 +24,7 @@ def read_between(
     schemas: Mapping[str, TableSchema],
     unread: Collection[str] = (),
     read_at: Mapping[str, BinlogOffset] | None = None,
+    migrations: Mapping[str, Any] | None = None,
 ) -> list[Transaction | SchemaChange | Heartbeat]:
     """What the reader gives from `start` to `end`, capturing every table of `database`."""
     return list(
@@ -37,5 +39,6 @@ def read_between(
             captured=lambda db, table: db == database,
             unread=unread,
             schemas_read_at=read_at or {},
+            migrations=migrations,
         )
     )

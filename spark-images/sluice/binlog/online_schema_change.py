@@ -33,6 +33,7 @@ from sluice.event.schema_change import (
     event_to_json,
 )
 from sluice.pipeline.table_selector import LEFTOVER, SHADOW
+from sluice.source.offset import BinlogOffset
 from sluice.source.schema import TableSchema
 
 
@@ -45,41 +46,61 @@ def shadowed(table_id: str) -> str | None:
 
 @dataclass
 class Migration:
-    """A table's migration in progress: its shadow's layout and the changes made to it."""
+    """A table's migration in progress: its shadow's layout and the changes made to it, up
+    to the statement at `through` (the state keeps it as soon as it is read, ahead of the
+    position a run resumes from: a step at or before `through` is one taken already)."""
 
     table_id: str
     shadow: TableSchema
     statements: list[str]
     events: list[SchemaChangeEvent]  # on the table itself, in order
+    through: BinlogOffset | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        data = {
             "table": self.table_id,
             "shadow": self.shadow.to_json(),
             "statements": self.statements,
             "events": [event_to_json(e) for e in self.events],
         }
+        return data | ({"through": self.through.to_json()} if self.through else {})
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Migration:
         events = [event_from_json(e) for e in data["events"]]
-        return cls(data["table"], TableSchema.from_json(data["shadow"]), list(data["statements"]), events)
+        through = BinlogOffset.from_json(data["through"]) if "through" in data else None
+        return cls(data["table"], TableSchema.from_json(data["shadow"]), list(data["statements"]), events, through)
+
+    def took(self, position: BinlogOffset) -> bool:
+        """Whether the statement at `position` is one of its steps already."""
+        return self.through is not None and not self.through.is_before(position)
 
 
-def started(events: list[SchemaChangeEvent], tables: Mapping[str, TableSchema]) -> Migration | None:
+def started(events: list[SchemaChangeEvent], tables: Mapping[str, TableSchema], at: BinlogOffset) -> Migration | None:
     """A migration begun by a shadow's CREATE TABLE (of a captured table the reader knows)."""
     created = [e for e in events if isinstance(e, CreateTable)]
     if len(created) != 1 or (original := shadowed(created[0].table_id)) not in tables:
         return None
     shadow = created[0].applied_to(None)
-    return Migration(original, shadow, [], [])
+    return Migration(original, shadow, [], [], at)
 
 
-def altered(migration: Migration, statement: str, events: list[SchemaChangeEvent]) -> Migration:
+def altered(migration: Migration, statement: str, events: list[SchemaChangeEvent], at: BinlogOffset) -> Migration:
     """The migration after an ALTER of its shadow: its events, on the table itself."""
     shadow = apply_events({migration.shadow.table_id: migration.shadow}, events)[migration.shadow.table_id]
     own = [dataclasses.replace(e, table_id=migration.table_id) for e in events]
-    return Migration(migration.table_id, shadow, [*migration.statements, statement], [*migration.events, *own])
+    statements, events = [*migration.statements, statement], [*migration.events, *own]
+    return Migration(migration.table_id, shadow, statements, events, at)
+
+
+def taken(events: list[SchemaChangeEvent], migrations: Mapping[str, Migration], at: BinlogOffset) -> bool:
+    """Whether the statement at `at` (its `events`) is a step a migration took already: read
+    again after a restart."""
+    for event in events:
+        migration = migrations.get(shadowed(event.table_id) or event.table_id)
+        if migration is not None and migration.took(at):
+            return True
+    return False
 
 
 def cut_over(events: list[SchemaChangeEvent], migrations: Mapping[str, Migration]) -> list[Migration] | None:

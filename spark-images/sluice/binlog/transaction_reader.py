@@ -39,7 +39,7 @@ from sluice.binlog.ddl_parser import (
 from sluice.binlog.event_reader import RowsEvent, WatchedTables, event_start, open_stream, rows_event
 from sluice.binlog.event_stream import BinlogRowsEvent
 from sluice.binlog.gtid_state import GtidState, gtid_state
-from sluice.binlog.online_schema_change import Migration, altered, cut_over, shadowed, started
+from sluice.binlog.online_schema_change import Migration, altered, cut_over, shadowed, started, taken
 from sluice.binlog.row_image_decoder import RowImageDecoders
 from sluice.binlog.table_map_layout import as_the_server_spells, layout_change
 from sluice.errors import PositionPurged, SourceError, SourceUnavailable
@@ -404,7 +404,9 @@ class _DdlReader:
             progress = {t: m.to_json() for t, m in self.migrations.items()}  # type: ignore[union-attr]
             return SchemaChange(start, start, event.query, (), event.timestamp, migrations=progress)
 
-        if (migration := started(events, tables)) is not None:
+        if taken(events, self.migrations, start):
+            return None  # read again after a restart: the state has it
+        if (migration := started(events, tables, start)) is not None:
             self.migrations[migration.table_id] = migration
             return notice()
         given_up = [t for e in events if isinstance(e, DropTable) and (t := shadowed(e.table_id)) in self.migrations]
@@ -414,7 +416,7 @@ class _DdlReader:
             return notice()
         on = {shadowed(e.table_id) for e in events}
         if len(on) == 1 and (original := on.pop()) in self.migrations:
-            self.migrations[original] = altered(self.migrations[original], event.query, events)
+            self.migrations[original] = altered(self.migrations[original], event.query, events, start)
             return notice()
         finished = cut_over(events, self.migrations)
         if finished is not None:

@@ -104,3 +104,29 @@ def test_truncating_a_table_whose_layout_waits_for_its_table_map_is_no_change(ma
         if isinstance(c, SchemaChange)
     ]
     assert changes == [(True, []), (False, ["CreateTable"])]
+
+
+def test_a_migration_step_read_again_after_a_restart_is_taken_once(mariadb, source_db):
+    """The state keeps a migration's steps as soon as they are read, ahead of the position a
+    run resumes from: after a kill, pt-osc's ALTER of its shadow was read again and taken
+    twice, and the cut-over added `w` twice (a MySQL target refused it: "Column 'w'
+    specified twice")."""
+    mariadb.execute("CREATE TABLE t (id INT PRIMARY KEY, v INT)", database=source_db)
+    with mariadb.connect(source_db) as conn, conn.cursor() as cur:
+        known = read_table_schema(conn, source_db, "t")
+        start = position(cur)
+        cur.execute("CREATE TABLE _t_new LIKE t")
+        created = position(cur)
+        cur.execute("ALTER TABLE _t_new ADD COLUMN w INT NOT NULL DEFAULT 7")
+        altered = position(cur)
+        cur.execute("RENAME TABLE t TO _t_old, _t_new TO t")
+        end = position(cur)
+    schemas = {known.table_id: known}
+    first = read_between(mariadb, source_db, start, altered, schemas, migrations={})
+    kept = [c.migrations for c in first if isinstance(c, SchemaChange)][-1]  # the state, before the kill
+    again = read_between(mariadb, source_db, created, end, schemas, migrations=kept)  # resumed before the ALTER
+    changes = [[str(e) for e in c.events] for c in again if isinstance(c, SchemaChange) and c.events]
+    assert changes == [
+        [f"AddColumnEvent{{tableId={source_db}.t, addedColumns=[ColumnWithPosition{{column=`w` INT NOT NULL, "
+         "position=LAST}]}"]
+    ]  # fmt: skip
