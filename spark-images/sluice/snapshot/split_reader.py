@@ -98,11 +98,9 @@ class ChunkScan:
 
     def _batches(self, sql: str) -> Iterator[list[tuple[Any, ...]]]:
         self.close()  # a pass abandoned part way (a COPY that failed)
-        cur = self._cursor = self._conn.cursor(MySQLdb.cursors.SSCursor)
+        cur = self._execute(sql)
         count = 0
         try:
-            with decoding_surrogates(self._conn) if self.surrogates else contextlib.nullcontext():
-                cur.execute(sql, self._params)
             try:
                 while batch := cur.fetchmany(self._fetch_size):
                     count += len(batch)
@@ -114,9 +112,7 @@ class ChunkScan:
                 self.surrogates = True
                 log.info("%s: a string holds UTF-16 surrogates: decoded in Python", self.decoder.schema.table_id)
                 self.close()
-                cur = self._cursor = self._conn.cursor(MySQLdb.cursors.SSCursor)
-                with decoding_surrogates(self._conn):
-                    cur.execute(sql, self._params)  # the same rows in the same order: the same read view
+                cur = self._execute(sql)  # the same rows in the same order: the same read view
                 given, count = count, 0
                 while batch := cur.fetchmany(self._fetch_size):
                     count += len(batch)
@@ -126,6 +122,12 @@ class ChunkScan:
         finally:
             if self._cursor is cur:  # not if a later pass took over
                 self.close()
+
+    def _execute(self, sql: str) -> MySQLdb.cursors.SSCursor:
+        cur = self._cursor = self._conn.cursor(MySQLdb.cursors.SSCursor)
+        with decoding_surrogates(self._conn) if self.surrogates else contextlib.nullcontext():
+            cur.execute(sql, self._params)
+        return cur
 
     def close(self) -> None:
         """Ends the current pass. The server streams the result: it must be read to its end
