@@ -74,6 +74,12 @@ def wait_streaming(cluster: Cluster, name: str) -> dict[str, Any]:
     return cluster.wait(name, "streaming", ready)
 
 
+def pending_of(status: dict[str, Any]) -> str:
+    """The SchemaChangePending condition's message ("" while none is pending)."""
+    found = {c["type"]: c for c in status.get("conditions", [])}
+    return found.get("SchemaChangePending", {}).get("message", "")
+
+
 def executors_read(document: dict) -> dict:
     """Spark's executors read every snapshot split (the driver reads none while Spark starts)."""
     document["spec"]["source"]["scan.snapshot.read-on-driver"] = False
@@ -110,12 +116,13 @@ def test_apply_snapshot_scale_down_stream_and_a_manual_schema_change(cluster, ma
     # An ALTER TABLE under `manual`: paused, visible in kubectl and in conditions.
     mariadb.execute(f"ALTER TABLE {source_db}.orders ADD COLUMN note VARCHAR(20) DEFAULT 'none'")
     mariadb.execute(f"INSERT INTO {source_db}.orders VALUES (20000, 'after', 3.00, 'noted')")
-    status = cluster.wait("orders", "the schema-change pause", lambda s: s.get("phase") == "SchemaChangePaused")
+    # The pause begins with the flush; the approval is asked for once the flush is done.
+    status = cluster.wait("orders", "the schema-change approval", lambda s: "waits for approval" in pending_of(s))
     table = cluster.kubectl("get", "cdcp", "orders")
     assert "SchemaChangePaused" in table.splitlines()[1]
     change_id = status["schemaChange"]["id"]
     pending = next(c for c in status["conditions"] if c["type"] == "SchemaChangePending")
-    assert pending["status"] == "True" and change_id in pending["message"]
+    assert status["phase"] == "SchemaChangePaused" and pending["status"] == "True" and change_id in pending["message"]
     assert "spec.schemaChanges.approved" in pending["message"]
     assert postgres_rows(postgresql, source_db, "orders", "count(*)") != [
         (len(source_rows(mariadb, source_db, "orders")),)
