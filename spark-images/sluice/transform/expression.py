@@ -1,0 +1,455 @@
+"""Transform expressions: Flink CDC's projection and filter SQL, parsed with sqlglot, type
+checked against the source table's columns and compiled into Python closures.
+
+One compiled expression serves the snapshot and the binlog: both give it the row in the
+same decoded form (source/row_decoding), so a row has one result whichever phase read it.
+A name, function or type the expression cannot take is refused here, at start, with the
+rule, the expression and its position.
+
+Values follow SQL where Flink CDC's Java code differs from it (NULL in, NULL out; `LIKE` is
+SQL's pattern, not a Java regex; a division by zero is NULL); the README lists each case.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from decimal import Decimal
+from typing import Any
+
+import sqlglot
+from sqlglot import exp
+from sqlglot.dialects.spark import Spark
+
+from sluice.errors import DefinitionError
+from sluice.transform import functions as fn
+from sluice.transform.sql_types import (
+    BIGINT,
+    BOOLEAN,
+    DOUBLE,
+    NULL,
+    NUMERIC,
+    TEXT,
+    SqlType,
+    common_type,
+    decimal,
+    decimal_of,
+    varchar,
+)
+
+
+class FlinkSql(Spark):
+    """Spark's SQL is the closest sqlglot has to Flink's (backquoted names, `||`, STRING; a
+    CAST is read as a TRY_CAST without `safe`). Date patterns stay Java's, as written."""
+
+    TIME_MAPPING: dict[str, str] = {}
+
+
+DIALECT = FlinkSql
+
+# The values an expression sees besides the row's columns (Flink CDC's metadata columns).
+NAMESPACE, SCHEMA, TABLE, EVENT_TYPE, OP_TS = range(5)
+METADATA: dict[str, tuple[int, SqlType]] = {
+    "__namespace_name__": (NAMESPACE, SqlType("string", "varchar(64)")),
+    "__schema_name__": (SCHEMA, SqlType("string", "varchar(64)", nullable=False)),
+    "__table_name__": (TABLE, SqlType("string", "varchar(64)", nullable=False)),
+    "__data_event_type__": (EVENT_TYPE, SqlType("string", "varchar(2)", nullable=False)),
+    "op_ts": (OP_TS, SqlType("integer", "bigint", nullable=False)),
+}
+ROW_METADATA = ("__namespace_name__", "__schema_name__", "__table_name__")  # the same for every change of a row
+
+Meta = tuple[Any, ...]  # indexed by NAMESPACE ... OP_TS
+Evaluate = Callable[[tuple[Any, ...], Meta], Any]
+
+
+@dataclass(frozen=True)
+class Compiled:
+    evaluate: Evaluate
+    type: SqlType
+    columns: frozenset[str]  # the source columns it reads
+    metadata: frozenset[str]  # the metadata columns it reads
+    deterministic: bool = True  # NOW(), UUID() ... give another value each time
+    column: str | None = None  # the source column it only names (`id`, `id AS k`): its values as they are
+
+
+class ExpressionError(DefinitionError):
+    pass
+
+
+def parse_projection(text: str, where: str) -> list[exp.Expression]:
+    """The projection's items; `\\*` (Flink CDC's escape for a leading star) is `*`."""
+    text = text.replace("\\*", "*")
+    tree = _parse(f"SELECT {text}", where, len("SELECT "))
+    if not isinstance(tree, exp.Select) or tree.args.get("from") or tree.args.get("where"):
+        raise ExpressionError(f"{where}: '{text}' must be a list of expressions, as a SELECT clause has")
+    return list(tree.expressions)
+
+
+def parse_filter(text: str, where: str) -> exp.Expression:
+    tree = _parse(f"SELECT 1 WHERE {text}", where, len("SELECT 1 WHERE "))
+    condition = tree.args.get("where")
+    if not isinstance(tree, exp.Select) or condition is None:
+        raise ExpressionError(f"{where}: '{text}' must be a condition, as a WHERE clause has")
+    return condition.this
+
+
+def _parse(sql: str, where: str, offset: int) -> exp.Expression:
+    try:
+        return sqlglot.parse_one(sql, read=DIALECT)
+    except sqlglot.errors.ParseError as exc:
+        detail = exc.errors[0] if exc.errors else {}
+        column = detail.get("col")
+        at = f" at character {max(column - offset, 1)}" if column else ""
+        raise ExpressionError(f"{where}: cannot parse '{sql[offset:]}'{at}: {detail.get('description', exc)}") from None
+
+
+class Scope:
+    """What names an expression may use: the source row's columns by position, metadata
+    columns, and (in a filter) the projection's computed columns."""
+
+    def __init__(
+        self,
+        columns: Mapping[str, tuple[int, SqlType]],
+        computed: Mapping[str, Compiled] | None = None,
+        where: str = "",
+        text: str = "",
+    ) -> None:
+        self.columns, self.computed, self.where, self.text = columns, dict(computed or {}), where, text
+
+    def refuse(self, node: exp.Expression, problem: str) -> ExpressionError:
+        sql = node.sql(dialect=DIALECT)
+        found = self.text.lower().find(sql.lower().split("(")[0])
+        at = f" at character {found + 1}" if found >= 0 else ""
+        return ExpressionError(f"{self.where}: {sql}{at}: {problem}")
+
+
+def compile_expression(node: exp.Expression, scope: Scope) -> Compiled:
+    return _Compiler(scope).compile(node)
+
+
+class _Compiler:
+    def __init__(self, scope: Scope) -> None:
+        self.scope = scope
+        self.columns: set[str] = set()
+        self.metadata: set[str] = set()
+        self.deterministic = True
+
+    def compile(self, node: exp.Expression) -> Compiled:
+        evaluate, kind = self._node(node)
+        named = node
+        while isinstance(named, exp.Alias | exp.Paren):
+            named = named.this
+        plain = (
+            isinstance(named, exp.Column) and named.name in self.scope.columns and named.name not in self.scope.computed
+        )
+        return Compiled(
+            evaluate,
+            kind,
+            frozenset(self.columns),
+            frozenset(self.metadata),
+            self.deterministic,
+            named.name if plain else None,
+        )
+
+    # -- dispatch ---------------------------------------------------------------------
+
+    def _node(self, node: exp.Expression) -> tuple[Evaluate, SqlType]:
+        handler = _HANDLERS.get(type(node))
+        if handler is not None:
+            return handler(self, node)
+        if isinstance(node, exp.Anonymous):
+            return self._anonymous(node)
+        if isinstance(node, exp.Func):
+            name = node.sql_name() if hasattr(node, "sql_name") else type(node).__name__.upper()
+            raise self.scope.refuse(node, f"{name} is not a function Sluice's transform has (see the README)")
+        raise self.scope.refuse(node, "this kind of expression is not supported in a transform")
+
+    def _args(self, nodes: Sequence[exp.Expression | None]) -> list[tuple[Evaluate, SqlType]]:
+        return [self._node(n) for n in nodes if n is not None]
+
+    def _expect(self, node: exp.Expression, arg: tuple[Evaluate, SqlType], families: Sequence[str], what: str) -> None:
+        kind = arg[1]
+        if kind.family != "null" and kind.family not in families:
+            raise self.scope.refuse(node, f"{what} must be {' or '.join(f.upper() for f in families)}, not {kind.name}")
+
+    # -- names and literals -----------------------------------------------------------
+
+    def _column(self, node: exp.Column) -> tuple[Evaluate, SqlType]:
+        name = node.name
+        if node.table:
+            raise self.scope.refuse(node, "name columns without a table (a transform reads one table)")
+        if name in self.scope.computed:
+            computed = self.scope.computed[name]
+            self.columns |= computed.columns
+            self.metadata |= computed.metadata
+            return computed.evaluate, computed.type
+        if name in self.scope.columns:
+            position, kind = self.scope.columns[name]
+            self.columns.add(name)
+            return (lambda row, meta: row[position]), kind
+        if name in METADATA:
+            index, kind = METADATA[name]
+            self.metadata.add(name)
+            return (lambda row, meta: meta[index]), kind
+        if name.upper() in ("LOCALTIMESTAMP", "CURRENT_TIME", "LOCALTIME"):
+            self.deterministic = False
+            return fn.now_call(name.upper())
+        known = ", ".join(sorted(self.scope.columns)) or "none"
+        raise self.scope.refuse(node, f"no column {name} in the table (its columns: {known})")
+
+    def _literal(self, node: exp.Literal) -> tuple[Evaluate, SqlType]:
+        text = node.this
+        if node.is_string:
+            return (lambda row, meta: text), varchar(max(len(text), 1))
+        if "." in text or "e" in text.lower():
+            value: Any = Decimal(text) if "e" not in text.lower() else float(text)
+            if isinstance(value, float):
+                return (lambda row, meta: value), DOUBLE
+            digits = len(value.as_tuple().digits)
+            return (lambda row, meta: value), decimal(digits, max(-value.as_tuple().exponent, 0))  # type: ignore[operator]
+        number = int(text)
+        return (lambda row, meta: number), BIGINT
+
+    def _null(self, node: exp.Null) -> tuple[Evaluate, SqlType]:
+        return (lambda row, meta: None), NULL
+
+    def _boolean(self, node: exp.Boolean) -> tuple[Evaluate, SqlType]:
+        value = bool(node.this)
+        return (lambda row, meta: value), SqlType("boolean", "tinyint(1)", nullable=False)
+
+    def _paren(self, node: exp.Paren) -> tuple[Evaluate, SqlType]:
+        return self._node(node.this)
+
+    def _alias(self, node: exp.Alias) -> tuple[Evaluate, SqlType]:
+        return self._node(node.this)
+
+    # -- operators ----------------------------------------------------------------------
+
+    def _arithmetic(self, node: exp.Binary) -> tuple[Evaluate, SqlType]:
+        if isinstance(node, exp.Add | exp.Sub) and isinstance(node.expression, exp.Interval):
+            return self._interval_arithmetic(node)
+        left, right = self._args([node.this, node.expression])
+        for side, what in ((left, "the left operand"), (right, "the right operand")):
+            self._expect(node, side, NUMERIC, what)
+        kind = _arithmetic_type(type(node), left[1], right[1])
+        return fn.arithmetic(type(node).__name__, left[0], right[0], kind.family), kind
+
+    def _interval_arithmetic(self, node: exp.Binary) -> tuple[Evaluate, SqlType]:
+        (left,) = self._args([node.this])
+        self._expect(node, left, ("date", "datetime"), "what an INTERVAL is added to")
+        interval = node.expression
+        unit = interval.unit.name.upper() if interval.unit else "DAY"
+        amount_node = interval.this
+        amount = amount_node.this if isinstance(amount_node, exp.Literal) else None
+        if amount is None or not amount.lstrip("-").isdigit():
+            raise self.scope.refuse(
+                node, "an INTERVAL's amount must be a whole number literal, such as INTERVAL '1' DAY"
+            )
+        sign = -1 if isinstance(node, exp.Sub) else 1
+        return fn.plus_interval(left[0], unit, sign * int(amount), self.scope.refuse(node, "")), left[1]
+
+    def _negate(self, node: exp.Neg) -> tuple[Evaluate, SqlType]:
+        (value,) = self._args([node.this])
+        self._expect(node, value, NUMERIC, "the operand")
+        inner = value[0]
+        return (lambda row, meta: None if (v := inner(row, meta)) is None else -v), value[1]
+
+    def _comparison(self, node: exp.Binary) -> tuple[Evaluate, SqlType]:
+        left, right = self._args([node.this, node.expression])
+        self._comparable(node, [left[1], right[1]])
+        return fn.comparison(type(node).__name__, left[0], right[0]), BOOLEAN
+
+    def _comparable(self, node: exp.Expression, kinds: Sequence[SqlType]) -> None:
+        if common_type(list(kinds)) is None or (
+            len({k.family for k in kinds if k.family != "null"} & {"string", "binary"}) == 1
+            and {k.family for k in kinds if k.family != "null"} - {"string", "binary"}
+            and any(k.family in ("binary",) for k in kinds)
+        ):
+            raise self.scope.refuse(node, f"cannot compare {' with '.join(k.name for k in kinds)}")
+
+    def _logical(self, node: exp.Connector) -> tuple[Evaluate, SqlType]:
+        left, right = self._args([node.this, node.expression])
+        for side in (left, right):
+            self._expect(node, side, ("boolean",), "each operand of AND and OR")
+        return fn.logical(isinstance(node, exp.And), left[0], right[0]), BOOLEAN
+
+    def _not(self, node: exp.Not) -> tuple[Evaluate, SqlType]:
+        (value,) = self._args([node.this])
+        self._expect(node, value, ("boolean",), "NOT's operand")
+        inner = value[0]
+        return (lambda row, meta: None if (v := inner(row, meta)) is None else not v), BOOLEAN
+
+    def _is(self, node: exp.Is) -> tuple[Evaluate, SqlType]:
+        (value,) = self._args([node.this])
+        what = node.expression
+        inner = value[0]
+        if isinstance(what, exp.Null):
+            return (lambda row, meta: inner(row, meta) is None), BOOLEAN
+        if isinstance(what, exp.Boolean):
+            self._expect(node, value, ("boolean",), "IS TRUE's operand")
+            truth = bool(what.this)
+            return (lambda row, meta: inner(row, meta) is truth), BOOLEAN
+        raise self.scope.refuse(node, "IS takes NULL, TRUE or FALSE")
+
+    def _null_safe(self, node: exp.Binary) -> tuple[Evaluate, SqlType]:
+        left, right = self._args([node.this, node.expression])
+        self._comparable(node, [left[1], right[1]])
+        equal = isinstance(node, exp.NullSafeEQ)
+        a, b = left[0], right[0]
+        return (lambda row, meta: (fn.same(a(row, meta), b(row, meta))) is equal), BOOLEAN
+
+    def _between(self, node: exp.Between) -> tuple[Evaluate, SqlType]:
+        value, low, high = self._args([node.this, node.args["low"], node.args["high"]])
+        self._comparable(node, [value[1], low[1], high[1]])
+        return fn.between(value[0], low[0], high[0]), BOOLEAN
+
+    def _in(self, node: exp.In) -> tuple[Evaluate, SqlType]:
+        if node.args.get("query") or not node.expressions:
+            raise self.scope.refuse(node, "IN takes a list of values")
+        value, *options = self._args([node.this, *node.expressions])
+        self._comparable(node, [value[1], *(o[1] for o in options)])
+        return fn.within(value[0], [o[0] for o in options]), BOOLEAN
+
+    def _like(self, node: exp.Like) -> tuple[Evaluate, SqlType]:
+        value, pattern = self._args([node.this, node.expression])
+        for side, what in ((value, "LIKE's operand"), (pattern, "LIKE's pattern")):
+            self._expect(node, side, ("string",), what)
+        escape = node.args.get("escape")
+        escape_text = escape.this if isinstance(escape, exp.Literal) else None
+        like = fn.like(value[0], pattern[0], escape_text)
+        if node.args.get("negate"):
+            return (lambda row, meta: None if (v := like(row, meta)) is None else not v), BOOLEAN
+        return like, BOOLEAN
+
+    # -- conditionals ---------------------------------------------------------------------
+
+    def _case(self, node: exp.Case) -> tuple[Evaluate, SqlType]:
+        subject = self._node(node.this) if node.this is not None else None
+        branches = []
+        for branch in node.args.get("ifs") or []:
+            condition, result = self._args([branch.this, branch.args["true"]])
+            if subject is None:
+                self._expect(node, condition, ("boolean",), "a WHEN condition")
+            else:
+                self._comparable(node, [subject[1], condition[1]])
+            branches.append((condition, result))
+        default = self._node(node.args["default"]) if node.args.get("default") is not None else None
+        results = [r for _, r in branches] + ([default] if default else [])
+        kind = self._common(node, [r[1] for r in results])
+        if default is None:
+            kind = SqlType(kind.family, kind.column_type, True)
+        return fn.case(
+            subject[0] if subject else None,
+            [(c[0], r[0]) for c, r in branches],
+            default[0] if default else None,
+        ), kind
+
+    def _if(self, node: exp.If) -> tuple[Evaluate, SqlType]:
+        condition, yes, no = self._args([node.this, node.args["true"], node.args.get("false") or exp.Null()])
+        self._expect(node, condition, ("boolean",), "IF's condition")
+        return fn.case(None, [(condition[0], yes[0])], no[0]), self._common(node, [yes[1], no[1]])
+
+    def _coalesce(self, node: exp.Coalesce) -> tuple[Evaluate, SqlType]:
+        values = self._args([node.this, *node.expressions])
+        kind = self._common(node, [v[1] for v in values])
+        kind = SqlType(kind.family, kind.column_type, all(v[1].nullable for v in values))
+        return fn.coalesce([v[0] for v in values]), kind
+
+    def _nullif(self, node: exp.Nullif) -> tuple[Evaluate, SqlType]:
+        value, other = self._args([node.this, node.expression])
+        self._comparable(node, [value[1], other[1]])
+        a, b = value[0], other[0]
+        return (lambda row, meta: None if fn.same((v := a(row, meta)), b(row, meta)) else v), SqlType(
+            value[1].family, value[1].column_type, True
+        )
+
+    def _common(self, node: exp.Expression, kinds: list[SqlType]) -> SqlType:
+        kind = common_type(kinds)
+        if kind is None:
+            raise self.scope.refuse(node, f"its results have no common type ({', '.join(k.name for k in kinds)})")
+        return kind if kind.family != "null" else TEXT
+
+    # -- casts ----------------------------------------------------------------------------
+
+    def _cast(self, node: exp.Cast) -> tuple[Evaluate, SqlType]:
+        (value,) = self._args([node.this])
+        to = node.args["to"]
+        target = fn.cast_type(to)
+        if target is None:
+            raise self.scope.refuse(node, f"CAST to {to.sql(dialect=DIALECT)} is not supported")
+        if value[1].family == "binary" and target.family not in ("string", "binary"):
+            raise self.scope.refuse(node, f"cannot CAST {value[1].name} to {target.name}")
+        safe = bool(node.args.get("safe"))
+        return fn.cast(value[0], target, safe, node.sql(dialect=DIALECT)), target
+
+    # -- functions ------------------------------------------------------------------------
+
+    def _call(self, node: exp.Func) -> tuple[Evaluate, SqlType]:
+        signature = fn.SIGNATURES[type(node)]
+        nodes = [node.args.get(name) for name in signature.args]
+        if signature.variadic:
+            nodes = [*nodes[:-1], *(node.args.get(signature.args[-1]) or [])]
+        args = self._args(nodes)
+        for (name, families), arg in zip(signature.checks(len(args)), args, strict=False):
+            self._expect(node, arg, families, f"{signature.name}'s {name}")
+        if not signature.deterministic:
+            self.deterministic = False
+        kind = signature.result([a[1] for a in args])
+        return signature.build(node, [a[0] for a in args], [a[1] for a in args]), kind
+
+    def _anonymous(self, node: exp.Anonymous) -> tuple[Evaluate, SqlType]:
+        name = str(node.this).upper()
+        if name in ("NOW", "CURRENT_TIMESTAMP", "LOCALTIMESTAMP") and not node.expressions:
+            self.deterministic = False
+            return fn.now_call(name)
+        raise self.scope.refuse(node, f"{name} is not a function Sluice's transform has (see the README)")
+
+    def _current(self, node: exp.Expression) -> tuple[Evaluate, SqlType]:
+        self.deterministic = False
+        return fn.now_call(type(node).__name__.upper())
+
+
+def _arithmetic_type(operator: type, left: SqlType, right: SqlType) -> SqlType:
+    families = {left.family, right.family} - {"null"}
+    nullable = True
+    if "float" in families:
+        return SqlType("float", DOUBLE.column_type, nullable)
+    if "decimal" in families:
+        (lp, ls), (rp, rs) = decimal_of(left), decimal_of(right)
+        if operator is exp.Mul:
+            return decimal(lp + rp, ls + rs)
+        if operator is exp.Div:
+            return decimal(65, ls)
+        return decimal(max(lp - ls, rp - rs) + max(ls, rs) + 1, max(ls, rs))
+    return SqlType("integer", BIGINT.column_type, nullable)
+
+
+_HANDLERS: dict[type, Callable[[_Compiler, Any], tuple[Evaluate, SqlType]]] = {
+    exp.Column: _Compiler._column,
+    exp.Literal: _Compiler._literal,
+    exp.Null: _Compiler._null,
+    exp.Boolean: _Compiler._boolean,
+    exp.Paren: _Compiler._paren,
+    exp.Alias: _Compiler._alias,
+    exp.Neg: _Compiler._negate,
+    exp.And: _Compiler._logical,
+    exp.Or: _Compiler._logical,
+    exp.Not: _Compiler._not,
+    exp.Is: _Compiler._is,
+    exp.NullSafeEQ: _Compiler._null_safe,
+    exp.NullSafeNEQ: _Compiler._null_safe,
+    exp.Between: _Compiler._between,
+    exp.In: _Compiler._in,
+    exp.Like: _Compiler._like,
+    exp.Case: _Compiler._case,
+    exp.If: _Compiler._if,
+    exp.Coalesce: _Compiler._coalesce,
+    exp.Nullif: _Compiler._nullif,
+    exp.Cast: _Compiler._cast,
+    exp.TryCast: _Compiler._cast,
+    exp.CurrentTimestamp: _Compiler._current,
+    exp.CurrentDate: _Compiler._current,
+    **dict.fromkeys((exp.Add, exp.Sub, exp.Mul, exp.Div, exp.Mod, exp.IntDiv), _Compiler._arithmetic),
+    **dict.fromkeys((exp.EQ, exp.NEQ, exp.GT, exp.GTE, exp.LT, exp.LTE), _Compiler._comparison),
+    **dict.fromkeys(fn.SIGNATURES, _Compiler._call),
+}

@@ -1,0 +1,244 @@
+"""Transform rules as Flink CDC 3 reads them, and a rule compiled for one source table: the
+target's columns and key, and the function that gives a source row's target row (or None
+where the filter keeps the row out).
+
+The first rule whose `source-table` selects a table applies to it (as in Flink CDC); a
+table no rule selects reaches its target as it is."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from operator import itemgetter
+from typing import Any
+
+from sqlglot import exp
+
+from sluice.errors import DefinitionError
+from sluice.pipeline.table_selector import TableSelector, parse_patterns
+from sluice.source.row_decoding import Row
+from sluice.source.schema import Column, TableSchema
+from sluice.transform.expression import (
+    DIALECT,
+    ROW_METADATA,
+    Compiled,
+    Meta,
+    Scope,
+    compile_expression,
+    parse_filter,
+    parse_projection,
+)
+from sluice.transform.sql_types import type_of
+
+_KEYS = (
+    "source-table",
+    "projection",
+    "filter",
+    "primary-keys",
+    "partition-keys",
+    "table-options",
+    "table-options.delimiter",
+    "description",
+)
+EVENT_METADATA = ("__data_event_type__", "op_ts")  # differ between the changes of one row
+
+
+@dataclass(frozen=True)
+class TransformRule:
+    source_table: str
+    projection: str  # "" means every column, as `*`
+    filter: str
+    primary_keys: tuple[str, ...]
+    partition_keys: tuple[str, ...]
+    table_options: Mapping[str, str]
+    description: str
+    index: int
+    selector: TableSelector = field(compare=False, repr=False)
+
+    @property
+    def where(self) -> str:
+        return f"transform[{self.index}]"
+
+    def compile(self, schema: TableSchema) -> TableTransform:
+        return TableTransform(self, schema)
+
+
+def parse_transforms(raw: Any) -> tuple[TransformRule, ...]:
+    if raw is None:
+        return ()
+    if not isinstance(raw, Sequence) or isinstance(raw, str):
+        raise DefinitionError("transform: expected a list of rules, each with source-table")
+    return tuple(_rule(i, item) for i, item in enumerate(raw))
+
+
+def _rule(index: int, item: Any) -> TransformRule:
+    where = f"transform[{index}]"
+    if not isinstance(item, Mapping):
+        raise DefinitionError(f"{where}: expected a mapping with source-table")
+    for key in item:
+        if key == "converter-after-transform":
+            raise DefinitionError(
+                f"{where}.converter-after-transform: not supported; a soft delete would keep rows the source "
+                "deleted, and Sluice's target equals the query over the source (project __data_event_type__ "
+                "into a column to see each change's type)"
+            )
+        if key not in _KEYS:
+            raise DefinitionError(f"{where}.{key}: unknown key; a transform rule has {', '.join(_KEYS)}")
+    values = {key: "" if item.get(key) is None else str(item.get(key)).strip() for key in _KEYS}
+    if not values["source-table"]:
+        raise DefinitionError(f"{where}.source-table: required")
+    selector = TableSelector(parse_patterns(f"{where}.source-table", values["source-table"]))
+    if values["projection"]:
+        parse_projection(values["projection"], f"{where}.projection")
+    if values["filter"]:
+        parse_filter(values["filter"], f"{where}.filter")
+    delimiter = values["table-options.delimiter"] or ","
+    options = {}
+    for pair in (p.strip() for p in values["table-options"].split(delimiter)):
+        if not pair:
+            continue
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise DefinitionError(f"{where}.table-options: '{pair}' must be key=value")
+        options[key.strip()] = value.strip()
+    return TransformRule(
+        values["source-table"],
+        values["projection"],
+        values["filter"],
+        _names(values["primary-keys"]),
+        _names(values["partition-keys"]),
+        options,
+        values["description"],
+        index,
+        selector,
+    )
+
+
+def _names(text: str) -> tuple[str, ...]:
+    return tuple(name.strip().strip("`") for name in text.split(",") if name.strip())
+
+
+def rule_for(rules: Sequence[TransformRule], database: str, table: str) -> TransformRule | None:
+    return next((rule for rule in rules if rule.selector.selects(database, table)), None)
+
+
+class TableTransform:
+    """A rule compiled for one source table's schema (the schema rows are decoded in)."""
+
+    def __init__(self, rule: TransformRule, schema: TableSchema) -> None:
+        self.rule, self.source = rule, schema
+        scope = Scope({c.name: (i, type_of(c)) for i, c in enumerate(schema.columns)})
+        items = self._items(scope)
+        self.names = [name for name, _, _ in items]
+        self.columns = tuple(column for _, column, _ in items)
+        self._values = [compiled for _, _, compiled in items]
+        # target column -> the source column it holds as it is
+        self.passthrough = {name: compiled.column for name, _, compiled in items if compiled.column}
+        self.metadata = frozenset(m for c in self._values for m in c.metadata)
+        self.filter: Compiled | None = None
+        if rule.filter:
+            where = f"{rule.where}.filter"
+            computed = {name: value for name, value in zip(self.names, self._values, strict=True)}
+            scope = Scope(scope.columns, computed, where, rule.filter)
+            self.filter = compile_expression(parse_filter(rule.filter, where), scope)
+            if self.filter.type.family not in ("boolean", "null"):
+                raise DefinitionError(f"{where}: '{rule.filter}' is {self.filter.type.name}, not a condition")
+            varying = sorted(self.filter.metadata & set(EVENT_METADATA)) or (
+                [] if self.filter.deterministic else ["a time or random value"]
+            )
+            if varying:
+                raise DefinitionError(
+                    f"{where}: '{rule.filter}' depends on the change, not the row ({', '.join(varying)}); a filter "
+                    "keeps or drops a row by its values, so that the target is the query over the source"
+                )
+        self.primary_key = self._key()
+        self._fast = (
+            itemgetter(*[schema.position(self.passthrough[n]) for n in self.names]) if self._only_columns() else None
+        )
+
+    def _items(self, scope: Scope) -> list[tuple[str, Column, Compiled]]:
+        rule, where = self.rule, f"{self.rule.where}.projection"
+        nodes = parse_projection(rule.projection or "*", where)
+        scope = Scope(scope.columns, None, where, rule.projection or "*")
+        items: dict[str, tuple[str, Column, Compiled]] = {}
+        for node in nodes:
+            if isinstance(node, exp.Star):
+                for column in self.source.columns:
+                    items[column.name] = (
+                        column.name,
+                        column,
+                        compile_expression(exp.column(column.name, quoted=True), scope),
+                    )
+                continue
+            if isinstance(node, exp.Column) and isinstance(node.this, exp.Star):
+                raise DefinitionError(f"{where}: write * without a table name")
+            name = node.alias_or_name if isinstance(node, exp.Alias | exp.Column) else ""
+            if not name:
+                raise DefinitionError(f"{where}: '{node.sql(dialect=DIALECT)}' needs a name: add AS <column>")
+            compiled = compile_expression(node, scope)
+            if compiled.column:
+                column = Column(name, *_column_fields(self.source.column(compiled.column)))
+            else:
+                column = compiled.type.column(name)
+            items[name] = (name, column, compiled)
+        return list(items.values())
+
+    def _key(self) -> tuple[str, ...]:
+        rule = self.rule
+        if rule.primary_keys:
+            missing = [k for k in rule.primary_keys if k not in self.names]
+            if missing:
+                raise DefinitionError(
+                    f"{rule.where}.primary-keys: {', '.join(missing)} is not a column of the projection "
+                    f"({', '.join(self.names)})"
+                )
+            return rule.primary_keys
+        by_source = {source: name for name, source in self.passthrough.items()}
+        key = self.source.row_key
+        if key and all(k in by_source for k in key):
+            return tuple(by_source[k] for k in key)
+        return ()
+
+    def _only_columns(self) -> bool:
+        return all(v.column for v in self._values)
+
+    def target(self) -> TableSchema:
+        """The transformed table's schema, under the source table's name (the route renames it)."""
+        key = self.primary_key
+        columns = tuple(
+            Column(c.name, *_column_fields(c)[:2], False, *_column_fields(c)[3:]) if c.name in key else c
+            for c in self.columns
+        )
+        chunk = self.source.chunk_key
+        chunk_key = next((n for n, s in self.passthrough.items() if s == chunk), key[0] if key else columns[0].name)
+        return TableSchema(self.source.database, self.source.table, columns, key, chunk_key, (), not key)
+
+    def row_meta(self, event_type: str = "+I", op_ts: int = 0) -> Meta:
+        """Flink CDC's metadata for a MySQL row: no namespace, the database as the schema."""
+        return (None, self.source.database, self.source.table, event_type, op_ts)
+
+    def keeps(self, row: Row, meta: Meta) -> bool:
+        return self.filter is None or bool(self.filter.evaluate(row, meta))
+
+    def project(self, row: Row, meta: Meta) -> Row:
+        if self._fast is not None:
+            value = self._fast(row)
+            return value if isinstance(value, tuple) else (value,)
+        return tuple(v.evaluate(row, meta) for v in self._values)
+
+    @property
+    def deterministic(self) -> bool:
+        return all(v.deterministic for v in self._values) and not (self.metadata - set(ROW_METADATA))
+
+
+def _column_fields(column: Column) -> tuple[Any, ...]:
+    return (
+        column.data_type,
+        column.column_type,
+        column.nullable,
+        column.collation,
+        column.char_length,
+        column.numeric_precision,
+        column.numeric_scale,
+        column.default,
+    )
