@@ -115,6 +115,11 @@ def verify_or_resnapshot(args: argparse.Namespace, definition: PipelineDefinitio
     from sluice.sink.lakehouse import LakehouseSink
     from sluice.verify.verifier import VerifiedSink, Verifier
 
+    if definition.routing.active:
+        raise SluiceError(
+            f"sluice {args.command}: pipelines with route or transform blocks are not verified or read again by "
+            "range yet (their targets hold the query over the source, not its rows)"
+        )
     sink = create_sink(definition)
     if not isinstance(sink, VerifiedSink):
         raise SluiceError(

@@ -31,6 +31,8 @@ from sluice.pipeline.partition_key import partition_key_check
 from sluice.pipeline.schema_change_types import accepted_types, event_types
 from sluice.pipeline.table_selector import TableSelector, is_tool_table, parse_patterns
 from sluice.pipeline.time_zone import parse_zone_id
+from sluice.route.route_rule import ROUTE_MODES, parse_routes
+from sluice.route.routing import Routing
 
 STARTUP_MODES = (
     "initial",
@@ -243,9 +245,14 @@ PIPELINE_OPTIONS = [
     Option("schema.change.behavior", str, "lenient", choices=SCHEMA_CHANGE_BEHAVIORS),
     # Ids of the changes a `manual` pipeline may apply; re-read while a change waits.
     Option("schema-change.approved", tuple, ()),
+    Option(
+        "route-mode",
+        str,
+        "ALL_MATCH",
+        choices=ROUTE_MODES,
+        description="which route rules a table takes: every one it matches, or the first",
+    ),
 ]
-
-_UNSUPPORTED_SECTIONS = ("route", "transform")
 
 
 @dataclass(frozen=True)
@@ -326,6 +333,7 @@ class PipelineDefinition:
     sink: SinkConfig
     state_identity: Mapping[str, str] = field(default_factory=dict)  # see STATE_SOURCE_KEYS
     approved_schema_changes: tuple[str, ...] = ()
+    routing: Routing = Routing()  # the route and transform blocks
 
     @property
     def accepted_schema_changes(self) -> frozenset[str]:
@@ -359,10 +367,8 @@ def build_definition(document: Mapping[str, Any], env: Mapping[str, str]) -> Pip
     """Builds the definition from an already-parsed mapping (a YAML file or a CR's spec)."""
     document = _substitute(document, env, "")
     for key in document:
-        if key in _UNSUPPORTED_SECTIONS:
-            raise DefinitionError(f"{key}: not supported yet by Sluice; remove the section")
-        if key not in ("source", "sink", "pipeline"):
-            raise DefinitionError(f"{key}: unknown section; expected source, sink and pipeline")
+        if key not in ("source", "sink", "pipeline", "route", "transform"):
+            raise DefinitionError(f"{key}: unknown section; expected source, sink, pipeline, route and transform")
     for section in ("source", "sink"):
         if section not in document:
             raise DefinitionError(f"{section}: required section is missing")
@@ -377,6 +383,13 @@ def build_definition(document: Mapping[str, Any], env: Mapping[str, str]) -> Pip
         )
     sink = _sink(document["sink"])
     _refuse_writing_into_the_source(source, sink)
+    from sluice.transform.transform_rule import parse_transforms  # it reads source schemas, which need this module
+
+    routing = Routing(
+        parse_routes(document.get("route"), pipeline["route-mode"]),
+        parse_transforms(document.get("transform")),
+        (document.get("route"), document.get("transform")),
+    )
     return PipelineDefinition(
         name=pipeline["name"],
         parallelism=pipeline["parallelism"],
@@ -384,7 +397,8 @@ def build_definition(document: Mapping[str, Any], env: Mapping[str, str]) -> Pip
         approved_schema_changes=pipeline["schema-change.approved"],
         source=source,
         sink=sink,
-        state_identity=_state_identity(source_values, sink),
+        state_identity={**_state_identity(source_values, sink), **routing.identity()},
+        routing=routing,
     )
 
 

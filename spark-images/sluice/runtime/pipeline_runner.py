@@ -23,11 +23,13 @@ from sluice.errors import DefinitionError, PositionPurged, SchemaDrift, SluiceEr
 from sluice.event.schema_change import DropTable, create_table_event
 from sluice.failpoints import failpoint
 from sluice.pipeline.definition import PipelineDefinition, load_definition
+from sluice.route.merged_keys import check_merged_keys
 from sluice.runtime.binlog_phase import BinlogSettings, resumes_by_gtid, run_binlog_phase
 from sluice.runtime.progress import BinlogProgress, SnapshotProgress
 from sluice.runtime.schema_change_handler import SchemaChangeHandler
 from sluice.sink.base import Sink
 from sluice.sink.factory import create_sink
+from sluice.sink.routed import RoutedSink
 from sluice.snapshot.chunk_splitter import split_table
 from sluice.snapshot.range_replacement import tables_to_replace
 from sluice.snapshot.snapshot_split import SplitResult, SplitTask
@@ -159,6 +161,7 @@ class PipelineRunner:
                 snapshot = self._snapshot_plan(conn)
             else:
                 self._tables(conn)
+            self._check_routes(conn, snapshot)
         finally:
             conn.close()
         self.sink.prepare(list(self.state.targets.values()))
@@ -176,6 +179,15 @@ class PipelineRunner:
             self._run_binlog(snapshot)
         finally:
             self._stop_spark()
+
+    def _check_routes(self, conn, snapshot: SnapshotAssignerState | None) -> None:  # noqa: ANN001
+        """The route and transform rules compile against the captured tables; before the
+        first row is written, a merged table's key is checked unique across its members."""
+        if not isinstance(self.sink, RoutedSink):
+            return
+        routing = self.sink.route(list(self.state.targets.values()))
+        if self.state.binlog is None and not (snapshot is not None and snapshot.finished):
+            check_merged_keys(conn, routing)
 
     def _start_spark(self) -> SparkStart:
         """Spark starts in the background (the driver reads splits meanwhile)."""

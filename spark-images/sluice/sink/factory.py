@@ -9,6 +9,16 @@ from sluice.sink.base import Sink
 
 
 def create_sink(definition: PipelineDefinition) -> Sink:
+    """The definition's sink; behind its route and transform where it has them."""
+    sink = _sink(definition)
+    if not definition.routing.active:
+        return sink
+    from sluice.sink.routed import RoutedSink
+
+    return RoutedSink(sink, definition.routing)
+
+
+def _sink(definition: PipelineDefinition) -> Sink:
     sink = definition.sink
     if sink.type == "values":
         from sluice.sink.values import ValuesSink

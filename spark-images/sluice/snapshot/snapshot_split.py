@@ -101,6 +101,16 @@ class SplitRead:
         return [SplitResult(split.split_id, self.high_watermark, rows) for split, rows in self.covered()]
 
 
+class ProjectedRows:
+    """A split's rows in the target's columns, as often as they are iterated."""
+
+    def __init__(self, rows: Iterable[Row], project: Callable[[Row], Row]) -> None:
+        self._rows, self._project = rows, project
+
+    def __iter__(self) -> Iterator[Row]:
+        return map(self._project, self._rows)
+
+
 # How a sink gets a Spark task's splits read: the split reader's read_splits, handed in by
 # the runtime, so that sinks depend on these values and not on the reader.
 ReadSplits = Callable[[list[SplitTask]], Iterator[SplitRead]]

@@ -31,7 +31,7 @@ from sluice.errors import SchemaDrift
 from sluice.event.projection import projection
 from sluice.event.row_change import RowChange, RowKind
 from sluice.snapshot.copy_text import copy_text_select
-from sluice.snapshot.snapshot_split import ReadSplits, SnapshotSplit, SplitRead, SplitTask
+from sluice.snapshot.snapshot_split import ProjectedRows, ReadSplits, SnapshotSplit, SplitRead, SplitTask
 from sluice.source.connection import connect_scan, current_offset, decoding_surrogates, is_mariadb
 from sluice.source.key_order import KeyOrder, key_order_for
 from sluice.source.offset import BinlogOffset
@@ -393,16 +393,6 @@ class ChunkGroup:
         return [(task.split, count) for task, count in zip(self._tasks, self._counts, strict=False)]
 
 
-class _Projected:
-    """A split's rows in the target's columns, as often as they are iterated."""
-
-    def __init__(self, rows: Iterable[Row], project: Callable[[Row], Row]) -> None:
-        self._rows, self._project = rows, project
-
-    def __iter__(self) -> Iterator[Row]:
-        return map(self._project, self._rows)
-
-
 def reads_onto(target: TableSchema) -> ReadSplits:
     """read_splits for a target whose columns a schema change left other than the source's
     (lenient, ignore): rows are projected onto them, and the sink is given the target's."""
@@ -414,7 +404,7 @@ def reads_onto(target: TableSchema) -> ReadSplits:
                 yield split
                 continue
             yield SplitRead(
-                target, _Projected(split.rows, project), split.high_watermark, split.covered, split.replaces
+                target, ProjectedRows(split.rows, project), split.high_watermark, split.covered, split.replaces
             )
 
     read.onto = target  # type: ignore[attr-defined]  # for a sink that must name its columns first (parquet)

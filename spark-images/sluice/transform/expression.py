@@ -70,6 +70,7 @@ class Compiled:
     metadata: frozenset[str]  # the metadata columns it reads
     deterministic: bool = True  # NOW(), UUID() ... give another value each time
     column: str | None = None  # the source column it only names (`id`, `id AS k`): its values as they are
+    metadata_column: str | None = None  # the metadata column it only names (`__table_name__ AS src`)
 
 
 class ExpressionError(DefinitionError):
@@ -139,16 +140,15 @@ class _Compiler:
         named = node
         while isinstance(named, exp.Alias | exp.Paren):
             named = named.this
-        plain = (
-            isinstance(named, exp.Column) and named.name in self.scope.columns and named.name not in self.scope.computed
-        )
+        name = named.name if isinstance(named, exp.Column) and named.name not in self.scope.computed else None
         return Compiled(
             evaluate,
             kind,
             frozenset(self.columns),
             frozenset(self.metadata),
             self.deterministic,
-            named.name if plain else None,
+            name if name in self.scope.columns else None,
+            name if name in METADATA and name not in self.scope.columns else None,
         )
 
     # -- dispatch ---------------------------------------------------------------------

@@ -102,7 +102,7 @@ def common_type(kinds: list[SqlType]) -> SqlType | None:
     if not known:
         return NULL
     families = {k.family for k in known}
-    if len(families) == 1:
+    if len(families) == 1 and families != {"decimal"}:
         family = families.pop()
         widest = max(known, key=_width)
         if family == "integer" and any("unsigned" in k.column_type for k in known) != all(

@@ -213,6 +213,10 @@ class TableTransform:
         chunk_key = next((n for n, s in self.passthrough.items() if s == chunk), key[0] if key else columns[0].name)
         return TableSchema(self.source.database, self.source.table, columns, key, chunk_key, (), not key)
 
+    def metadata_columns(self) -> dict[str, str]:
+        """Target column -> the metadata column it holds as it is."""
+        return {name: v.metadata_column for name, v in zip(self.names, self._values, strict=True) if v.metadata_column}
+
     def row_meta(self, event_type: str = "+I", op_ts: int = 0) -> Meta:
         """Flink CDC's metadata for a MySQL row: no namespace, the database as the schema."""
         return (None, self.source.database, self.source.table, event_type, op_ts)

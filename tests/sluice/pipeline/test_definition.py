@@ -95,7 +95,9 @@ def test_passwords_stay_out_of_repr():
             r"source\.tables: 'app\.\(unclosed' is not a valid regex",
         ),
         (("  username: cdc\n", ""), r"source\.username: required option is missing"),
-        (("pipeline:", "route:\n  - source-table: a.b\npipeline:"), r"route: not supported yet"),
+        (("pipeline:", "route:\n  - source-table: a.b\npipeline:"), r"route\[0\]\.sink-table: required"),
+        (("pipeline:", "transform:\n  - projection: id\npipeline:"), r"transform\[0\]\.source-table: required"),
+        (("parallelism: 4", "parallelism: 4\n  route-mode: SOME"), r"pipeline\.route-mode: 'SOME' is not one of"),
         (("pipeline:", "pipelines:"), r"pipelines: unknown section"),
         (
             ("key-column: shop.order_\\.*:order_id", "key-column: order_id"),

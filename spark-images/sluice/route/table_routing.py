@@ -1,0 +1,276 @@
+"""Each captured table as its target sees it: the target table its route names, the columns
+and key its transform gives, and the rows and schema change events the target is given.
+
+Sinks know nothing of routes: they are handed changelog rows and events in the target's
+tables (sink/routed.py). The rows the sink sees are the query over the source at every
+committed position:
+- a row the filter keeps out is not in the target; an update that moves a row out of the
+  filter deletes it there, one that moves it in inserts it;
+- a merged table's rows are its members' rows, each in the merged columns (a column a
+  member lacks is NULL).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from sluice.errors import DefinitionError, SinkError
+from sluice.event.projection import projection
+from sluice.event.row_change import ChangeRow, RowKind
+from sluice.event.schema_change import (
+    AddColumn,
+    AlterColumnType,
+    AlterPrimaryKey,
+    CreateTable,
+    DropColumn,
+    DropTable,
+    RenameColumn,
+    RenameTable,
+    SchemaChangeEvent,
+    TruncateTable,
+)
+from sluice.route.routing import Routing
+from sluice.route.schema_merging import merged_schema
+from sluice.source.row_decoding import Row
+from sluice.source.schema import TableSchema
+from sluice.transform.transform_rule import TableTransform, rule_for
+
+
+@dataclass(frozen=True)
+class RoutedTable:
+    source_id: str
+    sink_id: str
+    transform: TableTransform | None
+    own: TableSchema  # the table after its transform, under its source name
+    onto: Callable[[Row], Row] | None  # own columns -> the target's (a merged table's union)
+    merged: bool
+
+
+class TableRouting:
+    """Built from the schemas rows are decoded in (the state's target schemas, by source
+    table id); made again, not changed, when they change."""
+
+    def __init__(self, routing: Routing, sources: Mapping[str, TableSchema]) -> None:
+        self.routing, self.sources = routing, dict(sources)
+        owns: dict[str, tuple[str, TableTransform | None, TableSchema]] = {}
+        groups: dict[str, list[str]] = {}
+        for source_id, schema in sorted(self.sources.items()):
+            sinks = routing.router.route(schema.database, schema.table)
+            if len(sinks) > 1:
+                rules = ", ".join(r.where for r in routing.router.rules_of(schema.database, schema.table))
+                raise DefinitionError(
+                    f"route: {source_id} matches {rules}, which name {len(sinks)} target tables "
+                    f"({', '.join('.'.join(s) for s in sinks)}); Sluice writes a table into one target: set "
+                    "pipeline.route-mode: FIRST_MATCH or narrow the rules' source-table"
+                )
+            sink_id = ".".join(sinks[0])
+            rule = rule_for(routing.transforms, schema.database, schema.table)
+            transform = rule.compile(schema) if rule is not None else None
+            owns[source_id] = (sink_id, transform, transform.target() if transform else schema)
+            groups.setdefault(sink_id, []).append(source_id)
+        self.members = groups
+        self.sinks: dict[str, TableSchema] = {}
+        for sink_id, members in groups.items():
+            database, table = sink_id.split(".", 1)
+            schemas = [owns[m][2] for m in members]
+            if len(members) == 1:
+                self.sinks[sink_id] = _renamed(schemas[0], database, table)
+            else:
+                self.sinks[sink_id] = merged_schema(database, table, schemas)
+        self.tables = {
+            source_id: RoutedTable(
+                source_id,
+                sink_id,
+                transform,
+                own,
+                projection(own, self.sinks[sink_id]),
+                len(groups[sink_id]) > 1,
+            )
+            for source_id, (sink_id, transform, own) in owns.items()
+        }
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Shipped to Spark's executors as its inputs; compiled again there."""
+        return (TableRouting, (self.routing, self.sources))
+
+    def sink(self, source_id: str) -> TableSchema:
+        return self.sinks[self.tables[source_id].sink_id]
+
+    def replaceable(self, source_id: str) -> bool:
+        """Whether the table's snapshot chunks can replace their key ranges in its target:
+        its target is its own (no other table's rows share its key ranges) and holds its
+        chunk key as it is."""
+        table = self.tables[source_id]
+        if table.merged:
+            return False
+        chunk = self.sources[source_id].chunk_key
+        return table.transform is None or table.transform.passthrough.get(self.sink(source_id).chunk_key) == chunk
+
+    # -- rows ------------------------------------------------------------------------------
+
+    def snapshot_rows(self, source_id: str, rows: Iterable[Row]) -> Iterator[Row]:
+        """A snapshot split's rows in its target's columns, without those the filter keeps out."""
+        table = self.tables[source_id]
+        transform, onto = table.transform, table.onto
+        if transform is None:
+            return iter(rows) if onto is None else map(onto, rows)
+        meta = transform.row_meta()
+        kept = (transform.project(row, meta) for row in rows if transform.keeps(row, meta))
+        return kept if onto is None else map(onto, kept)
+
+    def change_rows(self, rows: Sequence[ChangeRow]) -> list[ChangeRow]:
+        """Changelog rows in their targets' tables: an update pair (-U, +U) becomes a delete,
+        an insert or nothing where the filter takes the row out or in."""
+        out: list[ChangeRow] = []
+        i = 0
+        while i < len(rows):
+            row = rows[i]
+            table = self.tables[row.schema.table_id]
+            sink = self.sinks[table.sink_id]
+            if row.kind is RowKind.UPDATE_BEFORE:
+                after = rows[i + 1]
+                i += 2
+                out.extend(_update(table, sink, row, after))
+                continue
+            i += 1
+            image = _image(table, row, row.kind)
+            if image is not None:
+                out.append(ChangeRow(sink, row.kind, image, row.timestamp, row.offset))
+        return out
+
+    # -- schema changes ----------------------------------------------------------------------
+
+    def schema_events(self, events: Sequence[SchemaChangeEvent], after: TableRouting) -> list[SchemaChangeEvent]:
+        """The events that take the targets from this routing's tables to `after`'s, for
+        source `events`: a rename route passes them on renamed; a transformed or merged
+        table's columns change as its query's do (a dropped column nobody projects is no
+        change); a merged table changes once for all its members."""
+        touched = {e.table_id for e in events} | {e.new_table_id for e in events if isinstance(e, RenameTable)}
+        sink_ids = list(
+            dict.fromkeys(
+                [self.tables[t].sink_id for t in touched if t in self.tables]
+                + [after.tables[t].sink_id for t in touched if t in after.tables]
+            )
+        )
+        out: list[SchemaChangeEvent] = []
+        for sink_id in sink_ids:
+            before_schema, after_schema = self.sinks.get(sink_id), after.sinks.get(sink_id)
+            mine = [e for e in events if self._sink_of(e, after) == sink_id]
+            if self._plain_rename(sink_id) and after._plain_rename(sink_id) and before_schema and after_schema:
+                out.extend(_renamed_event(e, self, after) for e in mine)
+                continue
+            if before_schema is None and after_schema is not None:
+                out.append(CreateTable(sink_id, after_schema.columns, after_schema.primary_key))
+                continue
+            if after_schema is None:
+                out.append(DropTable(sink_id))
+                continue
+            assert before_schema is not None
+            for event in mine:
+                if isinstance(event, TruncateTable):
+                    if len(self.members.get(sink_id, [])) > 1:
+                        raise SinkError(
+                            f"TRUNCATE of {event.table_id}, one of the tables merged into {sink_id}: the target "
+                            "cannot tell its rows from the other members'; truncate every member, or read the "
+                            "pipeline again into an empty target"
+                        )
+                    out.append(TruncateTable(sink_id))
+            out.extend(_column_changes(sink_id, before_schema, after_schema, mine))
+        return out
+
+    def _sink_of(self, event: SchemaChangeEvent, after: TableRouting) -> str | None:
+        table = after.tables.get(event.table_id) or self.tables.get(event.table_id)
+        if table is None and isinstance(event, RenameTable):
+            table = after.tables.get(event.new_table_id)
+        return table.sink_id if table else None
+
+    def _plain_rename(self, sink_id: str) -> bool:
+        """A target that is one untransformed source table under another name."""
+        members = self.members.get(sink_id, [])
+        return len(members) <= 1 and all(self.tables[m].transform is None for m in members)
+
+
+def _renamed(schema: TableSchema, database: str, table: str) -> TableSchema:
+    if (schema.database, schema.table) == (database, table):
+        return schema
+    return TableSchema(
+        database,
+        table,
+        schema.columns,
+        schema.primary_key,
+        schema.chunk_key,
+        schema.unique_key,
+        schema.single_split,
+        schema.row_end,
+    )
+
+
+def _renamed_event(event: SchemaChangeEvent, before: TableRouting, after: TableRouting) -> SchemaChangeEvent:
+    table = before.tables.get(event.table_id) or after.tables[event.table_id]
+    if isinstance(event, RenameTable):
+        return RenameTable(table.sink_id, after.tables[event.new_table_id].sink_id)
+    return dataclasses.replace(event, table_id=table.sink_id)
+
+
+def _image(table: RoutedTable, row: ChangeRow, kind: RowKind) -> Row | None:
+    transform = table.transform
+    if transform is None:
+        return row.row if table.onto is None else table.onto(row.row)
+    meta = transform.row_meta(kind.value, row.timestamp * 1000)
+    if not transform.keeps(row.row, meta):
+        return None
+    image = transform.project(row.row, meta)
+    return image if table.onto is None else table.onto(image)
+
+
+def _update(table: RoutedTable, sink: TableSchema, before: ChangeRow, after: ChangeRow) -> list[ChangeRow]:
+    old, new = _image(table, before, RowKind.UPDATE_BEFORE), _image(table, after, RowKind.UPDATE_AFTER)
+    if old is not None and new is not None:
+        return [
+            ChangeRow(sink, RowKind.UPDATE_BEFORE, old, before.timestamp, before.offset),
+            ChangeRow(sink, RowKind.UPDATE_AFTER, new, after.timestamp, after.offset),
+        ]
+    if old is not None:
+        return [ChangeRow(sink, RowKind.DELETE, old, before.timestamp, before.offset)]
+    if new is not None:
+        return [ChangeRow(sink, RowKind.INSERT, new, after.timestamp, after.offset)]
+    return []
+
+
+def _column_changes(
+    sink_id: str, before: TableSchema, after: TableSchema, events: Sequence[SchemaChangeEvent]
+) -> list[SchemaChangeEvent]:
+    """The target's column changes, from its schema before and after: renames where a source
+    rename reaches it, then drops, type changes and additions (each addition where it
+    stands in the new column order)."""
+    out: list[SchemaChangeEvent] = []
+    names = list(before.column_names)
+    for event in events:
+        if not isinstance(event, RenameColumn):
+            continue
+        old, new = event.old_name, event.new_name
+        if old in names and new not in names and new in after.column_names and old not in after.column_names:
+            out.append(RenameColumn(sink_id, old, new))
+            names[names.index(old)] = new
+    for name in [n for n in names if n not in after.column_names]:
+        out.append(DropColumn(sink_id, name))
+    kept = {n for n in names if n in after.column_names}
+    renamed = dict(zip(before.column_names, names, strict=True))
+    old_columns = {renamed[c.name]: c for c in before.columns}
+    for column in after.columns:
+        if column.name in kept and _retyped(old_columns[column.name], column):
+            out.append(AlterColumnType(sink_id, column))
+    for index, column in enumerate(after.columns):
+        if column.name not in kept:
+            position = ("AFTER", after.columns[index - 1].name) if index else ("FIRST", None)
+            out.append(AddColumn(sink_id, column, *position))
+    if after.primary_key != before.primary_key and set(after.primary_key) <= set(after.column_names):
+        out.append(AlterPrimaryKey(sink_id, after.primary_key))
+    return out
+
+
+def _retyped(old: Any, new: Any) -> bool:
+    return (old.column_type, old.nullable) != (new.column_type, new.nullable)

@@ -1,0 +1,176 @@
+"""A sink behind `route` and `transform`: the pipeline hands it rows, splits and schema
+change events of the captured tables; it hands the sink it wraps those of the target
+tables (route/table_routing). Every sink type takes routed tables this way, and none of
+them knows routes exist."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from sluice.event.projection import projection
+from sluice.event.schema_change import SchemaChangeEvent, apply_events
+from sluice.route.table_routing import Routing, TableRouting
+from sluice.sink.base import ChangeBatch, SchemaChangeRefused, Sink, SinkWriter
+from sluice.snapshot.snapshot_split import ProjectedRows, ReadSplits, SplitRead, SplitResult, SplitTask
+from sluice.source.offset import BinlogOffset
+from sluice.source.row_decoding import Row
+from sluice.source.schema import TableSchema
+
+if TYPE_CHECKING:
+    from pyspark import SparkContext
+    from pyspark.sql import SparkSession
+
+log = logging.getLogger(__name__)
+
+
+class RoutedSink(Sink):
+    def __init__(self, inner: Sink, routing: Routing) -> None:
+        self.inner, self.routing = inner, routing
+        self.max_batch_delay = inner.max_batch_delay
+        self.writes_changes_with_spark = inner.writes_changes_with_spark
+        self.replaces_key_ranges = inner.replaces_key_ranges
+        self.tables: TableRouting | None = None
+
+    def route(self, schemas: Sequence[TableSchema]) -> TableRouting:
+        """The routing of these captured tables (checked: every rule compiles against them)."""
+        self.tables = TableRouting(self.routing, {s.table_id: s for s in schemas})
+        return self.tables
+
+    @property
+    def routed(self) -> TableRouting:
+        if self.tables is None:
+            raise AssertionError("RoutedSink.prepare must run before the sink is used")
+        return self.tables
+
+    def attach(self, spark: SparkSession) -> None:
+        self.inner.attach(spark)
+
+    def prepare(self, schemas: Sequence[TableSchema]) -> None:
+        routed = self.route(schemas)
+        self.inner.prepare(list(routed.sinks.values()))
+
+    def write_snapshot_job(self, sc: SparkContext, tasks: list[SplitTask], read: ReadSplits) -> list[SplitResult]:
+        return self.inner.write_snapshot_job(sc, tasks, RoutedRead(read, self.routed, tasks[0].split.table_id))
+
+    def write_splits_now(
+        self, tasks: list[SplitTask], read: ReadSplits, on_split: Callable[[SplitResult], None] | None = None
+    ) -> list[SplitResult]:
+        results: list[SplitResult] = []
+        for table_id in dict.fromkeys(t.split.table_id for t in tasks):
+            mine = [t for t in tasks if t.split.table_id == table_id]
+            results += self.inner.write_splits_now(mine, RoutedRead(read, self.routed, table_id), on_split)
+        return results
+
+    def committed_splits(self) -> Mapping[str, BinlogOffset]:
+        return self.inner.committed_splits()
+
+    def holds_commits(self) -> bool | None:
+        return self.inner.holds_commits()
+
+    def recorded_state(self) -> tuple[int, dict[str, Any]] | None:
+        return self.inner.recorded_state()
+
+    def record_state(self, revision: int, document: dict[str, Any]) -> None:
+        self.inner.record_state(revision, document)
+
+    def forget_commits(self) -> None:
+        self.inner.forget_commits()
+
+    def tables_holding_rows(self, schemas: Sequence[TableSchema]) -> set[str]:
+        """Only tables whose chunks can replace their key ranges in their target are asked
+        about; a merged table's member holding rows there is logged (its chunks upsert)."""
+        routed = self.routed
+        own = [s for s in schemas if routed.replaceable(s.table_id)]
+        sinks = {routed.sink(s.table_id).table_id: s.table_id for s in own}
+        holding = self.inner.tables_holding_rows([routed.sink(s.table_id) for s in own])
+        merged = [s.table_id for s in schemas if not routed.replaceable(s.table_id)]
+        if merged:
+            log.info("%s: chunks upsert into their targets (not replaceable by key range)", ", ".join(merged))
+        return {sinks[t] for t in holding}
+
+    def chunk_keys(self, schema: TableSchema) -> Iterator[list[Any]]:
+        return self.inner.chunk_keys(self.routed.sink(schema.table_id))
+
+    def delete_chunk_keys(self, schema: TableSchema, keys: Sequence[Any] | None) -> None:
+        self.inner.delete_chunk_keys(self.routed.sink(schema.table_id), keys)
+
+    def writer(self) -> SinkWriter:
+        return RoutedWriter(self, self.inner.writer())
+
+
+class RoutedRead:
+    """read_splits whose splits come in their target's table and columns; shipped to
+    executors with the routing's inputs."""
+
+    def __init__(self, read: ReadSplits, routing: TableRouting, table_id: str) -> None:
+        self.read, self.routing, self.table_id = read, routing, table_id
+        self.onto = routing.sink(table_id)  # for a sink that names its columns first (parquet)
+
+    def __call__(self, tasks: list[SplitTask]) -> Iterator[SplitRead]:
+        replaceable = self.routing.replaceable(self.table_id)
+        shape = self.routing.sources[self.table_id]  # what the transform was compiled for
+        for split in self.read(tasks):
+            onto_shape = projection(split.schema, shape)
+            rows = split.rows if onto_shape is None else ProjectedRows(split.rows, onto_shape)
+            yield SplitRead(
+                self.onto,
+                _Rows(self.routing, self.table_id, rows),
+                split.high_watermark,
+                split.covered,
+                split.replaces if replaceable else None,
+            )
+
+
+class _Rows:
+    """A split's routed rows, as often as they are iterated."""
+
+    def __init__(self, routing: TableRouting, table_id: str, rows: Any) -> None:
+        self._routing, self._table_id, self._rows = routing, table_id, rows
+
+    def __iter__(self) -> Iterator[Row]:
+        return self._routing.snapshot_rows(self._table_id, self._rows)
+
+
+class RoutedWriter(SinkWriter):
+    def __init__(self, sink: RoutedSink, inner: SinkWriter) -> None:
+        self.sink, self.inner = sink, inner
+
+    def rereads_after(self, events: Sequence[SchemaChangeEvent], before: Mapping[str, TableSchema]) -> list[str]:
+        routed = self.sink.routed
+        after = TableRouting(routed.routing, apply_events(before, events))
+        again = self.inner.rereads_after(routed.schema_events(events, after), routed.sinks)
+        return [source for sink_id in again for source in after.members.get(sink_id, [])]
+
+    def write_snapshot_splits(self, read: SplitRead) -> None:
+        self.inner.write_snapshot_splits(read)  # already routed by RoutedRead
+
+    def write_changes(self, batch: ChangeBatch, end: BinlogOffset, drop_split_records: bool) -> None:
+        self.inner.write_changes(self._routed(batch), end, drop_split_records)
+
+    def start_changes(self, batch: ChangeBatch, end: BinlogOffset, drop_split_records: bool) -> Callable[[], None]:
+        return self.inner.start_changes(self._routed(batch), end, drop_split_records)
+
+    def _routed(self, batch: ChangeBatch) -> ChangeBatch:
+        return ChangeBatch(self.sink.routed.change_rows(batch.rows))
+
+    def committed_binlog_offset(self) -> BinlogOffset | None:
+        return self.inner.committed_binlog_offset()
+
+    def apply_schema_change(
+        self, change_id: str, events: Sequence[SchemaChangeEvent], before: Mapping[str, TableSchema]
+    ) -> None:
+        routed = self.sink.routed
+        current = TableRouting(routed.routing, before)
+        after = TableRouting(routed.routing, apply_events(before, events))
+        translated = current.schema_events(events, after)
+        log.info("schema change %s reaches the targets as: %s", change_id, "; ".join(map(str, translated)) or "none")
+        try:
+            self.inner.apply_schema_change(change_id, translated, current.sinks)
+        except SchemaChangeRefused as exc:
+            raise SchemaChangeRefused(0, str(exc)) from exc
+        self.sink.tables = after
+
+    def close(self) -> None:
+        self.inner.close()

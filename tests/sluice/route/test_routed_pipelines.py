@@ -1,0 +1,131 @@
+"""Sharded tables routed into one target table through a transform: the target equals the
+query the route and transform describe, computed by MariaDB itself over the source."""
+
+from __future__ import annotations
+
+from tests.harness import compare
+from tests.harness.pipelines import (
+    pipeline_yaml,
+    postgres_sink,
+    run_sluice,
+    sluice_env,
+    stream_until_equal,
+    write_pipeline,
+)
+
+SHARDS = ("orders_0", "orders_1", "orders_2", "orders_3")
+
+
+def _create_shards(mariadb, databases: dict[str, str]) -> None:
+    for shard, database in databases.items():
+        qty = "BIGINT" if shard == "orders_3" else "INT"  # widened in the merged table
+        note = ", note VARCHAR(40)" if shard == "orders_1" else ""  # a column one shard has
+        mariadb.execute(
+            f"CREATE TABLE {shard} (id INT PRIMARY KEY, tenant VARCHAR(10), amount DECIMAL(10,2), qty {qty}{note})",
+            f"INSERT INTO {shard} (id, tenant, amount, qty) SELECT seq, IF(seq % 3, 'acme', 'globex'), seq * 1.25, "
+            f"seq % 7 FROM seq_1_to_60",
+            database=database,
+        )
+
+
+def _query(mariadb, databases: dict[str, str]) -> list[tuple]:
+    """What the target must hold, as MariaDB computes it."""
+    selects = " UNION ALL ".join(
+        f"SELECT id, tenant, amount * qty, UPPER(tenant), '{shard}', '{database}' FROM `{database}`.{shard} "
+        "WHERE qty > 2 AND tenant <> 'initech'"
+        for shard, database in databases.items()
+    )
+    conn = mariadb.connect()
+    with conn.cursor() as cur:
+        cur.execute(selects)
+        rows = compare._rows(cur.fetchall())
+    conn.close()
+    return rows
+
+
+def test_shards_in_two_databases_merge_into_one_transformed_table(tmp_path, mariadb, postgresql, source_db):
+    other = f"{source_db}_b"
+    mariadb.execute(f"CREATE DATABASE {other}")
+    databases = {"orders_0": source_db, "orders_1": source_db, "orders_2": other, "orders_3": other}
+    try:
+        _create_shards(mariadb, databases)
+        definition = pipeline_yaml(
+            mariadb,
+            f"{source_db}(_b)?.orders_[0-9]",
+            postgres_sink(postgresql),
+            **{"scan.incremental.snapshot.chunk.size": 16, "server-id": "7300-7310"},
+        )
+        definition["route"] = [
+            {
+                "source-table": f"{source_db}(_b)?.orders_[0-9]",
+                "sink-table": f"{source_db}.orders",
+                "description": "the four shards as one table",
+            }
+        ]
+        definition["transform"] = [
+            {
+                "source-table": f"{source_db}(_b)?.orders_[0-9]",
+                "projection": "id, tenant, amount * qty AS total, UPPER(tenant) AS tenant_code, "
+                "__table_name__ AS shard, __schema_name__ AS db",
+                "filter": "qty > 2 AND tenant <> 'initech'",
+                "primary-keys": "id, shard, db",
+            }
+        ]
+        pipeline = write_pipeline(tmp_path / "merged.yaml", definition)
+
+        def write() -> None:
+            for shard, database in databases.items():
+                mariadb.execute(
+                    f"UPDATE {shard} SET qty = 1 WHERE id IN (3, 4, 5)",  # out of the filter: deleted
+                    f"UPDATE {shard} SET qty = 6 WHERE id IN (7, 8, 14)",  # into it: inserted
+                    f"UPDATE {shard} SET amount = amount + 1 WHERE id BETWEEN 20 AND 30",  # stays in: updated
+                    f"UPDATE {shard} SET id = id + 1000 WHERE id IN (40, 41)",  # the key changes
+                    f"UPDATE {shard} SET tenant = 'initech' WHERE id = 50",  # out by another column
+                    f"DELETE FROM {shard} WHERE id IN (51, 52)",  # in the filter and not
+                    f"INSERT INTO {shard} (id, tenant, amount, qty) VALUES (500, 'acme', 2.50, 9), "
+                    "(501, 'acme', 1.00, 1)",
+                    database=database,
+                )
+
+        stream_until_equal(
+            {"postgres": (pipeline, tmp_path / "state")},
+            sluice_env(mariadb, postgresql),
+            write,
+            lambda: _query(mariadb, databases),
+            {"postgres": lambda: compare.postgres_rows(postgresql, source_db, "orders")},
+        )
+        columns = compare.postgres_columns(postgresql, source_db, "orders")
+        assert columns == ["id", "tenant", "total", "tenant_code", "shard", "db"]
+        assert compare.postgres_primary_key(postgresql, source_db, "orders") == ["id", "shard", "db"]
+    finally:
+        mariadb.execute(f"DROP DATABASE IF EXISTS {other}")
+
+
+def test_a_merged_key_the_shards_share_is_refused_at_start_naming_them(tmp_path, mariadb, postgresql, source_db):
+    mariadb.execute(
+        "CREATE TABLE part_a (id INT PRIMARY KEY, v INT)",
+        "CREATE TABLE part_b (id INT PRIMARY KEY, v INT)",
+        "CREATE TABLE part_c (id INT PRIMARY KEY, v INT)",
+        "INSERT INTO part_a SELECT seq, 1 FROM seq_1_to_10",
+        "INSERT INTO part_b SELECT seq, 2 FROM seq_11_to_20",
+        "INSERT INTO part_c SELECT seq, 3 FROM seq_20_to_25",  # 20 is part_b's too
+        database=source_db,
+    )
+    options = {"server-id": "7311", "scan.startup.mode": "snapshot"}
+    definition = pipeline_yaml(mariadb, f"{source_db}.part_[a-c]", postgres_sink(postgresql), **options)
+    definition["route"] = [{"source-table": f"{source_db}.part_[a-c]", "sink-table": f"{source_db}.parts"}]
+    definition["pipeline"]["parallelism"] = 1
+    ran = run_sluice(
+        write_pipeline(tmp_path / "p.yaml", definition), tmp_path / "state", sluice_env(mariadb, postgresql)
+    )
+    assert ran.returncode != 0
+    assert f"{source_db}.part_b and {source_db}.part_c both hold id=20" in ran.stderr, ran.stderr
+    assert "__table_name__" in ran.stderr
+    with postgresql.connect() as conn:
+        assert conn.execute("SELECT to_regclass(%s)", (f'"{source_db}"."parts"',)).fetchone() == (None,)
+
+    # Keys the shards do not share are accepted: the same run, again, merges the rows.
+    mariadb.execute("DELETE FROM part_c WHERE id = 20", database=source_db)
+    ran = run_sluice(tmp_path / "p.yaml", tmp_path / "state", sluice_env(mariadb, postgresql))
+    assert ran.returncode == 0, ran.stderr
+    assert len(compare.postgres_rows(postgresql, source_db, "parts")) == 25
