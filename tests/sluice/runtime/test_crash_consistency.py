@@ -13,28 +13,23 @@ seed: SLUICE_SOAK_SEED, SLUICE_SOAK_ROWS and SLUICE_SOAK_KILLS override the defa
 from __future__ import annotations
 
 import os
-import random
-import shutil
 import signal
 import threading
 import time
-from pathlib import Path
 
 import yaml
 
 from sluice.sink.parquet import read_changelog
 from sluice.source.connection import current_offset
-from sluice.source.offset import BinlogOffset
 from sluice.source.schema import read_table_schema
 from tests.harness import compare
+from tests.harness.kills import caught_up, run_with_kills, wait_for
 from tests.harness.lakehouse import assert_no_change_committed_twice, delta_sink, iceberg_sink, lakehouse_rows
 from tests.harness.pipelines import (
     every_sink,
-    kill_pipeline,
     pipeline_per_sink,
     read_state,
     sluice_env,
-    start_sluice,
 )
 from tests.harness.workload import RandomWorkload, create_table
 
@@ -48,74 +43,6 @@ DDL_TABLES = [table for table in TABLES if table not in BAGS]
 CHUNK = max(ROWS // 8, 100)
 WRITES_PER_SECOND = 150
 STATE_LOSSES = 0.4  # how often a kill also deletes the state directory
-
-
-def _phase(state: dict) -> str:
-    if "binlog" not in state:
-        return "snapshot" if state.get("snapshot", {}).get("finished") else "starting"
-    return "switching" if state["binlog"]["watermarks"] else "streaming"
-
-
-def _wait_for(state_dir: Path, process, predicate, stalled_after: float = 180) -> None:
-    """Until `predicate(state)`; a pipeline whose state stops changing for `stalled_after`
-    seconds fails the test (a busy one may take longer: a soak's backlog of schema changes
-    into the parquet log is a Spark job each)."""
-    state, deadline = None, 0.0
-    while not predicate(latest := read_state(state_dir)):
-        assert process.poll() is None, f"pipeline exited early:\n{process.stderr.read()}"
-        if latest != state:
-            state, deadline = latest, time.monotonic() + stalled_after
-        elif time.monotonic() >= deadline:
-            process.send_signal(signal.SIGUSR1)  # its threads' stacks: what it waits on
-            time.sleep(1)
-            kill_pipeline(process)  # its output ends: what it said is part of the failure
-            said = process.stderr.read()[-12000:]
-            raise AssertionError(f"stalled for {stalled_after:.0f} s; state: {state}\npipeline said:\n{said}")
-        time.sleep(0.02)
-
-
-class _After:
-    """A kill moment `delay` seconds after it is first asked."""
-
-    def __init__(self, delay: float) -> None:
-        self.delay = delay
-        self.started: float | None = None
-
-    def __call__(self, _state: dict) -> bool:
-        if self.started is None:
-            self.started = time.monotonic()
-        return time.monotonic() - self.started >= self.delay
-
-
-def _kill_moments(rng: random.Random) -> list:
-    """Mid-snapshot, at the switch to the binlog, then at random moments of streaming."""
-    moments = [
-        lambda s: _phase(s) == "snapshot",
-        lambda s: _phase(s) in ("switching", "streaming"),
-    ]
-    while len(moments) < KILLS:
-        moments.append(_After(rng.uniform(0.5, 4.0)))
-    return moments
-
-
-def _run_with_kills(name: str, pipeline: Path, state_dir: Path, env: dict, seed: int, log: dict) -> None:
-    """Starts and SIGKILLs the pipeline KILLS times, then leaves a last run going. The state
-    directory is now and then deleted after a kill too, as an ephemeral disk loses it: the
-    next run adopts the target's records (the jdbc tables', the parquet commit log's)."""
-    rng = random.Random(seed)
-    phases = []
-    try:
-        for moment in _kill_moments(rng):
-            process = start_sluice(pipeline, state_dir, env)
-            _wait_for(state_dir, process, moment)
-            phases.append(_phase(read_state(state_dir)))
-            kill_pipeline(process)
-            if rng.random() < STATE_LOSSES:
-                shutil.rmtree(state_dir, ignore_errors=True)  # a run killed before it saved made none
-                phases.append("state deleted")
-        log[name] = (start_sluice(pipeline, state_dir, env), phases)
-    except BaseException as exc:  # noqa: BLE001 - reported by the test's thread
-        log[name] = exc
 
 
 def test_targets_equal_the_source_after_repeated_sigkills(tmp_path, mariadb, mariadb_target, postgresql, source_db):
@@ -154,7 +81,7 @@ def test_targets_equal_the_source_after_repeated_sigkills(tmp_path, mariadb, mar
     threading.Thread(target=_allow_schema_changes, args=(pipelines, workload), daemon=True).start()
     final: dict = {}
     threads = [
-        threading.Thread(target=_run_with_kills, args=(name, path, state, env, SEED + i, final))
+        threading.Thread(target=run_with_kills, args=(name, path, state, env, SEED + i, final, KILLS, STATE_LOSSES))
         for i, (name, (path, state)) in enumerate(pipelines.items())
     ]
     for thread in threads:
@@ -173,7 +100,7 @@ def test_targets_equal_the_source_after_repeated_sigkills(tmp_path, mariadb, mar
     end = current_offset(conn)
     for name, (process, phases) in final.items():
         state_dir = pipelines[name][1]
-        _wait_for(state_dir, process, lambda s: "binlog" in s and _caught_up(s, end))
+        wait_for(state_dir, process, lambda s: "binlog" in s and caught_up(s, end))
         process.send_signal(signal.SIGTERM)
         _, err = process.communicate(timeout=120)
         assert process.returncode == 0, f"{name}: exit {process.returncode}\n{err}"
@@ -205,7 +132,3 @@ def _allow_schema_changes(pipelines: dict, workload: RandomWorkload) -> None:
     while not all("binlog" in read_state(state) for _, state in pipelines.values()):
         time.sleep(0.1)
     workload.allow_schema_changes.set()
-
-
-def _caught_up(state: dict, end: BinlogOffset) -> bool:
-    return not BinlogOffset.from_json(state["binlog"]["offset"]).is_before(end)
