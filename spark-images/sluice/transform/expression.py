@@ -14,12 +14,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from decimal import Decimal
 from typing import Any
 
 import sqlglot
 from sqlglot import exp
 from sqlglot.dialects.spark import Spark
+from sqlglot.tokens import TokenType
 
 from sluice.errors import DefinitionError
 from sluice.transform import functions as fn
@@ -80,6 +82,9 @@ class ExpressionError(DefinitionError):
 def parse_projection(text: str, where: str) -> list[exp.Expression]:
     """The projection's items; `\\*` (Flink CDC's escape for a leading star) is `*`."""
     text = text.replace("\\*", "*")
+    commas = [token.token_type == TokenType.COMMA for token in DIALECT().tokenize(text)]
+    if commas[:1] == [True] or commas[-1:] == [True] or any(a and b for a, b in zip(commas, commas[1:], strict=False)):
+        raise ExpressionError(f"{where}: '{text}' has an empty item between commas")
     tree = _parse(f"SELECT {text}", where, len("SELECT "))
     if not isinstance(tree, exp.Select) or tree.args.get("from") or tree.args.get("where"):
         raise ExpressionError(f"{where}: '{text}' must be a list of expressions, as a SELECT clause has")
@@ -101,7 +106,10 @@ def _parse(sql: str, where: str, offset: int) -> exp.Expression:
         detail = exc.errors[0] if exc.errors else {}
         column = detail.get("col")
         at = f" at character {max(column - offset, 1)}" if column else ""
-        raise ExpressionError(f"{where}: cannot parse '{sql[offset:]}'{at}: {detail.get('description', exc)}") from None
+        problem = str(detail.get("description", exc))
+        if problem.startswith("Required keyword"):
+            problem = "an operand is missing"
+        raise ExpressionError(f"{where}: cannot parse '{sql[offset:]}'{at}: {problem}") from None
 
 
 class Scope:
@@ -255,16 +263,33 @@ class _Compiler:
         return (lambda row, meta: None if (v := inner(row, meta)) is None else -v), value[1]
 
     def _comparison(self, node: exp.Binary) -> tuple[Evaluate, SqlType]:
-        left, right = self._args([node.this, node.expression])
-        self._comparable(node, [left[1], right[1]])
+        left, right = self._compared(node, [node.this, node.expression])
         return fn.comparison(type(node).__name__, left[0], right[0]), BOOLEAN
 
+    def _compared(self, node: exp.Expression, operands: list[exp.Expression]) -> list[tuple[Evaluate, SqlType]]:
+        """The operands of a comparison; a string literal compared with a date or timestamp
+        is read as one (`created > '2024-01-01'`), as Flink SQL's implicit cast does."""
+        args = self._args(operands)
+        temporal = next((kind for _, kind in args if kind.family in ("date", "datetime")), None)
+        if temporal is not None:
+            for i, operand in enumerate(operands):
+                if isinstance(operand, exp.Literal) and operand.is_string:
+                    args[i] = self._temporal_literal(node, operand.this, temporal)
+        self._comparable(node, [kind for _, kind in args])
+        return args
+
+    def _temporal_literal(self, node: exp.Expression, text: str, kind: SqlType) -> tuple[Evaluate, SqlType]:
+        try:
+            value = datetime.fromisoformat(text.strip().replace("T", " "))
+        except ValueError:
+            raise self.scope.refuse(node, f"'{text}' is not a date or timestamp (yyyy-MM-dd[ HH:mm:ss])") from None
+        return (lambda row, meta: value), kind
+
     def _comparable(self, node: exp.Expression, kinds: Sequence[SqlType]) -> None:
-        if common_type(list(kinds)) is None or (
-            len({k.family for k in kinds if k.family != "null"} & {"string", "binary"}) == 1
-            and {k.family for k in kinds if k.family != "null"} - {"string", "binary"}
-            and any(k.family in ("binary",) for k in kinds)
-        ):
+        """Values compare within one class: numbers (and truth values), strings, binary
+        strings, dates with timestamps, times."""
+        classes = {_COMPARISON_CLASS.get(k.family, k.family) for k in kinds if k.family != "null"}
+        if len(classes) > 1:
             raise self.scope.refuse(node, f"cannot compare {' with '.join(k.name for k in kinds)}")
 
     def _logical(self, node: exp.Connector) -> tuple[Evaluate, SqlType]:
@@ -299,15 +324,13 @@ class _Compiler:
         return (lambda row, meta: (fn.same(a(row, meta), b(row, meta))) is equal), BOOLEAN
 
     def _between(self, node: exp.Between) -> tuple[Evaluate, SqlType]:
-        value, low, high = self._args([node.this, node.args["low"], node.args["high"]])
-        self._comparable(node, [value[1], low[1], high[1]])
+        value, low, high = self._compared(node, [node.this, node.args["low"], node.args["high"]])
         return fn.between(value[0], low[0], high[0]), BOOLEAN
 
     def _in(self, node: exp.In) -> tuple[Evaluate, SqlType]:
         if node.args.get("query") or not node.expressions:
             raise self.scope.refuse(node, "IN takes a list of values")
-        value, *options = self._args([node.this, *node.expressions])
-        self._comparable(node, [value[1], *(o[1] for o in options)])
+        value, *options = self._compared(node, [node.this, *node.expressions])
         return fn.within(value[0], [o[0] for o in options]), BOOLEAN
 
     def _like(self, node: exp.Like) -> tuple[Evaluate, SqlType]:
@@ -407,6 +430,16 @@ class _Compiler:
     def _current(self, node: exp.Expression) -> tuple[Evaluate, SqlType]:
         self.deterministic = False
         return fn.now_call(type(node).__name__.upper())
+
+
+_COMPARISON_CLASS = {
+    "integer": "number",
+    "decimal": "number",
+    "float": "number",
+    "boolean": "number",
+    "date": "temporal",
+    "datetime": "temporal",
+}
 
 
 def _arithmetic_type(operator: type, left: SqlType, right: SqlType) -> SqlType:
