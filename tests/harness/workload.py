@@ -9,6 +9,8 @@ import threading
 import time
 from collections.abc import Sequence
 
+import pymysql
+
 from tests.harness.services import MariaDB
 
 TABLE_DDL = (
@@ -58,7 +60,8 @@ def _row(rng: random.Random, key: int, legacy: bool = False) -> tuple:
 
 
 INSERT = "INSERT INTO {table} (id, name, amount, qty, updated, note) VALUES (%s, %s, %s, %s, %s, %s)"
-DDL_RATE = 0.02  # of operations, once schema changes are allowed
+DDL_RATE = 0.02
+DEADLOCK = 1213  # of operations, once schema changes are allowed
 
 
 def _insert(cur, table: str, rows: list[tuple]) -> None:
@@ -98,6 +101,7 @@ class RandomWorkload:
         self.allow_schema_changes = threading.Event()
         self.extras: dict[str, list[str]] = {table: [] for table in ddl_tables}  # columns the DDL added
         self.schema_changes: list[str] = []
+        self.deadlocks = 0  # with a concurrent ALTER TABLE, InnoDB may pick a workload transaction
 
     def run(self, operations: int, rate: float = 0) -> None:
         """`rate`: operations per second at most (0: as fast as the server takes them)."""
@@ -108,13 +112,19 @@ class RandomWorkload:
                 while self.operations < operations and not self._stop.is_set():
                     if rate and (ahead := self.operations / rate - (time.monotonic() - started)) > 0:
                         time.sleep(ahead)
-                    if self.rng.random() < 0.2:
-                        cur.execute("BEGIN")
-                        for _ in range(self.rng.randrange(2, 6)):
+                    try:
+                        if self.rng.random() < 0.2:
+                            cur.execute("BEGIN")
+                            for _ in range(self.rng.randrange(2, 6)):
+                                self._one(cur)
+                            cur.execute("COMMIT")
+                        else:
                             self._one(cur)
-                        cur.execute("COMMIT")
-                    else:
-                        self._one(cur)
+                    except pymysql.err.OperationalError as exc:
+                        if exc.args[0] != DEADLOCK:
+                            raise
+                        cur.execute("ROLLBACK")  # as an application does: the server rolled it back
+                        self.deadlocks += 1
         finally:
             conn.close()
 

@@ -137,7 +137,7 @@ class TableTransform:
         self.metadata = frozenset(m for c in self._values for m in c.metadata)
         self.filter: Compiled | None = None
         if rule.filter:
-            where = f"{rule.where}.filter"
+            where = f"{rule.where}.filter ({schema.table_id})"
             computed = {name: value for name, value in zip(self.names, self._values, strict=True)}
             scope = Scope(scope.columns, computed, where, rule.filter)
             self.filter = compile_expression(parse_filter(rule.filter, where), scope)
@@ -157,7 +157,7 @@ class TableTransform:
         )
 
     def _items(self, scope: Scope) -> list[tuple[str, Column, Compiled]]:
-        rule, where = self.rule, f"{self.rule.where}.projection"
+        rule, where = self.rule, f"{self.rule.where}.projection ({self.source.table_id})"
         nodes = parse_projection(rule.projection or "*", where)
         scope = Scope(scope.columns, None, where, rule.projection or "*")
         items: dict[str, tuple[str, Column, Compiled]] = {}

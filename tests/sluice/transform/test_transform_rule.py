@@ -179,11 +179,11 @@ def test_computed_column_types():
     [
         (
             {"projection": "id, SOUNDEX(province) AS s"},
-            r"transform\[0\]\.projection: SOUNDEX\(province\) at character 5: SOUNDEX is not a function",
+            r"transform\[0\]\.projection \(mydb\.web_order\): SOUNDEX\(province\) at character 5: SOUNDEX is not a function",
         ),
         (
             {"projection": "id, UPPER(id) AS u"},
-            r"transform\[0\]\.projection: UPPER\(id\) at character 5: UPPER's argument 1 must be STRING, not INTEGER",
+            r"transform\[0\]\.projection \(mydb\.web_order\): UPPER\(id\) at character 5: UPPER's argument 1 must be STRING, not INTEGER",
         ),
         (
             {"projection": "id + province AS x"},
@@ -191,7 +191,7 @@ def test_computed_column_types():
         ),
         ({"projection": "id, nosuch AS x"}, r"nosuch at character 5: no column nosuch in the table"),
         ({"projection": "id, UPPER(province)"}, r"'UPPER\(province\)' needs a name: add AS <column>"),
-        ({"filter": "id + 1"}, r"transform\[0\]\.filter: 'id \+ 1' is INTEGER, not a condition"),
+        ({"filter": "id + 1"}, r"transform\[0\]\.filter \(mydb\.web_order\): 'id \+ 1' is INTEGER, not a condition"),
         ({"filter": "province > 3"}, r"province > 3 at character 1: cannot compare STRING with INTEGER"),
         ({"filter": "created > 'soon'"}, r"'soon' is not a date or timestamp"),
         ({"filter": "id = "}, r"transform\[0\]\.filter: cannot parse 'id =' at character 4: an operand is missing"),

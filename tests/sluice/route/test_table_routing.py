@@ -1,0 +1,155 @@
+"""What the target tables are given: rows through the filter's in-and-out rule, and schema
+change events as the target's query changes (a rename route passes them on renamed; a
+merged table changes once for all its members)."""
+
+from __future__ import annotations
+
+import pytest
+
+from sluice.errors import DefinitionError, SinkError
+from sluice.event.row_change import ChangeRow, RowKind
+from sluice.event.schema_change import (
+    AddColumn,
+    AlterColumnType,
+    DropColumn,
+    RenameColumn,
+    TruncateTable,
+    apply_events,
+)
+from sluice.route.route_rule import parse_routes
+from sluice.route.routing import Routing
+from sluice.route.table_routing import TableRouting
+from sluice.source.offset import BinlogOffset
+from sluice.source.schema import Column, TableSchema
+from sluice.transform.transform_rule import parse_transforms
+
+ID = Column("id", "int", "int(11)", False)
+NAME = Column("name", "varchar", "varchar(20)", True, char_length=20)
+QTY = Column("qty", "int", "int(11)", True)
+
+
+def shard(database: str, table: str, *extra: Column) -> TableSchema:
+    return TableSchema(database, table, (ID, NAME, QTY, *extra), ("id",), "id")
+
+
+def routing(route: list | None = None, transform: list | None = None) -> Routing:
+    return Routing(parse_routes(route, "ALL_MATCH"), parse_transforms(transform))
+
+
+def tables(rules: Routing, *schemas: TableSchema) -> TableRouting:
+    return TableRouting(rules, {s.table_id: s for s in schemas})
+
+
+MERGE = routing([{"source-table": "shop.orders_[0-9]", "sink-table": "shop.orders"}])
+AT = BinlogOffset("mysql-bin.000001", 4)
+
+
+def after(current: TableRouting, *events) -> tuple[TableRouting, list]:
+    later = TableRouting(current.routing, apply_events(current.sources, events))
+    return later, current.schema_events(events, later)
+
+
+def test_a_rename_route_passes_events_on_under_the_target_name():
+    rules = routing([{"source-table": "app.users", "sink-table": "ods.app_users"}])
+    current = tables(rules, shard("app", "users"))
+    _, events = after(current, RenameColumn("app.users", "qty", "quantity"), TruncateTable("app.users"))
+    assert events == [RenameColumn("ods.app_users", "qty", "quantity"), TruncateTable("ods.app_users")]
+
+
+def test_an_added_column_reaches_a_target_under_star_only():
+    note = Column("note", "varchar", "varchar(10)", True, char_length=10)
+    star = tables(
+        routing(transform=[{"source-table": "app.users", "projection": "*, UPPER(name) AS up"}]), shard("app", "users")
+    )
+    _, events = after(star, AddColumn("app.users", note))
+    assert events == [AddColumn("app.users", note, "AFTER", "qty")]  # where `*` stands
+    listed = tables(routing(transform=[{"source-table": "app.users", "projection": "id, qty"}]), shard("app", "users"))
+    assert after(listed, AddColumn("app.users", note))[1] == []
+    assert after(listed, DropColumn("app.users", "name"))[1] == []  # nobody projects it: no change
+
+
+def test_dropping_a_column_an_expression_reads_stops_with_the_rule_named():
+    current = tables(
+        routing(transform=[{"source-table": "app.users", "projection": "id, UPPER(name) AS up"}]), shard("app", "users")
+    )
+    with pytest.raises(DefinitionError, match=r"transform\[0\]\.projection \(app\.users\): name at character 11: no column name"):
+        after(current, DropColumn("app.users", "name"))
+
+
+def test_a_merged_table_changes_once_for_all_its_members():
+    current = tables(MERGE, shard("shop", "orders_0"), shard("shop", "orders_1"))
+    wide = Column("qty", "bigint", "bigint(20)", True)
+    current, events = after(current, AlterColumnType("shop.orders_0", wide))
+    assert events == [AlterColumnType("shop.orders", wide)]
+    current, events = after(current, AlterColumnType("shop.orders_1", wide))
+    assert events == []  # the merged column holds it already
+    note = Column("note", "text", "text", True)
+    current, events = after(current, AddColumn("shop.orders_1", note))
+    assert events == [AddColumn("shop.orders", note, "AFTER", "qty")]
+    current, events = after(current, AddColumn("shop.orders_0", note))
+    assert events == []
+    current, events = after(current, DropColumn("shop.orders_0", "note"))
+    assert events == []  # orders_1 still has it
+
+
+def test_merged_types_widen_and_a_column_one_member_lacks_is_nullable():
+    narrow = Column("code", "varchar", "varchar(10)", False, char_length=10)
+    wide = Column("code", "varchar", "varchar(40)", False, char_length=40)
+    current = tables(
+        MERGE,
+        shard("shop", "orders_0", narrow),
+        TableSchema("shop", "orders_1", (ID, NAME, Column("qty", "bigint", "bigint(20)", True), wide), ("id",), "id"),
+        shard("shop", "orders_2"),
+    )
+    merged = current.sinks["shop.orders"]
+    assert merged.column("qty").column_type == "bigint(20)"
+    assert merged.column("code").column_type == "varchar(40)" and merged.column("code").nullable
+    row = ChangeRow(current.tables["shop.orders_2"].own, RowKind.INSERT, (1, "a", 2), 0, AT)
+    assert current.change_rows([row])[0].row == (1, "a", 2, None)  # in the merged columns
+
+
+def test_merged_members_with_different_keys_are_refused():
+    other = TableSchema("shop", "orders_1", (ID, NAME, QTY), ("name",), "name")
+    with pytest.raises(
+        DefinitionError, match=r"shop\.orders have different keys: shop\.orders_0 \(id\); shop\.orders_1 \(name\)"
+    ):
+        tables(MERGE, shard("shop", "orders_0"), other)
+
+
+def test_a_truncate_of_one_merged_member_is_refused_naming_it():
+    current = tables(MERGE, shard("shop", "orders_0"), shard("shop", "orders_1"))
+    with pytest.raises(SinkError, match=r"TRUNCATE of shop\.orders_1, one of the tables merged into shop\.orders"):
+        after(current, TruncateTable("shop.orders_1"))
+
+
+def test_a_table_two_routes_send_to_two_targets_is_refused():
+    rules = Routing(
+        parse_routes(
+            [{"source-table": "a.t", "sink-table": "b.t"}, {"source-table": "a.\\.*", "sink-table": "c.all"}],
+            "ALL_MATCH",
+        )
+    )
+    with pytest.raises(DefinitionError, match=r"a\.t matches route\[0\], route\[1\], which name 2 target tables"):
+        tables(rules, shard("a", "t"))
+
+
+def test_updates_moving_rows_across_the_filter_delete_and_insert_them():
+    current = tables(routing(transform=[{"source-table": "app.users", "filter": "qty > 10"}]), shard("app", "users"))
+    schema = current.tables["app.users"].own
+
+    def update(before, after_) -> list[tuple[RowKind, tuple]]:
+        rows = [
+            ChangeRow(schema, RowKind.UPDATE_BEFORE, before, 0, AT),
+            ChangeRow(schema, RowKind.UPDATE_AFTER, after_, 0, AT),
+        ]
+        return [(r.kind, r.row) for r in current.change_rows(rows)]
+
+    assert update((1, "a", 20), (1, "a", 5)) == [(RowKind.DELETE, (1, "a", 20))]
+    assert update((1, "a", 5), (1, "a", 20)) == [(RowKind.INSERT, (1, "a", 20))]
+    assert update((1, "a", 5), (1, "a", 6)) == []
+    assert update((1, "a", 20), (2, "a", 30)) == [
+        (RowKind.UPDATE_BEFORE, (1, "a", 20)),
+        (RowKind.UPDATE_AFTER, (2, "a", 30)),
+    ]
+    deleted = [ChangeRow(schema, RowKind.DELETE, (3, "a", 1), 0, AT)]
+    assert current.change_rows(deleted) == []  # the filter never let it in
