@@ -93,6 +93,79 @@ def _sink_schema() -> dict[str, Any]:
     }
 
 
+def _cel(name: str) -> str:
+    """A property name as CEL rules spell it (Kubernetes escapes `-` and `.`)."""
+    return name.replace("_", "__underscores__").replace("-", "__dash__").replace(".", "__dot__")
+
+
+def _strings(descriptions: dict[str, str]) -> dict[str, Any]:
+    return {name: {"type": "string", "description": text} for name, text in descriptions.items()}
+
+
+def _names_tables(block: str, key: str) -> dict[str, str]:
+    return {"rule": f"self.{_cel(key)}.matches('\\\\S')", "message": f"{block}: {key} must name tables"}
+
+
+def _route_schema() -> dict[str, Any]:
+    properties = _strings(
+        {
+            "source-table": "Source tables, as `tables` names them (regexes over database.table).",
+            "sink-table": "The target table: database.table; $1, $2 ... name source-table's groups.",
+            "replace-symbol": "Stands for the source table's name in sink-table.",
+            "description": "What the rule is for.",
+        }
+    )
+    return {
+        "type": "array",
+        "description": "Flink CDC's route rules: which target table each source table is written into.",
+        "items": {
+            "type": "object",
+            "required": ["source-table", "sink-table"],
+            "properties": properties,
+            "x-kubernetes-validations": [
+                _names_tables("route", "source-table"),
+                {
+                    "rule": f"self.{_cel('sink-table')}.matches('^[^.\\\\s]+[.][^.\\\\s]+$')",
+                    "message": "route: sink-table must be database.table",
+                },
+            ],
+        },
+    }
+
+
+def _transform_schema() -> dict[str, Any]:
+    properties = _strings(
+        {
+            "source-table": "Source tables, as `tables` names them; the first rule a table matches applies.",
+            "projection": "The target's columns: *, columns, expressions AS name, metadata columns.",
+            "filter": "The rows the target holds: a condition over the columns and the projection's names.",
+            "primary-keys": "The target's key columns, separated by commas.",
+            "partition-keys": "A lakehouse target's partition columns, separated by commas.",
+            "table-options": "key=value pairs for the tables Sluice creates.",
+            "table-options.delimiter": "What separates table-options' pairs (default ,).",
+            "description": "What the rule is for.",
+            "converter-after-transform": "Refused: a soft delete keeps rows the source deleted.",
+        }
+    )
+    return {
+        "type": "array",
+        "description": "Flink CDC's transform rules: projected, computed and filtered rows per source table.",
+        "items": {
+            "type": "object",
+            "required": ["source-table"],
+            "properties": properties,
+            "x-kubernetes-validations": [
+                _names_tables("transform", "source-table"),
+                {
+                    "rule": f"!has(self.{_cel('converter-after-transform')})",
+                    "message": "transform: converter-after-transform is not supported (a soft delete keeps rows the "
+                    "source deleted); project __data_event_type__ into a column instead",
+                },
+            ],
+        },
+    }
+
+
 def _spec_schema() -> dict[str, Any]:
     source_required = [o.key for o in SOURCE_OPTIONS if o.required]
     pipeline = _options(PIPELINE_OPTIONS)
@@ -111,8 +184,8 @@ def _spec_schema() -> dict[str, Any]:
             },
             "sink": _sink_schema(),
             "pipeline": {"type": "object", "properties": pipeline},
-            "route": {"type": "array", "items": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}},
-            "transform": {"type": "array", "items": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}},
+            "route": _route_schema(),
+            "transform": _transform_schema(),
             "spark": {
                 "type": "object",
                 "description": "How the SparkApplication runs.",

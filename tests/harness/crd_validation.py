@@ -1,7 +1,8 @@
 """Validates an object as the API server would against a CRD version's openAPIV3Schema:
 the schema itself (jsonschema), then every x-kubernetes-validations rule, evaluated with
 CEL at the node it is declared on (`self`; `oldSelf` on an update only, as transition
-rules are)."""
+rules are), with property names escaped as Kubernetes escapes them (`source-table` is
+`source__dash__table`)."""
 
 from __future__ import annotations
 
@@ -24,6 +25,21 @@ def violations(schema: dict[str, Any], obj: Any, old: Any = _ABSENT, paths: bool
     return errors + _rules(schema, obj, old, [] if paths else None)
 
 
+def _escaped(value: Any) -> Any:
+    """Property names as CEL sees them: Kubernetes escapes `__`, `.`, `-` and `/` in them."""
+    if isinstance(value, dict):
+        return {_escape(str(k)): _escaped(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_escaped(v) for v in value]
+    return value
+
+
+def _escape(name: str) -> str:
+    for char, word in (("__", "underscores"), (".", "dot"), ("-", "dash"), ("/", "slash")):
+        name = name.replace(char, f"__{word}__")
+    return name
+
+
 def _path(parts: Any) -> str:
     return ".".join(str(p) for p in parts) or "<root>"
 
@@ -34,7 +50,7 @@ def _rules(schema: dict[str, Any], obj: Any, old: Any, at: list[Any] | None = No
         transition = "oldSelf" in rule["rule"]
         if transition and old is _ABSENT:
             continue  # transition rules apply to updates only
-        data = {"self": obj, **({"oldSelf": old} if transition else {})}
+        data = {"self": _escaped(obj), **({"oldSelf": _escaped(old)} if transition else {})}
         if not _ENV.compile(rule["rule"]).eval(data=data).plain_value():
             message = rule.get("message", rule["rule"])
             messages.append(message if at is None else f"{_path(at)}: {message}")

@@ -97,3 +97,33 @@ def test_every_cel_rule_refuses_what_it_is_for_and_accepts_the_rest():
             "create a new CdcPipeline for the new one"
         ]
         assert violations(schema(), before, old=before) == []  # unchanged: accepted
+
+
+def test_route_and_transform_are_lists_of_rules_checked_as_sluice_run_checks_them():
+    routed = copy.deepcopy(CDC_PIPELINE)
+    routed["spec"]["route"] = [
+        {"source-table": "shop.order_\\.*", "sink-table": "ods.orders", "description": "the shards as one"},
+        {"source-table": "db_(\\.*).(\\.*)_tbl", "sink-table": "sink_db_$1.sink_table_$2"},
+    ]
+    routed["spec"]["transform"] = [
+        {
+            "source-table": "shop.order_\\.*",
+            "projection": "\\*, __table_name__ AS shard",
+            "filter": "qty > 0",
+            "primary-keys": "id, shard",
+            "table-options.delimiter": ";",
+        }
+    ]
+    assert violations(schema(), routed) == []
+    bad = copy.deepcopy(routed)
+    bad["spec"]["route"][0]["source-table"] = " "
+    bad["spec"]["route"][1]["sink-table"] = "just_a_table"
+    del bad["spec"]["transform"][0]["source-table"]
+    bad["spec"]["route"].append({"source-table": "a.b"})
+    bad["spec"]["transform"].append({"source-table": "a.b", "converter-after-transform": "SOFT_DELETE"})
+    found = violations(schema(), bad, paths=True)
+    assert "spec.route.0: route: source-table must name tables" in found
+    assert "spec.route.1: route: sink-table must be database.table" in found
+    assert "spec.route.2: 'sink-table' is a required property" in found
+    assert "spec.transform.0: 'source-table' is a required property" in found
+    assert any(m.startswith("spec.transform.1: transform: converter-after-transform is not supported") for m in found)

@@ -72,7 +72,9 @@ def test_dropping_a_column_an_expression_reads_stops_with_the_rule_named():
     current = tables(
         routing(transform=[{"source-table": "app.users", "projection": "id, UPPER(name) AS up"}]), shard("app", "users")
     )
-    with pytest.raises(DefinitionError, match=r"transform\[0\]\.projection \(app\.users\): name at character 11: no column name"):
+    with pytest.raises(
+        DefinitionError, match=r"transform\[0\]\.projection \(app\.users\): name at character 11: no column name"
+    ):
         after(current, DropColumn("app.users", "name"))
 
 

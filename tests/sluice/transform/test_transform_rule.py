@@ -179,11 +179,13 @@ def test_computed_column_types():
     [
         (
             {"projection": "id, SOUNDEX(province) AS s"},
-            r"transform\[0\]\.projection \(mydb\.web_order\): SOUNDEX\(province\) at character 5: SOUNDEX is not a function",
+            r"transform\[0\]\.projection \(mydb\.web_order\): SOUNDEX\(province\) at character 5: "
+            r"SOUNDEX is not a function",
         ),
         (
             {"projection": "id, UPPER(id) AS u"},
-            r"transform\[0\]\.projection \(mydb\.web_order\): UPPER\(id\) at character 5: UPPER's argument 1 must be STRING, not INTEGER",
+            r"transform\[0\]\.projection \(mydb\.web_order\): UPPER\(id\) at character 5: "
+            r"UPPER's argument 1 must be STRING, not INTEGER",
         ),
         (
             {"projection": "id + province AS x"},
