@@ -166,3 +166,17 @@ def test_the_operators_modules_need_no_spark():
         "assert 'pyspark' not in sys.modules"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_route_and_transform_reach_the_mounted_definition_and_their_errors_are_named():
+    routed = {
+        **CDC_PIPELINE["spec"],
+        "route": [{"source-table": "shop.order_\\.*", "sink-table": "ods.orders"}],
+        "transform": [{"source-table": "shop.order_\\.*", "projection": "*, __table_name__ AS shard"}],
+    }
+    spec = read_spec("orders", "data", routed)
+    spec.check()
+    assert spec.definition["route"] == routed["route"] and spec.definition["transform"] == routed["transform"]
+    broken = {**routed, "transform": [{"source-table": "shop.order_\\.*", "filter": "qty >"}]}
+    with pytest.raises(DefinitionError, match=r"transform\[0\]\.filter: cannot parse 'qty >'"):
+        read_spec("orders", "data", broken).check()

@@ -4,10 +4,11 @@ applies them to the captured tables)."""
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from sluice.route.route_rule import TableRouter
+from sluice.route.route_rule import TableRouter, parse_routes
 
 if TYPE_CHECKING:
     from sluice.transform.transform_rule import TransformRule
@@ -27,10 +28,53 @@ class Routing:
 
     def identity(self) -> dict[str, str]:
         """What the state's progress depends on (pipeline_runner checks it on every run)."""
-        if not self.active:
-            return {}
         route, transform = self.texts
         return {
-            "route": json.dumps({"mode": self.router.mode, "rules": route or []}, sort_keys=True),
-            "transform": json.dumps(transform or [], sort_keys=True),
+            ROUTE_KEY: json.dumps({"mode": self.router.mode, "rules": route or []}, sort_keys=True),
+            TRANSFORM_KEY: json.dumps(transform or [], sort_keys=True),
         }
+
+    @classmethod
+    def from_identity(cls, identity: Mapping[str, str]) -> Routing:
+        """The routing a state was written under (its identity's blocks, read again)."""
+        from sluice.transform.transform_rule import parse_transforms
+
+        route = json.loads(identity.get(ROUTE_KEY) or '{"mode": "ALL_MATCH", "rules": []}')
+        transform = json.loads(identity.get(TRANSFORM_KEY) or "[]")
+        return cls(
+            parse_routes(route["rules"], route["mode"]), parse_transforms(transform), (route["rules"], transform)
+        )
+
+    def changes_for(self, later: Routing, tables: Iterable[str]) -> list[str]:
+        """How `later` treats the already captured `tables` otherwise than this routing:
+        another target table, or another transform. Empty where a change only adds rules
+        for tables not captured yet (or edits descriptions)."""
+        from sluice.transform.transform_rule import rule_for
+
+        changes = []
+        for table_id in sorted(tables):
+            database, table = table_id.split(".", 1)
+            before, after = self.router.route(database, table), later.router.route(database, table)
+            if before != after:
+                changes.append(
+                    f"{table_id} goes to {', '.join('.'.join(t) for t in after)}, not "
+                    f"{', '.join('.'.join(t) for t in before)}"
+                )
+                continue
+            old, new = rule_for(self.transforms, database, table), rule_for(later.transforms, database, table)
+            if _query_of(old) != _query_of(new):
+                changes.append(f"{table_id} is transformed by {_described(new)}, not {_described(old)}")
+        return changes
+
+
+ROUTE_KEY, TRANSFORM_KEY = "route", "transform"
+
+
+def _query_of(rule: TransformRule | None) -> tuple[Any, ...] | None:
+    if rule is None:
+        return None
+    return (rule.projection, rule.filter, rule.primary_keys, rule.partition_keys, dict(rule.table_options))
+
+
+def _described(rule: TransformRule | None) -> str:
+    return "no transform" if rule is None else f"{rule.where} ({rule.projection or '*'}; filter {rule.filter or '-'})"

@@ -24,6 +24,7 @@ from sluice.event.schema_change import DropTable, create_table_event
 from sluice.failpoints import failpoint
 from sluice.pipeline.definition import PipelineDefinition, load_definition
 from sluice.route.merged_keys import check_merged_keys
+from sluice.route.routing import ROUTE_KEY, TRANSFORM_KEY, Routing
 from sluice.runtime.binlog_phase import BinlogSettings, resumes_by_gtid, run_binlog_phase
 from sluice.runtime.progress import BinlogProgress, SnapshotProgress
 from sluice.runtime.schema_change_handler import SchemaChangeHandler
@@ -236,6 +237,9 @@ class PipelineRunner:
             if key in SOURCE_ADDRESS and self._resumes_by_gtid():
                 saved[key] = value  # a failover: the set means the same on the promoted server
                 continue
+            if key in (ROUTE_KEY, TRANSFORM_KEY):
+                self._check_routing_change(saved)
+                continue
             if key in CAPTURE and self._streams_past_the_snapshot():
                 saved[key] = value  # tables join or leave the capture: _change_capture
                 self._capture_changed = True
@@ -252,6 +256,20 @@ class PipelineRunner:
                     else ""
                 )
             )
+
+    def _check_routing_change(self, saved: dict[str, str]) -> None:
+        """Rules may change where every table already captured keeps its target table and
+        its transform (a rule added for tables joining the capture is the common case): the
+        rows in the targets stay the query's. Any other change is refused naming the table."""
+        later = self.definition.routing
+        changes = Routing.from_identity(saved).changes_for(later, self.state.tables or {})
+        if changes:
+            raise SluiceError(
+                f"route/transform: {'; '.join(changes[:3])}{' ...' if len(changes) > 3 else ''} since "
+                f"{self.store.where} was written; its target holds the old query's rows: put the old rules back, or "
+                f"{self.store.fresh_start} into an empty target"
+            )
+        saved.update(later.identity())
 
     def _streams_past_the_snapshot(self) -> bool:
         return self.state.binlog is not None and self.state.snapshot is None and self.state.stop_at is None
