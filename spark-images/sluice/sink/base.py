@@ -121,6 +121,12 @@ class Sink(ABC):
         `on_split` hears of each split as it commits."""
         return _write_splits(tasks, self, read, on_split)
 
+    def partition(self, table_id: str, columns: tuple[str, ...]) -> bool:
+        """Partitions the table by these columns where the sink has partitions (a
+        transform's partition-keys; the sink's own partition.key names it first); False
+        where it has none."""
+        return False
+
     @abstractmethod
     def prepare(self, schemas: Sequence[TableSchema]) -> None:
         """Creates what the pipeline writes into (target tables, offsets table)."""

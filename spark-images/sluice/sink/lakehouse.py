@@ -95,7 +95,7 @@ class TableFormat(ABC):
     """The tables of one format: what the lakehouse sink asks of Iceberg or Delta Lake."""
 
     name: str
-    partition_keys: Mapping[str, Sequence[PartitionField]]  # `partition.key`, by table id
+    partition_keys: dict[str, tuple[PartitionField, ...]]  # `partition.key`, by table id
 
     @abstractmethod
     def create(self, schema: TableSchema, arrow: pa.Schema) -> None:
@@ -190,6 +190,10 @@ class LakehouseSink(Sink):
         self.committed: BinlogOffset | None = None  # this run's last batch end, every table's commits made
         self._locks: dict[str, threading.Lock] = {}
         self._locks_lock = threading.Lock()
+
+    def partition(self, table_id: str, columns: tuple[str, ...]) -> bool:
+        self.tables.partition_keys.setdefault(table_id, tuple(PartitionField(c) for c in columns))
+        return True
 
     # -- the records -----------------------------------------------------------------------
 

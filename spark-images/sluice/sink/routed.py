@@ -49,6 +49,16 @@ class RoutedSink(Sink):
 
     def prepare(self, schemas: Sequence[TableSchema]) -> None:
         routed = self.route(schemas)
+        for table in routed.tables.values():
+            rule = table.transform.rule if table.transform else None
+            if (
+                rule is not None
+                and rule.partition_keys
+                and not self.inner.partition(table.sink_id, rule.partition_keys)
+            ):
+                log.warning(
+                    "%s.partition-keys: this sink has no partitions; %s is not partitioned", rule.where, table.sink_id
+                )
         self.inner.prepare(list(routed.sinks.values()))
 
     def write_snapshot_job(self, sc: SparkContext, tasks: list[SplitTask], read: ReadSplits) -> list[SplitResult]:

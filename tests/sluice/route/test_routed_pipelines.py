@@ -4,6 +4,7 @@ query the route and transform describe, computed by MariaDB itself over the sour
 from __future__ import annotations
 
 from tests.harness import compare
+from tests.harness.lakehouse import iceberg_sink, lakehouse_table, partitioned_by
 from tests.harness.pipelines import (
     pipeline_yaml,
     postgres_sink,
@@ -129,3 +130,29 @@ def test_a_merged_key_the_shards_share_is_refused_at_start_naming_them(tmp_path,
     ran = run_sluice(tmp_path / "p.yaml", tmp_path / "state", sluice_env(mariadb, postgresql))
     assert ran.returncode == 0, ran.stderr
     assert len(compare.postgres_rows(postgresql, source_db, "parts")) == 25
+
+
+def test_a_transforms_partition_keys_partition_a_lakehouse_target(tmp_path, mariadb, source_db):
+    mariadb.execute(
+        "CREATE TABLE events (id INT PRIMARY KEY, kind VARCHAR(10), v INT)",
+        "INSERT INTO events SELECT seq, IF(seq % 2, 'click', 'view'), seq FROM seq_1_to_20",
+        database=source_db,
+    )
+    sink = iceberg_sink(tmp_path / "iceberg")
+    options = {"server-id": "7312", "scan.startup.mode": "snapshot"}
+    definition = pipeline_yaml(mariadb, f"{source_db}.events", sink, **options)
+    definition["pipeline"]["parallelism"] = 1
+    definition["route"] = [{"source-table": f"{source_db}.events", "sink-table": f"{source_db}.clicks"}]
+    definition["transform"] = [
+        {
+            "source-table": f"{source_db}.events",
+            "projection": "id, kind, v * 10 AS score",
+            "filter": "kind = 'click'",
+            "partition-keys": "kind",
+        }
+    ]
+    ran = run_sluice(write_pipeline(tmp_path / "p.yaml", definition), tmp_path / "state", sluice_env(mariadb))
+    assert ran.returncode == 0, ran.stderr
+    assert partitioned_by(sink, f"{source_db}.clicks") == ["kind"]
+    rows = lakehouse_table(sink, f"{source_db}.clicks").to_pylist()
+    assert sorted((r["id"], r["kind"], r["score"]) for r in rows) == [(i, "click", i * 10) for i in range(1, 21, 2)]
