@@ -69,6 +69,13 @@ def partitioned_by(sink: dict[str, Any], table_id: str) -> list[str]:
     return fields
 
 
+def table_properties(sink: dict[str, Any], table_id: str) -> dict[str, str]:
+    """Iceberg's table properties, Delta's table configuration."""
+    table = _loaded(sink, table_id)
+    assert table is not None, f"{table_id} is not there"
+    return dict(table.metadata().configuration if isinstance(table, DeltaTable) else table.properties)
+
+
 def lakehouse_rows(sink: dict[str, Any], schema: TableSchema) -> list[tuple] | None:
     """The table's rows in the source's forms; None while the table is not there."""
     table = lakehouse_table(sink, schema.table_id)

@@ -121,10 +121,11 @@ class Sink(ABC):
         `on_split` hears of each split as it commits."""
         return _write_splits(tasks, self, read, on_split)
 
-    def partition(self, table_id: str, columns: tuple[str, ...]) -> bool:
-        """Partitions the table by these columns where the sink has partitions (a
-        transform's partition-keys; the sink's own partition.key names it first); False
-        where it has none."""
+    def table_layout(self, table_id: str, partitions: tuple[str, ...], options: Mapping[str, str]) -> bool:
+        """Creates the table partitioned by these columns and with these options (a
+        transform's partition-keys and table-options) where the sink has partitions and
+        table options; False where it has neither (the sink's own partition.key names a
+        table first)."""
         return False
 
     @abstractmethod

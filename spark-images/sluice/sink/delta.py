@@ -74,6 +74,7 @@ class DeltaTables(TableFormat):
         self.root = root.rstrip("/")
         self.storage_options = dict(storage_options)
         self.table_properties = dict(table_properties)
+        self.table_options: dict[str, dict[str, str]] = {}
 
     def uri(self, table_id: str) -> str:
         database, table = table_id.split(".", 1)
@@ -90,7 +91,7 @@ class DeltaTables(TableFormat):
                 arrow,
                 mode="ignore",
                 partition_by=columns or None,
-                configuration=self.table_properties or None,
+                configuration=self.properties_of(schema.table_id) or None,
                 storage_options=self.storage_options or None,
             )
             return
@@ -222,7 +223,7 @@ class DeltaTables(TableFormat):
                 table.to_pyarrow_table(),
                 mode="error",
                 partition_by=columns or None,
-                configuration=self.table_properties or None,
+                configuration=self.properties_of(event.new_table_id) or None,
                 storage_options=self.storage_options or None,
             )
         filesystem, path = pafs.FileSystem.from_uri(self.uri(event.table_id))

@@ -86,6 +86,7 @@ class IcebergTables(TableFormat):
         self.catalog_name = catalog_name
         self.catalog_properties = dict(catalog_properties)
         self.table_properties = {"format-version": "2", **table_properties}
+        self.table_options: dict[str, dict[str, str]] = {}
         self._catalog: Catalog | None = None
 
     def __getstate__(self) -> dict[str, Any]:  # the catalog's connections stay where they were made
@@ -107,7 +108,7 @@ class IcebergTables(TableFormat):
         if not self.exists(schema.table_id):
             try:
                 with self.catalog.create_table_transaction(
-                    schema.table_id, arrow, properties=self.table_properties
+                    schema.table_id, arrow, properties=self.properties_of(schema.table_id)
                 ) as tx:
                     with tx.update_schema() as update:
                         update.set_identifier_fields(*schema.row_key)

@@ -96,6 +96,12 @@ class TableFormat(ABC):
 
     name: str
     partition_keys: dict[str, tuple[PartitionField, ...]]  # `partition.key`, by table id
+    table_properties: dict[str, str]  # `table.properties.*`, of every table
+    table_options: dict[str, dict[str, str]]  # a transform's table-options, by table id
+
+    def properties_of(self, table_id: str) -> dict[str, str]:
+        """What a table Sluice creates is given: the sink's table properties, its own options over them."""
+        return {**self.table_properties, **self.table_options.get(table_id, {})}
 
     @abstractmethod
     def create(self, schema: TableSchema, arrow: pa.Schema) -> None:
@@ -191,8 +197,11 @@ class LakehouseSink(Sink):
         self._locks: dict[str, threading.Lock] = {}
         self._locks_lock = threading.Lock()
 
-    def partition(self, table_id: str, columns: tuple[str, ...]) -> bool:
-        self.tables.partition_keys.setdefault(table_id, tuple(PartitionField(c) for c in columns))
+    def table_layout(self, table_id: str, partitions: tuple[str, ...], options: Mapping[str, str]) -> bool:
+        if partitions:
+            self.tables.partition_keys.setdefault(table_id, tuple(PartitionField(c) for c in partitions))
+        if options:
+            self.tables.table_options[table_id] = dict(options)
         return True
 
     # -- the records -----------------------------------------------------------------------

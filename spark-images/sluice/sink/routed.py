@@ -51,14 +51,10 @@ class RoutedSink(Sink):
         routed = self.route(schemas)
         for table in routed.tables.values():
             rule = table.transform.rule if table.transform else None
-            if (
-                rule is not None
-                and rule.partition_keys
-                and not self.inner.partition(table.sink_id, rule.partition_keys)
-            ):
-                log.warning(
-                    "%s.partition-keys: this sink has no partitions; %s is not partitioned", rule.where, table.sink_id
-                )
+            if rule is None or not (rule.partition_keys or rule.table_options):
+                continue
+            if not self.inner.table_layout(table.sink_id, rule.partition_keys, rule.table_options):
+                log.warning("%s: partition-keys and table-options are for lakehouse sinks; ignored", rule.where)
         self.inner.prepare(list(routed.sinks.values()))
 
     def write_snapshot_job(self, sc: SparkContext, tasks: list[SplitTask], read: ReadSplits) -> list[SplitResult]:

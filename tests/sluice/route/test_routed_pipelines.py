@@ -4,7 +4,7 @@ query the route and transform describe, computed by MariaDB itself over the sour
 from __future__ import annotations
 
 from tests.harness import compare
-from tests.harness.lakehouse import iceberg_sink, lakehouse_table, partitioned_by
+from tests.harness.lakehouse import iceberg_sink, lakehouse_table, partitioned_by, table_properties
 from tests.harness.pipelines import (
     pipeline_yaml,
     postgres_sink,
@@ -132,7 +132,7 @@ def test_a_merged_key_the_shards_share_is_refused_at_start_naming_them(tmp_path,
     assert len(compare.postgres_rows(postgresql, source_db, "parts")) == 25
 
 
-def test_a_transforms_partition_keys_partition_a_lakehouse_target(tmp_path, mariadb, source_db):
+def test_a_transforms_partition_keys_and_table_options_shape_a_lakehouse_target(tmp_path, mariadb, source_db):
     mariadb.execute(
         "CREATE TABLE events (id INT PRIMARY KEY, kind VARCHAR(10), v INT)",
         "INSERT INTO events SELECT seq, IF(seq % 2, 'click', 'view'), seq FROM seq_1_to_20",
@@ -149,10 +149,14 @@ def test_a_transforms_partition_keys_partition_a_lakehouse_target(tmp_path, mari
             "projection": "id, kind, v * 10 AS score",
             "filter": "kind = 'click'",
             "partition-keys": "kind",
+            "table-options": "owner=data-team;comment=clicks, only",
+            "table-options.delimiter": ";",
         }
     ]
     ran = run_sluice(write_pipeline(tmp_path / "p.yaml", definition), tmp_path / "state", sluice_env(mariadb))
     assert ran.returncode == 0, ran.stderr
     assert partitioned_by(sink, f"{source_db}.clicks") == ["kind"]
+    properties = table_properties(sink, f"{source_db}.clicks")
+    assert properties["owner"] == "data-team" and properties["comment"] == "clicks, only"
     rows = lakehouse_table(sink, f"{source_db}.clicks").to_pylist()
     assert sorted((r["id"], r["kind"], r["score"]) for r in rows) == [(i, "click", i * 10) for i in range(1, 21, 2)]
