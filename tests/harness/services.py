@@ -163,7 +163,7 @@ def start_mariadb(base: Path, server_id: int = 1, options: Sequence[str] = (), s
         "--auth-root-authentication-method=normal",
         "--skip-test-db",
     ]
-    for attempt in range(2):  # seen failing once under two busy test workers, without a cause it printed
+    for _ in range(2):  # seen failing once under two busy test workers, without a cause it printed
         installed = subprocess.run(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         if installed.returncode == 0:
             break
