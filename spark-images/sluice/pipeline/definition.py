@@ -47,6 +47,12 @@ SINK_TYPES = ("values", "jdbc", "parquet", "iceberg", "delta")
 # The catalogs pyiceberg has, by Flink CDC's `catalog.properties.type` (its `hadoop` has none).
 ICEBERG_CATALOG_TYPES = ("rest", "sql", "hive", "glue", "dynamodb", "bigquery", "in-memory")
 
+
+def _metadata_list(text: str) -> str | None:
+    unknown = [name for name in (n.strip() for n in text.split(",")) if name and name != "op_ts"]
+    return f"'{unknown[0]}' is not a metadata column of the MySQL source (it has op_ts)" if unknown else None
+
+
 SOURCE_OPTIONS = [
     Option("type", str, choices=("mysql",)),
     Option("hostname", str),
@@ -76,6 +82,13 @@ SOURCE_OPTIONS = [
         bool,
         False,
         description="read a gh-ost or pt-online-schema-change migration as one schema change at its cut-over",
+    ),
+    Option(
+        "metadata.list",
+        str,
+        "",
+        check=_metadata_list,
+        description="Flink CDC's metadata columns to read: op_ts (transforms may always use it in Sluice)",
     ),
     Option("heartbeat.interval", str, "30s", check=duration_check),
     Option("connect.timeout", str, "30s", check=duration_check),
@@ -246,6 +259,13 @@ PIPELINE_OPTIONS = [
     # Ids of the changes a `manual` pipeline may apply; re-read while a change waits.
     Option("schema-change.approved", tuple, ()),
     Option(
+        "execution.runtime-mode",
+        str,
+        "STREAMING",
+        choices=("STREAMING", "BATCH"),
+        description="Flink CDC's runtime mode: BATCH reads the snapshot and stops (with scan.startup.mode snapshot)",
+    ),
+    Option(
         "route-mode",
         str,
         "ALL_MATCH",
@@ -383,6 +403,11 @@ def build_definition(document: Mapping[str, Any], env: Mapping[str, str]) -> Pip
         )
     sink = _sink(document["sink"])
     _refuse_writing_into_the_source(source, sink)
+    if pipeline["execution.runtime-mode"] == "BATCH" and source.startup.mode != "snapshot":
+        raise DefinitionError(
+            f"pipeline.execution.runtime-mode: BATCH reads a snapshot and stops; set source.scan.startup.mode: "
+            f"snapshot (it is {source.startup.mode})"
+        )
     from sluice.transform.transform_rule import parse_transforms  # it reads source schemas, which need this module
 
     routing = Routing(
