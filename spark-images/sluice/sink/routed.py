@@ -117,12 +117,15 @@ class RoutedRead:
     def __call__(self, tasks: list[SplitTask]) -> Iterator[SplitRead]:
         replaceable = self.routing.replaceable(self.table_id)
         shape = self.routing.sources[self.table_id]  # what the transform was compiled for
+        table = self.routing.tables[self.table_id]
         for split in self.read(tasks):
             onto_shape = projection(split.schema, shape)
+            renamed_only = onto_shape is None and table.transform is None and table.onto is None
+            # A table only renamed keeps its rows object: the source's COPY text still serves.
             rows = split.rows if onto_shape is None else ProjectedRows(split.rows, onto_shape)
             yield SplitRead(
                 self.onto,
-                _Rows(self.routing, self.table_id, rows),
+                split.rows if renamed_only else _Rows(self.routing, self.table_id, rows),
                 split.high_watermark,
                 split.covered,
                 split.replaces if replaceable else None,

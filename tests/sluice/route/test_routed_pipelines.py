@@ -160,3 +160,23 @@ def test_a_transforms_partition_keys_and_table_options_shape_a_lakehouse_target(
     assert properties["owner"] == "data-team" and properties["comment"] == "clicks, only"
     rows = lakehouse_table(sink, f"{source_db}.clicks").to_pylist()
     assert sorted((r["id"], r["kind"], r["score"]) for r in rows) == [(i, "click", i * 10) for i in range(1, 21, 2)]
+
+
+def test_a_table_only_renamed_keeps_its_rows_and_types_under_the_new_name(tmp_path, mariadb, postgresql, source_db):
+    mariadb.execute(
+        "CREATE TABLE users (id INT PRIMARY KEY, name VARCHAR(20), joined DATETIME(3), score DECIMAL(6,2))",
+        "INSERT INTO users SELECT seq, CONCAT('u', seq), '2024-01-02 03:04:05.678', seq / 4 FROM seq_1_to_300",
+        database=source_db,
+    )
+    options = {"server-id": "7313", "scan.startup.mode": "snapshot", "scan.incremental.snapshot.chunk.size": 64}
+    definition = pipeline_yaml(mariadb, f"{source_db}.users", postgres_sink(postgresql), **options)
+    definition["pipeline"]["parallelism"] = 1
+    definition["route"] = [
+        {"source-table": f"{source_db}.\\.*", "sink-table": f"{source_db}.app_<>", "replace-symbol": "<>"}
+    ]
+    ran = run_sluice(
+        write_pipeline(tmp_path / "p.yaml", definition), tmp_path / "state", sluice_env(mariadb, postgresql)
+    )
+    assert ran.returncode == 0, ran.stderr
+    assert compare.postgres_rows(postgresql, source_db, "app_users") == compare.source_rows(mariadb, source_db, "users")
+    assert compare.postgres_primary_key(postgresql, source_db, "app_users") == ["id"]
