@@ -106,35 +106,44 @@ def _names_tables(block: str, key: str) -> dict[str, str]:
     return {"rule": f"self.{_cel(key)}.matches('\\\\S')", "message": f"{block}: {key} must name tables"}
 
 
+def _rules(description: str, required: list[str], properties: dict[str, str], rules: list[dict[str, str]]):  # noqa: ANN202
+    """A list of Flink CDC rules (route, transform): objects of string properties."""
+    return {
+        "type": "array",
+        "description": description,
+        "items": {
+            "type": "object",
+            "required": required,
+            "properties": _strings(properties),
+            "x-kubernetes-validations": rules,
+        },
+    }
+
+
 def _route_schema() -> dict[str, Any]:
-    properties = _strings(
+    return _rules(
+        "Flink CDC's route rules: which target table each source table is written into.",
+        ["source-table", "sink-table"],
         {
             "source-table": "Source tables, as `tables` names them (regexes over database.table).",
             "sink-table": "The target table: database.table; $1, $2 ... name source-table's groups.",
             "replace-symbol": "Stands for the source table's name in sink-table.",
             "description": "What the rule is for.",
-        }
-    )
-    return {
-        "type": "array",
-        "description": "Flink CDC's route rules: which target table each source table is written into.",
-        "items": {
-            "type": "object",
-            "required": ["source-table", "sink-table"],
-            "properties": properties,
-            "x-kubernetes-validations": [
-                _names_tables("route", "source-table"),
-                {
-                    "rule": f"self.{_cel('sink-table')}.matches('^[^.\\\\s]+[.][^.\\\\s]+$')",
-                    "message": "route: sink-table must be database.table",
-                },
-            ],
         },
-    }
+        [
+            _names_tables("route", "source-table"),
+            {
+                "rule": f"self.{_cel('sink-table')}.matches('^[^.\\\\s]+[.][^.\\\\s]+$')",
+                "message": "route: sink-table must be database.table",
+            },
+        ],
+    )
 
 
 def _transform_schema() -> dict[str, Any]:
-    properties = _strings(
+    return _rules(
+        "Flink CDC's transform rules: projected, computed and filtered rows per source table.",
+        ["source-table"],
         {
             "source-table": "Source tables, as `tables` names them; the first rule a table matches applies.",
             "projection": "The target's columns: *, columns, expressions AS name, metadata columns.",
@@ -145,25 +154,16 @@ def _transform_schema() -> dict[str, Any]:
             "table-options.delimiter": "What separates table-options' pairs (default ,).",
             "description": "What the rule is for.",
             "converter-after-transform": "Refused: a soft delete keeps rows the source deleted.",
-        }
-    )
-    return {
-        "type": "array",
-        "description": "Flink CDC's transform rules: projected, computed and filtered rows per source table.",
-        "items": {
-            "type": "object",
-            "required": ["source-table"],
-            "properties": properties,
-            "x-kubernetes-validations": [
-                _names_tables("transform", "source-table"),
-                {
-                    "rule": f"!has(self.{_cel('converter-after-transform')})",
-                    "message": "transform: converter-after-transform is not supported (a soft delete keeps rows the "
-                    "source deleted); project __data_event_type__ into a column instead",
-                },
-            ],
         },
-    }
+        [
+            _names_tables("transform", "source-table"),
+            {
+                "rule": f"!has(self.{_cel('converter-after-transform')})",
+                "message": "transform: converter-after-transform is not supported (a soft delete keeps rows the "
+                "source deleted); project __data_event_type__ into a column instead",
+            },
+        ],
+    )
 
 
 def _spec_schema() -> dict[str, Any]:

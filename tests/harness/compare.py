@@ -69,6 +69,16 @@ def source_rows(mariadb: MariaDB, db: str, table: str, columns: str = "*") -> li
     return rows
 
 
+def query_rows(mariadb: MariaDB, sql: str) -> list[tuple]:
+    """What a query gives on a MariaDB server (a route and transform's expected rows)."""
+    conn = mariadb.connect()
+    with conn.cursor() as cur:
+        cur.execute(sql)
+        rows = _rows(cur.fetchall())
+    conn.close()
+    return rows
+
+
 def postgres_rows(postgresql: PostgreSQL, schema: str, table: str, columns: str = "*") -> list[tuple]:
     with postgresql.connect() as conn:
         conn.execute("SET TIME ZONE 'UTC'")

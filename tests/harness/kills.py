@@ -85,3 +85,14 @@ def run_with_kills(
 
 def caught_up(state: dict, end: BinlogOffset) -> bool:
     return not BinlogOffset.from_json(state["binlog"]["offset"]).is_before(end)
+
+
+def stop_caught_up(name: str, state_dir: Path, process, phases: list[str], end: BinlogOffset) -> None:  # noqa: ANN001
+    """Once the last run has read the binlog to `end`: SIGTERM, a clean exit, and kills that
+    hit the snapshot and the binlog phase both."""
+    wait_for(state_dir, process, lambda s: "binlog" in s and caught_up(s, end))
+    process.send_signal(signal.SIGTERM)
+    _, err = process.communicate(timeout=120)
+    assert process.returncode == 0, f"{name}: exit {process.returncode}\n{err}"
+    print(f"{name}: killed during {phases}")
+    assert "snapshot" in phases and ("switching" in phases or "streaming" in phases), phases

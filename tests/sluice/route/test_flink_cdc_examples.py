@@ -5,10 +5,9 @@ sink, give the rows Flink CDC's tests expect of them."""
 from __future__ import annotations
 
 import signal
-import subprocess
 import time
 
-from tests.harness.pipelines import SLUICE, sluice_env, wait_until_in_binlog_phase
+from tests.harness.pipelines import run_sluice, sluice_env, start_sluice, wait_until_in_binlog_phase
 
 TABLES = (
     "CREATE TABLE TABLEALPHA (ID INT NOT NULL, VERSION VARCHAR(17), PRICEALPHA INT, AGEALPHA INT, "
@@ -61,13 +60,7 @@ def test_the_hetero_schema_transform_in_batch_mode(tmp_path, mariadb, source_db)
     mariadb.execute(*TABLES, database=source_db)
     path = tmp_path / "pipeline.yaml"
     path.write_text(hetero_schema_transform(mariadb, source_db, "snapshot", "BATCH"))
-    ran = subprocess.run(
-        [*SLUICE, "run", str(path), "--state-dir", str(tmp_path / "state")],
-        env=sluice_env(mariadb),
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    ran = run_sluice(path, tmp_path / "state", sluice_env(mariadb))
     assert ran.returncode == 0, ran.stderr
     # Flink CDC's expected DataChangeEvents: [1009, 8.1], [1010, 10], [1011, 11], [2011, 11], [2012, 12], [2014, 14]
     # (its list leaves out [2013, 13], which its TABLEBETA rule, without a filter, keeps: so does Sluice).
@@ -82,13 +75,7 @@ def test_the_hetero_schema_transform_streaming(tmp_path, mariadb, source_db):
     path = tmp_path / "pipeline.yaml"
     path.write_text(hetero_schema_transform(mariadb, source_db, "initial", "STREAMING"))
     state = tmp_path / "state"
-    process = subprocess.Popen(
-        [*SLUICE, "run", str(path), "--state-dir", str(state)],
-        env=sluice_env(mariadb),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    process = start_sluice(path, state, sluice_env(mariadb))
     try:
         wait_until_in_binlog_phase(process, state, time.monotonic() + 120)
         mariadb.execute(
@@ -110,11 +97,5 @@ def test_the_hetero_schema_transform_streaming(tmp_path, mariadb, source_db):
 def test_batch_mode_needs_a_snapshot_startup(tmp_path, mariadb, source_db):
     path = tmp_path / "pipeline.yaml"
     path.write_text(hetero_schema_transform(mariadb, source_db, "initial", "BATCH"))
-    ran = subprocess.run(
-        [*SLUICE, "run", str(path), "--state-dir", str(tmp_path / "state")],
-        env=sluice_env(mariadb),
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    ran = run_sluice(path, tmp_path / "state", sluice_env(mariadb))
     assert ran.returncode != 0 and "pipeline.execution.runtime-mode: BATCH reads a snapshot and stops" in ran.stderr

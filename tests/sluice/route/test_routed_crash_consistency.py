@@ -7,13 +7,12 @@ target equals the query its route and transform describe, computed by MariaDB it
 from __future__ import annotations
 
 import os
-import signal
 import threading
 import time
 
 from sluice.source.connection import current_offset
 from tests.harness import compare
-from tests.harness.kills import caught_up, run_with_kills, wait_for
+from tests.harness.kills import run_with_kills, stop_caught_up, wait_for
 from tests.harness.pipelines import pipeline_yaml, postgres_sink, sluice_env, write_pipeline
 from tests.harness.workload import RandomWorkload, create_table
 
@@ -30,17 +29,14 @@ WIDENED = ("orders_0", "orders_2")  # one shard in each database
 
 def _query(mariadb, shards: dict[str, str]) -> list[tuple]:
     """The route and transform as SQL, evaluated by the source server."""
-    union = " UNION ALL ".join(
-        f"SELECT id, name, qty, amount * 2, CASE WHEN qty >= 250 THEN 'big' ELSE 'small' END, '{shard}', "
-        f"'{database}' FROM `{database}`.{shard} WHERE {FILTER}"
-        for shard, database in shards.items()
+    return compare.query_rows(
+        mariadb,
+        " UNION ALL ".join(
+            f"SELECT id, name, qty, amount * 2, CASE WHEN qty >= 250 THEN 'big' ELSE 'small' END, '{shard}', "
+            f"'{database}' FROM `{database}`.{shard} WHERE {FILTER}"
+            for shard, database in shards.items()
+        ),
     )
-    conn = mariadb.connect()
-    with conn.cursor() as cur:
-        cur.execute(union)
-        rows = compare._rows(cur.fetchall())
-    conn.close()
-    return rows
 
 
 def test_a_merged_transformed_table_equals_its_query_after_repeated_sigkills(tmp_path, mariadb, postgresql, source_db):
@@ -92,12 +88,7 @@ def test_a_merged_transformed_table_equals_its_query_after_repeated_sigkills(tmp
         conn = mariadb.connect()
         end = current_offset(conn)
         conn.close()
-        wait_for(state_dir, process, lambda s: "binlog" in s and caught_up(s, end))
-        process.send_signal(signal.SIGTERM)
-        _, err = process.communicate(timeout=120)
-        assert process.returncode == 0, f"exit {process.returncode}\n{err}"
-        print(f"killed during {phases}")
-        assert "snapshot" in phases and ("switching" in phases or "streaming" in phases), phases
+        stop_caught_up("postgres", state_dir, process, phases, end)
 
         expected = _query(mariadb, shards)
         held = compare.postgres_rows(postgresql, source_db, "orders")

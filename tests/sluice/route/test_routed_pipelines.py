@@ -31,17 +31,14 @@ def _create_shards(mariadb, databases: dict[str, str]) -> None:
 
 def _query(mariadb, databases: dict[str, str]) -> list[tuple]:
     """What the target must hold, as MariaDB computes it."""
-    selects = " UNION ALL ".join(
-        f"SELECT id, tenant, amount * qty, UPPER(tenant), '{shard}', '{database}' FROM `{database}`.{shard} "
-        "WHERE qty > 2 AND tenant <> 'initech'"
-        for shard, database in databases.items()
+    return compare.query_rows(
+        mariadb,
+        " UNION ALL ".join(
+            f"SELECT id, tenant, amount * qty, UPPER(tenant), '{shard}', '{database}' FROM `{database}`.{shard} "
+            "WHERE qty > 2 AND tenant <> 'initech'"
+            for shard, database in databases.items()
+        ),
     )
-    conn = mariadb.connect()
-    with conn.cursor() as cur:
-        cur.execute(selects)
-        rows = compare._rows(cur.fetchall())
-    conn.close()
-    return rows
 
 
 def test_shards_in_two_databases_merge_into_one_transformed_table(tmp_path, mariadb, postgresql, source_db):

@@ -13,7 +13,6 @@ seed: SLUICE_SOAK_SEED, SLUICE_SOAK_ROWS and SLUICE_SOAK_KILLS override the defa
 from __future__ import annotations
 
 import os
-import signal
 import threading
 import time
 
@@ -23,7 +22,7 @@ from sluice.sink.parquet import read_changelog
 from sluice.source.connection import current_offset
 from sluice.source.schema import read_table_schema
 from tests.harness import compare
-from tests.harness.kills import caught_up, run_with_kills, wait_for
+from tests.harness.kills import run_with_kills, stop_caught_up
 from tests.harness.lakehouse import assert_no_change_committed_twice, delta_sink, iceberg_sink, lakehouse_rows
 from tests.harness.pipelines import (
     every_sink,
@@ -99,13 +98,7 @@ def test_targets_equal_the_source_after_repeated_sigkills(tmp_path, mariadb, mar
     conn = mariadb.connect()
     end = current_offset(conn)
     for name, (process, phases) in final.items():
-        state_dir = pipelines[name][1]
-        wait_for(state_dir, process, lambda s: "binlog" in s and caught_up(s, end))
-        process.send_signal(signal.SIGTERM)
-        _, err = process.communicate(timeout=120)
-        assert process.returncode == 0, f"{name}: exit {process.returncode}\n{err}"
-        print(f"{name}: killed during {phases}")
-        assert "snapshot" in phases and ("switching" in phases or "streaming" in phases), phases
+        stop_caught_up(name, pipelines[name][1], process, phases, end)
 
     for table in TABLES:
         expected = compare.source_rows(mariadb, source_db, table)  # zero dates and NULs as they are
