@@ -39,66 +39,62 @@ def _query(mariadb, shards: dict[str, str]) -> list[tuple]:
     )
 
 
-def test_a_merged_transformed_table_equals_its_query_after_repeated_sigkills(tmp_path, mariadb, postgresql, source_db):
-    other = f"{source_db}_b"
-    mariadb.execute(f"CREATE DATABASE {other}")
-    shards = {"orders_0": source_db, "orders_1": source_db, "orders_2": other, "orders_3": other}
-    try:
-        for i, (shard, database) in enumerate(shards.items()):
-            create_table(mariadb, database, shard, ROWS, seed=SEED + i)
-        selected = f"{source_db}(_b)?.orders_[0-3]"
-        definition = pipeline_yaml(
-            mariadb,
-            selected,
-            postgres_sink(postgresql),
-            name="routed-crash",
-            **{"scan.incremental.snapshot.chunk.size": max(ROWS // 6, 50), "server-id": "7400-7410"},
-        )
-        definition["pipeline"]["schema.change.behavior"] = "evolve"
-        definition["route"] = [{"source-table": selected, "sink-table": f"{source_db}.orders"}]
-        definition["transform"] = [
-            {"source-table": selected, "projection": PROJECTION, "filter": FILTER, "primary-keys": "id, shard, db"}
-        ]
-        pipeline = write_pipeline(tmp_path / "routed.yaml", definition)
-        env = sluice_env(mariadb, postgresql)
-        workloads = [
-            RandomWorkload(mariadb, database, [s for s, d in shards.items() if d == database], SEED + k, ROWS * 10)
-            for k, database in enumerate(dict.fromkeys(shards.values()))
-        ]
-        for workload in workloads:
-            workload.start(operations=10**9, rate=75)
+def test_a_merged_transformed_table_equals_its_query_after_repeated_sigkills(
+    tmp_path, mariadb, postgresql, source_db, shards
+):
+    for i, (shard, database) in enumerate(shards.items()):
+        create_table(mariadb, database, shard, ROWS, seed=SEED + i)
+    selected = f"{source_db}(_b)?.orders_[0-3]"
+    definition = pipeline_yaml(
+        mariadb,
+        selected,
+        postgres_sink(postgresql),
+        name="routed-crash",
+        **{"scan.incremental.snapshot.chunk.size": max(ROWS // 6, 50), "server-id": "7400-7410"},
+    )
+    definition["pipeline"]["schema.change.behavior"] = "evolve"
+    definition["route"] = [{"source-table": selected, "sink-table": f"{source_db}.orders"}]
+    definition["transform"] = [
+        {"source-table": selected, "projection": PROJECTION, "filter": FILTER, "primary-keys": "id, shard, db"}
+    ]
+    pipeline = write_pipeline(tmp_path / "routed.yaml", definition)
+    env = sluice_env(mariadb, postgresql)
+    workloads = [
+        RandomWorkload(mariadb, database, [s for s, d in shards.items() if d == database], SEED + k, ROWS * 10)
+        for k, database in enumerate(dict.fromkeys(shards.values()))
+    ]
+    for workload in workloads:
+        workload.start(operations=10**9, rate=75)
 
-        final: dict = {}
-        state_dir = tmp_path / "state"
-        kills = threading.Thread(
-            target=run_with_kills, args=("postgres", pipeline, state_dir, env, SEED, final, KILLS, 0.4)
-        )
-        kills.start()
-        kills.join()
-        assert not isinstance(final["postgres"], BaseException), final["postgres"]
-        process, phases = final["postgres"]
-        wait_for(state_dir, process, lambda s: "binlog" in s)
-        for shard in WIDENED:  # a schema change on two shards: the merged table's qty widens once
-            mariadb.execute(f"ALTER TABLE {shard} MODIFY qty BIGINT", database=shards[shard])
-        time.sleep(2)
-        for workload in workloads:
-            workload.join()
-        print(f"seed {SEED}: {sum(w.operations for w in workloads)} random operations on 4 shards of {ROWS} rows")
+    final: dict = {}
+    state_dir = tmp_path / "state"
+    kills = threading.Thread(
+        target=run_with_kills, args=("postgres", pipeline, state_dir, env, SEED, final, KILLS, 0.4)
+    )
+    kills.start()
+    kills.join()
+    assert not isinstance(final["postgres"], BaseException), final["postgres"]
+    process, phases = final["postgres"]
+    wait_for(state_dir, process, lambda s: "binlog" in s)
+    for shard in WIDENED:  # a schema change on two shards: the merged table's qty widens once
+        mariadb.execute(f"ALTER TABLE {shard} MODIFY qty BIGINT", database=shards[shard])
+    time.sleep(2)
+    for workload in workloads:
+        workload.join()
+    print(f"seed {SEED}: {sum(w.operations for w in workloads)} random operations on 4 shards of {ROWS} rows")
 
-        conn = mariadb.connect()
-        end = current_offset(conn)
-        conn.close()
-        stop_caught_up("postgres", state_dir, process, phases, end)
+    conn = mariadb.connect()
+    end = current_offset(conn)
+    conn.close()
+    stop_caught_up("postgres", state_dir, process, phases, end)
 
-        expected = _query(mariadb, shards)
-        held = compare.postgres_rows(postgresql, source_db, "orders")
-        assert held == expected, compare.diff(expected, held)
-        with postgresql.connect() as pg:
-            (qty_type,) = pg.execute(
-                "SELECT data_type FROM information_schema.columns WHERE table_schema = %s AND table_name = 'orders' "
-                "AND column_name = 'qty'",
-                (source_db,),
-            ).fetchone()
-        assert qty_type == "bigint"
-    finally:
-        mariadb.execute(f"DROP DATABASE IF EXISTS {other}")
+    expected = _query(mariadb, shards)
+    held = compare.postgres_rows(postgresql, source_db, "orders")
+    assert held == expected, compare.diff(expected, held)
+    with postgresql.connect() as pg:
+        (qty_type,) = pg.execute(
+            "SELECT data_type FROM information_schema.columns WHERE table_schema = %s AND table_name = 'orders' "
+            "AND column_name = 'qty'",
+            (source_db,),
+        ).fetchone()
+    assert qty_type == "bigint"

@@ -41,62 +41,55 @@ def _query(mariadb, databases: dict[str, str]) -> list[tuple]:
     )
 
 
-def test_shards_in_two_databases_merge_into_one_transformed_table(tmp_path, mariadb, postgresql, source_db):
-    other = f"{source_db}_b"
-    mariadb.execute(f"CREATE DATABASE {other}")
-    databases = {"orders_0": source_db, "orders_1": source_db, "orders_2": other, "orders_3": other}
-    try:
-        _create_shards(mariadb, databases)
-        definition = pipeline_yaml(
-            mariadb,
-            f"{source_db}(_b)?.orders_[0-9]",
-            postgres_sink(postgresql),
-            **{"scan.incremental.snapshot.chunk.size": 16, "server-id": "7300-7310"},
-        )
-        definition["route"] = [
-            {
-                "source-table": f"{source_db}(_b)?.orders_[0-9]",
-                "sink-table": f"{source_db}.orders",
-                "description": "the four shards as one table",
-            }
-        ]
-        definition["transform"] = [
-            {
-                "source-table": f"{source_db}(_b)?.orders_[0-9]",
-                "projection": "id, tenant, amount * qty AS total, UPPER(tenant) AS tenant_code, "
-                "__table_name__ AS shard, __schema_name__ AS db",
-                "filter": "qty > 2 AND tenant <> 'initech'",
-                "primary-keys": "id, shard, db",
-            }
-        ]
-        pipeline = write_pipeline(tmp_path / "merged.yaml", definition)
+def test_shards_in_two_shards_merge_into_one_transformed_table(tmp_path, mariadb, postgresql, source_db, shards):
+    _create_shards(mariadb, shards)
+    definition = pipeline_yaml(
+        mariadb,
+        f"{source_db}(_b)?.orders_[0-9]",
+        postgres_sink(postgresql),
+        **{"scan.incremental.snapshot.chunk.size": 16, "server-id": "7300-7310"},
+    )
+    definition["route"] = [
+        {
+            "source-table": f"{source_db}(_b)?.orders_[0-9]",
+            "sink-table": f"{source_db}.orders",
+            "description": "the four shards as one table",
+        }
+    ]
+    definition["transform"] = [
+        {
+            "source-table": f"{source_db}(_b)?.orders_[0-9]",
+            "projection": "id, tenant, amount * qty AS total, UPPER(tenant) AS tenant_code, "
+            "__table_name__ AS shard, __schema_name__ AS db",
+            "filter": "qty > 2 AND tenant <> 'initech'",
+            "primary-keys": "id, shard, db",
+        }
+    ]
+    pipeline = write_pipeline(tmp_path / "merged.yaml", definition)
 
-        def write() -> None:
-            for shard, database in databases.items():
-                mariadb.execute(
-                    f"UPDATE {shard} SET qty = 1 WHERE id IN (3, 4, 5)",  # out of the filter: deleted
-                    f"UPDATE {shard} SET qty = 6 WHERE id IN (7, 8, 14)",  # into it: inserted
-                    f"UPDATE {shard} SET amount = amount + 1 WHERE id BETWEEN 20 AND 30",  # stays in: updated
-                    f"UPDATE {shard} SET id = id + 1000 WHERE id IN (40, 41)",  # the key changes
-                    f"UPDATE {shard} SET tenant = 'initech' WHERE id = 50",  # out by another column
-                    f"DELETE FROM {shard} WHERE id IN (51, 52)",  # in the filter and not
-                    f"INSERT INTO {shard} (id, tenant, amount, qty) VALUES (500, 'acme', 2.50, 9), "
-                    "(501, 'acme', 1.00, 1)",
-                    database=database,
-                )
+    def write() -> None:
+        for shard, database in shards.items():
+            mariadb.execute(
+                f"UPDATE {shard} SET qty = 1 WHERE id IN (3, 4, 5)",  # out of the filter: deleted
+                f"UPDATE {shard} SET qty = 6 WHERE id IN (7, 8, 14)",  # into it: inserted
+                f"UPDATE {shard} SET amount = amount + 1 WHERE id BETWEEN 20 AND 30",  # stays in: updated
+                f"UPDATE {shard} SET id = id + 1000 WHERE id IN (40, 41)",  # the key changes
+                f"UPDATE {shard} SET tenant = 'initech' WHERE id = 50",  # out by another column
+                f"DELETE FROM {shard} WHERE id IN (51, 52)",  # in the filter and not
+                f"INSERT INTO {shard} (id, tenant, amount, qty) VALUES (500, 'acme', 2.50, 9), (501, 'acme', 1.00, 1)",
+                database=database,
+            )
 
-        stream_until_equal(
-            {"postgres": (pipeline, tmp_path / "state")},
-            sluice_env(mariadb, postgresql),
-            write,
-            lambda: _query(mariadb, databases),
-            {"postgres": lambda: compare.postgres_rows(postgresql, source_db, "orders")},
-        )
-        columns = compare.postgres_columns(postgresql, source_db, "orders")
-        assert columns == ["id", "tenant", "total", "tenant_code", "shard", "db"]
-        assert compare.postgres_primary_key(postgresql, source_db, "orders") == ["id", "shard", "db"]
-    finally:
-        mariadb.execute(f"DROP DATABASE IF EXISTS {other}")
+    stream_until_equal(
+        {"postgres": (pipeline, tmp_path / "state")},
+        sluice_env(mariadb, postgresql),
+        write,
+        lambda: _query(mariadb, shards),
+        {"postgres": lambda: compare.postgres_rows(postgresql, source_db, "orders")},
+    )
+    columns = compare.postgres_columns(postgresql, source_db, "orders")
+    assert columns == ["id", "tenant", "total", "tenant_code", "shard", "db"]
+    assert compare.postgres_primary_key(postgresql, source_db, "orders") == ["id", "shard", "db"]
 
 
 def test_a_merged_key_the_shards_share_is_refused_at_start_naming_them(tmp_path, mariadb, postgresql, source_db):
