@@ -3,9 +3,14 @@ query the route and transform describe, computed by MariaDB itself over the sour
 
 from __future__ import annotations
 
+import yaml
+
+from sluice.sink.parquet import read_changelog
 from tests.harness import compare
 from tests.harness.lakehouse import iceberg_sink, lakehouse_table, partitioned_by, table_properties
 from tests.harness.pipelines import (
+    every_sink,
+    pipeline_per_sink,
     pipeline_yaml,
     postgres_sink,
     run_sluice,
@@ -41,31 +46,31 @@ def _query(mariadb, databases: dict[str, str]) -> list[tuple]:
     )
 
 
-def test_shards_in_two_shards_merge_into_one_transformed_table(tmp_path, mariadb, postgresql, source_db, shards):
+def test_shards_in_two_databases_merge_into_one_transformed_table_in_every_sink(
+    tmp_path, mariadb, mariadb_target, postgresql, source_db, shards
+):
     _create_shards(mariadb, shards)
-    definition = pipeline_yaml(
-        mariadb,
-        f"{source_db}(_b)?.orders_[0-9]",
-        postgres_sink(postgresql),
-        **{"scan.incremental.snapshot.chunk.size": 16, "server-id": "7300-7310"},
+    selected = f"{source_db}(_b)?.orders_[0-9]"
+    lake = tmp_path / "lake"
+    sinks = every_sink(postgresql, mariadb_target, lake, 7300, ids_each=4)
+    pipelines = pipeline_per_sink(
+        tmp_path, mariadb, selected, sinks, "merged", **{"scan.incremental.snapshot.chunk.size": 16}
     )
-    definition["route"] = [
-        {
-            "source-table": f"{source_db}(_b)?.orders_[0-9]",
-            "sink-table": f"{source_db}.orders",
-            "description": "the four shards as one table",
-        }
-    ]
-    definition["transform"] = [
-        {
-            "source-table": f"{source_db}(_b)?.orders_[0-9]",
-            "projection": "id, tenant, amount * qty AS total, UPPER(tenant) AS tenant_code, "
-            "__table_name__ AS shard, __schema_name__ AS db",
-            "filter": "qty > 2 AND tenant <> 'initech'",
-            "primary-keys": "id, shard, db",
-        }
-    ]
-    pipeline = write_pipeline(tmp_path / "merged.yaml", definition)
+    for path, _ in pipelines.values():
+        definition = yaml.safe_load(path.read_text())
+        definition["route"] = [
+            {"source-table": selected, "sink-table": f"{source_db}.orders", "description": "the four shards as one"}
+        ]
+        definition["transform"] = [
+            {
+                "source-table": selected,
+                "projection": "id, tenant, amount * qty AS total, UPPER(tenant) AS tenant_code, "
+                "__table_name__ AS shard, __schema_name__ AS db",
+                "filter": "qty > 2 AND tenant <> 'initech'",
+                "primary-keys": "id, shard, db",
+            }
+        ]
+        write_pipeline(path, definition)
 
     def write() -> None:
         for shard, database in shards.items():
@@ -81,11 +86,15 @@ def test_shards_in_two_shards_merge_into_one_transformed_table(tmp_path, mariadb
             )
 
     stream_until_equal(
-        {"postgres": (pipeline, tmp_path / "state")},
-        sluice_env(mariadb, postgresql),
+        pipelines,
+        sluice_env(mariadb, postgresql, mariadb_target),
         write,
         lambda: _query(mariadb, shards),
-        {"postgres": lambda: compare.postgres_rows(postgresql, source_db, "orders")},
+        {
+            "postgres": lambda: compare.postgres_rows(postgresql, source_db, "orders"),
+            "mariadb": lambda: compare.source_rows(mariadb_target, source_db, "orders"),
+            "parquet": lambda: compare.replay_changelog(read_changelog(lake, f"{source_db}.orders"), key=None),
+        },
     )
     columns = compare.postgres_columns(postgresql, source_db, "orders")
     assert columns == ["id", "tenant", "total", "tenant_code", "shard", "db"]
