@@ -179,3 +179,31 @@ def test_a_table_only_renamed_keeps_its_rows_and_types_under_the_new_name(tmp_pa
     assert ran.returncode == 0, ran.stderr
     assert compare.postgres_rows(postgresql, source_db, "app_users") == compare.source_rows(mariadb, source_db, "users")
     assert compare.postgres_primary_key(postgresql, source_db, "app_users") == ["id"]
+
+
+def test_spark_executors_read_routed_and_transformed_splits(tmp_path, mariadb, postgresql, source_db, shards):
+    """The routing travels to the executors with each job (its rules, compiled there)."""
+    _create_shards(mariadb, shards)
+    selected = f"{source_db}(_b)?.orders_[0-9]"
+    options = {
+        "server-id": "7314-7317",
+        "scan.startup.mode": "snapshot",
+        "scan.snapshot.read-on-driver": False,
+        "scan.incremental.snapshot.chunk.size": 8,
+    }
+    definition = pipeline_yaml(mariadb, selected, postgres_sink(postgresql), **options)
+    definition["route"] = [{"source-table": selected, "sink-table": f"{source_db}.orders"}]
+    definition["transform"] = [
+        {
+            "source-table": selected,
+            "projection": "id, tenant, amount * qty AS total, UPPER(tenant) AS tenant_code, "
+            "__table_name__ AS shard, __schema_name__ AS db",
+            "filter": "qty > 2 AND tenant <> 'initech'",
+            "primary-keys": "id, shard, db",
+        }
+    ]
+    ran = run_sluice(
+        write_pipeline(tmp_path / "p.yaml", definition), tmp_path / "state", sluice_env(mariadb, postgresql)
+    )
+    assert ran.returncode == 0, ran.stderr
+    assert compare.postgres_rows(postgresql, source_db, "orders") == _query(mariadb, shards)
