@@ -180,3 +180,8 @@ def test_route_and_transform_reach_the_mounted_definition_and_their_errors_are_n
     broken = {**routed, "transform": [{"source-table": "shop.order_\\.*", "filter": "qty >"}]}
     with pytest.raises(DefinitionError, match=r"transform\[0\]\.filter: cannot parse 'qty >'"):
         read_spec("orders", "data", broken).check()
+    unknown = {**routed, "transform": [{"source-table": "shop.order_\\.*", "projection": "id, SOUNDEX(name) AS s"}]}
+    with pytest.raises(
+        DefinitionError, match=r"transform\[0\]\.projection: SOUNDEX\(name\) at character 5: SOUNDEX is not"
+    ):
+        read_spec("orders", "data", unknown).check()

@@ -112,6 +112,20 @@ def _parse(sql: str, where: str, offset: int) -> exp.Expression:
         raise ExpressionError(f"{where}: cannot parse '{sql[offset:]}'{at}: {problem}") from None
 
 
+def check_functions(node: exp.Expression, where: str, text: str) -> None:
+    """Refuses a function no transform has, before any table is known (so that a
+    CdcPipeline's conditions name it as soon as it is applied)."""
+    scope = Scope({}, None, where, text)
+    for sub in node.walk():
+        if isinstance(sub, exp.Anonymous) and str(sub.this).upper() not in _CURRENT_TIME:
+            raise scope.refuse(
+                sub, f"{str(sub.this).upper()} is not a function Sluice's transform has (see the README)"
+            )
+        if isinstance(sub, exp.Func) and not isinstance(sub, exp.Anonymous) and type(sub) not in _HANDLERS:
+            name = sub.sql_name() if hasattr(sub, "sql_name") else type(sub).__name__.upper()
+            raise scope.refuse(sub, f"{name} is not a function Sluice's transform has (see the README)")
+
+
 class Scope:
     """What names an expression may use: the source row's columns by position, metadata
     columns, and (in a filter) the projection's computed columns."""
@@ -422,7 +436,7 @@ class _Compiler:
 
     def _anonymous(self, node: exp.Anonymous) -> tuple[Evaluate, SqlType]:
         name = str(node.this).upper()
-        if name in ("NOW", "CURRENT_TIMESTAMP", "LOCALTIMESTAMP") and not node.expressions:
+        if name in _CURRENT_TIME and not node.expressions:
             self.deterministic = False
             return fn.now_call(name)
         raise self.scope.refuse(node, f"{name} is not a function Sluice's transform has (see the README)")
@@ -432,6 +446,7 @@ class _Compiler:
         return fn.now_call(type(node).__name__.upper())
 
 
+_CURRENT_TIME = ("NOW", "CURRENT_TIMESTAMP", "LOCALTIMESTAMP")
 _COMPARISON_CLASS = {
     "integer": "number",
     "decimal": "number",

@@ -24,6 +24,7 @@ from sluice.transform.expression import (
     Compiled,
     Meta,
     Scope,
+    check_functions,
     compile_expression,
     parse_filter,
     parse_projection,
@@ -89,9 +90,10 @@ def _rule(index: int, item: Any) -> TransformRule:
         raise DefinitionError(f"{where}.source-table: required")
     selector = TableSelector(parse_patterns(f"{where}.source-table", values["source-table"]))
     if values["projection"]:
-        parse_projection(values["projection"], f"{where}.projection")
+        for item in parse_projection(values["projection"], f"{where}.projection"):
+            check_functions(item, f"{where}.projection", values["projection"])
     if values["filter"]:
-        parse_filter(values["filter"], f"{where}.filter")
+        check_functions(parse_filter(values["filter"], f"{where}.filter"), f"{where}.filter", values["filter"])
     delimiter = values["table-options.delimiter"] or ","
     options = {}
     for pair in (p.strip() for p in values["table-options"].split(delimiter)):

@@ -179,8 +179,7 @@ def test_computed_column_types():
     [
         (
             {"projection": "id, SOUNDEX(province) AS s"},
-            r"transform\[0\]\.projection \(mydb\.web_order\): SOUNDEX\(province\) at character 5: "
-            r"SOUNDEX is not a function",
+            r"transform\[0\]\.projection: SOUNDEX\(province\) at character 5: SOUNDEX is not a function",
         ),
         (
             {"projection": "id, UPPER(id) AS u"},
