@@ -132,7 +132,13 @@ def test_the_reader_follows_mariadbs_own_ddl_test_suite_statement_for_statement(
     with corpus_server.connect() as conn, conn.cursor() as cur:
         cur.execute("SHOW MASTER STATUS")
         start = BinlogOffset(*cur.fetchone()[:2])
-    layouts = run_statements(corpus_server, files)
+    try:
+        layouts = run_statements(corpus_server, files)
+    except pymysql.err.OperationalError as exc:
+        if exc.args[0] not in (2006, 2013):  # the server went away: say what its log says
+            raise
+        log = (corpus_server.datadir / "server.log").read_text(errors="replace")[-6000:]
+        raise AssertionError(f"the corpus server went away ({exc}); its log ends:\n{log}") from exc
     changes = read_transactions(
         corpus_server.endpoint(),
         server_id=6100,
