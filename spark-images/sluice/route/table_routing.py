@@ -156,6 +156,11 @@ class TableRouting:
             )
         )
         out: list[SchemaChangeEvent] = []
+        for renamed in (e for e in events if isinstance(e, RenameTable)):
+            moved = self._moved_target(renamed, after)
+            if moved is not None:  # its own target follows it under its new name: a rename, rows kept
+                out.append(moved)
+                sink_ids = [s for s in sink_ids if s not in (moved.table_id, moved.new_table_id)]
         for sink_id in sink_ids:
             before_schema, after_schema = self.sinks.get(sink_id), after.sinks.get(sink_id)
             mine = [e for e in events if self._sink_of(e, after) == sink_id]
@@ -180,6 +185,17 @@ class TableRouting:
                     out.append(TruncateTable(sink_id))
             out.extend(_column_changes(sink_id, before_schema, after_schema, mine))
         return out
+
+    def _moved_target(self, event: RenameTable, after: TableRouting) -> RenameTable | None:
+        """A table that alone fills its target, renamed to a name that alone fills a new
+        one with the same query: the target table is renamed (not dropped and made anew)."""
+        old, new = self.tables.get(event.table_id), after.tables.get(event.new_table_id)
+        if old is None or new is None or old.sink_id == new.sink_id:
+            return None
+        alone = self.members.get(old.sink_id) == [old.source_id] and after.members.get(new.sink_id) == [new.source_id]
+        fresh = old.sink_id not in after.sinks and new.sink_id not in self.sinks
+        same = self.sinks[old.sink_id].columns == after.sinks[new.sink_id].columns
+        return RenameTable(old.sink_id, new.sink_id) if alone and fresh and same else None
 
     def _sink_of(self, event: SchemaChangeEvent, after: TableRouting) -> str | None:
         table = after.tables.get(event.table_id) or self.tables.get(event.table_id)

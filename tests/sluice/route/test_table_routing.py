@@ -13,6 +13,7 @@ from sluice.event.schema_change import (
     AlterColumnType,
     DropColumn,
     RenameColumn,
+    RenameTable,
     TruncateTable,
     apply_events,
 )
@@ -155,3 +156,13 @@ def test_updates_moving_rows_across_the_filter_delete_and_insert_them():
     ]
     deleted = [ChangeRow(schema, RowKind.DELETE, (3, "a", 1), 0, AT)]
     assert current.change_rows(deleted) == []  # the filter never let it in
+
+
+def test_a_renamed_table_renames_its_target_where_it_alone_fills_it():
+    rules = routing([{"source-table": "app.\\.*", "sink-table": "ods.app_<>", "replace-symbol": "<>"}])
+    current = tables(rules, shard("app", "users"))
+    _, events = after(current, RenameTable("app.users", "app.people"))
+    assert events == [RenameTable("ods.app_users", "ods.app_people")]  # the rows go with it
+    merged = tables(MERGE, shard("shop", "orders_0"), shard("shop", "orders_1"))
+    _, events = after(merged, RenameTable("shop.orders_1", "shop.orders_9"))
+    assert events == []  # still a member of the same target: nothing changes there
