@@ -7,7 +7,7 @@ import yaml
 
 from sluice.sink.parquet import read_changelog
 from tests.harness import compare
-from tests.harness.lakehouse import iceberg_sink, lakehouse_table, partitioned_by, table_properties
+from tests.harness.lakehouse import delta_sink, iceberg_sink, lakehouse_table, partitioned_by, table_properties
 from tests.harness.pipelines import (
     every_sink,
     pipeline_per_sink,
@@ -46,13 +46,20 @@ def _query(mariadb, databases: dict[str, str]) -> list[tuple]:
     )
 
 
+def _lakehouse_rows(sink: dict, table_id: str) -> list[tuple]:
+    table = lakehouse_table(sink, table_id)
+    return [] if table is None else compare._rows(tuple(row.values()) for row in table.to_pylist())
+
+
 def test_shards_in_two_databases_merge_into_one_transformed_table_in_every_sink(
     tmp_path, mariadb, mariadb_target, postgresql, source_db, shards
 ):
     _create_shards(mariadb, shards)
     selected = f"{source_db}(_b)?.orders_[0-9]"
     lake = tmp_path / "lake"
+    lakehouses = {"iceberg": iceberg_sink(tmp_path / "iceberg"), "delta": delta_sink(tmp_path / "delta")}
     sinks = every_sink(postgresql, mariadb_target, lake, 7300, ids_each=4)
+    sinks |= {name: (sink, f"{7340 + 4 * i}-{7343 + 4 * i}") for i, (name, sink) in enumerate(lakehouses.items())}
     pipelines = pipeline_per_sink(
         tmp_path, mariadb, selected, sinks, "merged", **{"scan.incremental.snapshot.chunk.size": 16}
     )
@@ -94,6 +101,10 @@ def test_shards_in_two_databases_merge_into_one_transformed_table_in_every_sink(
             "postgres": lambda: compare.postgres_rows(postgresql, source_db, "orders"),
             "mariadb": lambda: compare.source_rows(mariadb_target, source_db, "orders"),
             "parquet": lambda: compare.replay_changelog(read_changelog(lake, f"{source_db}.orders"), key=None),
+            **{
+                name: (lambda sink=sink: _lakehouse_rows(sink, f"{source_db}.orders"))
+                for name, sink in lakehouses.items()
+            },
         },
     )
     columns = compare.postgres_columns(postgresql, source_db, "orders")
