@@ -5,6 +5,7 @@ VARCHAR(40), INT and DECIMAL(10,2) a DECIMAL holding both, a number and a string
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 
 from sluice.errors import DefinitionError
@@ -40,31 +41,14 @@ def _common_key(sink: str, members: Sequence[TableSchema]) -> tuple[str, ...]:
 
 
 def _widest(name: str, columns: list[Column], missing_somewhere: bool, in_key: bool) -> Column:
+    """One member's DEFAULT is not the merged column's: on the target it would give the
+    value to every member's rows."""
     nullable = (missing_somewhere or any(c.nullable for c in columns)) and not in_key
     first = columns[0]
     if all(c.column_type == first.column_type for c in columns):
-        return Column(
-            name,
-            first.data_type,
-            first.column_type,
-            nullable,
-            first.collation,
-            first.char_length,
-            first.numeric_precision,
-            first.numeric_scale,
-        )
+        return dataclasses.replace(first, name=name, nullable=nullable, default=None)
     kind = common_type([type_of(c) for c in columns])
     if kind is None:
         types = ", ".join(sorted({c.column_type for c in columns}))
         raise DefinitionError(f"route: column {name} of the merged tables has types no one type holds ({types})")
-    widened = kind.column(name)
-    return Column(
-        name,
-        widened.data_type,
-        widened.column_type,
-        nullable,
-        None,
-        widened.char_length,
-        widened.numeric_precision,
-        widened.numeric_scale,
-    )
+    return dataclasses.replace(kind.column(name), nullable=nullable)

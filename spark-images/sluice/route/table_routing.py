@@ -77,7 +77,10 @@ class TableRouting:
             database, table = sink_id.split(".", 1)
             schemas = [owns[m][2] for m in members]
             if len(members) == 1:
-                self.sinks[sink_id] = _renamed(schemas[0], database, table)
+                own = schemas[0]
+                self.sinks[sink_id] = (
+                    own if own.table_id == sink_id else RenameTable(own.table_id, sink_id).applied_to(own)
+                )
             else:
                 self.sinks[sink_id] = merged_schema(database, table, schemas)
         self.tables = {
@@ -207,21 +210,6 @@ class TableRouting:
         """A target that is one untransformed source table under another name."""
         members = self.members.get(sink_id, [])
         return len(members) <= 1 and all(self.tables[m].transform is None for m in members)
-
-
-def _renamed(schema: TableSchema, database: str, table: str) -> TableSchema:
-    if (schema.database, schema.table) == (database, table):
-        return schema
-    return TableSchema(
-        database,
-        table,
-        schema.columns,
-        schema.primary_key,
-        schema.chunk_key,
-        schema.unique_key,
-        schema.single_split,
-        schema.row_end,
-    )
 
 
 def _renamed_event(event: SchemaChangeEvent, before: TableRouting, after: TableRouting) -> SchemaChangeEvent:

@@ -6,7 +6,7 @@ them knows routes exist."""
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from sluice.event.projection import projection
@@ -33,9 +33,12 @@ class RoutedSink(Sink):
         self.replaces_key_ranges = inner.replaces_key_ranges
         self.tables: TableRouting | None = None
 
-    def route(self, schemas: Sequence[TableSchema]) -> TableRouting:
-        """The routing of these captured tables (checked: every rule compiles against them)."""
-        self.tables = TableRouting(self.routing, {s.table_id: s for s in schemas})
+    def route(self, schemas: Iterable[TableSchema]) -> TableRouting:
+        """The routing of these captured tables (checked: every rule compiles against them);
+        made once for one set of schemas (the run's checks and prepare ask for the same)."""
+        sources = {s.table_id: s for s in schemas}
+        if self.tables is None or self.tables.sources != sources:
+            self.tables = TableRouting(self.routing, sources)
         return self.tables
 
     @property
@@ -146,10 +149,17 @@ class RoutedWriter(SinkWriter):
     def __init__(self, sink: RoutedSink, inner: SinkWriter) -> None:
         self.sink, self.inner = sink, inner
 
+    def _changed(
+        self, events: Sequence[SchemaChangeEvent], before: Mapping[str, TableSchema]
+    ) -> tuple[TableRouting, TableRouting, list[SchemaChangeEvent]]:
+        """The routing before and after source `events`, and the events its targets get."""
+        current = self.sink.route(before.values())
+        after = TableRouting(current.routing, apply_events(before, events))
+        return current, after, current.schema_events(events, after)
+
     def rereads_after(self, events: Sequence[SchemaChangeEvent], before: Mapping[str, TableSchema]) -> list[str]:
-        routed = self.sink.routed
-        after = TableRouting(routed.routing, apply_events(before, events))
-        again = self.inner.rereads_after(routed.schema_events(events, after), routed.sinks)
+        current, after, translated = self._changed(events, before)
+        again = self.inner.rereads_after(translated, current.sinks)
         return [source for sink_id in again for source in after.members.get(sink_id, [])]
 
     def write_snapshot_splits(self, read: SplitRead) -> None:
@@ -170,10 +180,7 @@ class RoutedWriter(SinkWriter):
     def apply_schema_change(
         self, change_id: str, events: Sequence[SchemaChangeEvent], before: Mapping[str, TableSchema]
     ) -> None:
-        routed = self.sink.routed
-        current = TableRouting(routed.routing, before)
-        after = TableRouting(routed.routing, apply_events(before, events))
-        translated = current.schema_events(events, after)
+        current, after, translated = self._changed(events, before)
         log.info("schema change %s reaches the targets as: %s", change_id, "; ".join(map(str, translated)) or "none")
         try:
             self.inner.apply_schema_change(change_id, translated, current.sinks)

@@ -117,13 +117,14 @@ def check_functions(node: exp.Expression, where: str, text: str) -> None:
     CdcPipeline's conditions name it as soon as it is applied)."""
     scope = Scope({}, None, where, text)
     for sub in node.walk():
-        if isinstance(sub, exp.Anonymous) and str(sub.this).upper() not in _CURRENT_TIME:
-            raise scope.refuse(
-                sub, f"{str(sub.this).upper()} is not a function Sluice's transform has (see the README)"
-            )
-        if isinstance(sub, exp.Func) and not isinstance(sub, exp.Anonymous) and type(sub) not in _HANDLERS:
-            name = sub.sql_name() if hasattr(sub, "sql_name") else type(sub).__name__.upper()
-            raise scope.refuse(sub, f"{name} is not a function Sluice's transform has (see the README)")
+        known = str(sub.this).upper() in _CURRENT_TIME if isinstance(sub, exp.Anonymous) else type(sub) in _HANDLERS
+        if isinstance(sub, exp.Func) and not known:
+            raise _unknown_function(scope, sub)
+
+
+def _unknown_function(scope: Scope, node: exp.Func) -> ExpressionError:
+    name = str(node.this).upper() if isinstance(node, exp.Anonymous) else node.sql_name()
+    return scope.refuse(node, f"{name} is not a function Sluice's transform has (see the README)")
 
 
 class Scope:
@@ -182,8 +183,7 @@ class _Compiler:
         if isinstance(node, exp.Anonymous):
             return self._anonymous(node)
         if isinstance(node, exp.Func):
-            name = node.sql_name() if hasattr(node, "sql_name") else type(node).__name__.upper()
-            raise self.scope.refuse(node, f"{name} is not a function Sluice's transform has (see the README)")
+            raise _unknown_function(self.scope, node)
         raise self.scope.refuse(node, "this kind of expression is not supported in a transform")
 
     def _args(self, nodes: Sequence[exp.Expression | None]) -> list[tuple[Evaluate, SqlType]]:
@@ -439,7 +439,7 @@ class _Compiler:
         if name in _CURRENT_TIME and not node.expressions:
             self.deterministic = False
             return fn.now_call(name)
-        raise self.scope.refuse(node, f"{name} is not a function Sluice's transform has (see the README)")
+        raise _unknown_function(self.scope, node)
 
     def _current(self, node: exp.Expression) -> tuple[Evaluate, SqlType]:
         self.deterministic = False

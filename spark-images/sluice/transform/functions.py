@@ -25,6 +25,7 @@ from sluice.transform.sql_types import (
     DATETIME,
     DOUBLE,
     NUMERIC,
+    TEMPORAL,
     TEXT,
     TIME,
     SqlType,
@@ -35,7 +36,7 @@ from sluice.transform.sql_types import (
 )
 
 Evaluate = Callable[[tuple[Any, ...], tuple[Any, ...]], Any]
-STRING, TEMPORAL, ANY = ("string",), ("date", "datetime"), ("integer", "decimal", "float", "string", "date", "datetime")
+STRING, ANY = ("string",), (*NUMERIC, "string", *TEMPORAL)
 
 
 def strict(function: Callable[..., Any], args: Sequence[Evaluate]) -> Evaluate:

@@ -21,7 +21,6 @@ FAMILY_OF = {
 }
 NUMERIC = ("integer", "decimal", "float")
 TEMPORAL = ("date", "datetime")
-STRING_LIKE = ("string",)
 
 
 @dataclass(frozen=True)

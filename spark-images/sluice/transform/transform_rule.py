@@ -7,6 +7,7 @@ table no rule selects reaches its target as it is."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from operator import itemgetter
@@ -179,7 +180,7 @@ class TableTransform:
                 raise DefinitionError(f"{where}: '{node.sql(dialect=DIALECT)}' needs a name: add AS <column>")
             compiled = compile_expression(node, scope)
             if compiled.column:
-                column = Column(name, *_column_fields(self.source.column(compiled.column)))
+                column = dataclasses.replace(self.source.column(compiled.column), name=name)
             else:
                 column = compiled.type.column(name)
             items[name] = (name, column, compiled)
@@ -207,10 +208,7 @@ class TableTransform:
     def target(self) -> TableSchema:
         """The transformed table's schema, under the source table's name (the route renames it)."""
         key = self.primary_key
-        columns = tuple(
-            Column(c.name, *_column_fields(c)[:2], False, *_column_fields(c)[3:]) if c.name in key else c
-            for c in self.columns
-        )
+        columns = tuple(dataclasses.replace(c, nullable=False) if c.name in key else c for c in self.columns)
         chunk = self.source.chunk_key
         chunk_key = next((n for n, s in self.passthrough.items() if s == chunk), key[0] if key else columns[0].name)
         return TableSchema(self.source.database, self.source.table, columns, key, chunk_key, (), not key)
@@ -235,16 +233,3 @@ class TableTransform:
     @property
     def deterministic(self) -> bool:
         return all(v.deterministic for v in self._values) and not (self.metadata - set(ROW_METADATA))
-
-
-def _column_fields(column: Column) -> tuple[Any, ...]:
-    return (
-        column.data_type,
-        column.column_type,
-        column.nullable,
-        column.collation,
-        column.char_length,
-        column.numeric_precision,
-        column.numeric_scale,
-        column.default,
-    )

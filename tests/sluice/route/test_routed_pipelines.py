@@ -46,6 +46,23 @@ def _query(mariadb, databases: dict[str, str]) -> list[tuple]:
     )
 
 
+def _merged(definition: dict, selected: str, database: str) -> dict:
+    """The four shards as one table through the transform _query describes."""
+    definition["route"] = [
+        {"source-table": selected, "sink-table": f"{database}.orders", "description": "the four shards as one"}
+    ]
+    definition["transform"] = [
+        {
+            "source-table": selected,
+            "projection": "id, tenant, amount * qty AS total, UPPER(tenant) AS tenant_code, "
+            "__table_name__ AS shard, __schema_name__ AS db",
+            "filter": "qty > 2 AND tenant <> 'initech'",
+            "primary-keys": "id, shard, db",
+        }
+    ]
+    return definition
+
+
 def _lakehouse_rows(sink: dict, table_id: str) -> list[tuple]:
     table = lakehouse_table(sink, table_id)
     return [] if table is None else compare._rows(tuple(row.values()) for row in table.to_pylist())
@@ -65,19 +82,7 @@ def test_shards_in_two_databases_merge_into_one_transformed_table_in_every_sink(
     )
     for path, _ in pipelines.values():
         definition = yaml.safe_load(path.read_text())
-        definition["route"] = [
-            {"source-table": selected, "sink-table": f"{source_db}.orders", "description": "the four shards as one"}
-        ]
-        definition["transform"] = [
-            {
-                "source-table": selected,
-                "projection": "id, tenant, amount * qty AS total, UPPER(tenant) AS tenant_code, "
-                "__table_name__ AS shard, __schema_name__ AS db",
-                "filter": "qty > 2 AND tenant <> 'initech'",
-                "primary-keys": "id, shard, db",
-            }
-        ]
-        write_pipeline(path, definition)
+        write_pipeline(path, _merged(definition, selected, source_db))
 
     def write() -> None:
         for shard, database in shards.items():
@@ -203,18 +208,10 @@ def test_spark_executors_read_routed_and_transformed_splits(tmp_path, mariadb, p
         "scan.incremental.snapshot.chunk.size": 8,
     }
     definition = pipeline_yaml(mariadb, selected, postgres_sink(postgresql), **options)
-    definition["route"] = [{"source-table": selected, "sink-table": f"{source_db}.orders"}]
-    definition["transform"] = [
-        {
-            "source-table": selected,
-            "projection": "id, tenant, amount * qty AS total, UPPER(tenant) AS tenant_code, "
-            "__table_name__ AS shard, __schema_name__ AS db",
-            "filter": "qty > 2 AND tenant <> 'initech'",
-            "primary-keys": "id, shard, db",
-        }
-    ]
     ran = run_sluice(
-        write_pipeline(tmp_path / "p.yaml", definition), tmp_path / "state", sluice_env(mariadb, postgresql)
+        write_pipeline(tmp_path / "p.yaml", _merged(definition, selected, source_db)),
+        tmp_path / "state",
+        sluice_env(mariadb, postgresql),
     )
     assert ran.returncode == 0, ran.stderr
     assert compare.postgres_rows(postgresql, source_db, "orders") == _query(mariadb, shards)
