@@ -193,7 +193,7 @@ def sluice_snapshot(
     else:
         copied = _mariadb_count(target, "bench", table.split(".")[1])
     phase_rate = float(re.findall(r"([\d,]+) rows/s", result.stderr)[-1].replace(",", ""))
-    handover = re.findall(r"snapshot: (Spark is up.*|.*Spark does not start)", result.stderr)
+    handover = re.findall(r"snapshot: (Spark is up.*|.*does not start)", result.stderr)
     print(f"  {name}: {handover[0] if handover else 'the driver read every split before Spark was up'}; {cpu}")
     return phase_rate, copied / total_seconds, copied, total_seconds, cpu
 

@@ -51,6 +51,29 @@ def test_a_plan_smaller_than_one_spark_job_is_read_without_starting_spark(tmp_pa
         assert conn.execute(f"SELECT count(*) FROM {source_db}.t").fetchone()[0] == 3
 
 
+def test_a_local_plan_of_many_spark_jobs_is_read_by_the_driver_threads_without_spark(
+    tmp_path, mariadb, postgresql, source_db
+):
+    # 600,000 rows: 75 default chunks, more than one Spark job's 64. A local master's
+    # executors would be processes on this machine, as many as the driver's threads.
+    mariadb.execute(
+        "CREATE TABLE t (id INT PRIMARY KEY)", "INSERT INTO t SELECT seq FROM seq_1_to_600000", database=source_db
+    )
+    definition = pipeline_yaml(
+        mariadb, f"{source_db}.t", postgres_sink(postgresql), parallelism=2, **{"scan.startup.mode": "snapshot"}
+    )
+
+    result = _run(tmp_path, mariadb, postgresql, definition, JAVA_HOME="/opt/no-java-here")
+
+    assert result.returncode == 0, result.stderr
+    assert (
+        "snapshot: 75 splits, read by the driver's 2 threads: local Spark would add no cores, it does not start"
+        in result.stderr
+    )
+    with postgresql.connect() as conn:
+        assert conn.execute(f"SELECT count(*), sum(id) FROM {source_db}.t").fetchone() == (600_000, 180_000_300_000)
+
+
 @pytest.mark.parametrize("content", ['{"snapshot": []}', "[1, 2]", "not json at all"])
 def test_a_state_file_that_is_not_a_pipeline_state_is_refused(tmp_path, mariadb, postgresql, source_db, content):
     mariadb.execute("CREATE TABLE t (id INT PRIMARY KEY)", database=source_db)
