@@ -68,7 +68,7 @@ demo: install system-deps
 # suite's (no fsync, a 512 MiB buffer pool). Each bench prints the settings it ran with.
 BENCH_SERVERS = $(if $(SERVERS),--servers $(SERVERS))
 bench: install system-deps
-	$(PYTHON) -m tests.bench.snapshot_bench $(BENCH_SERVERS) $(if $(ROWS),--rows $(ROWS))
+	$(PYTHON) -m tests.bench.snapshot_bench $(BENCH_SERVERS) $(if $(ROWS),--rows $(ROWS)) $(if $(ROUNDS),--rounds $(ROUNDS))
 	$(PYTHON) -m tests.bench.binlog_bench $(BENCH_SERVERS) $(if $(EVENTS),--events $(EVENTS))
 	$(PYTHON) -m tests.bench.memory_bench $(BENCH_SERVERS) $(if $(BIG_ROWS),--rows $(BIG_ROWS)) $(if $(SPLITS),--splits $(SPLITS))
 	$(PYTHON) -m tests.bench.migration_bench $(BENCH_SERVERS) $(if $(MIGRATION_ROWS),--rows $(MIGRATION_ROWS))
