@@ -23,14 +23,12 @@ from sluice.errors import DefinitionError, PositionPurged, SchemaDrift, SluiceEr
 from sluice.event.schema_change import DropTable, create_table_event
 from sluice.failpoints import failpoint
 from sluice.pipeline.definition import PipelineDefinition, load_definition
-from sluice.route.merged_keys import check_merged_keys
 from sluice.route.routing import ROUTE_KEY, TRANSFORM_KEY, Routing
 from sluice.runtime.binlog_phase import BinlogSettings, resumes_by_gtid, run_binlog_phase
 from sluice.runtime.progress import BinlogProgress, SnapshotProgress
 from sluice.runtime.schema_change_handler import SchemaChangeHandler
 from sluice.sink.base import Sink
 from sluice.sink.factory import create_sink
-from sluice.sink.routed import RoutedSink
 from sluice.snapshot.chunk_splitter import split_table
 from sluice.snapshot.range_replacement import tables_to_replace
 from sluice.snapshot.snapshot_split import SplitResult, SplitTask
@@ -148,26 +146,10 @@ class PipelineRunner:
         return True
 
     def _run_from_state(self) -> None:
-        startup = self.definition.source.startup
-        snapshot: SnapshotAssignerState | None = None
-        conn = connect(self.endpoint)
+        if self._snapshot_waits_for_spark():
+            self._start_spark()  # its start overlaps the checks and the plan
         try:
-            check_binlog_settings(conn)
-            check_privileges(conn)
-            if self._capture_changed:
-                self._change_capture(conn)
-            if self.state.tables is not None:  # a rerun: grants may have changed since discovery
-                check_select(conn, list(self.state.tables))
-            if startup.takes_snapshot:
-                snapshot = self._snapshot_plan(conn)
-            else:
-                self._tables(conn)
-            self._check_routes(conn, snapshot)
-        finally:
-            conn.close()
-        self.sink.prepare(list(self.state.targets.values()))
-        self._check_target_holds_the_snapshot(snapshot)
-        try:
+            snapshot = self._check_and_plan()
             if snapshot is not None:
                 if snapshot.adopt_committed(self.sink.committed_splits()):
                     self._save_snapshot(snapshot)
@@ -181,21 +163,49 @@ class PipelineRunner:
         finally:
             self._stop_spark()
 
+    def _check_and_plan(self) -> SnapshotAssignerState | None:
+        """Checks the source and the target, and returns the snapshot still to read (planned
+        now on a first run)."""
+        snapshot: SnapshotAssignerState | None = None
+        conn = connect(self.endpoint)
+        try:
+            check_binlog_settings(conn)
+            check_privileges(conn)
+            if self._capture_changed:
+                self._change_capture(conn)
+            if self.state.tables is not None:  # a rerun: grants may have changed since discovery
+                check_select(conn, list(self.state.tables))
+            if self.definition.source.startup.takes_snapshot:
+                snapshot = self._snapshot_plan(conn)
+            else:
+                self._tables(conn)
+            self._check_routes(conn, snapshot)
+        finally:
+            conn.close()
+        self.sink.prepare(list(self.state.targets.values()))
+        self._check_target_holds_the_snapshot(snapshot)
+        return snapshot
+
     def _check_routes(self, conn, snapshot: SnapshotAssignerState | None) -> None:  # noqa: ANN001
         """The route and transform rules compile against the captured tables; before the
         first row is written, a merged table's key is checked unique across its members."""
-        if not isinstance(self.sink, RoutedSink):
-            return
+        if not self.definition.routing.active:
+            return  # (and the rules' modules, sqlglot's parser among them, stay unimported)
+        from sluice.route.merged_keys import check_merged_keys
+        from sluice.sink.routed import RoutedSink
+
+        assert isinstance(self.sink, RoutedSink)
         routing = self.sink.route(list(self.state.targets.values()))
         if self.state.binlog is None and not (snapshot is not None and snapshot.finished):
             check_merged_keys(conn, routing)
 
     def _start_spark(self) -> SparkStart:
-        """Spark starts in the background (the driver reads splits meanwhile)."""
+        """Spark starts in the background (the driver plans, or reads splits, meanwhile)."""
         if self._spark is None:
             from sluice.runtime.spark_classes import java_option
             from sluice.runtime.spark_start import SparkStart
 
+            local = (self.master or "").startswith("local")
             self._spark = SparkStart(
                 f"sluice-{self.definition.name}",
                 self.master,
@@ -205,11 +215,23 @@ class PipelineRunner:
                 # Where the driver reads while Spark starts, a JVM up sooner only takes CPU from
                 # those reads (measured: 8% slower end to end at 5M rows on two cores); where
                 # every split waits for Spark, it starts 3 s sooner.
-                java_options=java_option(
-                    local=(self.master or "").startswith("local") and not self.definition.source.read_on_driver
-                ),
+                java_options=java_option(local=local and not self._driver_reads),
+                beside_reads=self._driver_reads,
             )
         return self._spark
+
+    @property
+    def _driver_reads(self) -> bool:
+        """The driver reads snapshot splits itself, at least while Spark starts."""
+        return self.definition.source.read_on_driver and not self.sink.writes_changes_with_spark
+
+    def _snapshot_waits_for_spark(self) -> bool:
+        """Every split of a snapshot still to read waits for Spark: it starts before the plan."""
+        if not self.definition.source.startup.takes_snapshot or self._driver_reads:
+            return False
+        if self.state.snapshot is None:
+            return self.state.tables is None  # a plan is yet to be made
+        return not self.state.snapshot.is_finished
 
     def _spark_session(self) -> SparkSession:
         return self._start_spark().session()
@@ -405,7 +427,7 @@ class PipelineRunner:
             )
 
         try:
-            if self.definition.source.read_on_driver and not self.sink.writes_changes_with_spark:
+            if self._driver_reads:
                 # Read here, alone or while Spark starts beside the driver.
                 alone = self._driver_reads_alone(len(snapshot.remaining))
                 if alone:

@@ -34,9 +34,12 @@ class SparkStart:
         warm_modules: Sequence[str],
         on_ready: Callable,
         java_options: str = "",
+        beside_reads: bool = False,
     ) -> None:
-        """`slots` Python workers import `warm_modules`; `on_ready` gets the session first."""
+        """`slots` Python workers import `warm_modules`; `on_ready` gets the session first.
+        `beside_reads`: the driver reads splits on this machine while Spark starts."""
         self._app_name, self._master, self._java_options = app_name, master, java_options
+        self._beside_reads = beside_reads
         self._slots, self._warm_modules, self._on_ready = slots, tuple(warm_modules), on_ready
         self._ready = threading.Event()
         self._abandoned = threading.Event()
@@ -48,10 +51,11 @@ class SparkStart:
 
     def _start(self) -> None:
         started = time.monotonic()
-        if self._local and sys.platform.startswith("linux"):
+        if self._local and self._beside_reads and sys.platform.startswith("linux"):
             # The JVM's start (seconds of a core) would take the CPU from the driver's reads
             # on this same machine: it inherits this thread's lower priority (on Linux a
-            # thread has a nice value of its own).
+            # thread has a nice value of its own). Not otherwise: the executors' Python
+            # workers, the JVM's children, would read at that priority too.
             with contextlib.suppress(OSError):
                 os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 19)
         try:

@@ -1,4 +1,4 @@
-"""Rows as Arrow tables of the lakehouse types (type_mapping.arrow_type): what the Iceberg
+"""Rows as Arrow tables of the lakehouse types (columnar_types.arrow_type): what the Iceberg
 and Delta Lake sinks write, on executors (snapshot chunks) and on the driver (binlog
 batches)."""
 
@@ -11,8 +11,8 @@ from typing import Any
 
 import pyarrow as pa
 
+from sluice.sink.columnar_types import MAX_DECIMAL_PRECISION, arrow_type
 from sluice.sink.target_values import TargetValues
-from sluice.sink.type_mapping import MAX_DECIMAL_PRECISION, arrow_type
 from sluice.source.row_decoding import Row
 from sluice.source.schema import Column, TableSchema
 

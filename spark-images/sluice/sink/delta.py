@@ -46,9 +46,9 @@ from sluice.event.schema_change import (
     apply_events,
 )
 from sluice.sink.arrow_rows import arrow_field, arrow_schema, arrow_value, widens
+from sluice.sink.columnar_types import arrow_type
 from sluice.sink.lakehouse import EPOCH, PIPELINE, Maintenance, MaintenanceDone, TableCommit, TableFormat
 from sluice.sink.partitioning import partition_fields
-from sluice.sink.type_mapping import arrow_type
 from sluice.snapshot.snapshot_split import SnapshotSplit
 from sluice.source.schema import Column, TableSchema
 

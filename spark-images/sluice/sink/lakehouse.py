@@ -38,9 +38,9 @@ from sluice.pipeline.options import parse_duration
 from sluice.pipeline.partition_key import PartitionField
 from sluice.sink.arrow_rows import ArrowRows, arrow_schema, source_rows, widens
 from sluice.sink.base import ChangeBatch, SchemaChangeRefused, Sink, SinkWriter
+from sluice.sink.columnar_types import arrow_type
 from sluice.sink.jdbc_dialects import META_SCHEMA, STATES_TABLE
 from sluice.sink.target_values import TargetValues
-from sluice.sink.type_mapping import arrow_type
 from sluice.snapshot.snapshot_split import ReadSplits, SnapshotSplit, SplitResult, SplitTask
 from sluice.source.offset import BinlogOffset
 from sluice.source.row_decoding import Row, RowDecoder

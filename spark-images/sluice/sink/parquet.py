@@ -55,8 +55,8 @@ from sluice.event.schema_change import (
     event_to_json,
 )
 from sluice.sink.base import ChangeBatch, Sink, SinkWriter
+from sluice.sink.columnar_types import MAX_DECIMAL_PRECISION, spark_type
 from sluice.sink.target_values import TargetValues
-from sluice.sink.type_mapping import MAX_DECIMAL_PRECISION, spark_type
 from sluice.snapshot.snapshot_split import ReadSplits, SplitResult, SplitTask
 from sluice.source.offset import BinlogOffset
 from sluice.source.row_decoding import Row

@@ -9,7 +9,7 @@ import pyarrow as pa
 
 from sluice.errors import SinkError
 from sluice.pipeline.partition_key import TIMES, PartitionField
-from sluice.sink.type_mapping import arrow_type
+from sluice.sink.columnar_types import arrow_type
 from sluice.source.schema import Column, TableSchema
 
 OPTION = "partition.key"
