@@ -41,12 +41,16 @@ def spark_type(column: Column) -> T.DataType:
         return T.LongType() if column.unsigned else T.IntegerType()
     if t == "bigint":
         return T.LongType()
-    if t == "decimal":
-        precision = column.numeric_precision or 10
-        if precision > MAX_DECIMAL_PRECISION:
-            return T.StringType()
-        return T.DecimalType(precision, column.numeric_scale or 0)
+    if t == "decimal" and (digits := _decimal_digits(column)):
+        return T.DecimalType(*digits)
     return T.StringType()
+
+
+def _decimal_digits(column: Column) -> tuple[int, int] | None:
+    """A DECIMAL's precision and scale; None where it is wider than the columnar types
+    take (its text then)."""
+    precision = column.numeric_precision or 10
+    return None if precision > MAX_DECIMAL_PRECISION else (precision, column.numeric_scale or 0)
 
 
 def arrow_type(column: Column) -> pa.DataType:
@@ -69,10 +73,8 @@ def arrow_type(column: Column) -> pa.DataType:
     if t == "double":
         return pa.float64()
     if t == "decimal":
-        precision = column.numeric_precision or 10
-        if precision > MAX_DECIMAL_PRECISION:
-            return pa.string()
-        return pa.decimal128(precision, column.numeric_scale or 0)
+        digits = _decimal_digits(column)
+        return pa.decimal128(*digits) if digits else pa.string()
     if t == "date":
         return pa.date32()
     if t == "datetime":
