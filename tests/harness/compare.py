@@ -7,6 +7,8 @@ from datetime import date
 from decimal import Decimal
 from typing import Any
 
+import psycopg
+
 from sluice.snapshot.snapshot_split import SnapshotSplit
 from sluice.snapshot.split_reader import ChunkScan, chunk_query
 from sluice.source.connection import connect_scan
@@ -83,6 +85,14 @@ def postgres_rows(postgresql: PostgreSQL, schema: str, table: str, columns: str 
     with postgresql.connect() as conn:
         conn.execute("SET TIME ZONE 'UTC'")
         return _rows(conn.execute(f'SELECT {columns} FROM "{schema}"."{table}"').fetchall())
+
+
+def postgres_rows_once_created(postgresql: PostgreSQL, schema: str, table: str) -> list[tuple] | None:
+    """postgres_rows, or None while the pipeline has not created the table yet."""
+    try:
+        return postgres_rows(postgresql, schema, table)
+    except psycopg.errors.UndefinedTable:
+        return None
 
 
 def postgres_primary_key(postgresql: PostgreSQL, schema: str, table: str) -> list[str]:

@@ -61,7 +61,7 @@ class SparkStart:
         try:
             from sluice.runtime.spark_session import spark_session
 
-            session = spark_session(self._app_name, self._master, self._java_options)
+            session = spark_session(self._app_name, self._master, self._java_options, quiet=self._abandoned)
             if self._abandoned.is_set():
                 _kill_local_jvm()
                 return

@@ -175,7 +175,10 @@ def test_a_ddl_sluice_cannot_read_is_applied_from_the_next_table_map_and_waits_o
         _wait_for(
             process,
             "the rows of both",
-            lambda: rows() == [(1, 1, None), (2, 2, 3)] and compare.postgres_rows(postgresql, source_db, "u") == [(1,)],
+            lambda: (
+                rows() == [(1, 1, None), (2, 2, 3)]
+                and compare.postgres_rows_once_created(postgresql, source_db, "u") == [(1,)]
+            ),
         )
         process.send_signal(signal.SIGTERM)
         _, err = process.communicate(timeout=60)
@@ -208,7 +211,7 @@ def test_a_ddl_sluice_cannot_read_is_applied_from_the_next_table_map_and_waits_o
         _wait_for(
             process,
             "the table created before the restart",
-            lambda: compare.postgres_rows(postgresql, source_db, "n") == [(1, "n1")],
+            lambda: compare.postgres_rows_once_created(postgresql, source_db, "n") == [(1, "n1")],
         )
         process.send_signal(signal.SIGTERM)
         _, err = process.communicate(timeout=60)
