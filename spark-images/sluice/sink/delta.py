@@ -210,7 +210,12 @@ class DeltaTables(TableFormat):
         if isinstance(event, TruncateTable):
             table.delete()
             return
-        if isinstance(event, RenameTable) and not self.exists(event.new_table_id):
+        if isinstance(event, RenameTable):
+            if self.exists(event.new_table_id):
+                # The source's rename succeeded, so the name was free there: this is a table an
+                # earlier swap renamed out of the capture (dropped at the source since), or the
+                # copy a crash cut short here. It gives way; the copy is written anew.
+                self._delete(event.new_table_id)
             renamed = apply_events({event.table_id: schema}, [event]).get(event.new_table_id) if schema else None
             configured = renamed is not None and event.new_table_id in self.partition_keys
             columns = (
@@ -226,7 +231,10 @@ class DeltaTables(TableFormat):
                 configuration=self.properties_of(event.new_table_id) or None,
                 storage_options=self.storage_options or None,
             )
-        filesystem, path = pafs.FileSystem.from_uri(self.uri(event.table_id))
+        self._delete(event.table_id)
+
+    def _delete(self, table_id: str) -> None:
+        filesystem, path = pafs.FileSystem.from_uri(self.uri(table_id))
         filesystem.delete_dir(path)
 
     def _rewrite(self, event: SchemaChangeEvent, schema: TableSchema) -> None:

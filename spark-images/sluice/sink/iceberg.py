@@ -248,6 +248,8 @@ class IcebergTables(TableFormat):
                 self.catalog.drop_table(event.table_id)
         elif isinstance(event, RenameTable):
             if self.exists(event.table_id):
+                if self.exists(event.new_table_id):  # renamed out of the capture by an earlier swap
+                    self.catalog.drop_table(event.new_table_id)  # (the name was free at the source)
                 self.catalog.rename_table(event.table_id, event.new_table_id)
             renamed = apply_events({event.table_id: schema}, [event]).get(event.new_table_id) if schema else None
             if renamed is not None and event.new_table_id in self.partition_keys:  # as its option says

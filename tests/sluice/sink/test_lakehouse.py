@@ -315,6 +315,25 @@ def test_a_partition_column_renamed_or_dropped_and_a_changed_partition_key_are_f
 
 
 @pytest.mark.parametrize("target", FORMATS)
+def test_a_table_renamed_onto_a_name_the_target_still_holds_replaces_that_table(tmp_path, target):
+    """A swap's RENAME TABLE t TO t_old succeeded at the source, so no t_old was there: the
+    target's t_old is one an earlier swap renamed out of the capture, dropped at the source
+    since (as pt-osc and gh-ost drop it). It gives way, as in a JDBC target, or the table's
+    second swap would stop the pipeline."""
+    schema = TableSchema("db", "t", (Column("id", "int", "int", False), Column("v", "int", "int", True)), ("id",), "id")
+    old = dataclasses.replace(schema, table="t_old")
+    sink = lakehouse_sink(json.dumps(pipeline_yaml_for(FORMATS[target](tmp_path / "lake"))), {})
+    sink.prepare([schema, old])
+    sink.commit(schema, TableCommit({}, rows=ArrowRows(schema, sink.values).table([(1, 10), (2, 20)])))
+    sink.commit(old, TableCommit({}, rows=ArrowRows(old, sink.values).table([(9, 90)])))
+
+    sink.tables.apply(RenameTable("db.t", "db.t_old"), {"db.t": schema})
+
+    assert sorted(source_rows(old, sink.tables.scan(old))) == [(1, 10), (2, 20)]
+    assert not sink.tables.exists("db.t")
+
+
+@pytest.mark.parametrize("target", FORMATS)
 def test_a_range_replaced_beside_the_binlog_writer_is_as_of_the_position_no_batch_passed_meanwhile(tmp_path, target):
     """Verification's repair in the driver runs beside the batches: the table is held from
     the position its rows are read as of to their commit, so a batch committed meanwhile is
