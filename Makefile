@@ -18,7 +18,8 @@ $(VENV)/.installed: pyproject.toml | system-deps
 # MariaDB and PostgreSQL binaries for the test harness (no system service is started),
 # libmariadb's headers for mysqlclient, the C driver the snapshot reads chunks with, npm and
 # unzip for `make tools`, MariaDB's own test suite (the DDL corpus of the parser's tests), and
-# percona-toolkit's pt-online-schema-change (the online schema-change tests run the real tool).
+# percona-toolkit's pt-online-schema-change (the online schema-change tests run the real tool),
+# and Prometheus with promtool (the metrics, dashboard and alert tests query a real one).
 # Only what is missing is installed: Debian's npm conflicts with a Node.js from elsewhere
 # that already brings npm.
 system-deps:
@@ -30,6 +31,7 @@ system-deps:
 	command -v unzip >/dev/null || missing="$$missing unzip"; \
 	[ -d /usr/share/mysql/mysql-test/main ] || missing="$$missing mariadb-test"; \
 	command -v pt-online-schema-change >/dev/null || missing="$$missing percona-toolkit"; \
+	command -v promtool >/dev/null || missing="$$missing prometheus"; \
 	if [ -n "$$missing" ]; then \
 		echo "installing Debian packages:$$missing"; \
 		$(SUDO) apt-get update -qq && \

@@ -27,6 +27,7 @@ DRIVER = "local:///opt/sluice/driver.py"  # the image's entry point: sluice's Ku
 PIPELINE_MOUNT = "/etc/sluice"
 PIPELINE_FILE = "pipeline.yaml"
 APPLIED_SPEC = f"{owned.GROUP}/applied-spec"  # the digest of the spec the operator last applied
+METRICS_PORT = 9404  # the driver's /metrics (runtime/pipeline_metrics.py), which the chart's PodMonitor scrapes
 
 
 def names(cdc_pipeline: str) -> dict[str, str]:
@@ -87,6 +88,8 @@ def spark_application(
                 f"{PIPELINE_MOUNT}/{PIPELINE_FILE}",
                 "--cdc-pipeline",
                 f"{meta['namespace']}/{meta['name']}",
+                "--metrics-port",
+                str(METRICS_PORT),
             ],
             "sparkVersion": SPARK_VERSION,
             # The job keeps its progress in the CdcPipeline's status, so a rerun resumes: retry.
@@ -113,6 +116,7 @@ def spark_application(
                 "labels": pod_labels,
                 "env": env,
                 "volumeMounts": mounts,
+                "ports": [{"name": "metrics", "containerPort": METRICS_PORT, "protocol": "TCP"}],
             },
             "executor": {
                 "cores": resources.executor_cores,

@@ -29,6 +29,13 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help="where progress is kept between runs (default: .sluice/<pipeline name>)",
     )
+    run.add_argument(
+        "--metrics-port",
+        type=int,
+        default=None,
+        metavar="PORT",
+        help="serve Prometheus metrics on this port, at /metrics (default: not served; 0: any free port)",
+    )
     run.add_argument("-v", "--verbose", action="store_true", help="log more")
     verify = commands.add_parser(
         "verify", help="compare a streaming pipeline's target with its source, range by range, while it streams"
@@ -95,15 +102,24 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def run(args: argparse.Namespace, definition: PipelineDefinition) -> None:
+    from sluice.runtime.pipeline_metrics import PipelineMetrics
     from sluice.runtime.pipeline_runner import PipelineRunner, approvals_from_file
     from sluice.state.state_store import DirectoryStateStore
 
     state_dir = args.state_dir or Path(".sluice") / definition.name
+    metrics = PipelineMetrics(definition.name)
+    if args.metrics_port is not None:
+        try:
+            port = metrics.serve(args.metrics_port)
+        except OSError as exc:
+            raise SluiceError(f"--metrics-port {args.metrics_port}: cannot listen there: {exc.strerror}") from exc
+        print(f"metrics: http://localhost:{port}/metrics", file=sys.stderr, flush=True)
     runner = PipelineRunner(
         definition,
         DirectoryStateStore(state_dir),
         approvals_from_file(args.pipeline, definition),
         master=f"local[{definition.parallelism}]",
+        metrics=metrics,
     )
     runner.run()
 

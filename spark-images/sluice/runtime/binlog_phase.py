@@ -31,7 +31,7 @@ from sluice.binlog.transaction_reader import Heartbeat, SchemaChange, Transactio
 from sluice.coordinator.schema_change import short_statement
 from sluice.errors import SluiceError
 from sluice.event.projection import projection
-from sluice.event.row_change import ChangeRow
+from sluice.event.row_change import ChangeRow, RowKind
 from sluice.runtime.reader_process import END, ReaderProcess
 from sluice.sink.base import ChangeBatch, SinkWriter
 from sluice.source.connection import SourceEndpoint, connect, is_mariadb
@@ -70,19 +70,22 @@ def run_binlog_phase(
     stop_at: BinlogOffset | None,
     stopping: threading.Event,
     on_commit: Callable[[BinlogSplit, list[str]], None],
-    on_progress: Callable[[BinlogOffset, int, float], None],
+    on_progress: Callable[[BinlogOffset, Mapping[tuple[str, RowKind], int], float, float | None], None],
     skip_before_millis: int = 0,
     captured: Captured | None = None,
     on_schema_change: Callable[[SchemaChange, BinlogSplit], Resumed | None] | None = None,
     targets: Mapping[str, TableSchema] | None = None,
     migrations: Mapping[str, Any] | None = None,
     unread_tables: Sequence[str] = (),
+    on_reconnect: Callable[[], None] = lambda: None,
 ) -> None:
     """Reads from split.offset until stop_at (bounded) or until `stopping` is set.
 
     on_commit(split, tables that entered pure binlog phase) follows every commit;
-    on_progress(offset, rows committed, lag in seconds) follows every commit, and every
-    heartbeat when nothing is pending: caught up with the server, the lag is zero.
+    on_progress(offset, rows committed by table and kind, lag in seconds, seconds the commit
+    took) follows every commit, and every heartbeat when nothing is pending (caught up with
+    the server, the lag is zero; no commit, None). on_reconnect() follows a lost connection
+    opened again.
     on_schema_change(change, split) is called for a DDL on a `captured` table once
     everything before it is committed. It resolves the change, moves the split past it and
     gives the source's and the target's schemas from then on; it raises to stop the
@@ -147,13 +150,15 @@ def run_binlog_phase(
         """Starts committing the batch up to `end`, once the commit before it is done."""
         nonlocal batch, in_flight
         settle()
-        entered, rows, committed = split.advance(end), len(batch), end
+        entered, changes, committed = split.advance(end), batch.counts(), end
+        started = time.monotonic()
         wait = writer.start_changes(batch, end, drop_split_records=bool(entered) and not split.watermarks)
 
         def done() -> None:
             wait()
+            took = time.monotonic() - started
             on_commit(split, entered)
-            on_progress(committed, rows, lag())
+            on_progress(committed, changes, lag(), took)
 
         in_flight, batch = done, ChangeBatch()
 
@@ -179,6 +184,7 @@ def run_binlog_phase(
             if outage is not None and item is not None:
                 outage.ended()
                 outage = None
+                on_reconnect()
                 control.close()
                 control = connect(endpoint)  # the old one went with the server
                 tables.reconnect(control)
@@ -218,7 +224,7 @@ def run_binlog_phase(
                 caught_up = True
                 if not batch and end == split.offset:
                     settle()  # its progress first
-                    on_progress(end, 0, 0.0)
+                    on_progress(end, {}, 0.0, None)
             due = len(batch) >= settings.batch_rows or (
                 batch and time.monotonic() - first_pending >= settings.max_batch_delay
             )

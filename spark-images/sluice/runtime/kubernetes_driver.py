@@ -27,16 +27,26 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--pipeline", type=Path, required=True, help="the mounted pipeline definition")
     parser.add_argument("--cdc-pipeline", required=True, help="NAMESPACE/NAME of the CdcPipeline")
     parser.add_argument("--status-interval", type=float, default=3.0, help="seconds between progress writes")
+    parser.add_argument("--metrics-port", type=int, default=None, help="serve Prometheus metrics on this port")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
 
+    from sluice.runtime.pipeline_metrics import PipelineMetrics
     from sluice.runtime.pipeline_runner import PipelineRunner
     from sluice.state.status_store import StateFenced, status_state_store
 
     store = status_state_store(args.cdc_pipeline, args.status_interval)
     try:
         definition = load_definition(args.pipeline, env=os.environ)
-        runner = PipelineRunner(definition, store, store.approved_schema_changes, master=None, requests=store)
+        metrics = PipelineMetrics(definition.name)
+        if args.metrics_port is not None:
+            try:
+                metrics.serve(args.metrics_port)
+            except OSError as exc:  # the pipeline's data comes first
+                logging.getLogger(__name__).warning("metrics not served: port %d: %s", args.metrics_port, exc)
+        runner = PipelineRunner(
+            definition, store, store.approved_schema_changes, master=None, requests=store, metrics=metrics
+        )
         runner.run()
         store.flush()
     except StateFenced as exc:

@@ -8,6 +8,7 @@ finished split and every committed batch.
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import logging
 import signal
@@ -25,6 +26,7 @@ from sluice.failpoints import failpoint
 from sluice.pipeline.definition import PipelineDefinition, load_definition
 from sluice.route.routing import ROUTE_KEY, TRANSFORM_KEY, Routing
 from sluice.runtime.binlog_phase import BinlogSettings, resumes_by_gtid, run_binlog_phase
+from sluice.runtime.pipeline_metrics import PipelineMetrics, splits_by_table
 from sluice.runtime.progress import BinlogProgress, SnapshotProgress
 from sluice.runtime.schema_change_handler import SchemaChangeHandler
 from sluice.sink.base import Sink
@@ -76,11 +78,12 @@ class PipelineRunner:
         approvals: Callable[[], Collection[str]] | None = None,
         master: str | None = None,
         requests: RequestDesk | None = None,
+        metrics: PipelineMetrics | None = None,
     ) -> None:
         """`approvals` lists the `manual` schema changes approved so far (default: the
         definition's); `master` is local Spark's, None where spark-submit gave one;
         `requests`: verification and resnapshot requests to carry out while streaming
-        (a CdcPipeline's spec)."""
+        (a CdcPipeline's spec); `metrics`: where progress is counted (served or not)."""
         self.definition = definition
         self.approvals = approvals or (lambda: definition.approved_schema_changes)
         self.master = master
@@ -89,6 +92,7 @@ class PipelineRunner:
         self.store = TargetRecordedStore(store, self.sink, definition.sink.name)
         self.state = PipelineState(definition.name, dict(definition.state_identity))
         self.requests = requests
+        self.metrics = metrics or PipelineMetrics(definition.name)
         self.stopping = threading.Event()
         self.signalled = False  # stopping is also set by the binlog phase as it ends
         self._spark: SparkStart | None = None
@@ -109,7 +113,10 @@ class PipelineRunner:
         from sluice.sink import target_values
 
         if target_values.changed:
-            counts = ", ".join(f"{column} {n:,}" for column, n in sorted(target_values.changed.items()))
+            columns: collections.Counter[str] = collections.Counter()
+            for (table, column, _rule), n in target_values.changed.items():
+                columns[f"{table}.{column}"] += n
+            counts = ", ".join(f"{column} {n:,}" for column, n in sorted(columns.items()))
             sys.stderr.write(f"values changed to fit the target (the warnings say how): {counts}\n")
 
     def _run(self) -> None:
@@ -407,7 +414,10 @@ class PipelineRunner:
             replacing = tables_to_replace(self.sink, conn, snapshot)
         finally:
             conn.close()
-        progress = SnapshotProgress(len(snapshot.splits), len(snapshot.finished), snapshot.rows_done)
+        progress = SnapshotProgress(len(snapshot.splits), len(snapshot.finished), snapshot.rows_done, self.metrics)
+        self.metrics.snapshot_planned(
+            splits_by_table(split.split_id for split in snapshot.splits), splits_by_table(snapshot.finished)
+        )
         progress.resuming()
         progress.show()
 
@@ -477,7 +487,7 @@ class PipelineRunner:
             committed = writer.committed_binlog_offset()
             if committed is not None and committed.is_after(split.offset):
                 split.advance(committed)
-            progress = BinlogProgress(self.store.record_lag)
+            progress = BinlogProgress(self.store.record_lag, self.metrics)
             changes = SchemaChangeHandler(
                 self.definition,
                 self.approvals,
@@ -522,6 +532,7 @@ class PipelineRunner:
                 targets=self.state.targets,
                 migrations=self.state.migrations if source.online_schema_changes else None,
                 unread_tables=self.state.unread,
+                on_reconnect=progress.reconnected,
             )
         finally:
             if online is not None:

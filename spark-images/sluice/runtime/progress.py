@@ -1,21 +1,32 @@
-"""Progress for long work: splits done/total, rows, rows/s (and later lag).
+"""Progress for long work: splits done/total, rows, rows/s, time left; position and lag.
 
 On a terminal it redraws one line; elsewhere (CI logs, kubectl logs) it prints a line at
-most every few seconds, so logs stay readable.
+most every few seconds, so logs stay readable. The same progress goes to the pipeline's
+metrics (runtime/pipeline_metrics.py).
 """
 
 from __future__ import annotations
 
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import TextIO
 
+from sluice.event.row_change import RowKind
+from sluice.runtime.pipeline_metrics import PipelineMetrics
 from sluice.source.offset import BinlogOffset
 
 
 class SnapshotProgress:
-    def __init__(self, total_splits: int, done_splits: int, done_rows: int, out: TextIO | None = None) -> None:
+    def __init__(
+        self,
+        total_splits: int,
+        done_splits: int,
+        done_rows: int,
+        metrics: PipelineMetrics | None = None,
+        out: TextIO | None = None,
+    ) -> None:
+        self.metrics = metrics
         self.total = total_splits
         self.done = done_splits
         self.resumed_from = done_splits
@@ -26,9 +37,11 @@ class SnapshotProgress:
         self._tty = self.out.isatty()
         self._last_print = 0.0
 
-    def split_finished(self, rows: int) -> None:
+    def split_finished(self, table_id: str, rows: int) -> None:
         self.done += 1
         self.rows += rows
+        if self.metrics is not None:
+            self.metrics.split_finished(table_id, rows)
         if self.done < self.total:  # the last one gets the final line
             self.show()
 
@@ -39,8 +52,17 @@ class SnapshotProgress:
     def line(self) -> str:
         return (
             f"snapshot: {self.done}/{self.total} splits, {self.rows_before + self.rows:,} rows, "
-            f"{self.rate():,.0f} rows/s"
+            f"{self.rate():,.0f} rows/s{self._time_left()}"
         )
+
+    def _time_left(self) -> str:
+        """At this run's pace of splits (a plan's splits hold about the same rows)."""
+        read = self.done - self.resumed_from
+        if not read or self.done >= self.total:
+            return ""
+        left = (time.monotonic() - self.started) / read * (self.total - self.done)
+        minutes, seconds = divmod(round(left), 60)
+        return f", {minutes}m{seconds:02d}s left" if minutes else f", {seconds}s left"
 
     def resuming(self) -> None:
         if self.resumed_from:
@@ -72,8 +94,9 @@ class SnapshotProgress:
 class BinlogProgress:
     """Position, rows and lag of the binlog phase, on one redrawn line or periodic lines."""
 
-    def __init__(self, on_lag: Callable[[float], None] | None = None) -> None:
+    def __init__(self, on_lag: Callable[[float], None] | None = None, metrics: PipelineMetrics | None = None) -> None:
         self.on_lag = on_lag  # where else the lag is shown (the CdcPipeline's status)
+        self.metrics = metrics
         self.rows = 0
         self.offset: BinlogOffset | None = None
         self.lag = 0.0
@@ -81,13 +104,34 @@ class BinlogProgress:
         self._last = 0.0
         self._tty = sys.stderr.isatty()
 
-    def committed(self, offset: BinlogOffset, rows: int, lag: float) -> None:
-        self.rows += rows
+    def committed(
+        self,
+        offset: BinlogOffset,
+        changes: Mapping[tuple[str, RowKind], int],
+        lag: float,
+        seconds: float | None = None,
+    ) -> None:
+        """After a commit of `changes` (rows by table and kind) that took `seconds`, or a
+        heartbeat with nothing pending (no changes, seconds None)."""
+        self.rows += sum(changes.values())
         self.offset = offset
         self.lag = lag
         if self.on_lag is not None:
             self.on_lag(lag)
+        if self.metrics is not None:
+            self.metrics.binlog_committed(offset, changes, lag, seconds)
         self.show()
+
+    def reconnected(self) -> None:
+        if self.metrics is not None:
+            self.metrics.reconnected()
+
+    def schema_change(self, step: str) -> None:
+        """A schema change's step as recorded (coordinator/schema_change.Step's values)."""
+        if self.metrics is not None:
+            self.metrics.schema_change_waiting(step == "AwaitingApproval")
+            if step == "Applied":
+                self.metrics.schema_change_applied()
 
     def show(self, final: bool = False) -> None:
         if self.offset is None:

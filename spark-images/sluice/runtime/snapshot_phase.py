@@ -99,7 +99,7 @@ def run_snapshot_phase(
     def record(result: SplitResult) -> None:
         with lock:
             on_split_finished(result)
-            progress.split_finished(result.rows)
+            progress.split_finished(SnapshotAssignerState.splits_table(result.split_id), result.rows)
 
     def write(tasks: list[SplitTask]) -> None:
         if sc is None:

@@ -6,13 +6,14 @@ connections lazily, on the side that uses them.
 
 from __future__ import annotations
 
+import collections
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from sluice.errors import SinkError
-from sluice.event.row_change import ChangeRow
+from sluice.event.row_change import ChangeRow, RowKind
 from sluice.event.schema_change import SchemaChangeEvent
 from sluice.snapshot.snapshot_split import ReadSplits, SplitRead, SplitResult, SplitTask
 from sluice.source.offset import BinlogOffset
@@ -37,6 +38,10 @@ class ChangeBatch:
 
     def __iter__(self) -> Iterator[ChangeRow]:
         return iter(self.rows)
+
+    def counts(self) -> collections.Counter[tuple[str, RowKind]]:
+        """Rows by table and kind, for progress and metrics."""
+        return collections.Counter((row.schema.table_id, row.kind) for row in self.rows)
 
 
 class SchemaChangeRefused(SinkError):

@@ -39,16 +39,17 @@ _DATES = ("date", "datetime", "timestamp")
 COPY_NULL = "\\N"
 
 _lock = threading.Lock()
-changed: collections.Counter[str] = collections.Counter()  # "db.table.column": values changed, in this process
+# Values changed in this process, by (table, column, rule): nul, surrogate, invalid_date.
+changed: collections.Counter[tuple[str, str, str]] = collections.Counter()
 
 
-def _changed(schema: TableSchema, column: str, row: Row, what: str) -> None:
-    name = f"{schema.table_id}.{column}"
+def _changed(schema: TableSchema, column: str, row: Row, rule: str, what: str) -> None:
+    key = (schema.table_id, column, rule)
     with _lock:
-        first = name not in changed
-        changed[name] += 1
+        first = key not in changed
+        changed[key] += 1
     if first:
-        log.warning("%s: %s (first at %s)", name, what, RowDecoder(schema).key_text(row))
+        log.warning("%s.%s: %s (first at %s)", schema.table_id, column, what, RowDecoder(schema).key_text(row))
 
 
 def _has_surrogates(text: str) -> bool:
@@ -100,10 +101,10 @@ class TargetValues:
                 return value
             fitted = value
             if nuls and NUL in fitted:
-                _changed(schema, column.name, row, nul)
+                _changed(schema, column.name, row, "nul", nul)
                 fitted = fitted.replace(NUL, replacement)
             if self.unicode_text and _has_surrogates(fitted):
-                _changed(schema, column.name, row, surrogate)
+                _changed(schema, column.name, row, "surrogate", surrogate)
                 fitted = fitted.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
             return fitted
 
@@ -125,7 +126,7 @@ class TargetValues:
                     f"{schema.table_id}.{column.name} holds {str(value)!r} at {where}, a date no "
                     "calendar has, which the target cannot hold (sink.zero-date is 'fail')"
                 )
-            _changed(schema, column.name, row, what)
+            _changed(schema, column.name, row, "invalid_date", what)
             return replacement
 
         return rule
