@@ -127,14 +127,14 @@ def run_sluice(
 PIPE_BYTES = 1 << 20  # Linux's default most for a process without CAP_SYS_RESOURCE
 
 
-def start_sluice(pipeline: Path, state_dir: Path, env: dict[str, str]) -> subprocess.Popen:
+def start_sluice(pipeline: Path, state_dir: Path, env: dict[str, str], *options: str) -> subprocess.Popen:
     """Starts `sluice run` in its own session; kill_pipeline takes it down with everything it started.
 
     Its output is read when the test ends it, so its pipes hold a megabyte each: with the
     default 64 KB, a long run (a soak's backlog of schema changes, three lines each) stalled
     writing to stderr while the test waited for it to catch up."""
     process = subprocess.Popen(
-        [*SLUICE, "run", str(pipeline), "--state-dir", str(state_dir)],
+        [*SLUICE, "run", str(pipeline), "--state-dir", str(state_dir), *options],
         env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,

@@ -6,6 +6,7 @@ its Role; nothing of the Spark Operator's own chart is installed."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -15,8 +16,9 @@ import pytest
 import yaml
 
 from sluice_operator.rbac import driver_rbac
+from tests.harness.prometheus import DASHBOARD
 from tests.harness.tools import HELM
-from tests.sluice_operator.test_spark_application import CDC_PIPELINE
+from tests.sluice_operator.test_spark_application import CDC_PIPELINE, _rendered
 
 ROOT = Path(__file__).parents[2]
 CHART = ROOT / "charts" / "sluice"
@@ -40,8 +42,8 @@ def test_the_chart_lints_and_every_object_is_valid_kubernetes(values):
     assert linted.returncode == 0, linted.stdout + linted.stderr
     objects = render(*values)
     for obj in objects:
-        if obj["kind"] == "ServiceMonitor":
-            continue  # the Prometheus Operator's kind: checked against the Service below
+        if obj["apiVersion"] == "monitoring.coreos.com/v1":
+            continue  # the Prometheus Operator's kinds: checked below and in test_alert_rules.py
         kubernetes_validate.validate(obj, KUBERNETES, strict=True)
     kinds = sorted(o["kind"] for o in objects)
     assert "CustomResourceDefinition" in kinds and "Deployment" in kinds
@@ -116,6 +118,32 @@ def test_the_service_monitor_scrapes_the_operators_service():
     assert monitor["spec"]["selector"]["matchLabels"].items() <= service["metadata"]["labels"].items()
     assert monitor["spec"]["endpoints"][0]["port"] == service["spec"]["ports"][0]["name"]
     assert not any(o["kind"] == "ServiceMonitor" for o in render())  # off by default
+
+
+def test_the_pod_monitor_scrapes_every_pipelines_driver_and_nothing_else():
+    """Spark labels a driver pod spark-role=driver; the Spark Operator gives it the
+    SparkApplication's driver labels and ports."""
+    (monitor,) = [o for o in render("-f", str(FULL)) if o["kind"] == "PodMonitor"]
+    application = _rendered()[0]["spec"]
+    driver_pod_labels = {**application["driver"]["labels"], "spark-role": "driver"}
+    executor_pod_labels = {**application["executor"]["labels"], "spark-role": "executor"}
+    selector = monitor["spec"]["selector"]["matchLabels"]
+    assert selector.items() <= driver_pod_labels.items() and not selector.items() <= executor_pod_labels.items()
+    (endpoint,) = monitor["spec"]["podMetricsEndpoints"]
+    assert endpoint["port"] in {port["name"] for port in application["driver"]["ports"]}
+    assert monitor["spec"]["namespaceSelector"] == {"matchNames": ["data", "analytics"]}
+    assert not any(o["kind"] == "PodMonitor" for o in render())  # off by default
+
+
+def test_the_dashboard_is_a_config_map_for_grafanas_sidecar_and_the_alerts_a_prometheus_rule():
+    objects = render("-f", str(FULL))
+    (dashboard,) = [o for o in objects if o["kind"] == "ConfigMap" and o["metadata"]["name"].endswith("-dashboard")]
+    assert dashboard["metadata"]["labels"]["grafana_dashboard"] == "1"
+    assert json.loads(dashboard["data"]["sluice.json"]) == json.loads(DASHBOARD.read_text())
+    (rule,) = [o for o in objects if o["kind"] == "PrometheusRule"]
+    assert rule["metadata"]["labels"]["release"] == "prometheus"
+    defaults = {o["kind"] for o in render()}
+    assert "PrometheusRule" not in defaults and "ConfigMap" not in defaults  # off by default
 
 
 def test_nothing_of_the_spark_operators_chart_is_installed_and_the_supported_versions_are_said():

@@ -1,0 +1,167 @@
+"""A pipeline's metrics as a real Prometheus (Debian's) scrapes them from `sluice run
+--metrics-port`: every query of every panel of the chart's dashboard, and every metric of
+the chart's alert rules, has series once the pipeline has snapshotted and streams; the
+figures agree with what moved; and a source stopped under the running pipeline makes the
+lag alert fire, and its return resolves it."""
+
+from __future__ import annotations
+
+import signal
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from prometheus_client import generate_latest
+
+from sluice.runtime.pipeline_metrics import PipelineMetrics
+from sluice_operator import metrics as operator_metrics
+from tests.harness import compare
+from tests.harness.pipelines import (
+    pipeline_yaml,
+    postgres_sink,
+    sluice_env,
+    start_sluice,
+    wait_until_in_binlog_phase,
+    write_pipeline,
+)
+from tests.harness.prometheus import (
+    Prometheus,
+    alert_expressions,
+    chart_alert_rules,
+    dashboard_queries,
+    metric_names,
+    start_prometheus,
+)
+from tests.harness.services import MariaDB, free_port, start_mariadb
+
+pytestmark = pytest.mark.slow
+ROWS = 3000
+LAG_ALERT_SECONDS = 4
+
+
+def exported_names(registry) -> set[str]:  # noqa: ANN001
+    """Every series name a registry can serve (a histogram's _bucket, _sum and _count)."""
+    names = set()
+    for family in registry.collect():
+        names.add(family.name)
+        names.update(sample.name for sample in family.samples)
+    return names
+
+
+PIPELINE_METRICS = exported_names(PipelineMetrics("names").registry) | {
+    "sluice_snapshot_rows_total",
+    "sluice_changes_applied_total",
+    "sluice_values_rewritten_total",
+    "sluice_commit_duration_seconds_bucket",
+    "sluice_commit_batch_rows_bucket",
+    "sluice_commit_batch_rows_sum",
+    "sluice_commit_batch_rows_count",
+}
+OPERATOR_METRICS = exported_names(operator_metrics.REGISTRY) | set(
+    generate_latest(operator_metrics.REGISTRY).decode().split()  # labelled ones once observed
+)
+
+
+@pytest.fixture
+def source(services_dir: Path) -> Iterator[MariaDB]:
+    server = start_mariadb(services_dir / "metrics-source", server_id=41)
+    yield server
+    server.stop()
+
+
+def wait_for_alert(prometheus: Prometheus, name: str, state: str | None, deadline: float) -> None:
+    """Until the alert is in `state` (firing, pending), or gone with None."""
+    while True:
+        states = {alert["state"] for alert in prometheus.alerts() if alert["labels"]["alertname"] == name}
+        if (state in states) if state else not states:
+            return
+        assert time.monotonic() < deadline, f"{name}: {states or 'inactive'}, not {state or 'inactive'}"
+        time.sleep(0.5)
+
+
+def test_every_panel_and_alert_has_series_and_a_stopped_source_fires_the_lag_alert(source, postgresql, tmp_path):
+    source.execute(
+        "CREATE DATABASE shop",
+        "CREATE TABLE shop.orders (id INT PRIMARY KEY, note VARCHAR(20), shipped DATETIME NULL)",
+        f"INSERT INTO shop.orders WITH RECURSIVE s(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM s WHERE n < {ROWS}) "
+        "SELECT n, 'seed', '2024-01-02 03:04:05' FROM s",
+    )
+    port = free_port()
+    definition = pipeline_yaml(
+        source,
+        "shop.orders",
+        postgres_sink(postgresql),
+        parallelism=1,
+        **{"server-id": "7100-7101", "scan.incremental.snapshot.chunk.size": 500, "heartbeat.interval": "1s"},
+    )
+    state = tmp_path / "state"
+    rules = chart_alert_rules(tmp_path / "rules.yaml", f"alerts.lagSeconds={LAG_ALERT_SECONDS}", "alerts.lagFor=0s")
+    prometheus = start_prometheus(tmp_path / "prometheus", [f"127.0.0.1:{port}"], [rules])
+    process = start_sluice(
+        write_pipeline(tmp_path / "p.yaml", definition),
+        state,
+        sluice_env(source, postgresql),
+        "--metrics-port",
+        str(port),
+    )
+    try:
+        deadline = time.monotonic() + 240
+        wait_until_in_binlog_phase(process, state, deadline)
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as response:
+            assert "sluice_snapshot_splits_finished" in response.read().decode()
+        source.execute(
+            "SET SESSION sql_mode = ''",  # a legacy application's zero date: rewritten for PostgreSQL
+            "INSERT INTO shop.orders VALUES (100001, 'new', '0000-00-00 00:00:00'), (100002, 'new', NULL)",
+            "UPDATE shop.orders SET note = 'updated' WHERE id <= 10",
+            "UPDATE shop.orders SET id = id + 200000 WHERE id BETWEEN 11 AND 12",  # primary-key changes
+            "DELETE FROM shop.orders WHERE id BETWEEN 20 AND 24",
+            "ALTER TABLE shop.orders ADD COLUMN channel VARCHAR(10) DEFAULT 'web'",
+            "INSERT INTO shop.orders VALUES (100003, 'after', NULL, 'app')",
+            database="shop",
+        )
+        expected = compare.query_rows(source, "SELECT count(*), max(id) FROM shop.orders")
+        while compare.postgres_rows(postgresql, "shop", "orders", "count(*), max(id)") != expected:
+            assert process.poll() is None and time.monotonic() < deadline, process.communicate()[1]
+            time.sleep(0.2)
+
+        # What moved, as Prometheus has it.
+        job = 'pipeline="{}"'.format(definition["pipeline"]["name"])
+        for kind, count in {"insert": 3, "update": 10, "delete": 5}.items():
+            expr = f'sum(sluice_changes_applied_total{{{job},kind="{kind}"}})'
+            prometheus.wait_for(f"{expr} >= {count}", deadline, expr)
+        prometheus.wait_for(f"sluice_schema_changes_applied_total{{{job}}} == 1", deadline)
+        assert prometheus.value(f"sum(sluice_snapshot_rows_total{{{job}}})") == ROWS
+        planned = prometheus.value(f"sum(sluice_snapshot_splits{{{job}}})")
+        assert planned >= ROWS // 500 and prometheus.value(f"sum(sluice_snapshot_splits_finished{{{job}}})") == planned
+        assert prometheus.value(f'sluice_values_rewritten_total{{{job},column="shipped",rule="invalid_date"}}') == 1
+        assert prometheus.value(f"sluice_binlog_lag_seconds{{{job}}}") < LAG_ALERT_SECONDS
+        assert prometheus.value(f"sluice_commit_batch_rows_count{{{job}}}") >= 1
+
+        # Every panel's query has series, and every metric an alert selects is exported.
+        for title, expr in dashboard_queries():
+            prometheus.wait_for(expr, deadline, f"panel {title!r}: {expr}")  # a rate needs two scrapes
+        for alert, expr in alert_expressions(rules).items():
+            for name in metric_names(expr):
+                assert name in PIPELINE_METRICS | OPERATOR_METRICS, f"{alert}: {name} is exported by nothing"
+                if name in PIPELINE_METRICS:
+                    assert prometheus.query(f'count({{__name__="{name}"}})'), f"{alert}: no series of {name}"
+        for title, expr in dashboard_queries():
+            assert metric_names(expr) <= PIPELINE_METRICS, f"panel {title!r} selects what the pipeline does not export"
+        wait_for_alert(prometheus, "SluiceBinlogLagHigh", None, deadline)
+
+        # The source stops: nothing reaches the reader, not even heartbeats, and the lag grows.
+        source.stop()
+        wait_for_alert(prometheus, "SluiceBinlogLagHigh", "firing", time.monotonic() + 60)
+        assert process.poll() is None, process.communicate()[1]
+        source.start_again()
+        wait_for_alert(prometheus, "SluiceBinlogLagHigh", None, time.monotonic() + 120)
+        prometheus.wait_for(f"sluice_source_reconnects_total{{{job}}} >= 1", time.monotonic() + 30)
+        process.send_signal(signal.SIGTERM)
+        _, err = process.communicate(timeout=60)
+        assert process.returncode == 0, err
+    finally:
+        if process.poll() is None:
+            process.kill()
+        prometheus.stop()
