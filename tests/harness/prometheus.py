@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from prometheus_client import CollectorRegistry
 
 from tests.harness.services import _stop, _wait, free_port
 from tests.harness.tools import HELM
@@ -54,6 +55,25 @@ class Prometheus:
             assert time.monotonic() < deadline, f"no series for {what or expr}"
             time.sleep(0.5)
         return result
+
+    def wait_for_alert(self, name: str, state: str | None, deadline: float) -> None:
+        """Until the alert is in `state` (firing, pending), or inactive with None."""
+        while True:
+            states = {alert["state"] for alert in self.alerts() if alert["labels"]["alertname"] == name}
+            if (state in states) if state else not states:
+                return
+            assert time.monotonic() < deadline, f"{name}: {states or 'inactive'}, not {state or 'inactive'}"
+            time.sleep(0.5)
+
+    def wait_for_every_panel_and_alert(self, rules: Path, deadline: float, leave_out: Iterable[str] = ()) -> None:
+        """Until every query of every dashboard panel and every metric an alert selects has
+        series (`leave_out`: metrics this test's targets do not serve)."""
+        for title, expr in dashboard_queries():
+            if metric_names(expr) - set(leave_out):
+                self.wait_for(expr, deadline, f"panel {title!r}: {expr}")  # a rate needs two scrapes
+        for alert, expr in alert_expressions(rules).items():
+            for name in metric_names(expr) - set(leave_out):
+                self.wait_for(f'count({{__name__="{name}"}})', deadline, f"alert {alert}: {name}")
 
     def stop(self) -> None:
         _stop(self.process)
@@ -116,3 +136,9 @@ def alert_expressions(rule_file: Path) -> dict[str, str]:
 def metric_names(expr: str) -> set[str]:
     """The metrics an expression selects (a histogram's by its series' names)."""
     return set(METRIC_NAME.findall(expr))
+
+
+def exported_names(registry: CollectorRegistry) -> set[str]:
+    """Every series name a registry serves, labelled ones before their first labels."""
+    suffixes = {"counter": ("_total",), "histogram": ("_bucket", "_sum", "_count")}
+    return {family.name + suffix for family in registry.collect() for suffix in suffixes.get(family.type, ("",))}

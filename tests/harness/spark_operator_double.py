@@ -26,7 +26,9 @@ It reproduces the documented state machine:
 - deletion stops the driver.
 
 What a pod gets it gets here too: ConfigMap volumes become files (mount paths in the
-arguments rewritten to them), env from secretKeyRef is read from the Secret, and the
+arguments rewritten to them); the driver's declared ports, which a pod has on an IP of its
+own, become free local ports, one per application for all its runs (arguments naming a
+port rewritten to it; `ports` tells a test where to scrape); env from secretKeyRef is read from the Secret, and the
 driver reaches the API double with the token of its `spec.driver.serviceAccount`, so the
 Role the operator gave it is what it may do. The double itself acts as the cluster admin
 (the real operator's own ClusterRole is not under test). No pods, images or executors.
@@ -55,6 +57,7 @@ from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
 from tests.harness.kube_api_double import Admission, ApiError, RunningApiDouble, Webhook
+from tests.harness.services import free_port
 
 GROUP, VERSION, PLURAL = "sparkoperator.k8s.io", "v1beta2", "sparkapplications"
 REPO = Path(__file__).parents[2]
@@ -91,6 +94,7 @@ class _Run:
     error: str = ""
     history: list[str] = field(default_factory=list)  # every state it went through
     times: list[float] = field(default_factory=list)  # when (time.monotonic())
+    ports: dict[str, int] = field(default_factory=dict)  # the driver's declared port names -> local ports
 
 
 class SparkOperatorDouble:
@@ -320,7 +324,10 @@ class SparkOperatorDouble:
         for name, value in (spec.get("sparkConf") or {}).items():
             command += ["--conf", f"{name}={value}"]
         command.append(_local_path(spec["mainApplicationFile"]))
-        command += [_mounted(arg, mounts) for arg in spec.get("arguments", [])]
+        for port in spec.get("driver", {}).get("ports", []):
+            run.ports.setdefault(port["name"], free_port())
+        local_ports = {str(p["containerPort"]): str(run.ports[p["name"]]) for p in spec["driver"].get("ports", [])}
+        command += [local_ports.get(arg, _mounted(arg, mounts)) for arg in spec.get("arguments", [])]
         run.log = directory / "driver.log"
         with run.log.open("w") as out:
             run.process = subprocess.Popen(

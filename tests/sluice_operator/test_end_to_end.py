@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -15,6 +17,7 @@ from sluice.source.schema import read_table_schema
 from tests.harness.cluster import Cluster, apply, manifest
 from tests.harness.compare import diff, postgres_rows, source_rows
 from tests.harness.lakehouse import lakehouse_rows
+from tests.harness.prometheus import Prometheus, chart_alert_rules, start_prometheus
 from tests.harness.services import MariaDB, PostgreSQL
 
 pytestmark = pytest.mark.slow
@@ -86,7 +89,23 @@ def executors_read(document: dict) -> dict:
     return document
 
 
-def test_apply_snapshot_scale_down_stream_and_a_manual_schema_change(cluster, mariadb, postgresql, source_db):
+@pytest.fixture
+def prometheus(cluster: Cluster) -> Iterator[Callable[[list[str], Path], Prometheus]]:
+    """Starts a real Prometheus scraping the given targets with the given rules."""
+    started: list[Prometheus] = []
+
+    def start(targets: list[str], rules: Path) -> Prometheus:
+        started.append(start_prometheus(cluster.directory / "prometheus", targets, [rules]))
+        return started[-1]
+
+    yield start
+    for each in started:
+        each.stop()
+
+
+def test_apply_snapshot_scale_down_stream_and_a_manual_schema_change(
+    cluster, mariadb, postgresql, source_db, prometheus
+):
     seed(mariadb, source_db, 3000)
     cluster.passwords(mariadb, postgresql)
     apply(cluster, manifest("orders", mariadb, postgresql, f"{source_db}.orders"))
@@ -94,6 +113,11 @@ def test_apply_snapshot_scale_down_stream_and_a_manual_schema_change(cluster, ma
     # The snapshot runs with 2 executors.
     cluster.wait("orders", "the snapshot shape", lambda s: (s.get("application") or {}).get("shape") == "snapshot")
     assert cluster.application("orders")["spec"]["executor"]["instances"] == 2
+    # Prometheus scrapes the operator and the driver pod's metrics port (which the double
+    # keeps for the application's every run), with the chart's alert rules.
+    driver = cluster.spark.runs[(cluster.namespace, "orders-sluice")]
+    rules = chart_alert_rules(cluster.directory / "rules.yaml", "alerts.schemaChangeWaitingFor=0s")
+    scraped = prometheus([f"127.0.0.1:{cluster.operator.port}", f"127.0.0.1:{driver.ports['metrics']}"], rules)
     # Every split done: the SparkApplication changes to its streaming shape and is rerun.
     status = wait_streaming(cluster, "orders")
     assert status["snapshot"]["splitsDone"] == status["snapshot"]["splitsTotal"] > 10
@@ -127,6 +151,7 @@ def test_apply_snapshot_scale_down_stream_and_a_manual_schema_change(cluster, ma
     assert postgres_rows(postgresql, source_db, "orders", "count(*)") != [
         (len(source_rows(mariadb, source_db, "orders")),)
     ]
+    scraped.wait_for_alert("SluiceSchemaChangeWaiting", "firing", time.monotonic() + 60)
 
     # Approving is a patch of the spec; the change is applied and the pipeline streams again.
     approval = json.dumps({"spec": {"schemaChanges": {"approved": [change_id]}}})
@@ -134,6 +159,13 @@ def test_apply_snapshot_scale_down_stream_and_a_manual_schema_change(cluster, ma
     cluster.wait("orders", "streaming after the change", lambda s: s.get("phase") == "Streaming")
     changes(mariadb, source_db, 30_000)
     wait_equal(mariadb, postgresql, source_db)
+
+    # Every panel and alert has its series, from the operator and the streaming driver.
+    # (No value here needs a type rule's rewrite: sluice/runtime/test_pipeline_metrics.py has one.)
+    scraped.wait_for_every_panel_and_alert(rules, time.monotonic() + 60, leave_out=["sluice_values_rewritten_total"])
+    scraped.wait_for_alert("SluiceSchemaChangeWaiting", None, time.monotonic() + 30)
+    assert scraped.value('sum(sluice_pipeline_phase{name="orders",phase="Streaming"})') == 1
+    assert scraped.value("sum(sluice_schema_changes_applied_total)") == 1
 
     status = cluster.cdc_pipeline("orders")["status"]
     assert status["observedGeneration"] == cluster.cdc_pipeline("orders")["metadata"]["generation"]

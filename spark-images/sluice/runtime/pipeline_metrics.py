@@ -14,9 +14,8 @@ anything (a stopped source, a stuck connection) shows a lag that grows.
 
 from __future__ import annotations
 
-import collections
 import time
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 
 from prometheus_client import (
     CollectorRegistry,
@@ -148,12 +147,6 @@ class PipelineMetrics:
 
     def schema_change_applied(self) -> None:
         self.schema_changes.labels(self.pipeline).inc()
-
-
-def splits_by_table(split_ids: Iterable[str]) -> dict[str, int]:
-    from sluice.snapshot.snapshot_split_assigner import SnapshotAssignerState
-
-    return dict(collections.Counter(SnapshotAssignerState.splits_table(split_id) for split_id in split_ids))
 
 
 class _TypeRuleCollector(Collector):

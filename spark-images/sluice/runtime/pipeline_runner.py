@@ -26,7 +26,7 @@ from sluice.failpoints import failpoint
 from sluice.pipeline.definition import PipelineDefinition, load_definition
 from sluice.route.routing import ROUTE_KEY, TRANSFORM_KEY, Routing
 from sluice.runtime.binlog_phase import BinlogSettings, resumes_by_gtid, run_binlog_phase
-from sluice.runtime.pipeline_metrics import PipelineMetrics, splits_by_table
+from sluice.runtime.pipeline_metrics import PipelineMetrics
 from sluice.runtime.progress import BinlogProgress, SnapshotProgress
 from sluice.runtime.schema_change_handler import SchemaChangeHandler
 from sluice.sink.base import Sink
@@ -122,12 +122,26 @@ class PipelineRunner:
     def _run(self) -> None:
         self.state = self.store.load() or self.state
         self._check_pipeline_identity()
+        self._count_snapshot_splits()
         try:
             self._run_from_state()
         except PositionPurged as exc:
             if not self._read_the_snapshot_again(exc):
                 raise
             self._run_from_state()
+
+    def _count_snapshot_splits(self) -> None:
+        """The snapshot's splits per table in the metrics: of the plan, or of the summary a
+        finished one left (a run that resumes streaming still shows what its snapshot did)."""
+        snapshot, summary = self.state.snapshot, self.state.snapshot_summary or {}
+        if snapshot is not None:
+            self.metrics.snapshot_planned(
+                snapshot.count_by_table(split.split_id for split in snapshot.splits),
+                snapshot.count_by_table(snapshot.finished),
+            )
+        elif "tables" in summary:
+            splits = {table_id: table["splits"] for table_id, table in summary["tables"].items()}
+            self.metrics.snapshot_planned(splits, splits)
 
     def _read_the_snapshot_again(self, purged: PositionPurged) -> bool:
         """The binlog the target's position needs is gone: a pipeline that takes a snapshot
@@ -415,9 +429,7 @@ class PipelineRunner:
         finally:
             conn.close()
         progress = SnapshotProgress(len(snapshot.splits), len(snapshot.finished), snapshot.rows_done, self.metrics)
-        self.metrics.snapshot_planned(
-            splits_by_table(split.split_id for split in snapshot.splits), splits_by_table(snapshot.finished)
-        )
+        self._count_snapshot_splits()
         progress.resuming()
         progress.show()
 
@@ -598,7 +610,7 @@ class PipelineRunner:
             return
         if not split.watermarks and self.state.snapshot is not None:
             snapshot, self.state.snapshot = self.state.snapshot, None
-            self.state.snapshot_summary = {"splits": len(snapshot.splits), "rows": snapshot.rows_done}
+            self.state.snapshot_summary = snapshot.summary()
         self.store.save(self.state)
 
     def _reread(self, tables: Sequence[str]) -> int:

@@ -9,6 +9,7 @@ once the binlog reader has brought the target to them.
 
 from __future__ import annotations
 
+import collections
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -59,12 +60,25 @@ class SnapshotAssignerState:
     def splits_table(split_id: str) -> str:
         return split_id.rsplit(":", 1)[0]
 
+    @classmethod
+    def count_by_table(cls, split_ids: Iterable[str]) -> dict[str, int]:
+        return dict(collections.Counter(cls.splits_table(split_id) for split_id in split_ids))
+
     def deferred_splits(self, table_id: str) -> list[SnapshotSplit]:
         return [s for s in self.splits if s.table_id == table_id and s.split_id in self.deferred]
 
     @property
     def rows_done(self) -> int:
         return sum(f.rows for f in self.finished.values())
+
+    def summary(self) -> dict[str, Any]:
+        """What the state keeps of the plan once it is dropped: splits and rows, in all and per table."""
+        tables: dict[str, dict[str, int]] = {t: {"splits": 0, "rows": 0} for t in self.tables}
+        for split in self.splits:
+            tables.setdefault(split.table_id, {"splits": 0, "rows": 0})["splits"] += 1
+        for split_id, finished in self.finished.items():
+            tables[self.splits_table(split_id)]["rows"] += finished.rows
+        return {"splits": len(self.splits), "rows": self.rows_done, "tables": tables}
 
     def record(self, split_id: str, high_watermark: BinlogOffset, rows: int) -> None:
         self.finished[split_id] = FinishedSplit(high_watermark, rows)

@@ -25,7 +25,7 @@ class PipelineState:
     tables: dict[str, TableSchema] | None = None  # the source's schemas, as of the binlog position
     target_tables: dict[str, TableSchema] | None = None  # the target's, where a schema change left them other
     snapshot: SnapshotAssignerState | None = None  # until the binlog reader is past every high watermark
-    snapshot_summary: dict[str, int] | None = None  # splits and rows, once the plan is dropped
+    snapshot_summary: dict[str, Any] | None = None  # splits and rows (and per table), once the plan is dropped
     adding_tables: list[str] = field(default_factory=list)  # tables added to a streaming pipeline, being snapshotted
     joining: list[str] = field(default_factory=list)  # tables renamed into `tables`, to snapshot where the DDL was
     rereading: list[str] = field(default_factory=list)  # tables to read again after their next schema change
