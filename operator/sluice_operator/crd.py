@@ -462,6 +462,16 @@ def custom_resource_definition() -> dict[str, Any]:
                             "jsonPath": '.status.conditions[?(@.type=="Ready")].status',
                         },
                         {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"},
+                        # -o wide: what `sluice status` shows besides
+                        {"name": "Position", "type": "string", "jsonPath": ".status.binlog.position", "priority": 1},
+                        {"name": "Rows", "type": "integer", "jsonPath": ".status.snapshot.rows", "priority": 1},
+                        {
+                            "name": "Schema Change",
+                            "type": "string",
+                            "jsonPath": ".status.schemaChange.step",
+                            "priority": 1,
+                        },
+                        {"name": "Error", "type": "string", "jsonPath": ".status.driver.error", "priority": 1},
                     ],
                     "schema": {
                         "openAPIV3Schema": {

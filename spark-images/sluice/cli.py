@@ -1,4 +1,4 @@
-"""The `sluice` command line: `sluice run|verify|resnapshot PIPELINE.yaml`."""
+"""The `sluice` command line: `sluice run|verify|resnapshot PIPELINE.yaml`, `sluice status`."""
 
 from __future__ import annotations
 
@@ -63,6 +63,13 @@ def build_parser() -> argparse.ArgumentParser:
         command.add_argument(
             "--state-dir", type=Path, default=None, help="not needed: the pipeline's target keeps its records"
         )
+    status = commands.add_parser(
+        "status", help="where a pipeline is (phase, position, lag, snapshot per table, last error), from its state"
+    )
+    status.add_argument("pipeline", type=Path, nargs="?", help="pipeline YAML (for its default --state-dir)")
+    status.add_argument("--state-dir", type=Path, default=None, help="the run's state directory")
+    status.add_argument("--json", action="store_true", help="one JSON document, for tools")
+    status.add_argument("-v", "--verbose", action="store_true", help="log more")
     return parser
 
 
@@ -76,12 +83,14 @@ def main(argv: list[str] | None = None) -> int:
     # run that seems stuck is waiting on, without stopping it.
     faulthandler.register(signal.SIGUSR1, all_threads=True)
     try:
-        definition = load_definition(args.pipeline)
+        definition = _definition(args)
     except DefinitionError as exc:
         print(f"sluice: error: {exc}", file=sys.stderr)
         return EXIT_BAD_DEFINITION
     try:
-        if args.command == "run":
+        if args.command == "status":
+            status(args, definition)
+        elif args.command == "run":  # these three require the pipeline file (argparse)
             run(args, definition)
         elif verify_or_resnapshot(args, definition) is False:
             return EXIT_MISMATCH
@@ -101,6 +110,24 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+def _definition(args: argparse.Namespace) -> PipelineDefinition | None:
+    if args.command != "status":
+        return load_definition(args.pipeline)
+    if args.state_dir is not None or args.pipeline is None:
+        return None
+    return load_definition(args.pipeline, env=_NoSecrets())  # for its name: no password is needed
+
+
+class _NoSecrets(dict):
+    """Every ${VARIABLE} of a definition read for its name only, as empty."""
+
+    def __contains__(self, name: object) -> bool:
+        return True
+
+    def __missing__(self, name: str) -> str:
+        return ""
+
+
 def run(args: argparse.Namespace, definition: PipelineDefinition) -> None:
     from sluice.runtime.pipeline_metrics import PipelineMetrics
     from sluice.runtime.pipeline_runner import PipelineRunner, approvals_from_file
@@ -114,14 +141,35 @@ def run(args: argparse.Namespace, definition: PipelineDefinition) -> None:
         except OSError as exc:
             raise SluiceError(f"--metrics-port {args.metrics_port}: cannot listen there: {exc.strerror}") from exc
         print(f"metrics: http://localhost:{port}/metrics", file=sys.stderr, flush=True)
+    store = DirectoryStateStore(state_dir)
     runner = PipelineRunner(
         definition,
-        DirectoryStateStore(state_dir),
+        store,
         approvals_from_file(args.pipeline, definition),
         master=f"local[{definition.parallelism}]",
         metrics=metrics,
     )
-    runner.run()
+    store.report_running()
+    try:
+        runner.run()
+    except Exception as exc:
+        store.report_failure(
+            str(exc) if isinstance(exc, SluiceError) else f"internal error: {type(exc).__name__}: {exc}"
+        )
+        raise
+    finally:
+        store.report_stopped()
+
+
+def status(args: argparse.Namespace, definition: PipelineDefinition | None) -> None:
+    import json
+
+    from sluice.state.run_status import run_status, status_lines
+
+    if args.state_dir is None and definition is None:
+        raise SluiceError("sluice status: give the pipeline file or its --state-dir")
+    found = run_status(args.state_dir or Path(".sluice") / definition.name)  # type: ignore[union-attr]
+    print(json.dumps(found, indent=2) if args.json else "\n".join(status_lines(found)))
 
 
 def verify_or_resnapshot(args: argparse.Namespace, definition: PipelineDefinition) -> bool:

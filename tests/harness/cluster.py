@@ -81,6 +81,15 @@ class Cluster:
         except client.exceptions.ApiException:
             return None
 
+    def driver_port(self, name: str, port: str, timeout: float = 60) -> int:
+        """Where the CdcPipeline's driver serves its port `port`, once the Spark Operator
+        double submitted it."""
+        deadline = time.monotonic() + timeout
+        while (run := self.spark.runs.get((self.namespace, f"{name}-sluice"))) is None or port not in run.ports:
+            assert time.monotonic() < deadline, f"{name}: no driver with a port {port} submitted"
+            time.sleep(0.1)
+        return run.ports[port]
+
     def events(self, name: str) -> list[tuple[str, str]]:
         listed = self.core.list_namespaced_event(self.namespace, field_selector=f"involvedObject.name={name}")
         return [(e.reason, e.message) for e in listed.items]

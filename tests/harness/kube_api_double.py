@@ -678,7 +678,13 @@ def _table(kind: _Kind, items: list[dict[str, Any]], version: str) -> dict[str, 
     """The Table kubectl asks for: Name, then the CRD's printer columns."""
     columns = [{"name": "Name", "type": "string", "format": "name", "description": "", "priority": 0}]
     columns += [
-        {"name": c["name"], "type": c.get("type", "string"), "format": "", "description": "", "priority": 0}
+        {
+            "name": c["name"],
+            "type": c.get("type", "string"),
+            "format": "",
+            "description": "",
+            "priority": c.get("priority", 0),  # above 0: kubectl shows it with -o wide
+        }
         for c in kind.printer_columns
     ]
     rows = []

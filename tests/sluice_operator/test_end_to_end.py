@@ -115,9 +115,9 @@ def test_apply_snapshot_scale_down_stream_and_a_manual_schema_change(
     assert cluster.application("orders")["spec"]["executor"]["instances"] == 2
     # Prometheus scrapes the operator and the driver pod's metrics port (which the double
     # keeps for the application's every run), with the chart's alert rules.
-    driver = cluster.spark.runs[(cluster.namespace, "orders-sluice")]
+    driver = f"127.0.0.1:{cluster.driver_port('orders', 'metrics')}"
     rules = chart_alert_rules(cluster.directory / "rules.yaml", "alerts.schemaChangeWaitingFor=0s")
-    scraped = prometheus([f"127.0.0.1:{cluster.operator.port}", f"127.0.0.1:{driver.ports['metrics']}"], rules)
+    scraped = prometheus([f"127.0.0.1:{cluster.operator.port}", driver], rules)
     # Every split done: the SparkApplication changes to its streaming shape and is rerun.
     status = wait_streaming(cluster, "orders")
     assert status["snapshot"]["splitsDone"] == status["snapshot"]["splitsTotal"] > 10
@@ -136,6 +136,10 @@ def test_apply_snapshot_scale_down_stream_and_a_manual_schema_change(
     wait_equal(mariadb, postgresql, source_db)
     lagging = cluster.wait("orders", "the lag", lambda s: "lag" in (s.get("binlog") or {}), timeout=30)
     assert lagging["binlog"]["lagSeconds"] < 60 and lagging["binlog"]["lag"] in cluster.kubectl("get", "cdcp", "orders")
+    wide = cluster.kubectl("get", "cdcp", "orders", "-o", "wide").splitlines()
+    assert wide[0].split()[-5:] == ["POSITION", "ROWS", "SCHEMA", "CHANGE", "ERROR"], wide
+    assert lagging["binlog"]["position"] in wide[1] and str(lagging["snapshot"]["rows"]) in wide[1]
+    assert "POSITION" not in cluster.kubectl("get", "cdcp", "orders").splitlines()[0]
 
     # An ALTER TABLE under `manual`: paused, visible in kubectl and in conditions.
     mariadb.execute(f"ALTER TABLE {source_db}.orders ADD COLUMN note VARCHAR(20) DEFAULT 'none'")

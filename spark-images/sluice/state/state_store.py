@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import os
 import tempfile
+import time
 from abc import ABC, abstractmethod
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -26,6 +27,8 @@ from sluice.state.pipeline_state import STATE_VERSION, PipelineState
 
 STATE_FILE = "state.json"
 JOURNAL_FILE = "journal.jsonl"
+RUN_FILE = "run.json"  # the last run's process, lag and error, for `sluice status`: not state
+RUN_WRITE_SECONDS = 2.0
 
 
 class StateStore(ABC):
@@ -56,6 +59,9 @@ class StateStore(ABC):
         """That the state was lost and taken over from the target's records (the operator
         turns it into an `Adopted` Event)."""
 
+    def report_failure(self, message: str, retriable: bool = False) -> None:  # noqa: B027 - optional hook
+        """Why the run stopped (the operator's Degraded condition, `sluice status`)."""
+
 
 class DirectoryStateStore(StateStore):
     def __init__(self, directory: str | Path) -> None:
@@ -64,6 +70,9 @@ class DirectoryStateStore(StateStore):
         self.fresh_start = "run with a new --state-dir"
         self.path = self.directory / STATE_FILE
         self.journal = self.directory / JOURNAL_FILE
+        self._run: dict[str, Any] = {}
+        self._run_written = 0.0
+        self._run_pending = False  # a lag the throttle held back: written with the next save
 
     def load(self) -> PipelineState | None:
         data = self.load_document()
@@ -95,6 +104,8 @@ class DirectoryStateStore(StateStore):
         """Replaces the document (which holds every journalled update), then the journal."""
         write_json_atomically(self.path, state.to_json())
         self.journal.unlink(missing_ok=True)  # a crash before this replays updates already in
+        if self._run_pending:
+            self._write_run()
 
     def record_split_finished(self, split_id: str, finished: FinishedSplit) -> None:
         self._append(("snapshot", "finished", split_id), finished.to_json())
@@ -103,7 +114,40 @@ class DirectoryStateStore(StateStore):
         self._append(("binlog", "offset"), offset.to_json())
 
     def record_lag(self, seconds: float) -> None:
-        """Not kept: the CLI shows the lag, and a rerun measures it anew."""
+        """Kept in the run record (at most every RUN_WRITE_SECONDS), for `sluice status`."""
+        self._run.update(lag_seconds=round(seconds, 3), lag_at=time.time())
+        self._run_pending = True
+        if time.monotonic() - self._run_written >= RUN_WRITE_SECONDS:
+            self._write_run()
+
+    def report_running(self) -> None:
+        """This process runs the pipeline now (an error of an earlier run is gone with it)."""
+        self._run = {"pid": os.getpid(), "started": time.time()}
+        self._write_run()
+
+    def report_failure(self, message: str, retriable: bool = False) -> None:
+        self._run.update(error=message, error_at=time.time())
+        self._write_run()
+
+    def report_stopped(self) -> None:
+        self._run["stopped"] = time.time()
+        self._write_run()
+
+    def run_record(self) -> dict[str, Any]:
+        """The last run's record ({} if none was kept)."""
+        try:
+            record = json.loads((self.directory / RUN_FILE).read_text())
+        except (OSError, ValueError):
+            return {}
+        return record if isinstance(record, dict) else {}
+
+    def _write_run(self) -> None:
+        """Replaced in one rename, not synced: losing it to a crash loses no data."""
+        self.directory.mkdir(parents=True, exist_ok=True)
+        temporary = self.directory / f".{RUN_FILE}-{os.getpid()}"
+        temporary.write_text(json.dumps(self._run))
+        os.replace(temporary, self.directory / RUN_FILE)
+        self._run_written, self._run_pending = time.monotonic(), False
 
     def _append(self, path: Sequence[str], value: Any) -> None:
         """Records `document[path[0]]...[path[-1]] = value` durably, in one line."""

@@ -30,6 +30,7 @@ from sluice.snapshot.snapshot_split_assigner import FinishedSplit
 from sluice.source.offset import BinlogOffset
 from sluice.state.compact_state import compact, expand
 from sluice.state.pipeline_state import STATE_VERSION, PipelineState
+from sluice.state.progress_summary import binlog_progress, snapshot_progress
 from sluice.state.state_store import StateStore
 from sluice.verify.requests import Requests
 
@@ -240,8 +241,8 @@ class StatusStateStore(StateStore):
         if document is None:
             return fields
         fields["state"] = compact(document)
-        fields["snapshot"] = _snapshot_progress(document)
-        fields["binlog"] = _binlog_progress(document, self._lag)
+        fields["snapshot"] = snapshot_progress(document)
+        fields["binlog"] = binlog_progress(document, self._lag)
         fields["schemaChange"] = document.get("schema_change")
         fields["schemaChangeHistory"] = document.get("schema_change_history")
         return fields
@@ -257,33 +258,6 @@ class StatusStateStore(StateStore):
             return self.api.get_namespaced_custom_object(GROUP, VERSION, self.namespace, PLURAL, self.name)
         except ApiException as exc:
             raise SluiceError(f"{self.where}: reading it failed: {exc.status} {exc.reason}") from exc
-
-
-def _snapshot_progress(document: dict[str, Any]) -> dict[str, Any] | None:
-    snapshot = document.get("snapshot")
-    if snapshot is not None:
-        done, total = len(snapshot.get("finished", {})), len(snapshot.get("splits", []))
-        rows = sum(f.get("rows", 0) for f in snapshot.get("finished", {}).values())
-    elif document.get("snapshot_summary"):
-        done = total = int(document["snapshot_summary"].get("splits", 0))
-        rows = int(document["snapshot_summary"].get("rows", 0))
-    else:
-        return None
-    return {"splitsDone": done, "splitsTotal": total, "progress": f"{done}/{total}", "rows": rows}
-
-
-def _binlog_progress(document: dict[str, Any], lag: float | None) -> dict[str, Any] | None:
-    binlog = document.get("binlog")
-    if binlog is None:
-        return None
-    offset = BinlogOffset.from_json(binlog["offset"])
-    progress: dict[str, Any] = {"position": f"{offset.file}:{offset.pos}"}
-    if offset.gtid:
-        progress["gtid"] = offset.gtid
-    if lag is not None:
-        progress["lagSeconds"] = round(lag, 3)
-        progress["lag"] = f"{lag:.0f}s" if lag < 120 else f"{lag / 60:.0f}m"
-    return progress
 
 
 def status_state_store(cdc_pipeline: str, interval: float = 3.0) -> StatusStateStore:
