@@ -63,6 +63,20 @@ def build_parser() -> argparse.ArgumentParser:
         command.add_argument(
             "--state-dir", type=Path, default=None, help="not needed: the pipeline's target keeps its records"
         )
+    check = commands.add_parser(
+        "check", help="check the source, the tables and the target before a run, changing nothing"
+    )
+    check.add_argument("pipeline", type=Path, help="pipeline YAML (Flink CDC 3 keys)")
+    check.add_argument(
+        "--scan-rows",
+        type=int,
+        default=100_000,
+        metavar="N",
+        help="look for values a type rule rewrites in each table's first N rows (0: all; default 100000)",
+    )
+    check.add_argument("--strict", action="store_true", help="fail on warnings too")
+    check.add_argument("--json", action="store_true", help="the findings as JSON, for tools")
+    check.add_argument("-v", "--verbose", action="store_true", help="log more")
     status = commands.add_parser(
         "status", help="where a pipeline is (phase, position, lag, snapshot per table, last error), from its state"
     )
@@ -90,6 +104,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.command == "status":
             status(args, definition)
+        elif args.command == "check":
+            return check(args, definition)
         elif args.command == "run":  # these three require the pipeline file (argparse)
             run(args, definition)
         elif verify_or_resnapshot(args, definition) is False:
@@ -159,6 +175,24 @@ def run(args: argparse.Namespace, definition: PipelineDefinition) -> None:
         raise
     finally:
         store.report_stopped()
+
+
+def check(args: argparse.Namespace, definition: PipelineDefinition) -> int:
+    """One line per finding; exit 0 when nothing is an error (nor, with --strict, a warning)."""
+    import json
+
+    from sluice.runtime.preflight import check_pipeline
+
+    findings = check_pipeline(definition, args.scan_rows)
+    if args.json:
+        print(json.dumps([finding.to_json() for finding in findings], indent=2))
+    else:
+        print("\n".join(finding.line() for finding in findings))
+    failing = {"error", "warning"} if args.strict else {"error"}
+    failed = [finding for finding in findings if finding.level in failing]
+    if failed and not args.json:
+        print(f"sluice check: {len(failed)} finding{'s' if len(failed) > 1 else ''} to fix", file=sys.stderr)
+    return EXIT_FAILED if failed else 0
 
 
 def status(args: argparse.Namespace, definition: PipelineDefinition | None) -> None:

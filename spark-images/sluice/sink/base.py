@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from sluice.errors import SinkError
 from sluice.event.row_change import ChangeRow, RowKind
 from sluice.event.schema_change import SchemaChangeEvent
+from sluice.sink.target_values import TargetValues
 from sluice.snapshot.snapshot_split import ReadSplits, SplitRead, SplitResult, SplitTask
 from sluice.source.offset import BinlogOffset
 from sluice.source.schema import TableSchema
@@ -108,6 +109,7 @@ class Sink(ABC):
     max_batch_delay: float = 0.2  # how long the binlog phase may hold a batch before committing
     writes_changes_with_spark: bool = False  # the binlog phase then keeps the Spark session
     replaces_key_ranges: bool = False  # a snapshot chunk replaces its key range (snapshot/range_replacement)
+    values: TargetValues | None = None  # the target's rules for values it cannot hold as MySQL has them
 
     def attach(self, spark: SparkSession) -> None:  # noqa: B027 - optional hook
         """Given the driver's Spark session, for sinks that write with Spark itself."""
@@ -136,6 +138,12 @@ class Sink(ABC):
     @abstractmethod
     def prepare(self, schemas: Sequence[TableSchema]) -> None:
         """Creates what the pipeline writes into (target tables, offsets table)."""
+
+    def check_target(self, containers: Sequence[str]) -> list[str] | None:
+        """What keeps the target from taking the pipeline's tables in these schemas or
+        databases, changing nothing (`sluice check`): unreachable, not allowed. None where
+        the sink has no target to reach."""
+        return None
 
     def committed_splits(self) -> Mapping[str, BinlogOffset]:
         """Splits the target has committed, with their high watermarks (transactional sinks)."""

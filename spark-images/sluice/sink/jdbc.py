@@ -263,6 +263,16 @@ class JdbcSink(Sink):
     def values(self) -> TargetValues:
         return self.target.values
 
+    def check_target(self, containers: Sequence[str]) -> list[str]:
+        try:
+            conn = self.target.connect()
+        except SinkUnavailable as exc:
+            return [str(exc)]
+        try:
+            return self.target.dialect.privilege_problems(conn, [META_SCHEMA, *containers])
+        finally:
+            conn.close()
+
     def prepare(self, schemas: Sequence[TableSchema]) -> None:
         dialect = self.target.dialect
         conn = self.target.connect()

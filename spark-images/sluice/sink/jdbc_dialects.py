@@ -25,6 +25,7 @@ from sluice.sink.type_mapping import mysql_type, postgres_type
 from sluice.snapshot.copy_text import RendersCopyText, load_data_columns
 from sluice.snapshot.snapshot_split import SnapshotSplit
 from sluice.source.charsets import MYSQL_UTF8
+from sluice.source.checks import current_user, missing_privileges
 from sluice.source.connection import with_surrogates
 from sluice.source.offset import BinlogOffset
 from sluice.source.row_decoding import Row
@@ -73,6 +74,11 @@ class JdbcDialect(ABC):
 
     @abstractmethod
     def meta_table_statements(self) -> list[str]: ...
+
+    @abstractmethod
+    def privilege_problems(self, conn: Any, containers: Sequence[str]) -> list[str]:
+        """What the user may not do that the pipeline does in these schemas or databases
+        (they may not exist yet), each with the GRANT to run on the target."""
 
     @abstractmethod
     def begin_epoch(self, conn: Any, pipeline: str) -> int:
@@ -258,6 +264,33 @@ class PostgresDialect(JdbcDialect):
     def begin_consistent_read(self, conn: psycopg.Connection) -> None:
         conn.rollback()
         conn.isolation_level = psycopg.IsolationLevel.REPEATABLE_READ  # one snapshot for the transaction
+
+    def privilege_problems(self, conn: psycopg.Connection, containers: Sequence[str]) -> list[str]:
+        """A schema that exists needs USAGE and CREATE; one to create, CREATE on the database."""
+        problems = []
+        with conn.cursor() as cur:
+            cur.execute("SELECT current_user, current_database(), has_database_privilege(current_database(), 'CREATE')")
+            user, database, creates_schemas = cur.fetchone()
+            for schema in containers:
+                cur.execute(
+                    "SELECT has_schema_privilege(oid, 'USAGE') AND has_schema_privilege(oid, 'CREATE') "
+                    "FROM pg_namespace WHERE nspname = %s",
+                    (schema,),
+                )
+                row = cur.fetchone()
+                if row is None and not creates_schemas:
+                    problems.append(
+                        f"sink user {self.quote(user)} cannot create schema {self.quote(schema)} in database "
+                        f"{self.quote(database)}; on the target run: GRANT CREATE ON DATABASE {self.quote(database)} "
+                        f"TO {self.quote(user)}"
+                    )
+                elif row is not None and not row[0]:
+                    problems.append(
+                        f"sink user {self.quote(user)} cannot create tables in schema {self.quote(schema)}; on the "
+                        f"target run: GRANT USAGE, CREATE ON SCHEMA {self.quote(schema)} TO {self.quote(user)}"
+                    )
+        conn.rollback()
+        return problems
 
     def meta_table_statements(self) -> list[str]:
         return [
@@ -453,6 +486,23 @@ class MySqlDialect(JdbcDialect):
             cur.execute("START TRANSACTION WITH CONSISTENT SNAPSHOT")
 
     share_lock = "LOCK IN SHARE MODE"  # MySQL 5.7 and MariaDB spell it so too
+
+    WRITES = ("SELECT", "INSERT", "UPDATE", "DELETE", "CREATE", "ALTER", "DROP", "INDEX")
+
+    def privilege_problems(self, conn: pymysql.connections.Connection, containers: Sequence[str]) -> list[str]:
+        with conn.cursor() as cur:
+            cur.execute("SHOW GRANTS")
+            grants = [row[0] for row in cur.fetchall()]
+        user, host = current_user(conn)
+        problems = []
+        for database in containers:
+            missing = missing_privileges(grants, self.WRITES, database)
+            if missing:
+                problems.append(
+                    f"sink user '{user}'@'{host}' lacks {', '.join(missing)} on database {self.quote(database)}; on "
+                    f"the target run: GRANT {', '.join(self.WRITES)} ON {self.quote(database)}.* TO '{user}'@'{host}'"
+                )
+        return problems
 
     def meta_table_statements(self) -> list[str]:
         return [

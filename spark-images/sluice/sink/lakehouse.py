@@ -197,6 +197,15 @@ class LakehouseSink(Sink):
         self._locks: dict[str, threading.Lock] = {}
         self._locks_lock = threading.Lock()
 
+    def check_target(self, containers: Sequence[str]) -> list[str]:
+        """The catalog (Iceberg) or the storage (Delta Lake) answers: a lookup of a table."""
+        try:
+            self.tables.exists(f"{containers[0] if containers else 'sluice'}.sluice_check")
+        except Exception as exc:  # noqa: BLE001 - each catalog and store fails its own way
+            first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+            return [f"sink ({self.tables.name}): cannot reach the tables: {first}"]
+        return []
+
     def table_layout(self, table_id: str, partitions: tuple[str, ...], options: Mapping[str, str]) -> bool:
         if partitions:
             self.tables.partition_keys.setdefault(table_id, tuple(PartitionField(c) for c in partitions))

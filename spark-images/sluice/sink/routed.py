@@ -13,6 +13,7 @@ from sluice.event.projection import projection
 from sluice.event.schema_change import SchemaChangeEvent, apply_events
 from sluice.route.table_routing import Routing, TableRouting
 from sluice.sink.base import ChangeBatch, SchemaChangeRefused, Sink, SinkWriter
+from sluice.sink.target_values import TargetValues
 from sluice.snapshot.snapshot_split import ProjectedRows, ReadSplits, SplitRead, SplitResult, SplitTask
 from sluice.source.offset import BinlogOffset
 from sluice.source.row_decoding import Row
@@ -49,6 +50,13 @@ class RoutedSink(Sink):
 
     def attach(self, spark: SparkSession) -> None:
         self.inner.attach(spark)
+
+    @property
+    def values(self) -> TargetValues | None:  # type: ignore[override]
+        return self.inner.values
+
+    def check_target(self, containers: Sequence[str]) -> list[str] | None:
+        return self.inner.check_target(containers)
 
     def prepare(self, schemas: Sequence[TableSchema]) -> None:
         routed = self.route(schemas)

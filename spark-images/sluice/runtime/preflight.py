@@ -1,0 +1,260 @@
+"""`sluice check PIPELINE.yaml`: everything a run checks at start, and what a careful
+operator checks before one, without starting anything or changing either side.
+
+The source: reachable, its binlog settings, the user's privileges (with the GRANT to run),
+the binlog's retention against the snapshot's estimated time, the server ids the pipeline
+would take against the server's own and its replicas', and each captured table: readable,
+how its snapshot will be split, and values a type rule of the target will rewrite or refuse
+(zero dates, NUL characters), looked for in the first rows. The target: reachable, and what
+the pipeline's user may do there.
+
+Each finding is one line naming what to fix. The run itself refuses what is an error here,
+with the same message.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass
+from typing import Any, Literal
+
+import pymysql
+
+from sluice.errors import SluiceError
+from sluice.pipeline.definition import PipelineDefinition
+from sluice.runtime.pipeline_runner import source_endpoint
+from sluice.sink.base import Sink
+from sluice.sink.factory import create_sink
+from sluice.sink.target_values import TargetValues
+from sluice.source.checks import binlog_settings, binlog_settings_problems, privileges_problem, select_problem
+from sluice.source.connection import connect
+from sluice.source.schema import TEXT_STRING_TYPES, Column, TableSchema, discover_tables
+from sluice.source.sql import qualified, quote
+
+Level = Literal["error", "warning", "ok"]
+ROWS_PER_SECOND_PER_READER = 20_000  # a conservative snapshot pace (wide rows, a remote target)
+RETENTION_MARGIN = 3  # the binlog must outlive the snapshot this many times over
+_DATES = ("date", "datetime", "timestamp")
+
+
+@dataclass(frozen=True)
+class Finding:
+    level: Level
+    subject: str  # what to fix: source.binlog, source.server-id, db.table.column, sink ...
+    message: str
+
+    def line(self) -> str:
+        return f"{self.level:<7} {self.subject}: {self.message}"
+
+    def to_json(self) -> dict[str, str]:
+        return asdict(self)
+
+
+def check_pipeline(definition: PipelineDefinition, scan_rows: int) -> list[Finding]:
+    """Every finding, source first; `scan_rows` rows of each table are looked at for values
+    (0: all of them)."""
+    sink = create_sink(definition)
+    databases: list[str] = []  # the captured tables' databases: the target's schemas or databases
+    findings = list(_source(definition, sink, scan_rows, databases))
+    return [*findings, *_target(definition, sink, [] if definition.routing.active else databases)]
+
+
+def _source(definition: PipelineDefinition, sink: Sink, scan_rows: int, databases: list[str]) -> Iterator[Finding]:
+    source = definition.source
+    try:
+        conn = connect(source_endpoint(definition))
+    except SluiceError as exc:
+        yield Finding("error", "source", str(exc))
+        return
+    try:
+        yield Finding("ok", "source", f"reached {source.hostname}:{source.port} ({conn.get_server_info()})")
+        problems = binlog_settings_problems(binlog_settings(conn))
+        yield from (Finding("error", "source.binlog", problem) for problem in problems)
+        if not problems:
+            yield Finding("ok", "source.binlog", "log_bin, binlog_format=ROW and full row images and metadata")
+        problem = privileges_problem(conn)
+        yield (
+            Finding("error", "source.privileges", problem)
+            if problem
+            else Finding("ok", "source.privileges", "the user may read the binlog")
+        )
+        yield from _server_ids(conn, definition)
+        try:
+            schemas = discover_tables(conn, source)
+        except SluiceError as exc:
+            yield Finding("error", "source.tables", str(exc))
+            return
+        databases.extend(sorted({schema.database for schema in schemas}))
+        rows = {schema.table_id: _estimated_rows(conn, schema) for schema in schemas}
+        if source.startup.takes_snapshot:
+            yield _retention(conn, definition, sum(rows.values()))
+        values = sink.values
+        for schema in schemas:
+            problem = select_problem(conn, schema.table_id)
+            if problem:
+                yield Finding("error", schema.table_id, problem)
+                continue
+            yield _how_read(definition, schema, rows[schema.table_id])
+            if values is not None:
+                yield from _rewritten_values(conn, schema, values, scan_rows)
+    finally:
+        conn.close()
+
+
+def _server_ids(conn: pymysql.connections.Connection, definition: PipelineDefinition) -> Iterator[Finding]:
+    """The ids the pipeline's binlog readers take must be no other server's: a replica with
+    the same id is disconnected by the source whenever the other connects."""
+    ids = definition.source.server_ids
+    taken = range(ids.start, ids.end + 1)
+    with conn.cursor() as cur:
+        cur.execute("SELECT @@server_id")
+        own = int(cur.fetchone()[0])
+        if own in taken:
+            yield Finding(
+                "error",
+                "source.server-id",
+                f"{ids.start}-{ids.end} holds {own}, the source server's own server_id; choose ids no server uses",
+            )
+            return
+        try:
+            cur.execute("SHOW SLAVE HOSTS")
+            replicas = [(int(row[0]), str(row[1]), int(row[2])) for row in cur.fetchall()]
+        except pymysql.err.OperationalError as exc:
+            yield Finding(
+                "warning",
+                "source.server-id",
+                f"the source's replicas cannot be listed ({exc.args[1]}): a clash would show as a reader "
+                "disconnected again and again; REPLICATION MASTER ADMIN (MariaDB) or REPLICATION SLAVE (MySQL) "
+                "lets sluice check look",
+            )
+            return
+    clashes = [
+        f"{server_id} ({host or 'no report_host'}:{port})" for server_id, host, port in replicas if server_id in taken
+    ]
+    if clashes:
+        yield Finding(
+            "error",
+            "source.server-id",
+            f"{ids.start}-{ids.end} takes ids the source's connected replicas use: {', '.join(clashes)}; each binlog "
+            "reader needs an id of its own (another Sluice pipeline running, or this one, counts too)",
+        )
+    else:
+        yield Finding("ok", "source.server-id", f"{ids.start}-{ids.end}: no connected replica uses these ids")
+
+
+def _estimated_rows(conn: pymysql.connections.Connection, schema: TableSchema) -> int:
+    with conn.cursor() as cur:
+        cur.execute(
+            "SELECT TABLE_ROWS FROM information_schema.TABLES WHERE TABLE_SCHEMA = %s AND TABLE_NAME = %s",
+            (schema.database, schema.table),
+        )
+        row = cur.fetchone()
+    return int(row[0] or 0) if row else 0
+
+
+def _retention(conn: pymysql.connections.Connection, definition: PipelineDefinition, rows: int) -> Finding:
+    """The snapshot reads while the binlog grows; the reader then starts where the snapshot
+    began, so the binlog must still hold that position."""
+    with conn.cursor() as cur:
+        cur.execute("SHOW GLOBAL VARIABLES WHERE Variable_name IN ('binlog_expire_logs_seconds', 'expire_logs_days')")
+        settings = {name: float(value or 0) for name, value in cur.fetchall()}
+    seconds = settings.get("binlog_expire_logs_seconds", 0) or settings.get("expire_logs_days", 0) * 86400
+    estimate = rows / (ROWS_PER_SECOND_PER_READER * definition.parallelism)
+    pace = f"{ROWS_PER_SECOND_PER_READER:,} rows/s per reader"
+    about = f"the snapshot of about {rows:,} rows takes about {_duration(estimate)} at {pace}"
+    if not seconds:
+        return Finding("ok", "source.binlog-retention", f"binlogs are kept until purged by hand; {about}")
+    if seconds < estimate * RETENTION_MARGIN:
+        return Finding(
+            "error" if seconds < estimate else "warning",
+            "source.binlog-retention",
+            f"binlogs are kept {_duration(seconds)}, and {about}: the position it starts from may be purged before "
+            f"the reader gets there; keep them longer (SET GLOBAL binlog_expire_logs_seconds = "
+            f"{int(estimate * RETENTION_MARGIN * 2)}) or raise pipeline.parallelism",
+        )
+    return Finding("ok", "source.binlog-retention", f"binlogs are kept {_duration(seconds)}; {about}")
+
+
+def _how_read(definition: PipelineDefinition, schema: TableSchema, rows: int) -> Finding:
+    chunk = definition.source.chunk_size
+    splits = max(1, -(-rows // chunk))
+    if schema.single_split:
+        return Finding(
+            "warning",
+            schema.table_id,
+            f"no primary key, no unique NOT NULL key and no indexed column that splits it: its snapshot is one "
+            f"split of about {rows:,} rows, read by one reader at once; set "
+            f"source.scan.incremental.snapshot.chunk.key-column for it ({schema.table_id}:<column>) or add a key",
+        )
+    key = ", ".join(schema.primary_key or schema.unique_key)
+    how = f"key ({key})" if key else f"no key: chunked by its indexed column {schema.chunk_key}, rows kept as a bag"
+    return Finding("ok", schema.table_id, f"{how}; about {rows:,} rows in about {splits:,} splits of {chunk:,}")
+
+
+def _rewritten_values(
+    conn: pymysql.connections.Connection, schema: TableSchema, values: TargetValues, scan_rows: int
+) -> Iterator[Finding]:
+    """A value of the first `scan_rows` rows that the target's rules change or refuse, per column."""
+    table = qualified(schema.database, schema.table)
+    rows = f"(SELECT * FROM {table} LIMIT {scan_rows}) AS scanned" if scan_rows else f"{table} AS scanned"
+    scope = f"in its first {scan_rows:,} rows" if scan_rows else "in its rows"
+    for column in schema.columns:
+        name = quote(column.name)
+        if values.zero_date is not None and column.data_type in _DATES:
+            found = _first(conn, rows, f"(YEAR({name}) = 0 OR MONTH({name}) = 0 OR DAYOFMONTH({name}) = 0)", name)
+            if found is not None:
+                yield _invalid_date(schema, column, values, found, scope)
+        nuls = values.nul_replacement is not None and column.data_type in TEXT_STRING_TYPES
+        if nuls and _first(conn, rows, f"INSTR({name}, CHAR(0)) > 0", "1") is not None:
+            done = f"replaced by {values.nul_replacement!r}" if values.nul_replacement else "removed"
+            yield Finding(
+                "warning",
+                f"{schema.table_id}.{column.name}",
+                f"holds NUL characters {scope}, which the target's text cannot: they will be {done} "
+                "(sink.nul-replacement decides)",
+            )
+
+
+def _invalid_date(schema: TableSchema, column: Column, values: TargetValues, found: Any, scope: str) -> Finding:
+    subject = f"{schema.table_id}.{column.name}"
+    nullability = "NULL" if column.nullable else "NOT NULL"
+    if values.zero_date == "fail":
+        return Finding(
+            "error",
+            subject,
+            f"holds {found!s}, a date no calendar has, {scope} ({nullability}), and sink.zero-date is 'fail': the "
+            "pipeline would stop there; set sink.zero-date to a date, or leave it unset",
+        )
+    replacement = values.date_replacement(column)
+    becomes = "NULL" if replacement is None else str(replacement)
+    return Finding(
+        "warning",
+        subject,
+        f"holds {found!s}, a date no calendar has, {scope}: it will be written as {becomes} ({nullability} column; "
+        "sink.zero-date decides)",
+    )
+
+
+def _first(conn: pymysql.connections.Connection, rows: str, condition: str, what: str) -> Any:
+    with conn.cursor() as cur:
+        cur.execute(f"SELECT CAST({what} AS CHAR) FROM {rows} WHERE {condition} LIMIT 1")
+        row = cur.fetchone()
+    return row[0] if row else None
+
+
+def _target(definition: PipelineDefinition, sink: Sink, databases: list[str]) -> Iterator[Finding]:
+    problems = sink.check_target(databases)
+    if problems is None:
+        yield Finding("ok", "sink", f"{definition.sink.type}: no target to reach")
+        return
+    yield from (Finding("error", "sink", problem) for problem in problems)
+    if not problems:
+        yield Finding("ok", "sink", f"{definition.sink.type} target reached; the pipeline's user may write there")
+
+
+def _duration(seconds: float) -> str:
+    if seconds < 120:
+        return f"{seconds:.0f}s"
+    if seconds < 7200:
+        return f"{seconds / 60:.0f} minutes"
+    return f"{seconds / 3600:.1f} hours" if seconds < 172800 else f"{seconds / 86400:.1f} days"
