@@ -3,7 +3,7 @@ VENV   := .venv
 PYTHON := $(VENV)/bin/python
 SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: install system-deps tools test soak demo bench images argocd-cm lint format clean
+.PHONY: install system-deps tools test soak demo bench dashboard-picture images argocd-cm lint format clean
 
 install: $(VENV)/.installed
 
@@ -65,6 +65,11 @@ soak: install system-deps
 
 demo: install system-deps
 	$(PYTHON) -m tests.harness.demo
+
+# The README's picture of the chart's dashboard, drawn from a real run scraped by a real
+# Prometheus (charts/sluice/dashboards/sluice.png).
+dashboard-picture: install system-deps
+	$(PYTHON) -m tests.harness.dashboard_picture
 
 # On durable, default-configured servers, as users run them; SERVERS=tuned for the test
 # suite's (no fsync, a 512 MiB buffer pool). Each bench prints the settings it ran with.

@@ -12,6 +12,7 @@ of two runs; the run into PostgreSQL writes its target once.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import io
 import os
 import statistics
@@ -25,6 +26,7 @@ from pymysqlreplication.row_event import DeleteRowsEvent, UpdateRowsEvent, Write
 from sluice.binlog.binlog_split import BinlogSplit
 from sluice.pipeline.definition import build_definition
 from sluice.runtime.binlog_phase import BinlogSettings, run_binlog_phase
+from sluice.runtime.pipeline_metrics import PipelineMetrics
 from sluice.sink.base import ChangeBatch, SinkWriter
 from sluice.sink.jdbc import JdbcSink
 from sluice.source.connection import SourceEndpoint, current_offset
@@ -34,6 +36,7 @@ from sluice.state.compact_state import compact
 from sluice.state.pipeline_state import PipelineState
 from sluice.verify.online import PACE
 from sluice.verify.verifier import Verifier
+from tests.bench.scraper import INTERVAL, Scraper
 
 TABLE_DDL = (
     "CREATE TABLE bench.events (id BIGINT PRIMARY KEY, customer VARCHAR(40) NOT NULL, "
@@ -144,19 +147,24 @@ def mariadb_binlog(mariadb, start: BinlogOffset, end: BinlogOffset) -> float:
     return time.perf_counter() - started
 
 
-def sluice_reader(endpoint, schemas, writer: SinkWriter, start, end) -> float:
+def sluice_reader(endpoint, schemas, writer: SinkWriter, start, end, metrics: bool = False) -> float:
+    """Seconds the binlog phase takes from start to end; `metrics`: counted, served and
+    scraped every Scraper.INTERVAL, as `sluice run --metrics-port` does."""
+    counted = PipelineMetrics("binlog-bench")
+    scraping = Scraper(counted.serve(0)) if metrics else contextlib.nullcontext()
     started = time.perf_counter()
-    run_binlog_phase(
-        endpoint,
-        BinlogSettings(server_id=7902, heartbeat_seconds=1.0),
-        BinlogSplit(start),
-        schemas,
-        writer,
-        end,
-        threading.Event(),
-        lambda *_: None,
-        lambda *_: None,
-    )
+    with scraping:
+        run_binlog_phase(
+            endpoint,
+            BinlogSettings(server_id=7902, heartbeat_seconds=1.0),
+            BinlogSplit(start),
+            schemas,
+            writer,
+            end,
+            threading.Event(),
+            lambda *_: None,
+            counted.binlog_committed if metrics else lambda *_: None,
+        )
     return time.perf_counter() - started
 
 
@@ -295,6 +303,9 @@ def main() -> None:
         start, end = write_single_row_transactions(mariadb, args.transactions, first_id=args.events * 10)
         rows, bare_seconds = min((bare_loop(endpoint, start, end) for _ in range(2)), key=lambda run: run[1])
         null_seconds = min(sluice_reader(endpoint, schemas, NullWriter(), start, end) for _ in range(2))
+        metered_seconds = min(
+            sluice_reader(endpoint, schemas, NullWriter(), start, end, metrics=True) for _ in range(2)
+        )
         writer = sink.writer()
         pg_seconds = sluice_reader(endpoint, schemas, writer, start, end)
         writer.close()
@@ -302,6 +313,10 @@ def main() -> None:
             f"single-row transactions: bare loop {rows / bare_seconds:,.0f}/s; sluice reader into a null sink "
             f"{rows / null_seconds:,.0f}/s ({bare_seconds / null_seconds:.2f}x the bare loop), into PostgreSQL "
             f"{rows / pg_seconds:,.0f}/s ({bare_seconds / pg_seconds:.2f}x)"
+        )
+        print(
+            f"single-row transactions, metrics counted, served and scraped every {INTERVAL} s / not: "
+            f"{null_seconds / metered_seconds:.2f}x ({rows / metered_seconds:,.0f}/s into a null sink)"
         )
         lat = sorted(latency(mariadb, endpoint, schemas, sink, args.rate, args.seconds))
         p50 = statistics.median(lat)

@@ -19,6 +19,7 @@ rates and ratios and asserts nothing.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import itertools
 import os
 import re
@@ -30,9 +31,10 @@ import pymysql.cursors
 
 from sluice.sink.jdbc_dialects import META_SCHEMA
 from tests.bench.cpu_use import cpu_summary, read_cpu
+from tests.bench.scraper import INTERVAL, Scraper
 from tests.bench.servers import add_servers_option, announce
 from tests.harness.pipelines import mysql_sink, pipeline_yaml, postgres_sink, run_sluice, sluice_env, write_pipeline
-from tests.harness.services import running_services, scratch_directory, start_mariadb
+from tests.harness.services import free_port, running_services, scratch_directory, start_mariadb
 
 TABLE_DDL = (
     "CREATE TABLE bench.orders (id BIGINT PRIMARY KEY, customer VARCHAR(40) NOT NULL, "
@@ -156,11 +158,13 @@ def sluice_snapshot(
     table: str = "bench.orders",
     full_target: bool = False,
     read_on_driver: bool = True,
+    metrics: bool = False,
 ) -> tuple[float, float, int, float, str]:
     """One `sluice run` of the snapshot of `table` into an empty PostgreSQL schema (or MariaDB
     database, with `target`), or with `full_target` (PostgreSQL) into the rows the last run
     left, which each chunk then replaces; `read_on_driver` False: every split on Spark's
-    executors. Phase rate, end-to-end rate, rows, seconds, CPU use."""
+    executors; `metrics`: served (--metrics-port) and scraped every Scraper.INTERVAL.
+    Phase rate, end-to-end rate, rows, seconds, CPU use."""
     if target is None:
         with postgresql.connect() as conn:
             if not full_target:
@@ -171,6 +175,7 @@ def sluice_snapshot(
         target.execute("DROP DATABASE IF EXISTS bench", f"DROP DATABASE IF EXISTS {META_SCHEMA}")
         sink = mysql_sink(target)
     name = f"p{parallelism}{'' if target is None else '-mariadb'}{'' if read_on_driver else '-executors'}"
+    name += "-metrics" if metrics else ""
     shutil.rmtree(base / f"state-{name}", ignore_errors=True)
     definition = pipeline_yaml(
         mariadb,
@@ -183,7 +188,15 @@ def sluice_snapshot(
     )
     pipeline = write_pipeline(base / f"bench-{name}.yaml", definition)
     before, started = read_cpu(servers(mariadb, postgresql, target)), time.perf_counter()
-    result = run_sluice(pipeline, base / f"state-{name}", sluice_env(mariadb, postgresql, target), timeout=3600)
+    port = free_port()
+    with Scraper(port) if metrics else contextlib.nullcontext():
+        result = run_sluice(
+            pipeline,
+            base / f"state-{name}",
+            sluice_env(mariadb, postgresql, target),
+            timeout=3600,
+            options=("--metrics-port", str(port)) if metrics else (),
+        )
     total_seconds = time.perf_counter() - started
     cpu = cpu_summary(before, read_cpu(servers(mariadb, postgresql, target)), total_seconds)
     if result.returncode != 0:
@@ -204,6 +217,7 @@ CONFIGURATIONS = {  # the Sluice runs each round makes, beside the pipe
     "p2": "parallelism 2",
     "exec": "parallelism 2, every split on the executors (scan.snapshot.read-on-driver: false, as a driver pod "
     "with executors runs)",
+    "metrics": f"parallelism 2, metrics served (--metrics-port) and scraped every {INTERVAL} s",
 }
 
 
@@ -215,7 +229,13 @@ def best_of_rounds(base, mariadb, postgresql, chunk_size: int, rounds: int) -> d
     for _ in range(rounds):
         runs = {"pipe": lambda: pipe_copy(mariadb, postgresql)} | {
             name: lambda name=name: sluice_snapshot(
-                base, mariadb, postgresql, 1 if name == "p1" else 2, chunk_size, read_on_driver=name != "exec"
+                base,
+                mariadb,
+                postgresql,
+                1 if name == "p1" else 2,
+                chunk_size,
+                read_on_driver=name != "exec",
+                metrics=name == "metrics",
             )
             for name in CONFIGURATIONS
         }
@@ -254,6 +274,10 @@ def main() -> None:
                 f"end to end {end_to_end:>10,.0f} rows/s = {end_to_end / pipe_rate:.2f}x the pipe ({copied:,} rows, "
                 f"{seconds:.1f} s)\n  {cpu}"
             )
+        print(
+            f"metrics on / off (parallelism 2): snapshot phase {best['metrics'][0] / best['p2'][0]:.2f}x, "
+            f"end to end {best['p2'][3] / best['metrics'][3]:.2f}x"
+        )
         phases = {parallelism: best[f"p{parallelism}"][0] for parallelism in (1, 2)}
         print(f"snapshot phase, parallelism 2 / parallelism 1: {phases[2] / phases[1]:.2f}x")
         replacing, *_ = sluice_snapshot(base, mariadb, postgresql, 2, args.chunk_size, full_target=True)

@@ -10,7 +10,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -113,10 +113,10 @@ def sluice_env(mariadb: MariaDB, postgresql: PostgreSQL | None = None, target: M
 
 
 def run_sluice(
-    pipeline: Path, state_dir: Path, env: dict[str, str], timeout: float = 600
+    pipeline: Path, state_dir: Path, env: dict[str, str], timeout: float = 600, options: Sequence[str] = ()
 ) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [*SLUICE, "run", str(pipeline), "--state-dir", str(state_dir)],
+        [*SLUICE, "run", str(pipeline), "--state-dir", str(state_dir), *options],
         env=env,
         capture_output=True,
         text=True,

@@ -153,10 +153,12 @@ def run_binlog_phase(
         entered, changes, committed = split.advance(end), batch.counts(), end
         started = time.monotonic()
         wait = writer.start_changes(batch, end, drop_split_records=bool(entered) and not split.watermarks)
+        writing = time.monotonic() - started
 
         def done() -> None:
+            waited = time.monotonic()
             wait()
-            took = time.monotonic() - started
+            took = writing + time.monotonic() - waited  # what the commit held the reader up for
             on_commit(split, entered)
             on_progress(committed, changes, lag(), took)
 

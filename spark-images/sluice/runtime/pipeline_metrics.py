@@ -64,7 +64,7 @@ class PipelineMetrics:
         self.lag = gauge("sluice_binlog_lag_seconds", "How far the target is behind the source")
         self.commit_seconds = Histogram(
             "sluice_commit_duration_seconds",
-            "Time the target took to commit a binlog batch",
+            "Time a binlog batch's commit held the reader up: writing it, then waiting for the target's commit",
             by_pipeline,
             buckets=COMMIT_SECONDS_BUCKETS,
             registry=self.registry,

@@ -26,6 +26,7 @@ from sluice.runtime.pipeline_runner import source_endpoint
 from sluice.sink.base import Sink
 from sluice.sink.factory import create_sink
 from sluice.sink.target_values import TargetValues
+from sluice.snapshot.chunk_splitter import estimated_rows
 from sluice.source.checks import binlog_settings, binlog_settings_problems, privileges_problem, select_problem
 from sluice.source.connection import connect
 from sluice.source.schema import TEXT_STRING_TYPES, Column, TableSchema, discover_tables
@@ -85,7 +86,7 @@ def _source(definition: PipelineDefinition, sink: Sink, scan_rows: int, database
             yield Finding("error", "source.tables", str(exc))
             return
         databases.extend(sorted({schema.database for schema in schemas}))
-        rows = {schema.table_id: _estimated_rows(conn, schema) for schema in schemas}
+        rows = {schema.table_id: estimated_rows(conn, schema) for schema in schemas}
         if source.startup.takes_snapshot:
             yield _retention(conn, definition, sum(rows.values()))
         values = sink.values
@@ -140,16 +141,6 @@ def _server_ids(conn: pymysql.connections.Connection, definition: PipelineDefini
         )
     else:
         yield Finding("ok", "source.server-id", f"{ids.start}-{ids.end}: no connected replica uses these ids")
-
-
-def _estimated_rows(conn: pymysql.connections.Connection, schema: TableSchema) -> int:
-    with conn.cursor() as cur:
-        cur.execute(
-            "SELECT TABLE_ROWS FROM information_schema.TABLES WHERE TABLE_SCHEMA = %s AND TABLE_NAME = %s",
-            (schema.database, schema.table),
-        )
-        row = cur.fetchone()
-    return int(row[0] or 0) if row else 0
 
 
 def _retention(conn: pymysql.connections.Connection, definition: PipelineDefinition, rows: int) -> Finding:

@@ -50,17 +50,23 @@ def split_table(conn: pymysql.connections.Connection, schema: TableSchema, chunk
 
 def approximate_row_count(conn: pymysql.connections.Connection, schema: TableSchema) -> int:
     """The server's row estimate; an exact count when the estimate is empty (new tables)."""
+    estimate = estimated_rows(conn, schema)
+    if estimate > 0:
+        return estimate
+    with conn.cursor() as cur:
+        cur.execute(f"SELECT COUNT(*) FROM {quote(schema.database)}.{quote(schema.table)}")
+        return int(cur.fetchone()[0])
+
+
+def estimated_rows(conn: pymysql.connections.Connection, schema: TableSchema) -> int:
+    """The server's row estimate (information_schema), 0 where it has none."""
     with conn.cursor() as cur:
         cur.execute(
             "SELECT TABLE_ROWS FROM information_schema.TABLES WHERE TABLE_SCHEMA = %s AND TABLE_NAME = %s",
             (schema.database, schema.table),
         )
         row = cur.fetchone()
-        estimate = int(row[0] or 0) if row else 0
-        if estimate > 0:
-            return estimate
-        cur.execute(f"SELECT COUNT(*) FROM {quote(schema.database)}.{quote(schema.table)}")
-        return int(cur.fetchone()[0])
+    return int(row[0] or 0) if row else 0
 
 
 def _even_boundaries(low: int, high: int, step: int) -> list[Any]:
