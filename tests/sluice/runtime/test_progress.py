@@ -1,11 +1,14 @@
-"""Progress a user reads on stderr: binlog position, rows and lag."""
+"""Progress a user reads on stderr: the snapshot's splits, rows, rate and time left; the
+binlog position, rows and lag."""
 
 from __future__ import annotations
 
+import io
 import re
 import signal
 import time
 
+from sluice.runtime.progress import SnapshotProgress
 from sluice.source.connection import current_offset
 from sluice.source.offset import BinlogOffset
 from tests.harness import compare
@@ -66,3 +69,33 @@ def test_the_position_reaches_the_end_when_the_source_goes_quiet_after_a_stateme
     process.send_signal(signal.SIGTERM)
     _, err = process.communicate(timeout=60)
     assert process.returncode == 0, err
+
+
+class Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_a_snapshot_on_a_terminal_is_one_line_redrawn_with_splits_rows_rate_and_time_left():
+    out = Terminal()
+    progress = SnapshotProgress(4, 0, 0, out=out)
+    progress.split_finished("db.t", 100)
+    progress.split_finished("db.t", 100)
+    progress.show(final=True)
+    *redrawn, final = out.getvalue().split("\r")[1:]
+    assert re.fullmatch(r"snapshot: 1/4 splits, 100 rows, [\d,]+ rows/s, \d+s left", redrawn[0]), redrawn
+    assert re.fullmatch(r"snapshot: 2/4 splits, 200 rows, [\d,]+ rows/s, \d+s left", redrawn[1]), redrawn
+    assert re.fullmatch(r"snapshot: 2/4 splits, 200 rows, [\d,]+ rows/s, \d+s left \(2 read by this run\)\n", final)
+
+
+def test_a_snapshot_logged_elsewhere_is_plain_lines_a_few_seconds_apart():
+    out = io.StringIO()  # CI logs, kubectl logs
+    progress = SnapshotProgress(10, 3, 3000, out=out)
+    for _ in range(4):
+        progress.split_finished("db.t", 1000)
+    progress.show(final=True)
+    lines = out.getvalue().splitlines()
+    assert "\r" not in out.getvalue()
+    assert re.fullmatch(r"snapshot: 4/10 splits, 4,000 rows, [\d,]+ rows/s, \d+s left", lines[0]), lines
+    assert len(lines) == 2 and lines[1].startswith("snapshot: 7/10 splits, 7,000 rows, ")  # the rest within 2 s
+    assert lines[1].endswith("(4 read by this run)")
