@@ -328,6 +328,10 @@ def _status_schema() -> dict[str, Any]:
                         "type": "boolean",
                         "description": "false: the error is one a user must fix (the definition, a privilege)",
                     },
+                    "reason": {
+                        "type": "string",
+                        "description": "The kind of failure, where the conditions name it (PreflightFailed)",
+                    },
                     "adopted": {
                         "type": "string",
                         "description": "The run found no state here and took it over from the target's records",

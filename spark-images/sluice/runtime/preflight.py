@@ -43,11 +43,12 @@ class Finding:
     level: Level
     subject: str  # what to fix: source.binlog, source.server-id, db.table.column, sink ...
     message: str
+    transient: bool = False  # an error that may heal by itself (a server not reachable now)
 
     def line(self) -> str:
         return f"{self.level:<7} {self.subject}: {self.message}"
 
-    def to_json(self) -> dict[str, str]:
+    def to_json(self) -> dict[str, Any]:
         return asdict(self)
 
 
@@ -65,7 +66,7 @@ def _source(definition: PipelineDefinition, sink: Sink, scan_rows: int, database
     try:
         conn = connect(source_endpoint(definition))
     except SluiceError as exc:
-        yield Finding("error", "source", str(exc))
+        yield Finding("error", "source", str(exc), exc.transient)
         return
     try:
         yield Finding("ok", "source", f"reached {source.hostname}:{source.port} ({conn.get_server_info()})")
@@ -138,6 +139,7 @@ def _server_ids(conn: pymysql.connections.Connection, definition: PipelineDefini
             "source.server-id",
             f"{ids.start}-{ids.end} takes ids the source's connected replicas use: {', '.join(clashes)}; each binlog "
             "reader needs an id of its own (another Sluice pipeline running, or this one, counts too)",
+            transient=True,  # the server may still list a reader that just went: a later try may pass
         )
     else:
         yield Finding("ok", "source.server-id", f"{ids.start}-{ids.end}: no connected replica uses these ids")
@@ -238,7 +240,7 @@ def _target(definition: PipelineDefinition, sink: Sink, databases: list[str]) ->
     if problems is None:
         yield Finding("ok", "sink", f"{definition.sink.type}: no target to reach")
         return
-    yield from (Finding("error", "sink", problem) for problem in problems)
+    yield from (Finding("error", "sink", str(problem), problem.transient) for problem in problems)
     if not problems:
         yield Finding("ok", "sink", f"{definition.sink.type} target reached; the pipeline's user may write there")
 

@@ -139,10 +139,10 @@ class Sink(ABC):
     def prepare(self, schemas: Sequence[TableSchema]) -> None:
         """Creates what the pipeline writes into (target tables, offsets table)."""
 
-    def check_target(self, containers: Sequence[str]) -> list[str] | None:
+    def check_target(self, containers: Sequence[str]) -> list[SinkError] | None:
         """What keeps the target from taking the pipeline's tables in these schemas or
-        databases, changing nothing (`sluice check`): unreachable, not allowed. None where
-        the sink has no target to reach."""
+        databases, changing nothing (`sluice check`): unreachable (SinkUnavailable, which
+        may heal), not allowed. None where the sink has no target to reach."""
         return None
 
     def committed_splits(self) -> Mapping[str, BinlogOffset]:

@@ -263,13 +263,13 @@ class JdbcSink(Sink):
     def values(self) -> TargetValues:
         return self.target.values
 
-    def check_target(self, containers: Sequence[str]) -> list[str]:
+    def check_target(self, containers: Sequence[str]) -> list[SinkError]:
         try:
             conn = self.target.connect()
         except SinkUnavailable as exc:
-            return [str(exc)]
+            return [exc]
         try:
-            return self.target.dialect.privilege_problems(conn, [META_SCHEMA, *containers])
+            return [SinkError(p) for p in self.target.dialect.privilege_problems(conn, [META_SCHEMA, *containers])]
         finally:
             conn.close()
 

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import pyarrow as pa
 
 from sluice.binlog.gtid_state import contains
-from sluice.errors import SinkError, SluiceError
+from sluice.errors import SinkError, SinkUnavailable, SluiceError
 from sluice.event.row_change import RowKind
 from sluice.event.schema_change import AddColumn, AlterColumnType, SchemaChangeEvent, apply_events
 from sluice.pipeline.options import parse_duration
@@ -197,13 +197,13 @@ class LakehouseSink(Sink):
         self._locks: dict[str, threading.Lock] = {}
         self._locks_lock = threading.Lock()
 
-    def check_target(self, containers: Sequence[str]) -> list[str]:
+    def check_target(self, containers: Sequence[str]) -> list[SinkError]:
         """The catalog (Iceberg) or the storage (Delta Lake) answers: a lookup of a table."""
         try:
             self.tables.exists(f"{containers[0] if containers else 'sluice'}.sluice_check")
         except Exception as exc:  # noqa: BLE001 - each catalog and store fails its own way
             first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-            return [f"sink ({self.tables.name}): cannot reach the tables: {first}"]
+            return [SinkUnavailable(f"sink ({self.tables.name}): cannot reach the tables: {first}")]
         return []
 
     def table_layout(self, table_id: str, partitions: tuple[str, ...], options: Mapping[str, str]) -> bool:

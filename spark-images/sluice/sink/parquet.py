@@ -253,13 +253,13 @@ class ParquetSink(Sink):
     def attach(self, spark: SparkSession) -> None:
         self.spark = spark
 
-    def check_target(self, containers: Sequence[str]) -> list[str]:
+    def check_target(self, containers: Sequence[str]) -> list[SinkError]:
         """The path, or the nearest folder above it that exists, takes new folders."""
         existing = self.path
         while not existing.exists() and existing != existing.parent:
             existing = existing.parent
         if not (existing.is_dir() and os.access(existing, os.W_OK | os.X_OK)):
-            return [f"sink.path {self.path}: {existing} is not a folder this user may write into"]
+            return [SinkError(f"sink.path {self.path}: {existing} is not a folder this user may write into")]
         return []
 
     def prepare(self, schemas: Sequence[TableSchema]) -> None:

@@ -9,6 +9,7 @@ import logging
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from sluice.errors import SinkError
 from sluice.event.projection import projection
 from sluice.event.schema_change import SchemaChangeEvent, apply_events
 from sluice.route.table_routing import Routing, TableRouting
@@ -55,7 +56,7 @@ class RoutedSink(Sink):
     def values(self) -> TargetValues | None:  # type: ignore[override]
         return self.inner.values
 
-    def check_target(self, containers: Sequence[str]) -> list[str] | None:
+    def check_target(self, containers: Sequence[str]) -> list[SinkError] | None:
         return self.inner.check_target(containers)
 
     def prepare(self, schemas: Sequence[TableSchema]) -> None:

@@ -59,8 +59,9 @@ class StateStore(ABC):
         """That the state was lost and taken over from the target's records (the operator
         turns it into an `Adopted` Event)."""
 
-    def report_failure(self, message: str, retriable: bool = False) -> None:  # noqa: B027 - optional hook
-        """Why the run stopped (the operator's Degraded condition, `sluice status`)."""
+    def report_failure(self, message: str, retriable: bool = False, reason: str = "") -> None:  # noqa: B027
+        """Why the run stopped (the operator's Degraded condition, `sluice status`); `reason`
+        names the kind of failure where the conditions should (PreflightFailed)."""
 
 
 class DirectoryStateStore(StateStore):
@@ -125,7 +126,7 @@ class DirectoryStateStore(StateStore):
         self._run = {"pid": os.getpid(), "started": time.time()}
         self._write_run()
 
-    def report_failure(self, message: str, retriable: bool = False) -> None:
+    def report_failure(self, message: str, retriable: bool = False, reason: str = "") -> None:
         self._run.update(error=message, error_at=time.time())
         self._write_run()
 

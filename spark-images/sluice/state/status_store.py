@@ -69,6 +69,7 @@ class StatusStateStore(StateStore):
         self._lag: float | None = None
         self._failure: str | None = None
         self._retriable = False
+        self._reason = ""
         self._adopted: str | None = None
         self._verification: dict[str, Any] | None = None  # as this run last said; else the status's
         self._resnapshots: dict[str, dict[str, Any]] | None = None
@@ -160,12 +161,13 @@ class StatusStateStore(StateStore):
             self._adopted = message[:1000]
             self._write()
 
-    def report_failure(self, message: str, retriable: bool = False) -> None:
+    def report_failure(self, message: str, retriable: bool = False, reason: str = "") -> None:
         """Why the run stopped, for the operator's Degraded condition (no passwords: Sluice's
         messages name options, never their values), and whether the operator should retry."""
         with self._lock:
-            self._failure = message[:2000]
+            self._failure = message[:4000]
             self._retriable = retriable
+            self._reason = reason
             self._write()
 
     def flush(self) -> None:
@@ -230,6 +232,8 @@ class StatusStateStore(StateStore):
         """The driver's status fields, from the state; None removes a field."""
         fields: dict[str, Any] = dict.fromkeys(DRIVER_FIELDS)
         failure = {"error": self._failure, "retriable": self._retriable} if self._failure else {}
+        if self._failure and self._reason:
+            failure["reason"] = self._reason
         adopted = {"adopted": self._adopted} if self._adopted else {}
         fields["driver"] = {"run": self.run, **failure, **adopted}
         status = (self._object.get("status") or {}) if self._object is not None else {}
