@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 from sluice.errors import SchemaDrift, SluiceError
 from sluice.pipeline.definition import PipelineDefinition
 from sluice.runtime.progress import SnapshotProgress
+from sluice.sink import target_values
 from sluice.sink.base import Sink
 from sluice.snapshot.snapshot_split import SnapshotSplit, SplitResult, SplitTask
 from sluice.snapshot.snapshot_split_assigner import SnapshotAssignerState
@@ -99,6 +100,7 @@ def run_snapshot_phase(
     def record(result: SplitResult) -> None:
         with lock:
             on_split_finished(result)
+            target_values.count_executors(result)
             progress.split_finished(SnapshotAssignerState.splits_table(result.split_id), result.rows)
 
     def write(tasks: list[SplitTask]) -> None:

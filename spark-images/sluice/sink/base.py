@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from sluice.errors import SinkError
 from sluice.event.row_change import ChangeRow, RowKind
 from sluice.event.schema_change import SchemaChangeEvent
+from sluice.sink import target_values
 from sluice.sink.target_values import TargetValues
 from sluice.snapshot.snapshot_split import ReadSplits, SplitRead, SplitResult, SplitTask
 from sluice.source.offset import BinlogOffset
@@ -117,7 +118,7 @@ class Sink(ABC):
     def write_snapshot_job(self, sc: SparkContext, tasks: list[SplitTask], read: ReadSplits) -> list[SplitResult]:
         """Runs splits as one Spark task whose writer commits each split on its own."""
         sink = self
-        (results,) = sc.parallelize([tasks], 1).map(lambda t: _write_splits(t, sink, read)).collect()
+        (results,) = sc.parallelize([tasks], 1).map(lambda t: _write_splits_on_executor(t, sink, read)).collect()
         return results
 
     def write_splits_now(
@@ -183,6 +184,11 @@ class Sink(ABC):
     @abstractmethod
     def writer(self) -> SinkWriter:
         """A writer for an executor task or for the binlog phase."""
+
+
+def _write_splits_on_executor(tasks: list[SplitTask], sink: Sink, read: ReadSplits) -> list[SplitResult]:
+    before = target_values.changed.copy()
+    return target_values.on_executor(_write_splits(tasks, sink, read), before)
 
 
 def _write_splits(

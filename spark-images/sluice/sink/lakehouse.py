@@ -36,6 +36,7 @@ from sluice.event.row_change import RowKind
 from sluice.event.schema_change import AddColumn, AlterColumnType, SchemaChangeEvent, apply_events
 from sluice.pipeline.options import parse_duration
 from sluice.pipeline.partition_key import PartitionField
+from sluice.sink import target_values
 from sluice.sink.arrow_rows import ArrowRows, arrow_schema, source_rows, widens
 from sluice.sink.base import ChangeBatch, SchemaChangeRefused, Sink, SinkWriter
 from sluice.sink.columnar_types import arrow_type
@@ -363,7 +364,9 @@ class LakehouseSink(Sink):
         write = self.tables.file_writer(schema.table_id)
         rules = self.values
         ((files, results, cleared),) = (
-            sc.parallelize([tasks], 1).map(lambda t: _write_data_files(t, read, schema, rules, write)).collect()
+            sc.parallelize([tasks], 1)
+            .map(lambda t: _write_data_files_on_executor(t, read, schema, rules, write))
+            .collect()
         )
         self._commit_snapshot(schema, files, results, cleared)
         return results
@@ -469,6 +472,18 @@ def holds_already(change: BinlogOffset, batch_end: BinlogOffset, table_end: Binl
 
 def _nulls_first(key: Any) -> tuple[bool, Any]:
     return (key is not None, key)
+
+
+def _write_data_files_on_executor(
+    tasks: list[SplitTask],
+    read: ReadSplits,
+    schema: TableSchema,
+    rules: TargetValues,
+    write: Callable[[pa.Table], list[DataFile]],
+) -> tuple[list[DataFile], list[SplitResult], list[str]]:
+    before = target_values.changed.copy()
+    files, results, cleared = _write_data_files(tasks, read, schema, rules, write)
+    return files, target_values.on_executor(results, before), cleared
 
 
 def _write_data_files(

@@ -55,6 +55,7 @@ from sluice.event.schema_change import (
     event_from_json,
     event_to_json,
 )
+from sluice.sink import target_values
 from sluice.sink.base import ChangeBatch, Sink, SinkWriter
 from sluice.sink.columnar_types import MAX_DECIMAL_PRECISION, spark_type
 from sluice.sink.target_values import TargetValues
@@ -229,6 +230,7 @@ def _snapshot_rows(
 ) -> Iterator[tuple[Any, ...]]:
     """Runs on an executor: the splits' rows as changelog rows (in `schema`), results to the accumulator."""
     convert = spark_values(schema, rules)
+    before = target_values.changed.copy()
     finished: list[SplitResult] = []
     index = 0
     for split in read(tasks):
@@ -237,7 +239,7 @@ def _snapshot_rows(
             yield ("+I", schema.table_id, position, 0, commit, index, *convert(row))
             index += 1
         finished.extend(split.results())
-    results.add(finished)
+    results.add(target_values.on_executor(finished, before))
 
 
 class ParquetSink(Sink):

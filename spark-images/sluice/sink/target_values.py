@@ -18,6 +18,7 @@ A MySQL-dialect target holds them all as the source does.
 from __future__ import annotations
 
 import collections
+import dataclasses
 import logging
 import re
 import threading
@@ -27,6 +28,7 @@ from typing import Any
 
 from sluice.errors import SinkError
 from sluice.snapshot.copy_text import RendersCopyText
+from sluice.snapshot.snapshot_split import SplitResult
 from sluice.source.row_decoding import InvalidDate, Row, RowDecoder
 from sluice.source.schema import TEXT_STRING_TYPES, Column, TableSchema
 
@@ -41,6 +43,22 @@ COPY_NULL = "\\N"
 _lock = threading.Lock()
 # Values changed in this process, by (table, column, rule): nul, surrogate, invalid_date.
 changed: collections.Counter[tuple[str, str, str]] = collections.Counter()
+
+
+def on_executor(results: list[SplitResult], before: collections.Counter[tuple[str, str, str]]) -> list[SplitResult]:
+    """An executor's task's results, the values it changed since `before` on the last one."""
+    with _lock:
+        counts = tuple((*key, n) for key, n in sorted((changed - before).items()))
+    if counts and results:
+        results[-1] = dataclasses.replace(results[-1], rewritten=counts)
+    return results
+
+
+def count_executors(result: SplitResult) -> None:
+    """The driver adds what an executor's split changed to its own counts."""
+    with _lock:
+        for table, column, rule, n in result.rewritten:
+            changed[(table, column, rule)] += n
 
 
 def _changed(schema: TableSchema, column: str, row: Row, rule: str, what: str) -> None:

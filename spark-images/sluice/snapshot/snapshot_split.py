@@ -80,6 +80,9 @@ class SplitResult:
     split_id: str
     high_watermark: BinlogOffset
     rows: int
+    # Values a type rule changed on the executor that read it, (table, column, rule, count):
+    # the driver counts them with its own (sink/target_values).
+    rewritten: tuple[tuple[str, str, str, int], ...] = ()
 
 
 @dataclass(frozen=True)

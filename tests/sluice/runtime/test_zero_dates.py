@@ -13,7 +13,16 @@ import pytest
 
 from sluice.sink.parquet import read_changelog
 from tests.harness import compare
-from tests.harness.pipelines import every_sink, pipeline_per_sink, sluice_env, stream_until_equal
+from tests.harness.pipelines import (
+    every_sink,
+    pipeline_per_sink,
+    pipeline_yaml,
+    postgres_sink,
+    run_sluice,
+    sluice_env,
+    stream_until_equal,
+    write_pipeline,
+)
 
 pytestmark = pytest.mark.slow
 
@@ -78,3 +87,33 @@ def test_zero_dates_are_kept_by_mariadb_and_follow_the_rule_elsewhere(
         f"{source_db}.legacy.{c}" for c in ("d", "dt", "dn", "p", "ts")
     }, said["postgres"]
     assert not any("no such date" in line for line in said["mariadb"].splitlines())
+
+
+def test_values_changed_on_sparks_executors_are_counted_by_the_driver(tmp_path, mariadb, postgresql, source_db):
+    """A snapshot read by Spark's executors (a driver pod with executors) changes values in
+    their processes: the driver counts them with its own, for its summary and its metrics."""
+    mariadb.execute(
+        "CREATE TABLE legacy (id INT PRIMARY KEY, d DATE NOT NULL, note VARCHAR(10))",
+        "INSERT INTO legacy VALUES (1, '0000-00-00', 'a'), (2, '2024-01-01', CONCAT('b', CHAR(0))), "
+        "(3, '2020-00-15', 'c')",
+        database=source_db,
+    )
+    definition = pipeline_yaml(
+        mariadb,
+        f"{source_db}.legacy",
+        postgres_sink(postgresql),
+        parallelism=1,
+        **{"server-id": "7190-7191", "scan.startup.mode": "snapshot", "scan.snapshot.read-on-driver": False},
+    )
+    pipeline = write_pipeline(tmp_path / "p.yaml", definition)
+    result = run_sluice(pipeline, tmp_path / "state", sluice_env(mariadb, postgresql))
+
+    assert result.returncode == 0, result.stderr
+    assert "Spark is up: executors read the 1 splits left" in result.stderr, result.stderr
+    summary = "values changed to fit the target (the warnings say how): "
+    assert f"{summary}{source_db}.legacy.d 2, {source_db}.legacy.note 1" in result.stderr, result.stderr
+    assert compare.postgres_rows(postgresql, source_db, "legacy") == [
+        (1, EPOCH_DAY, "a"),
+        (2, date(2024, 1, 1), "b"),
+        (3, EPOCH_DAY, "c"),
+    ]
