@@ -24,14 +24,17 @@ class Condition:
     message: str = ""
 
 
-def for_phase(phase: str, message: str = "") -> list[Condition]:
-    """The conditions a phase means; `message` says why (a failure's cause, the change to approve)."""
+def for_phase(phase: str, message: str = "", reason: str = "") -> list[Condition]:
+    """The conditions a phase means; `message` says why (a failure's cause, the change to
+    approve); `reason`, the kind of failure where the driver named one (else the phase)."""
     streaming = phase == "Streaming"
     working = phase in ("Pending", "Snapshotting", "SchemaChangePaused")
+    failure = reason or phase
+    explained = message if phase in ("Failed", "Suspended") else ""
     return [
-        Condition(READY, streaming or phase == "Completed", phase, message if phase in ("Failed", "Suspended") else ""),
+        Condition(READY, streaming or phase == "Completed", failure, explained),
         Condition(PROGRESSING, working, phase, message if working else ""),
-        Condition(DEGRADED, phase == "Failed", phase, message if phase == "Failed" else ""),
+        Condition(DEGRADED, phase == "Failed", failure, message if phase == "Failed" else ""),
         Condition(
             SCHEMA_CHANGE_PENDING,
             phase == "SchemaChangePaused",

@@ -118,16 +118,13 @@ def reconcile(observation: Observation, now: datetime | None = None) -> Plan:
     rerun = superseded is None or driver_run != superseded
     settled = current is not None and applied(current, application) and rerun
     ready = phase == "Streaming" and app_state == "RUNNING" and settled or phase == "Completed"
-    found = conditions.for_phase(phase, message)
-    reason = driver.get("reason") if phase == "Failed" and driver.get("reason") else phase
-    if reason != phase:  # the driver named the kind of failure: the preflight's checks
-        found = _with(found, conditions.DEGRADED, True, reason, message)
+    found = conditions.for_phase(phase, message, driver.get("reason", "") if phase == "Failed" else "")
     if phase != "Failed" and app_state in RETRYING_STATES and error:
         found = _with(found, conditions.DEGRADED, True, "DriverFailed", f"retrying: {error}")
     if retriable:
         wait = f"retry {retry['attempts']} at {retry['nextRetryTime']}"
         found = _with(found, conditions.DEGRADED, True, "Retrying", f"the Spark job failed: {error}; {wait}")
-    found = _with(found, conditions.READY, ready, reason, "" if ready else found[0].message)
+    found = _with(found, conditions.READY, ready, found[0].reason, "" if ready else found[0].message)
     if ready and retries.healed(status, now):
         retry = None  # the next failure waits the first interval again
     if spec.get("verification") or status.get("verification"):

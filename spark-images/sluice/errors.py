@@ -5,6 +5,7 @@ class SluiceError(Exception):
     """A failure with a message fit for the CLI's exit line and a CR condition."""
 
     transient = False  # a cause that may heal by itself: on Kubernetes the pipeline is retried
+    reason = ""  # the kind of failure, where a CdcPipeline's conditions name it (else its phase)
 
 
 class DefinitionError(SluiceError):

@@ -15,16 +15,11 @@ import logging
 import os
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from sluice.errors import SluiceError
-from sluice.pipeline.definition import PipelineDefinition, load_definition
-
-if TYPE_CHECKING:
-    from sluice.state.status_store import StatusStateStore
+from sluice.pipeline.definition import load_definition
 
 EXIT_FAILED = 1
-PREFLIGHT_SCAN_ROWS = 10_000  # rows of each table looked at for values a type rule refuses
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -49,10 +44,14 @@ def main(argv: list[str] | None = None) -> int:
                 metrics.serve(args.metrics_port)
             except OSError as exc:  # the pipeline's data comes first
                 logging.getLogger(__name__).warning("metrics not served: port %d: %s", args.metrics_port, exc)
-        if store.load() is None and not preflight(definition, store):
-            return EXIT_FAILED
         runner = PipelineRunner(
-            definition, store, store.approved_schema_changes, master=None, requests=store, metrics=metrics
+            definition,
+            store,
+            store.approved_schema_changes,
+            master=None,
+            requests=store,
+            metrics=metrics,
+            preflight=True,
         )
         runner.run()
         store.flush()
@@ -61,28 +60,9 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_FAILED
     except SluiceError as exc:
         print(f"sluice: error: {exc}", file=sys.stderr)
-        store.report_failure(str(exc), retriable=exc.transient)
+        store.report_failure(str(exc), retriable=exc.transient, reason=exc.reason)
         return EXIT_FAILED
     return 0
-
-
-def preflight(definition: PipelineDefinition, store: StatusStateStore) -> bool:
-    """A pipeline's first run checks everything `sluice check` does before it reads
-    anything: where the pipeline runs, with its network, identity and Secrets (the operator
-    has neither the database drivers nor, in most clusters, a way to the databases). Every
-    error goes to the CdcPipeline at once, as a PreflightFailed condition; a rerun is for
-    the user to ask for, with the errors fixed (a spec change)."""
-    from sluice.runtime.preflight import check_pipeline
-
-    findings = check_pipeline(definition, PREFLIGHT_SCAN_ROWS)
-    for finding in findings:
-        print(finding.line(), file=sys.stderr)
-    errors = [finding for finding in findings if finding.level == "error"]
-    if errors:
-        retriable = all(error.transient for error in errors)  # only a server not reachable now
-        store.report_failure("\n".join(error.line() for error in errors), retriable, "PreflightFailed")
-        store.flush()
-    return not errors
 
 
 if __name__ == "__main__":

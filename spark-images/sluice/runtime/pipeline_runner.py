@@ -79,11 +79,14 @@ class PipelineRunner:
         master: str | None = None,
         requests: RequestDesk | None = None,
         metrics: PipelineMetrics | None = None,
+        preflight: bool = False,
     ) -> None:
         """`approvals` lists the `manual` schema changes approved so far (default: the
         definition's); `master` is local Spark's, None where spark-submit gave one;
         `requests`: verification and resnapshot requests to carry out while streaming
-        (a CdcPipeline's spec); `metrics`: where progress is counted (served or not)."""
+        (a CdcPipeline's spec); `metrics`: where progress is counted (served or not);
+        `preflight`: a first run (no state in the store, none in the target) makes every
+        check of `sluice check` before anything else, and stops on any error (PreflightFailed)."""
         self.definition = definition
         self.approvals = approvals or (lambda: definition.approved_schema_changes)
         self.master = master
@@ -93,6 +96,7 @@ class PipelineRunner:
         self.state = PipelineState(definition.name, dict(definition.state_identity))
         self.requests = requests
         self.metrics = metrics or PipelineMetrics(definition.name)
+        self.preflight = preflight
         self.stopping = threading.Event()
         self.signalled = False  # stopping is also set by the binlog phase as it ends
         self._spark: SparkStart | None = None
@@ -120,7 +124,12 @@ class PipelineRunner:
             sys.stderr.write(f"values changed to fit the target (the warnings say how): {counts}\n")
 
     def _run(self) -> None:
-        self.state = self.store.load() or self.state
+        loaded = self.store.load()
+        if loaded is None and self.preflight:
+            from sluice.runtime.preflight import check_first_run
+
+            check_first_run(self.definition)
+        self.state = loaded or self.state
         self._check_pipeline_identity()
         self._count_snapshot_splits()
         try:

@@ -14,6 +14,7 @@ with the same message.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from typing import Any, Literal
@@ -33,6 +34,7 @@ from sluice.source.schema import TEXT_STRING_TYPES, Column, TableSchema, discove
 from sluice.source.sql import qualified, quote
 
 Level = Literal["error", "warning", "ok"]
+FIRST_RUN_SCAN_ROWS = 10_000  # rows of each table a first run looks at for values a type rule refuses
 ROWS_PER_SECOND_PER_READER = 20_000  # a conservative snapshot pace (wide rows, a remote target)
 RETENTION_MARGIN = 3  # the binlog must outlive the snapshot this many times over
 _DATES = ("date", "datetime", "timestamp")
@@ -50,6 +52,29 @@ class Finding:
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
+
+
+class PreflightFailed(SluiceError):
+    """A first run's checks found errors: one line each."""
+
+    reason = "PreflightFailed"
+
+    def __init__(self, errors: list[Finding]) -> None:
+        super().__init__("\n".join(error.line() for error in errors))
+        self.transient = all(error.transient for error in errors)  # only a server not reachable now
+
+
+def check_first_run(definition: PipelineDefinition) -> None:
+    """What a pipeline's first run on Kubernetes checks before it reads anything, where it
+    runs, with its network, identity and Secrets (the operator has neither the database
+    drivers nor, in most clusters, a way to the databases): every finding to the log, every
+    error at once to the CdcPipeline."""
+    findings = check_pipeline(definition, FIRST_RUN_SCAN_ROWS)
+    for finding in findings:
+        print(finding.line(), file=sys.stderr)
+    errors = [finding for finding in findings if finding.level == "error"]
+    if errors:
+        raise PreflightFailed(errors)
 
 
 def check_pipeline(definition: PipelineDefinition, scan_rows: int) -> list[Finding]:
