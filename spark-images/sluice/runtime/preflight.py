@@ -26,18 +26,17 @@ from sluice.pipeline.definition import PipelineDefinition
 from sluice.runtime.pipeline_runner import source_endpoint
 from sluice.sink.base import Sink
 from sluice.sink.factory import create_sink
-from sluice.sink.target_values import TargetValues
+from sluice.sink.target_values import DATES, STRINGS, TargetValues
 from sluice.snapshot.chunk_splitter import estimated_rows
 from sluice.source.checks import binlog_settings, binlog_settings_problems, privileges_problem, select_problem
 from sluice.source.connection import connect
-from sluice.source.schema import TEXT_STRING_TYPES, Column, TableSchema, discover_tables
+from sluice.source.schema import Column, TableSchema, discover_tables
 from sluice.source.sql import qualified, quote
 
 Level = Literal["error", "warning", "ok"]
 FIRST_RUN_SCAN_ROWS = 10_000  # rows of each table a first run looks at for values a type rule refuses
 ROWS_PER_SECOND_PER_READER = 20_000  # a conservative snapshot pace (wide rows, a remote target)
 RETENTION_MARGIN = 3  # the binlog must outlive the snapshot this many times over
-_DATES = ("date", "datetime", "timestamp")
 
 
 @dataclass(frozen=True)
@@ -212,19 +211,28 @@ def _how_read(definition: PipelineDefinition, schema: TableSchema, rows: int) ->
 def _rewritten_values(
     conn: pymysql.connections.Connection, schema: TableSchema, values: TargetValues, scan_rows: int
 ) -> Iterator[Finding]:
-    """A value of the first `scan_rows` rows that the target's rules change or refuse, per column."""
+    """Per column, a value of the first `scan_rows` rows that the target's rules change or
+    refuse: all the table's columns in one pass over those rows."""
+    dates = [c for c in schema.columns if c.data_type in DATES] if values.zero_date is not None else []
+    texts = [c for c in schema.columns if c.data_type in STRINGS] if values.nul_replacement is not None else []
+    if not dates and not texts:
+        return
+    picks = [
+        f"MIN(IF(YEAR({n}) = 0 OR MONTH({n}) = 0 OR DAYOFMONTH({n}) = 0, CAST({n} AS CHAR), NULL))"
+        for n in (quote(c.name) for c in dates)
+    ] + [f"MAX(INSTR({quote(c.name)}, CHAR(0)) > 0)" for c in texts]
     table = qualified(schema.database, schema.table)
-    rows = f"(SELECT * FROM {table} LIMIT {scan_rows}) AS scanned" if scan_rows else f"{table} AS scanned"
+    rows = f"(SELECT * FROM {table} LIMIT {scan_rows}) AS scanned" if scan_rows else table
+    with conn.cursor() as cur:
+        cur.execute(f"SELECT {', '.join(picks)} FROM {rows}")
+        found = cur.fetchone()
     scope = f"in its first {scan_rows:,} rows" if scan_rows else "in its rows"
-    for column in schema.columns:
-        name = quote(column.name)
-        if values.zero_date is not None and column.data_type in _DATES:
-            found = _first(conn, rows, f"(YEAR({name}) = 0 OR MONTH({name}) = 0 OR DAYOFMONTH({name}) = 0)", name)
-            if found is not None:
-                yield _invalid_date(schema, column, values, found, scope)
-        nuls = values.nul_replacement is not None and column.data_type in TEXT_STRING_TYPES
-        if nuls and _first(conn, rows, f"INSTR({name}, CHAR(0)) > 0", "1") is not None:
-            done = f"replaced by {values.nul_replacement!r}" if values.nul_replacement else "removed"
+    for column, invalid in zip(dates, found[: len(dates)], strict=True):
+        if invalid is not None:
+            yield _invalid_date(schema, column, values, invalid, scope)
+    done = f"replaced by {values.nul_replacement!r}" if values.nul_replacement else "removed"
+    for column, nul in zip(texts, found[len(dates) :], strict=True):
+        if nul:
             yield Finding(
                 "warning",
                 f"{schema.table_id}.{column.name}",
@@ -251,13 +259,6 @@ def _invalid_date(schema: TableSchema, column: Column, values: TargetValues, fou
         f"holds {found!s}, a date no calendar has, {scope}: it will be written as {becomes} ({nullability} column; "
         "sink.zero-date decides)",
     )
-
-
-def _first(conn: pymysql.connections.Connection, rows: str, condition: str, what: str) -> Any:
-    with conn.cursor() as cur:
-        cur.execute(f"SELECT CAST({what} AS CHAR) FROM {rows} WHERE {condition} LIMIT 1")
-        row = cur.fetchone()
-    return row[0] if row else None
 
 
 def _target(definition: PipelineDefinition, sink: Sink, databases: list[str]) -> Iterator[Finding]:

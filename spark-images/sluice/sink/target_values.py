@@ -36,8 +36,8 @@ log = logging.getLogger(__name__)
 
 NUL = "\x00"
 _SURROGATE = re.compile("[\ud800-\udfff]")
-_STRINGS = TEXT_STRING_TYPES | {"enum", "set"}
-_DATES = ("date", "datetime", "timestamp")
+STRINGS = TEXT_STRING_TYPES | {"enum", "set"}
+DATES = ("date", "datetime", "timestamp")
 COPY_NULL = "\\N"
 
 _lock = threading.Lock()
@@ -86,9 +86,9 @@ class TargetValues:
         """What each row of the table becomes in the target; None where rows go as they are."""
         rules: list[tuple[int, Callable[[Any, Row], Any]]] = []
         if self.nul_replacement is not None or self.unicode_text:
-            rules += [(i, self._text_rule(schema, c)) for i, c in enumerate(schema.columns) if c.data_type in _STRINGS]
+            rules += [(i, self._text_rule(schema, c)) for i, c in enumerate(schema.columns) if c.data_type in STRINGS]
         if self.zero_date is not None:
-            rules += [(i, self._date_rule(schema, c)) for i, c in enumerate(schema.columns) if c.data_type in _DATES]
+            rules += [(i, self._date_rule(schema, c)) for i, c in enumerate(schema.columns) if c.data_type in DATES]
         if not rules:
             return None
 
@@ -172,7 +172,7 @@ class _Fitted:
     ) -> None:
         self._schema, self._rows, self._fit, self._rules = schema, rows, fit, rules
         self._dates = (
-            [i for i, c in enumerate(schema.columns) if c.data_type in _DATES] if rules.zero_date is not None else []
+            [i for i, c in enumerate(schema.columns) if c.data_type in DATES] if rules.zero_date is not None else []
         )
 
     def __iter__(self) -> Iterator[Row]:
