@@ -85,9 +85,8 @@ class PipelineMetrics:
         for each in (self.binlog_bytes, self.reconnects, self.schema_changes):
             each.labels(pipeline)  # a zero from the start: a rate needs a first sample
         self.schema_waiting.labels(pipeline).set(0)
-        self._held_until: float | None = None  # source time up to which the target holds everything
+        self._held_until = 0.0  # source time up to which the target holds everything (from the first commit)
         self._offset: BinlogOffset | None = None
-        self._table_splits: dict[str, int] = {}
 
     def serve(self, port: int, address: str = "0.0.0.0") -> int:
         """Serves /metrics on a thread of its own; the port it listens on (0: any free one)."""
@@ -97,11 +96,11 @@ class PipelineMetrics:
 
     # -- snapshot ---------------------------------------------------------------------------
 
-    def snapshot_planned(self, splits: Mapping[str, int], finished: Mapping[str, int]) -> None:
-        """Splits per table in the plan, and how many a run before this one finished."""
-        for table_id, count in splits.items():
-            self.splits.labels(self.pipeline, table_id).set(count)
-            self.splits_finished.labels(self.pipeline, table_id).set(finished.get(table_id, 0))
+    def snapshot_planned(self, tables: Mapping[str, Mapping[str, int]]) -> None:
+        """Per table, the plan's splits and those finished before (snapshot_split_assigner.per_table)."""
+        for table_id, table in tables.items():
+            self.splits.labels(self.pipeline, table_id).set(table["splits"])
+            self.splits_finished.labels(self.pipeline, table_id).set(table["done"])
             self.snapshot_rows.labels(self.pipeline, table_id)
 
     def split_finished(self, table_id: str, rows: int) -> None:
@@ -114,7 +113,7 @@ class PipelineMetrics:
         self, offset: BinlogOffset, changes: Mapping[tuple[str, RowKind], int], lag: float, seconds: float | None
     ) -> None:
         """After each commit (`seconds` it took), and each heartbeat with nothing pending (None)."""
-        if self._held_until is None:
+        if not self._held_until:  # no lag before the binlog phase: no series either
             self.lag.labels(self.pipeline).set_function(self._lag)
         self._held_until = time.time() - lag
         for (table_id, kind), count in changes.items():
@@ -137,7 +136,7 @@ class PipelineMetrics:
         self.binlog_position.labels(self.pipeline).set(offset.pos)
 
     def _lag(self) -> float:
-        return max(0.0, time.time() - self._held_until) if self._held_until is not None else 0.0
+        return max(0.0, time.time() - self._held_until)
 
     def reconnected(self) -> None:
         self.reconnects.labels(self.pipeline).inc()

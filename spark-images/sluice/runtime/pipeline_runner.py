@@ -131,7 +131,6 @@ class PipelineRunner:
             check_first_run(self.definition)
         self.state = loaded or self.state
         self._check_pipeline_identity()
-        self._count_snapshot_splits()
         try:
             self._run_from_state()
         except PositionPurged as exc:
@@ -142,15 +141,8 @@ class PipelineRunner:
     def _count_snapshot_splits(self) -> None:
         """The snapshot's splits per table in the metrics: of the plan, or of the summary a
         finished one left (a run that resumes streaming still shows what its snapshot did)."""
-        snapshot, summary = self.state.snapshot, self.state.snapshot_summary or {}
-        if snapshot is not None:
-            self.metrics.snapshot_planned(
-                snapshot.count_by_table(split.split_id for split in snapshot.splits),
-                snapshot.count_by_table(snapshot.finished),
-            )
-        elif "tables" in summary:
-            splits = {table_id: table["splits"] for table_id, table in summary["tables"].items()}
-            self.metrics.snapshot_planned(splits, splits)
+        summary = self.state.snapshot.summary() if self.state.snapshot else self.state.snapshot_summary or {}
+        self.metrics.snapshot_planned(summary.get("tables") or {})
 
     def _read_the_snapshot_again(self, purged: PositionPurged) -> bool:
         """The binlog the target's position needs is gone: a pipeline that takes a snapshot
@@ -180,9 +172,10 @@ class PipelineRunner:
             self._start_spark()  # its start overlaps the checks and the plan
         try:
             snapshot = self._check_and_plan()
+            if snapshot is not None and snapshot.adopt_committed(self.sink.committed_splits()):
+                self._save_snapshot(snapshot)
+            self._count_snapshot_splits()
             if snapshot is not None:
-                if snapshot.adopt_committed(self.sink.committed_splits()):
-                    self._save_snapshot(snapshot)
                 if not snapshot.is_finished:
                     self._run_snapshot(snapshot)
                 if self.stopping.is_set():
@@ -438,7 +431,6 @@ class PipelineRunner:
         finally:
             conn.close()
         progress = SnapshotProgress(len(snapshot.splits), len(snapshot.finished), snapshot.rows_done, self.metrics)
-        self._count_snapshot_splits()
         progress.resuming()
         progress.show()
 

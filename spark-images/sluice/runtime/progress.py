@@ -12,6 +12,7 @@ import time
 from collections.abc import Callable, Mapping
 from typing import TextIO
 
+from sluice.coordinator.schema_change import Step
 from sluice.event.row_change import RowKind
 from sluice.runtime.pipeline_metrics import PipelineMetrics
 from sluice.source.offset import BinlogOffset
@@ -23,7 +24,7 @@ class SnapshotProgress:
         total_splits: int,
         done_splits: int,
         done_rows: int,
-        metrics: PipelineMetrics | None = None,
+        metrics: PipelineMetrics,
         out: TextIO | None = None,
     ) -> None:
         self.metrics = metrics
@@ -40,8 +41,7 @@ class SnapshotProgress:
     def split_finished(self, table_id: str, rows: int) -> None:
         self.done += 1
         self.rows += rows
-        if self.metrics is not None:
-            self.metrics.split_finished(table_id, rows)
+        self.metrics.split_finished(table_id, rows)
         if self.done < self.total:  # the last one gets the final line
             self.show()
 
@@ -94,7 +94,7 @@ class SnapshotProgress:
 class BinlogProgress:
     """Position, rows and lag of the binlog phase, on one redrawn line or periodic lines."""
 
-    def __init__(self, on_lag: Callable[[float], None] | None = None, metrics: PipelineMetrics | None = None) -> None:
+    def __init__(self, on_lag: Callable[[float], None] | None, metrics: PipelineMetrics) -> None:
         self.on_lag = on_lag  # where else the lag is shown (the CdcPipeline's status)
         self.metrics = metrics
         self.rows = 0
@@ -118,20 +118,17 @@ class BinlogProgress:
         self.lag = lag
         if self.on_lag is not None:
             self.on_lag(lag)
-        if self.metrics is not None:
-            self.metrics.binlog_committed(offset, changes, lag, seconds)
+        self.metrics.binlog_committed(offset, changes, lag, seconds)
         self.show()
 
     def reconnected(self) -> None:
-        if self.metrics is not None:
-            self.metrics.reconnected()
+        self.metrics.reconnected()
 
-    def schema_change(self, step: str) -> None:
-        """A schema change's step as recorded (coordinator/schema_change.Step's values)."""
-        if self.metrics is not None:
-            self.metrics.schema_change_waiting(step == "AwaitingApproval")
-            if step == "Applied":
-                self.metrics.schema_change_applied()
+    def schema_change(self, step: Step) -> None:
+        """A schema change's step as recorded."""
+        self.metrics.schema_change_waiting(step is Step.AWAITING_APPROVAL)
+        if step is Step.APPLIED:
+            self.metrics.schema_change_applied()
 
     def show(self, final: bool = False) -> None:
         if self.offset is None:

@@ -176,7 +176,7 @@ class SchemaChangeHandler:
         self.state.schema_change = inflight
         self.state.phase = "SchemaChangePaused" if inflight.paused else "Failed"
         self.store.save(self.state)
-        self.progress.schema_change(inflight.step.value)
+        self.progress.schema_change(inflight.step)
         failpoint(f"schema-change:{inflight.step.value}")
 
     def _apply(

@@ -9,8 +9,7 @@ once the binlog reader has brought the target to them.
 
 from __future__ import annotations
 
-import collections
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -60,10 +59,6 @@ class SnapshotAssignerState:
     def splits_table(split_id: str) -> str:
         return split_id.rsplit(":", 1)[0]
 
-    @classmethod
-    def count_by_table(cls, split_ids: Iterable[str]) -> dict[str, int]:
-        return dict(collections.Counter(cls.splits_table(split_id) for split_id in split_ids))
-
     def deferred_splits(self, table_id: str) -> list[SnapshotSplit]:
         return [s for s in self.splits if s.table_id == table_id and s.split_id in self.deferred]
 
@@ -73,11 +68,8 @@ class SnapshotAssignerState:
 
     def summary(self) -> dict[str, Any]:
         """What the state keeps of the plan once it is dropped: splits and rows, in all and per table."""
-        tables: dict[str, dict[str, int]] = {t: {"splits": 0, "rows": 0} for t in self.tables}
-        for split in self.splits:
-            tables.setdefault(split.table_id, {"splits": 0, "rows": 0})["splits"] += 1
-        for split_id, finished in self.finished.items():
-            tables[self.splits_table(split_id)]["rows"] += finished.rows
+        finished = {split_id: done.rows for split_id, done in self.finished.items()}
+        tables = per_table([split.table_id for split in self.splits], finished)
         return {"splits": len(self.splits), "rows": self.rows_done, "tables": tables}
 
     def record(self, split_id: str, high_watermark: BinlogOffset, rows: int) -> None:
@@ -134,3 +126,16 @@ class SnapshotAssignerState:
         cls, schemas: Iterable[TableSchema], splits: Iterable[SnapshotSplit], planned_at: BinlogOffset | None = None
     ) -> SnapshotAssignerState:
         return cls(tables={s.table_id: s for s in schemas}, splits=list(splits), planned_at=planned_at)
+
+
+def per_table(split_tables: Sequence[str], finished: Mapping[str, int]) -> dict[str, dict[str, int]]:
+    """Per table, its splits, those finished and their rows: from each split's table and the
+    finished splits' rows by split id (a plan, or its JSON form)."""
+    tables: dict[str, dict[str, int]] = {}
+    for table_id in split_tables:
+        tables.setdefault(table_id, {"splits": 0, "done": 0, "rows": 0})["splits"] += 1
+    for split_id, rows in finished.items():
+        table = tables[SnapshotAssignerState.splits_table(split_id)]
+        table["done"] += 1
+        table["rows"] += rows
+    return tables

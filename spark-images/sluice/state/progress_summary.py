@@ -5,34 +5,31 @@ from __future__ import annotations
 
 from typing import Any
 
-from sluice.snapshot.snapshot_split_assigner import SnapshotAssignerState
+from sluice.snapshot.snapshot_split_assigner import per_table
 from sluice.source.offset import BinlogOffset
 
 
-def snapshot_progress(document: dict[str, Any], per_table: bool = False) -> dict[str, Any] | None:
+def snapshot_progress(document: dict[str, Any], by_table: bool = False) -> dict[str, Any] | None:
     """Splits done and planned, and rows read, in all (and per table); None before a plan."""
     snapshot, summary = document.get("snapshot"), document.get("snapshot_summary")
-    tables: dict[str, dict[str, int]] = {}
     if snapshot is not None:
-        for split in snapshot.get("splits", []):
-            table = tables.setdefault(split["table"], {"splitsDone": 0, "splitsTotal": 0, "rows": 0})
-            table["splitsTotal"] += 1
-        for split_id, finished in snapshot.get("finished", {}).items():
-            table = tables[SnapshotAssignerState.splits_table(split_id)]
-            table["splitsDone"] += 1
-            table["rows"] += finished.get("rows", 0)
-        done, total = len(snapshot.get("finished", {})), len(snapshot.get("splits", []))
-        rows = sum(table["rows"] for table in tables.values())
+        finished = {split_id: split.get("rows", 0) for split_id, split in snapshot.get("finished", {}).items()}
+        done, total, rows = len(finished), len(snapshot.get("splits", [])), sum(finished.values())
     elif summary:
         done = total = int(summary.get("splits", 0))
         rows = int(summary.get("rows", 0))
-        for table_id, table in (summary.get("tables") or {}).items():
-            tables[table_id] = {"splitsDone": table["splits"], "splitsTotal": table["splits"], "rows": table["rows"]}
     else:
         return None
     progress: dict[str, Any] = {"splitsDone": done, "splitsTotal": total, "progress": f"{done}/{total}", "rows": rows}
-    if per_table:
-        progress["tables"] = tables
+    if by_table:  # (not for the CdcPipeline's status, written every few seconds)
+        if snapshot is not None:
+            tables = per_table([split["table"] for split in snapshot.get("splits", [])], finished)
+        else:
+            tables = summary.get("tables") or {}
+        progress["tables"] = {
+            table_id: {"splitsDone": table["done"], "splitsTotal": table["splits"], "rows": table["rows"]}
+            for table_id, table in tables.items()
+        }
     return progress
 
 

@@ -24,7 +24,7 @@ def run_status(state_dir: Path) -> dict[str, Any]:
     record = store.run_record()
     status: dict[str, Any] = {"pipeline": document["pipeline"], "phase": _phase(document)}
     status["run"] = _run(record)
-    snapshot = snapshot_progress(document, per_table=True)
+    snapshot = snapshot_progress(document, by_table=True)
     if snapshot is not None:
         status["snapshot"] = snapshot
     binlog = binlog_progress(document, record.get("lag_seconds"))

@@ -8,6 +8,7 @@ import re
 import signal
 import time
 
+from sluice.runtime.pipeline_metrics import PipelineMetrics
 from sluice.runtime.progress import SnapshotProgress
 from sluice.source.connection import current_offset
 from sluice.source.offset import BinlogOffset
@@ -78,7 +79,8 @@ class Terminal(io.StringIO):
 
 def test_a_snapshot_on_a_terminal_is_one_line_redrawn_with_splits_rows_rate_and_time_left():
     out = Terminal()
-    progress = SnapshotProgress(4, 0, 0, out=out)
+    metrics = PipelineMetrics("terminal")
+    progress = SnapshotProgress(4, 0, 0, metrics, out=out)
     progress.split_finished("db.t", 100)
     progress.split_finished("db.t", 100)
     progress.show(final=True)
@@ -86,11 +88,13 @@ def test_a_snapshot_on_a_terminal_is_one_line_redrawn_with_splits_rows_rate_and_
     assert re.fullmatch(r"snapshot: 1/4 splits, 100 rows, [\d,]+ rows/s, \d+s left", redrawn[0]), redrawn
     assert re.fullmatch(r"snapshot: 2/4 splits, 200 rows, [\d,]+ rows/s, \d+s left", redrawn[1]), redrawn
     assert re.fullmatch(r"snapshot: 2/4 splits, 200 rows, [\d,]+ rows/s, \d+s left \(2 read by this run\)\n", final)
+    finished = {"pipeline": "terminal", "table": "db.t"}
+    assert metrics.registry.get_sample_value("sluice_snapshot_splits_finished", finished) == 2  # the same, counted
 
 
 def test_a_snapshot_logged_elsewhere_is_plain_lines_a_few_seconds_apart():
     out = io.StringIO()  # CI logs, kubectl logs
-    progress = SnapshotProgress(10, 3, 3000, out=out)
+    progress = SnapshotProgress(10, 3, 3000, PipelineMetrics("logged"), out=out)
     for _ in range(4):
         progress.split_finished("db.t", 1000)
     progress.show(final=True)
