@@ -31,10 +31,10 @@ def condition(status: dict[str, Any], kind: str) -> dict[str, Any]:
 
 
 def test_a_source_outage_longer_than_every_retry_heals_by_itself(cluster: Cluster, source, postgresql):
-    source.execute("CREATE DATABASE shop")
-    seed(source, "shop", 500)
+    source.execute("CREATE DATABASE outage")
+    seed(source, "outage", 500)
     cluster.passwords(source, postgresql)
-    document = manifest("orders", source, postgresql, "shop.orders")
+    document = manifest("orders", source, postgresql, "outage.orders")
     # Give up on the connection quickly, so that the Spark Operator's retries are spent soon too.
     document["spec"]["source"].update({"connect.max-retries": 0, "connect.reconnect.timeout": "1s"})
     document["spec"]["spark"] = {"restartPolicy": {"onFailureRetries": 1, "onFailureRetryInterval": 1}}
@@ -55,9 +55,9 @@ def test_a_source_outage_longer_than_every_retry_heals_by_itself(cluster: Cluste
     assert "Connection refused" in seen["retry"]["lastError"] and seen["retry"]["nextRetryTime"]
     assert seen["retry"]["nextRetryTime"] in condition(seen, "Degraded")["message"]
     source.start_again()
-    changes(source, "shop", 10_000)
+    changes(source, "outage", 10_000)
     wait_streaming(cluster, "orders")
-    wait_equal(source, postgresql, "shop")
+    wait_equal(source, postgresql, "outage")
     reasons = [reason for reason, _ in cluster.events("orders")]
     assert "Retry" in reasons
 

@@ -53,15 +53,15 @@ def source(services_dir: Path) -> Iterator[MariaDB]:
 
 def test_every_panel_and_alert_has_series_and_a_stopped_source_fires_the_lag_alert(source, postgresql, tmp_path):
     source.execute(
-        "CREATE DATABASE shop",
-        "CREATE TABLE shop.orders (id INT PRIMARY KEY, note VARCHAR(20), shipped DATETIME NULL)",
-        f"INSERT INTO shop.orders WITH RECURSIVE s(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM s WHERE n < {ROWS}) "
+        "CREATE DATABASE metered",
+        "CREATE TABLE metered.orders (id INT PRIMARY KEY, note VARCHAR(20), shipped DATETIME NULL)",
+        f"INSERT INTO metered.orders WITH RECURSIVE s(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM s WHERE n < {ROWS}) "
         "SELECT n, 'seed', '2024-01-02 03:04:05' FROM s",
     )
     port = free_port()
     definition = pipeline_yaml(
         source,
-        "shop.orders",
+        "metered.orders",
         postgres_sink(postgresql),
         parallelism=1,
         **{"server-id": "7100-7101", "scan.incremental.snapshot.chunk.size": 500, "heartbeat.interval": "1s"},
@@ -83,16 +83,16 @@ def test_every_panel_and_alert_has_series_and_a_stopped_source_fires_the_lag_ale
             assert "sluice_snapshot_splits_finished" in response.read().decode()
         source.execute(
             "SET SESSION sql_mode = ''",  # a legacy application's zero date: rewritten for PostgreSQL
-            "INSERT INTO shop.orders VALUES (100001, 'new', '0000-00-00 00:00:00'), (100002, 'new', NULL)",
-            "UPDATE shop.orders SET note = 'updated' WHERE id <= 10",
-            "UPDATE shop.orders SET id = id + 200000 WHERE id BETWEEN 11 AND 12",  # primary-key changes
-            "DELETE FROM shop.orders WHERE id BETWEEN 20 AND 24",
-            "ALTER TABLE shop.orders ADD COLUMN channel VARCHAR(10) DEFAULT 'web'",
-            "INSERT INTO shop.orders VALUES (100003, 'after', NULL, 'app')",
-            database="shop",
+            "INSERT INTO metered.orders VALUES (100001, 'new', '0000-00-00 00:00:00'), (100002, 'new', NULL)",
+            "UPDATE metered.orders SET note = 'updated' WHERE id <= 10",
+            "UPDATE metered.orders SET id = id + 200000 WHERE id BETWEEN 11 AND 12",  # primary-key changes
+            "DELETE FROM metered.orders WHERE id BETWEEN 20 AND 24",
+            "ALTER TABLE metered.orders ADD COLUMN channel VARCHAR(10) DEFAULT 'web'",
+            "INSERT INTO metered.orders VALUES (100003, 'after', NULL, 'app')",
+            database="metered",
         )
-        expected = compare.query_rows(source, "SELECT count(*), max(id) FROM shop.orders")
-        while compare.postgres_rows(postgresql, "shop", "orders", "count(*), max(id)") != expected:
+        expected = compare.query_rows(source, "SELECT count(*), max(id) FROM metered.orders")
+        while compare.postgres_rows(postgresql, "metered", "orders", "count(*), max(id)") != expected:
             assert process.poll() is None and time.monotonic() < deadline, process.communicate()[1]
             time.sleep(0.2)
 
