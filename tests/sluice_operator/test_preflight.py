@@ -28,6 +28,9 @@ def test_each_preflight_error_is_in_the_conditions_and_nothing_is_read(
         "CREATE USER 'preflighted'@'%' IDENTIFIED BY 'pw-preflighted'",
         f"GRANT SELECT ON `{source_db}`.* TO 'preflighted'@'%'",
     )
+    with postgresql.connect() as conn:  # a leftover the pipeline did not create
+        conn.execute(f'CREATE SCHEMA "{source_db}"')
+        conn.execute(f'CREATE TABLE "{source_db}".orders (id INT PRIMARY KEY)')
     try:
         cluster.secret("mariadb", "pw-preflighted")
         cluster.secret("postgresql", postgresql.password)
@@ -49,7 +52,12 @@ def test_each_preflight_error_is_in_the_conditions_and_nothing_is_read(
         "'preflighted'@'%'"
     )
     assert lines[1].startswith(f"error   {source_db}.orders.placed: holds 0000-00-00, a date no calendar has")
-    assert "sink.zero-date is 'fail'" in lines[1] and len(lines) == 2, lines
+    assert "sink.zero-date is 'fail'" in lines[1]
+    assert lines[2] == (
+        f'error   sink: target table "{source_db}"."orders" lacks the column placed, which the pipeline writes: '
+        "add it, or drop the table for the pipeline to create it"
+    )
+    assert len(lines) == 3, lines
     assert status["driver"]["retriable"] is False and "state" not in status  # nothing was read
     time.sleep(4)  # retry intervals: none comes
     assert "Retry" not in [reason for reason, _ in cluster.events("checked")]

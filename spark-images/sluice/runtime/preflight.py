@@ -21,7 +21,7 @@ from typing import Any, Literal
 
 import pymysql
 
-from sluice.errors import SluiceError
+from sluice.errors import DefinitionError, SluiceError
 from sluice.pipeline.definition import PipelineDefinition
 from sluice.runtime.pipeline_runner import source_endpoint
 from sluice.sink.base import Sink
@@ -80,12 +80,12 @@ def check_pipeline(definition: PipelineDefinition, scan_rows: int) -> list[Findi
     """Every finding, source first; `scan_rows` rows of each table are looked at for values
     (0: all of them)."""
     sink = create_sink(definition)
-    databases: list[str] = []  # the captured tables' databases: the target's schemas or databases
-    findings = list(_source(definition, sink, scan_rows, databases))
-    return [*findings, *_target(definition, sink, [] if definition.routing.active else databases)]
+    schemas: list[TableSchema] = []  # the captured tables, as the source has them
+    findings = list(_source(definition, sink, scan_rows, schemas))
+    return [*findings, *_target(definition, sink, schemas)]
 
 
-def _source(definition: PipelineDefinition, sink: Sink, scan_rows: int, databases: list[str]) -> Iterator[Finding]:
+def _source(definition: PipelineDefinition, sink: Sink, scan_rows: int, found: list[TableSchema]) -> Iterator[Finding]:
     source = definition.source
     try:
         conn = connect(source_endpoint(definition))
@@ -110,7 +110,7 @@ def _source(definition: PipelineDefinition, sink: Sink, scan_rows: int, database
         except SluiceError as exc:
             yield Finding("error", "source.tables", str(exc))
             return
-        databases.extend(sorted({schema.database for schema in schemas}))
+        found.extend(schemas)
         rows = {schema.table_id: estimated_rows(conn, schema) for schema in schemas}
         if source.startup.takes_snapshot:
             yield _retention(conn, definition, sum(rows.values()))
@@ -261,8 +261,12 @@ def _invalid_date(schema: TableSchema, column: Column, values: TargetValues, fou
     )
 
 
-def _target(definition: PipelineDefinition, sink: Sink, databases: list[str]) -> Iterator[Finding]:
-    problems = sink.check_target(databases)
+def _target(definition: PipelineDefinition, sink: Sink, schemas: list[TableSchema]) -> Iterator[Finding]:
+    try:
+        problems = sink.check_target(schemas)
+    except DefinitionError as exc:  # a route or transform these tables do not fit
+        yield Finding("error", "route", str(exc))
+        return
     if problems is None:
         yield Finding("ok", "sink", f"{definition.sink.type}: no target to reach")
         return

@@ -140,10 +140,10 @@ class Sink(ABC):
     def prepare(self, schemas: Sequence[TableSchema]) -> None:
         """Creates what the pipeline writes into (target tables, offsets table)."""
 
-    def check_target(self, containers: Sequence[str]) -> list[SinkError] | None:
-        """What keeps the target from taking the pipeline's tables in these schemas or
-        databases, changing nothing (`sluice check`): unreachable (SinkUnavailable, which
-        may heal), not allowed. None where the sink has no target to reach."""
+    def check_target(self, schemas: Sequence[TableSchema]) -> list[SinkError] | None:
+        """What keeps the target from taking these tables' rows, changing nothing (`sluice
+        check`): unreachable (SinkUnavailable, which may heal), not allowed, a table already
+        there that cannot take them. None where the sink has no target to reach."""
         return None
 
     def committed_splits(self) -> Mapping[str, BinlogOffset]:

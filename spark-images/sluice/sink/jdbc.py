@@ -244,6 +244,9 @@ class JdbcWriter(SinkWriter):
             self._conn = None
 
 
+_RECREATE = "or drop the table for the pipeline to create it"
+
+
 class JdbcSink(Sink):
     replaces_key_ranges = True
 
@@ -263,15 +266,42 @@ class JdbcSink(Sink):
     def values(self) -> TargetValues:
         return self.target.values
 
-    def check_target(self, containers: Sequence[str]) -> list[SinkError]:
+    def check_target(self, schemas: Sequence[TableSchema]) -> list[SinkError]:
         try:
             conn = self.target.connect()
         except SinkUnavailable as exc:
             return [exc]
+        containers = sorted({schema.database for schema in schemas})
         try:
-            return [SinkError(p) for p in self.target.dialect.privilege_problems(conn, [META_SCHEMA, *containers])]
+            problems = self.target.dialect.privilege_problems(conn, [META_SCHEMA, *containers])
+            with contextlib.closing(conn.cursor()) as cur:
+                problems += [p for schema in schemas for p in self._adopted_table_problems(cur, schema)]
+            return [SinkError(problem) for problem in problems]
         finally:
             conn.close()
+
+    def _adopted_table_problems(self, cur: Any, schema: TableSchema) -> Iterator[str]:
+        """A target table already there (a leftover, one made by hand) is written into as it
+        is (`CREATE TABLE IF NOT EXISTS`): what it lacks would fail the first write. Names
+        compare as MySQL's do, whatever the case."""
+        dialect, table = self.target.dialect, self.target.dialect.target_table(schema)
+        present = {name.casefold() for name in dialect.column_names(cur, schema.database, schema.table)}
+        if not present:
+            return
+        missing = [column.name for column in schema.columns if column.name.casefold() not in present]
+        if missing:
+            what = f"the column {missing[0]}" if len(missing) == 1 else f"the columns {', '.join(missing)}"
+            it = "it" if len(missing) == 1 else "them"
+            yield f"target table {table} lacks {what}, which the pipeline writes: add {it}, {_RECREATE}"
+            return
+        key = dialect.primary_key(cur, schema.database, schema.table)
+        if schema.row_key and [k.casefold() for k in key] != [k.casefold() for k in schema.row_key]:
+            has = f"has the primary key ({', '.join(key)})" if key else "has no primary key"
+            wanted = f"({', '.join(schema.row_key)})"
+            yield (
+                f"target table {table} {has}, and the pipeline writes its rows by {wanted}: "
+                f"make {wanted} its primary key, {_RECREATE}"
+            )
 
     def prepare(self, schemas: Sequence[TableSchema]) -> None:
         dialect = self.target.dialect

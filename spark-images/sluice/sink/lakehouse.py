@@ -198,10 +198,10 @@ class LakehouseSink(Sink):
         self._locks: dict[str, threading.Lock] = {}
         self._locks_lock = threading.Lock()
 
-    def check_target(self, containers: Sequence[str]) -> list[SinkError]:
+    def check_target(self, schemas: Sequence[TableSchema]) -> list[SinkError]:
         """The catalog (Iceberg) or the storage (Delta Lake) answers: a lookup of a table."""
         try:
-            self.tables.exists(f"{containers[0] if containers else 'sluice'}.sluice_check")
+            self.tables.exists(f"{schemas[0].database if schemas else 'sluice'}.sluice_check")
         except Exception as exc:  # noqa: BLE001 - each catalog and store fails its own way
             first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
             return [SinkUnavailable(f"sink ({self.tables.name}): cannot reach the tables: {first}")]

@@ -255,7 +255,7 @@ class ParquetSink(Sink):
     def attach(self, spark: SparkSession) -> None:
         self.spark = spark
 
-    def check_target(self, containers: Sequence[str]) -> list[SinkError]:
+    def check_target(self, schemas: Sequence[TableSchema]) -> list[SinkError]:
         """The path, or the nearest folder above it that exists, takes new folders."""
         existing = self.path
         while not existing.exists() and existing != existing.parent:

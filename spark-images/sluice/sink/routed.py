@@ -56,8 +56,8 @@ class RoutedSink(Sink):
     def values(self) -> TargetValues | None:  # type: ignore[override]
         return self.inner.values
 
-    def check_target(self, containers: Sequence[str]) -> list[SinkError] | None:
-        return self.inner.check_target(containers)
+    def check_target(self, schemas: Sequence[TableSchema]) -> list[SinkError] | None:
+        return self.inner.check_target(list(self.route(schemas).sinks.values()))
 
     def prepare(self, schemas: Sequence[TableSchema]) -> None:
         routed = self.route(schemas)

@@ -146,3 +146,47 @@ def test_a_clean_pipeline_checks_out_with_exit_0_and_as_json(tmp_path, mariadb, 
     assert sluice_check(pipeline, env, "--strict").returncode == 1  # the NUL's warning fails it
     document = json.loads(sluice_check(pipeline, env, "--json").stdout)
     assert {"level": "warning", "subject": f"{source_db}.t.note"}.items() <= document[-2].items()
+
+
+def test_a_target_table_that_cannot_take_the_rows_is_named_with_what_it_lacks(tmp_path, mariadb, postgresql, source_db):
+    """A target table the pipeline did not create (a leftover, one made by hand) is adopted
+    as it is: one that lacks a column or the key the rows are written by would fail the
+    first write, so the check names it first."""
+    mariadb.execute(
+        "CREATE TABLE orders (id INT PRIMARY KEY, note VARCHAR(20), amount INT)",
+        "CREATE TABLE items (id INT PRIMARY KEY, code INT NOT NULL)",
+        "CREATE TABLE fine (id INT PRIMARY KEY, note TEXT)",
+        "CREATE TABLE part_a (id INT PRIMARY KEY, note TEXT)",
+        database=source_db,
+    )
+    with postgresql.connect() as conn:
+        conn.execute(f'CREATE SCHEMA "{source_db}"')
+        conn.execute(f'CREATE TABLE "{source_db}".orders (id INT PRIMARY KEY, note TEXT)')
+        conn.execute(f'CREATE TABLE "{source_db}".items (id INT, code INT PRIMARY KEY)')
+        conn.execute(f'CREATE TABLE "{source_db}".fine (id INT PRIMARY KEY, note TEXT, extra INT)')
+        conn.execute(f'CREATE TABLE "{source_db}".parts (id INT PRIMARY KEY)')
+    tables = ",".join(f"{source_db}.{t}" for t in ("orders", "items", "fine", "part_a"))
+    definition = pipeline_yaml(mariadb, tables, postgres_sink(postgresql), **{"server-id": "7336-7337"})
+    definition["route"] = [{"source-table": f"{source_db}.part_[a-c]", "sink-table": f"{source_db}.parts"}]
+
+    checked = sluice_check(write_pipeline(tmp_path / "p.yaml", definition), sluice_env(mariadb, postgresql))
+    assert checked.returncode == 1, checked.stdout + checked.stderr
+    sink = sorted(
+        message for level, subject, message in findings(checked.stdout) if (level, subject) == ("error", "sink")
+    )
+    assert sink == [
+        f'target table "{source_db}"."items" has the primary key (code), and the pipeline writes its rows by (id): '
+        "make (id) its primary key, or drop the table for the pipeline to create it",
+        f'target table "{source_db}"."orders" lacks the column amount, which the pipeline writes: '
+        "add it, or drop the table for the pipeline to create it",
+        f'target table "{source_db}"."parts" lacks the column note, which the pipeline writes: '
+        "add it, or drop the table for the pipeline to create it",
+    ]
+
+    # A route the tables do not fit is named as the route's, as the run's start would.
+    definition["route"].append({"source-table": f"{source_db}.\\.*", "sink-table": f"{source_db}.everything"})
+    definition["pipeline"]["route-mode"] = "ALL_MATCH"
+    checked = sluice_check(write_pipeline(tmp_path / "p.yaml", definition), sluice_env(mariadb, postgresql))
+    routes = [message for level, subject, message in findings(checked.stdout) if (level, subject) == ("error", "route")]
+    assert checked.returncode == 1 and len(routes) == 1, checked.stdout + checked.stderr
+    assert f"route: {source_db}.part_a matches route[0], route[1], which name 2 target tables" in routes[0]
