@@ -189,6 +189,21 @@ class TableRouting:
             out.extend(_column_changes(sink_id, before_schema, after_schema, mine))
         return out
 
+    def members_given_values(self, events: Sequence[SchemaChangeEvent]) -> list[str]:
+        """Members of merged tables (in this routing, as of after `events`) whose rows the
+        source's ALTER gave values without row events that the target's ALTER cannot give:
+        a merged column is every member's, with no DEFAULT (schema_merging), and it stays
+        while another member has it. They are read again, their rows replacing the rows of
+        their keys; a keyless merged table has no key to find them by and keeps its values."""
+        tables = []
+        for event in events:
+            table = self.tables.get(event.table_id)
+            if table is None or not table.merged or not self.sinks[table.sink_id].row_key:
+                continue
+            if _gives_values(event, {name.casefold() for name in self.sinks[table.sink_id].column_names}):
+                tables.append(event.table_id)
+        return list(dict.fromkeys(tables))
+
     def _moved_target(self, event: RenameTable, after: TableRouting) -> RenameTable | None:
         """A table that alone fills its target, renamed to a name that alone fills a new
         one with the same query: the target table is renamed (not dropped and made anew)."""
@@ -217,6 +232,23 @@ def _renamed_event(event: SchemaChangeEvent, before: TableRouting, after: TableR
     if isinstance(event, RenameTable):
         return RenameTable(table.sink_id, after.tables[event.new_table_id].sink_id)
     return dataclasses.replace(event, table_id=table.sink_id)
+
+
+def _gives_values(event: SchemaChangeEvent, target_columns: set[str]) -> bool:
+    """Whether `event` changed a member's values in a column the merged target keeps: an
+    added column's DEFAULT (NOT NULL has MySQL's implicit one), a retyped column's converted
+    values, the values a dropped or renamed column leaves (the member's rows hold NULL there)."""
+    if isinstance(event, AddColumn):
+        column = event.column
+        default = column.default is not None and column.default.upper() != "NULL"
+        return column.name.casefold() in target_columns and (default or not column.nullable)
+    if isinstance(event, AlterColumnType):
+        return event.column.name.casefold() in target_columns
+    if isinstance(event, DropColumn):
+        return event.name.casefold() in target_columns
+    if isinstance(event, RenameColumn):
+        return bool({event.old_name.casefold(), event.new_name.casefold()} & target_columns)
+    return False
 
 
 def _image(table: RoutedTable, row: ChangeRow, kind: RowKind) -> Row | None:

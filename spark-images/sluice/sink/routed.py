@@ -5,6 +5,7 @@ them knows routes exist."""
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
@@ -15,7 +16,14 @@ from sluice.event.schema_change import SchemaChangeEvent, apply_events
 from sluice.route.table_routing import Routing, TableRouting
 from sluice.sink.base import ChangeBatch, SchemaChangeRefused, Sink, SinkWriter
 from sluice.sink.target_values import TargetValues
-from sluice.snapshot.snapshot_split import ProjectedRows, ReadSplits, SplitRead, SplitResult, SplitTask
+from sluice.snapshot.snapshot_split import (
+    ProjectedRows,
+    ReadSplits,
+    SnapshotSplit,
+    SplitRead,
+    SplitResult,
+    SplitTask,
+)
 from sluice.source.offset import BinlogOffset
 from sluice.source.row_decoding import Row
 from sluice.source.schema import TableSchema
@@ -114,6 +122,29 @@ class RoutedSink(Sink):
     def delete_chunk_keys(self, schema: TableSchema, keys: Sequence[Any] | None) -> None:
         self.inner.delete_chunk_keys(self.routed.sink(schema.table_id), keys)
 
+    def replace_range(
+        self, schema: TableSchema, split: SnapshotSplit, rows_as_of: Callable[[BinlogOffset], list[Row]]
+    ) -> int:
+        """A table read again after a schema change gave its rows values (verify/verifier's
+        resnapshot), in its target's table and columns: a table that fills its target alone
+        replaces the range there; a merged member's rows replace the rows of their keys, and
+        the other members' rows stay as they are."""
+        routed = self.routed
+        target = routed.sink(schema.table_id)
+
+        def routed_rows(position: BinlogOffset) -> list[Row]:
+            return list(routed.snapshot_rows(schema.table_id, rows_as_of(position)))
+
+        if routed.replaceable(schema.table_id):
+            return self.inner.replace_range(target, dataclasses.replace(split, table_id=target.table_id), routed_rows)
+        key = [target.column_names.index(name) for name in target.row_key]
+
+        def keyed(position: BinlogOffset) -> tuple[list[tuple[Any, ...]], list[Row]]:
+            rows = routed_rows(position)
+            return [tuple(row[i] for i in key) for row in rows], rows
+
+        return self.inner.replace_keys(target, keyed)
+
     def writer(self) -> SinkWriter:
         return RoutedWriter(self, self.inner.writer())
 
@@ -169,7 +200,8 @@ class RoutedWriter(SinkWriter):
     def rereads_after(self, events: Sequence[SchemaChangeEvent], before: Mapping[str, TableSchema]) -> list[str]:
         current, after, translated = self._changed(events, before)
         again = self.inner.rereads_after(translated, current.sinks)
-        return [source for sink_id in again for source in after.members.get(sink_id, [])]
+        members = [source for sink_id in again for source in after.members.get(sink_id, [])]
+        return list(dict.fromkeys([*members, *after.members_given_values(events)]))
 
     def write_snapshot_splits(self, read: SplitRead) -> None:
         self.inner.write_snapshot_splits(read)  # already routed by RoutedRead

@@ -10,6 +10,7 @@ from tests.harness import compare
 from tests.harness.lakehouse import delta_sink, iceberg_sink, lakehouse_table, partitioned_by, table_properties
 from tests.harness.pipelines import (
     every_sink,
+    mysql_sink,
     pipeline_per_sink,
     pipeline_yaml,
     postgres_sink,
@@ -215,3 +216,61 @@ def test_spark_executors_read_routed_and_transformed_splits(tmp_path, mariadb, p
     )
     assert ran.returncode == 0, ran.stderr
     assert compare.postgres_rows(postgresql, source_db, "orders") == _query(mariadb, shards)
+
+
+def test_a_column_one_merged_member_adds_with_a_default_reaches_only_its_rows(
+    tmp_path, mariadb, mariadb_target, postgresql, source_db
+):
+    """MySQL gives a member's rows an added column's DEFAULT without row events; in the
+    merged table the column is every member's, and the others' rows hold NULL there ("a
+    column a member lacks is NULL"), as a renamed column's old name does for the member
+    that renamed it. The member is read again, its rows replacing theirs by key."""
+    mariadb.execute(
+        "CREATE TABLE part_a (id INT PRIMARY KEY, v INT)",
+        "CREATE TABLE part_b (id INT PRIMARY KEY, v INT)",
+        "INSERT INTO part_a SELECT seq, seq FROM seq_1_to_40",
+        "INSERT INTO part_b SELECT seq, seq FROM seq_101_to_140",
+        database=source_db,
+    )
+    selected = f"{source_db}.part_[ab]"
+    sinks = {
+        "postgres": (postgres_sink(postgresql), "7350-7351"),
+        "mariadb": (mysql_sink(mariadb_target), "7352-7353"),
+        "iceberg": (iceberg_sink(tmp_path / "iceberg"), "7354-7355"),
+    }
+    pipelines = pipeline_per_sink(
+        tmp_path, mariadb, selected, sinks, "member-default", {"schema.change.behavior": "evolve"}
+    )
+    for path, _ in pipelines.values():
+        definition = yaml.safe_load(path.read_text())
+        definition["route"] = [{"source-table": selected, "sink-table": f"{source_db}.parts"}]
+        write_pipeline(path, definition)
+
+    def write() -> None:
+        mariadb.execute(
+            "ALTER TABLE part_a ADD COLUMN flag INT NOT NULL DEFAULT 7",
+            "ALTER TABLE part_a ADD COLUMN code CHAR(2) NOT NULL",  # MySQL's implicit default: ''
+            "ALTER TABLE part_b RENAME COLUMN v TO w",  # part_a keeps v: part_b's rows hold NULL there
+            "INSERT INTO part_a VALUES (41, 41, 8, 'x')",
+            "INSERT INTO part_b VALUES (141, 141)",
+            database=source_db,
+        )
+
+    def expected() -> list[tuple]:
+        return compare.query_rows(
+            mariadb,
+            f"SELECT id, v, flag, code, NULL FROM `{source_db}`.part_a "
+            f"UNION ALL SELECT id, NULL, NULL, NULL, w FROM `{source_db}`.part_b",
+        )
+
+    stream_until_equal(
+        pipelines,
+        sluice_env(mariadb, postgresql, mariadb_target),
+        write,
+        expected,
+        {
+            "postgres": lambda: compare.postgres_rows(postgresql, source_db, "parts"),
+            "mariadb": lambda: compare.source_rows(mariadb_target, source_db, "parts"),
+            "iceberg": lambda: _lakehouse_rows(sinks["iceberg"][0], f"{source_db}.parts"),
+        },
+    )

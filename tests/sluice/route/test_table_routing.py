@@ -166,3 +166,33 @@ def test_a_renamed_table_renames_its_target_where_it_alone_fills_it():
     merged = tables(MERGE, shard("shop", "orders_0"), shard("shop", "orders_1"))
     _, events = after(merged, RenameTable("shop.orders_1", "shop.orders_9"))
     assert events == []  # still a member of the same target: nothing changes there
+
+
+def test_a_merged_member_whose_alter_gave_its_rows_values_is_read_again():
+    """The merged column is every member's, with no DEFAULT, and stays while another member
+    has it: only reading the member again gives its rows the values its ALTER gave them."""
+    note = Column("note", "varchar", "varchar(10)", True, char_length=10)
+    current = tables(MERGE, shard("shop", "orders_0", note), shard("shop", "orders_1", note))
+    flag = Column("flag", "int", "int(11)", False, default="7")
+    given = [
+        AddColumn("shop.orders_0", flag),  # the DEFAULT reaches orders_0's rows alone
+        AddColumn("shop.orders_0", Column("code", "char", "char(2)", False, char_length=2)),  # NOT NULL: ''
+        DropColumn("shop.orders_1", "note"),  # orders_0 keeps note: orders_1's rows hold NULL there
+        AlterColumnType("shop.orders_1", Column("qty", "bigint", "bigint(20)", True)),
+    ]
+    for event in given:
+        later, _ = after(current, event)
+        assert later.members_given_values([event]) == [event.table_id], event
+    untouched = [
+        AddColumn("shop.orders_0", Column("later", "int", "int(11)", True)),  # NULL, as in the target
+        AddColumn("shop.orders_0", Column("later", "int", "int(11)", True, default="NULL")),
+    ]
+    for event in untouched:
+        later, _ = after(current, event)
+        assert later.members_given_values([event]) == [], event
+    # A column only one member had goes from the target with it; one a table alone fills
+    # takes the target's own ALTER.
+    alone = tables(routing([{"source-table": "app.users", "sink-table": "ods.users"}]), shard("app", "users"))
+    dropped = [DropColumn("shop.orders_0", "note"), DropColumn("shop.orders_1", "note")]
+    assert after(current, *dropped)[0].members_given_values(dropped) == []
+    assert after(alone, AddColumn("app.users", flag))[0].members_given_values([AddColumn("app.users", flag)]) == []
