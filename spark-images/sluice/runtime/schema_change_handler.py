@@ -155,12 +155,19 @@ class SchemaChangeHandler:
         return Resumed(self.state.tables or {}, self.state.targets, read_again) if read_again else resumed
 
     def _why_not_rereadable(self, change: SchemaChange, split: BinlogSplit) -> str:
-        """A table is read again only into a sink that can, and once its snapshot's emit rule
-        is done with it (a range read as of after the DDL would skip changes the rule drops)."""
+        """A table is read again only into a sink that can, into a target of its own where
+        the DDL may have removed rows (they are found by range; a table map's change only
+        gave values), and once its snapshot's emit rule is done with it (a range read as of
+        after the DDL would skip changes the rule drops)."""
         marks = split.watermarks
         switching = [t for t in change.reread if t in marks and change.resume_at.is_before(marks[t].max_high_watermark)]
-        why = f"sink {self.definition.sink.name} cannot read a table again" if self.reread is None else ""
-        return why or (f"{', '.join(switching)} still switch from snapshot to binlog" if switching else "")
+        shared = {} if change.relaid else self.writer.shared_targets(change.reread)
+        if self.reread is None:
+            return f"sink {self.definition.sink.name} cannot read a table again"
+        if shared:
+            merged = "; ".join(f"{t} is merged with other tables into {target}" for t, target in shared.items())
+            return f"{merged}, whose rows a range read again cannot tell from its own"
+        return f"{', '.join(switching)} still switch from snapshot to binlog" if switching else ""
 
     def finish_after_crash(self, split: BinlogSplit, committed: BinlogOffset | None) -> None:
         """A crash after the target took the change's resume offset and before the state

@@ -203,6 +203,10 @@ class RoutedWriter(SinkWriter):
         members = [source for sink_id in again for source in after.members.get(sink_id, [])]
         return list(dict.fromkeys([*members, *after.members_given_values(events)]))
 
+    def shared_targets(self, tables: Sequence[str]) -> dict[str, str]:
+        routed = self.sink.routed
+        return {t: routed.tables[t].sink_id for t in tables if t in routed.tables and routed.tables[t].merged}
+
     def write_snapshot_splits(self, read: SplitRead) -> None:
         self.inner.write_snapshot_splits(read)  # already routed by RoutedRead
 

@@ -3,6 +3,8 @@ query the route and transform describe, computed by MariaDB itself over the sour
 
 from __future__ import annotations
 
+import time
+
 import yaml
 
 from sluice.sink.parquet import read_changelog
@@ -10,13 +12,16 @@ from tests.harness import compare
 from tests.harness.lakehouse import delta_sink, iceberg_sink, lakehouse_table, partitioned_by, table_properties
 from tests.harness.pipelines import (
     every_sink,
+    kill_pipeline,
     mysql_sink,
     pipeline_per_sink,
     pipeline_yaml,
     postgres_sink,
     run_sluice,
     sluice_env,
+    start_sluice,
     stream_until_equal,
+    wait_until_in_binlog_phase,
     write_pipeline,
 )
 
@@ -274,3 +279,37 @@ def test_a_column_one_merged_member_adds_with_a_default_reaches_only_its_rows(
             "iceberg": lambda: _lakehouse_rows(sinks["iceberg"][0], f"{source_db}.parts"),
         },
     )
+
+
+def test_a_partition_statement_on_a_merged_member_stops_the_pipeline_naming_it(
+    tmp_path, mariadb, postgresql, source_db
+):
+    """TRUNCATE PARTITION removes rows with no row event; a table alone in its target is
+    read again by range, but a merged member's range in the target holds the other members'
+    rows too: it stops before the statement, as a merged member's TRUNCATE does."""
+    mariadb.execute(
+        "CREATE TABLE part_a (id INT PRIMARY KEY, v INT) PARTITION BY RANGE (id) "
+        "(PARTITION p0 VALUES LESS THAN (100), PARTITION p1 VALUES LESS THAN MAXVALUE)",
+        "CREATE TABLE part_b (id INT PRIMARY KEY, v INT)",
+        "INSERT INTO part_a VALUES (1, 1), (150, 150)",
+        "INSERT INTO part_b VALUES (2, 2), (151, 151)",
+        database=source_db,
+    )
+    selected = f"{source_db}.part_[ab]"
+    definition = pipeline_yaml(mariadb, selected, postgres_sink(postgresql), **{"server-id": "7356-7357"})
+    definition["pipeline"]["schema.change.behavior"] = "evolve"
+    definition["route"] = [{"source-table": selected, "sink-table": f"{source_db}.parts"}]
+    pipeline, state = write_pipeline(tmp_path / "p.yaml", definition), tmp_path / "state"
+    process = start_sluice(pipeline, state, sluice_env(mariadb, postgresql))
+    try:
+        wait_until_in_binlog_phase(process, state, time.monotonic() + 120)
+        mariadb.execute("ALTER TABLE part_a TRUNCATE PARTITION p0", database=source_db)
+        _, err = process.communicate(timeout=120)
+    finally:
+        kill_pipeline(process)
+    assert process.returncode == 1, err
+    assert (
+        f"changes the rows of {source_db}.part_a without row events in the binlog, and {source_db}.part_a is merged "
+        f"with other tables into {source_db}.parts, whose rows a range read again cannot tell from its own"
+    ) in err, err
+    assert len(compare.postgres_rows(postgresql, source_db, "parts")) == 4  # nothing was lost meanwhile
