@@ -161,12 +161,14 @@ class SchemaChangeHandler:
         after the DDL would skip changes the rule drops)."""
         marks = split.watermarks
         switching = [t for t in change.reread if t in marks and change.resume_at.is_before(marks[t].max_high_watermark)]
-        shared = {} if change.relaid else self.writer.shared_targets(change.reread)
+        unreplaceable = {} if change.relaid else self.writer.ranges_not_replaceable(change.reread)
         if self.reread is None:
             return f"sink {self.definition.sink.name} cannot read a table again"
-        if shared:
-            merged = "; ".join(f"{t} is merged with other tables into {target}" for t, target in shared.items())
-            return f"{merged}, whose rows a range read again cannot tell from its own"
+        if unreplaceable:
+            return (
+                "; ".join(f"{t} {why}" for t, why in unreplaceable.items())
+                + ": rows the statement removed cannot be found by reading it again"
+            )
         return f"{', '.join(switching)} still switch from snapshot to binlog" if switching else ""
 
     def finish_after_crash(self, split: BinlogSplit, committed: BinlogOffset | None) -> None:

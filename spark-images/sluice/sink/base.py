@@ -67,10 +67,9 @@ class SinkWriter(ABC):
         reach the rows the target holds. A jdbc target's own ALTER gives them: none."""
         return []
 
-    def shared_targets(self, tables: Sequence[str]) -> dict[str, str]:
-        """Of these tables, those whose target other tables' rows fill too, with it: a key
-        range there holds the others' rows as well, so rows a DDL removed without row events
-        cannot be found by reading the table again."""
+    def ranges_not_replaceable(self, tables: Sequence[str]) -> dict[str, str]:
+        """Of these tables, those whose key ranges the target cannot replace, with why: rows
+        a DDL removed without row events cannot be found there by reading the table again."""
         return {}
 
     def write_snapshot_splits(self, read: SplitRead) -> None:

@@ -137,6 +137,11 @@ class RoutedSink(Sink):
 
         if routed.replaceable(schema.table_id):
             return self.inner.replace_range(target, dataclasses.replace(split, table_id=target.table_id), routed_rows)
+        if not target.row_key:
+            raise SinkError(
+                f"{schema.table_id}: read again into {target.table_id}, which has no key to replace its rows by and "
+                "whose ranges it cannot replace: give the transform primary-keys, or take a new snapshot"
+            )
         key = [target.column_names.index(name) for name in target.row_key]
 
         def keyed(position: BinlogOffset) -> tuple[list[tuple[Any, ...]], list[Row]]:
@@ -203,9 +208,17 @@ class RoutedWriter(SinkWriter):
         members = [source for sink_id in again for source in after.members.get(sink_id, [])]
         return list(dict.fromkeys([*members, *after.members_given_values(events)]))
 
-    def shared_targets(self, tables: Sequence[str]) -> dict[str, str]:
+    def ranges_not_replaceable(self, tables: Sequence[str]) -> dict[str, str]:
         routed = self.sink.routed
-        return {t: routed.tables[t].sink_id for t in tables if t in routed.tables and routed.tables[t].merged}
+        why = {}
+        for table_id in (t for t in tables if t in routed.tables and not routed.replaceable(t)):
+            sink_id = routed.tables[table_id].sink_id
+            why[table_id] = (
+                f"is merged with other tables into {sink_id}, whose rows a range there holds too"
+                if routed.tables[table_id].merged
+                else f"fills {sink_id} through a transform that does not keep its chunk key as it is"
+            )
+        return why
 
     def write_snapshot_splits(self, read: SplitRead) -> None:
         self.inner.write_snapshot_splits(read)  # already routed by RoutedRead
