@@ -35,7 +35,8 @@ from sluice.event.schema_change import (
 from sluice.route.routing import Routing
 from sluice.route.schema_merging import merged_schema
 from sluice.source.row_decoding import Row
-from sluice.source.schema import TableSchema
+from sluice.source.schema import Column, TableSchema
+from sluice.transform.sql_types import common_type, type_of
 from sluice.transform.transform_rule import TableTransform, rule_for
 
 
@@ -189,18 +190,21 @@ class TableRouting:
             out.extend(_column_changes(sink_id, before_schema, after_schema, mine))
         return out
 
-    def members_given_values(self, events: Sequence[SchemaChangeEvent]) -> list[str]:
-        """Members of merged tables (in this routing, as of after `events`) whose rows the
-        source's ALTER gave values without row events that the target's ALTER cannot give:
-        a merged column is every member's, with no DEFAULT (schema_merging), and it stays
-        while another member has it. They are read again, their rows replacing the rows of
-        their keys; a keyless merged table has no key to find them by and keeps its values."""
+    def members_given_values(self, events: Sequence[SchemaChangeEvent], before: TableRouting) -> list[str]:
+        """Members of merged tables (in this routing, as of after `events`; `before` is the
+        one before them) whose rows the source's ALTER gave values without row events that
+        the target's ALTER cannot give: a merged column is every member's, with no DEFAULT
+        (schema_merging), and it stays while another member has it. They are read again,
+        their rows replacing the rows of their keys; a keyless merged table has no key to
+        find them by and keeps its values."""
         tables = []
         for event in events:
             table = self.tables.get(event.table_id)
             if table is None or not table.merged or not self.sinks[table.sink_id].row_key:
                 continue
-            if _gives_values(event, {name.casefold() for name in self.sinks[table.sink_id].column_names}):
+            kept = {name.casefold() for name in self.sinks[table.sink_id].column_names}
+            was = before.sources.get(event.table_id)
+            if _gives_values(event, kept, {c.name.casefold(): c for c in was.columns} if was else {}):
                 tables.append(event.table_id)
         return list(dict.fromkeys(tables))
 
@@ -234,15 +238,22 @@ def _renamed_event(event: SchemaChangeEvent, before: TableRouting, after: TableR
     return dataclasses.replace(event, table_id=table.sink_id)
 
 
-def _gives_values(event: SchemaChangeEvent, target_columns: set[str]) -> bool:
+def _gives_values(event: SchemaChangeEvent, target_columns: set[str], was: Mapping[str, Column]) -> bool:
     """Whether `event` changed a member's values in a column the merged target keeps: an
-    added column's DEFAULT (NOT NULL has MySQL's implicit one), a retyped column's converted
-    values, the values a dropped or renamed column leaves (the member's rows hold NULL there)."""
+    added column's DEFAULT (NOT NULL has MySQL's implicit one), a retyped column's values
+    where the new type does not hold the old ones as they are (or NOT NULL turned its NULLs
+    into the implicit default), the values a dropped or renamed column leaves (the member's
+    rows hold NULL there). `was`: the member's columns before, by folded name."""
     if isinstance(event, AddColumn):
         column = event.column
         default = column.default is not None and column.default.upper() != "NULL"
         return column.name.casefold() in target_columns and (default or not column.nullable)
     if isinstance(event, AlterColumnType):
+        old, new = was.get(event.column.name.casefold()), event.column
+        if old is not None and (new.nullable or not old.nullable):
+            kept = common_type([type_of(old), type_of(new)])
+            if kept is not None and (kept.family, kept.column_type) == (type_of(new).family, new.column_type):
+                return False  # widened: every old value is the same value of the new type
         return event.column.name.casefold() in target_columns
     if isinstance(event, DropColumn):
         return event.name.casefold() in target_columns

@@ -206,7 +206,7 @@ class RoutedWriter(SinkWriter):
         current, after, translated = self._changed(events, before)
         again = self.inner.rereads_after(translated, current.sinks)
         members = [source for sink_id in again for source in after.members.get(sink_id, [])]
-        return list(dict.fromkeys([*members, *after.members_given_values(events)]))
+        return list(dict.fromkeys([*members, *after.members_given_values(events, current)]))
 
     def ranges_not_replaceable(self, tables: Sequence[str]) -> dict[str, str]:
         routed = self.sink.routed

@@ -178,21 +178,26 @@ def test_a_merged_member_whose_alter_gave_its_rows_values_is_read_again():
         AddColumn("shop.orders_0", flag),  # the DEFAULT reaches orders_0's rows alone
         AddColumn("shop.orders_0", Column("code", "char", "char(2)", False, char_length=2)),  # NOT NULL: ''
         DropColumn("shop.orders_1", "note"),  # orders_0 keeps note: orders_1's rows hold NULL there
-        AlterColumnType("shop.orders_1", Column("qty", "bigint", "bigint(20)", True)),
+        AlterColumnType("shop.orders_1", Column("qty", "tinyint", "tinyint(4)", True)),  # values cut to fit
+        AlterColumnType("shop.orders_1", Column("qty", "int", "int(10) unsigned", True)),  # negatives become 0
+        AlterColumnType("shop.orders_1", Column("qty", "int", "int(11)", False)),  # NULLs become 0
     ]
     for event in given:
         later, _ = after(current, event)
-        assert later.members_given_values([event]) == [event.table_id], event
+        assert later.members_given_values([event], current) == [event.table_id], event
     untouched = [
         AddColumn("shop.orders_0", Column("later", "int", "int(11)", True)),  # NULL, as in the target
         AddColumn("shop.orders_0", Column("later", "int", "int(11)", True, default="NULL")),
+        AlterColumnType("shop.orders_1", Column("qty", "bigint", "bigint(20)", True)),  # widened: values as they were
+        AlterColumnType("shop.orders_1", Column("name", "varchar", "varchar(40)", True, char_length=40)),
     ]
     for event in untouched:
         later, _ = after(current, event)
-        assert later.members_given_values([event]) == [], event
+        assert later.members_given_values([event], current) == [], event
     # A column only one member had goes from the target with it; one a table alone fills
     # takes the target's own ALTER.
     alone = tables(routing([{"source-table": "app.users", "sink-table": "ods.users"}]), shard("app", "users"))
     dropped = [DropColumn("shop.orders_0", "note"), DropColumn("shop.orders_1", "note")]
-    assert after(current, *dropped)[0].members_given_values(dropped) == []
-    assert after(alone, AddColumn("app.users", flag))[0].members_given_values([AddColumn("app.users", flag)]) == []
+    assert after(current, *dropped)[0].members_given_values(dropped, current) == []
+    added = [AddColumn("app.users", flag)]
+    assert after(alone, *added)[0].members_given_values(added, alone) == []
