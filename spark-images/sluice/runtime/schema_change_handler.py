@@ -159,16 +159,16 @@ class SchemaChangeHandler:
         the DDL may have removed rows (they are found by range; a table map's change only
         gave values), and once its snapshot's emit rule is done with it (a range read as of
         after the DDL would skip changes the rule drops)."""
-        marks = split.watermarks
-        switching = [t for t in change.reread if t in marks and change.resume_at.is_before(marks[t].max_high_watermark)]
-        unreplaceable = {} if change.relaid else self.writer.ranges_not_replaceable(change.reread)
         if self.reread is None:
             return f"sink {self.definition.sink.name} cannot read a table again"
+        unreplaceable = {} if change.relaid else self.writer.ranges_not_replaceable(change.reread)
         if unreplaceable:
             return (
                 "; ".join(f"{t} {why}" for t, why in unreplaceable.items())
                 + ": rows the statement removed cannot be found by reading it again"
             )
+        marks = split.watermarks
+        switching = [t for t in change.reread if t in marks and change.resume_at.is_before(marks[t].max_high_watermark)]
         return f"{', '.join(switching)} still switch from snapshot to binlog" if switching else ""
 
     def finish_after_crash(self, split: BinlogSplit, committed: BinlogOffset | None) -> None:

@@ -142,7 +142,7 @@ class RoutedSink(Sink):
                 f"{schema.table_id}: read again into {target.table_id}, which has no key to replace its rows by and "
                 "whose ranges it cannot replace: give the transform primary-keys, or take a new snapshot"
             )
-        key = [target.column_names.index(name) for name in target.row_key]
+        key = [target.position(name) for name in target.row_key]
 
         def keyed(position: BinlogOffset) -> tuple[list[tuple[Any, ...]], list[Row]]:
             rows = routed_rows(position)
