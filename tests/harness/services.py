@@ -70,7 +70,7 @@ class MariaDB:
             conn.close()
 
     @contextlib.contextmanager
-    def global_setting(self, name: str, value: str) -> Iterator[None]:
+    def global_setting(self, name: str, value: str | int) -> Iterator[None]:
         """SET GLOBAL name = value for the duration of a block, then the old value again."""
         conn = self.connect()
         with conn.cursor() as cur:

@@ -82,10 +82,8 @@ def open_stream(
 
 
 def event_start(stream: BinlogEventStream, event: object) -> BinlogOffset:
-    """Where an event begins in its binlog file. (`event.event_size` leaves out the header
-    and checksum; the packet's size is the whole event.)"""
-    packet = event.packet  # type: ignore[attr-defined]
-    return BinlogOffset(stream.log_file, packet.log_pos - packet.event_size)
+    """Where an event begins in its binlog file."""
+    return BinlogOffset(stream.log_file, stream.event_start(event.packet))  # type: ignore[attr-defined]
 
 
 class RowsEvent(NamedTuple):

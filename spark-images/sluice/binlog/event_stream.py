@@ -27,13 +27,13 @@ from pymysqlreplication.event import MariadbGtidEvent, XidEvent
 from pymysqlreplication.row_event import DeleteRowsEvent, TableMapEvent, UpdateRowsEvent, WriteRowsEvent
 from pymysqlreplication.table import Table
 
+from sluice.binlog.binlog_format import BinlogFormat, length_coded, table_id
 from sluice.event.row_change import RowKind
 
 ROW_EVENTS = (WriteRowsEvent, UpdateRowsEvent, DeleteRowsEvent)
 _HEADER = struct.Struct("<IBIIIH")  # timestamp, type, server id, event size, next position, flags
 _BODY = 1 + _HEADER.size  # a packet is an OK byte, the event's header, its body (and a checksum)
 _XID, _MARIADB_GTID, _TABLE_MAP = 0x10, 0xA2, 0x13
-_COMPRESSED_TWINS = {140: 252, 141: 15}  # MariaDB's BLOB_COMPRESSED, VARCHAR_COMPRESSED: BLOB, VARCHAR
 _ROWS = {  # event type: (kind, the library's class, version 2)
     0x17: (RowKind.INSERT, WriteRowsEvent, False),
     0x18: (RowKind.UPDATE_AFTER, UpdateRowsEvent, False),
@@ -90,15 +90,11 @@ class ParsedMariadbGtid(MariadbGtidEvent):
 
 class PushbackConnection(pymysql.connections.Connection):
     """A replication connection that takes back the packet (or the error) just read from
-    it, and gives it again at the next read.
-
-    MariaDB's compressed columns (VARCHAR/BLOB ... COMPRESSED) have column types of their
-    own in a table map, which the library does not know: it misreads the rest of the map.
-    Every table map read here names them as their uncompressed twins, whose metadata they
-    share, and `compressed` keeps which columns they were, by table id, for the row image
-    decoder to inflate their values."""
+    it, and gives it again at the next read. On the stream's connection every packet read
+    is made readable first (binlog/binlog_format.py)."""
 
     _pushed: MysqlPacket | Exception | None = None
+    binlog: BinlogFormat | None = None  # set on the stream's connection, at the handshake
 
     def push_back(self, item: MysqlPacket | Exception) -> None:
         self._pushed = item
@@ -106,32 +102,15 @@ class PushbackConnection(pymysql.connections.Connection):
     def _read_packet(self, packet_type: type = MysqlPacket) -> MysqlPacket:
         pushed, self._pushed = self._pushed, None
         if pushed is None:
-            return self._readable(super()._read_packet(packet_type))
+            packet = super()._read_packet(packet_type)
+            if self.binlog is None:
+                return packet
+            data = packet.get_all_data()
+            readable = self.binlog.readable(data)
+            return packet if readable is data else MysqlPacket(readable, self.encoding)
         if isinstance(pushed, Exception):
             raise pushed
         return pushed
-
-    @property
-    def compressed(self) -> dict[int, frozenset[int]]:
-        return self.__dict__.setdefault("_compressed", {})
-
-    def _readable(self, packet: MysqlPacket) -> MysqlPacket:
-        data = packet.get_all_data()
-        if len(data) < _BODY + 8 or data[0] != 0 or data[5] != _TABLE_MAP:
-            return packet
-        at = _BODY + 8  # table id and flags
-        at += 1 + data[at] + 1  # the database's name, NUL-terminated
-        at += 1 + data[at] + 1  # the table's
-        count, at = _length_coded(data, at)
-        types = data[at : at + count]
-        compressed = frozenset(i for i, kind in enumerate(types) if kind in _COMPRESSED_TWINS)
-        if not compressed:
-            return packet
-        self.compressed[_table_id(data)] = compressed
-        rewritten = bytearray(data)
-        for i in compressed:
-            rewritten[at + i] = _COMPRESSED_TWINS[types[i]]
-        return MysqlPacket(bytes(rewritten), self.encoding)
 
 
 _SKIPPED = object()  # an event parsed here that nobody asked for
@@ -144,6 +123,7 @@ class BinlogEventStream(BinLogStreamReader):
     def __init__(self, **settings: Any) -> None:
         wanted = set(settings["only_events"])
         settings["only_events"] = [*settings["only_events"], TableMapEvent]  # see _from_library
+        self._format = BinlogFormat(checksum=False)
         super().__init__(pymysql_wrapper=PushbackConnection, freeze_schema=True, **settings)
         self._parsers: dict[int, Callable[[bytes, EventHeader, int], object]] = {
             _TABLE_MAP: self._table_map,
@@ -152,6 +132,32 @@ class BinlogEventStream(BinLogStreamReader):
         }
         for event_type, (_, event_class, _) in _ROWS.items():
             self._parsers[event_type] = self._rows if event_class in wanted else self._skipped
+
+    def _BinLogStreamReader__checksum_enabled(self) -> bool:  # noqa: N802 - the library's private name
+        """The checksum handshake, made on every connection: the server then sends each
+        file's events as the file has them, and each file's format description says
+        whether that is with a checksum (the library declared itself only when the
+        server's setting was on, so a file written before it was switched off was refused).
+        """
+        connection = self._stream_connection
+        with connection.cursor() as cur:
+            cur.execute("SET @master_binlog_checksum = @@global.binlog_checksum")
+            cur.execute("SELECT @master_binlog_checksum")
+            (agreed,) = cur.fetchone()
+        self._format = connection.binlog = BinlogFormat(checksum=agreed != "NONE")
+        return self._format.checksum
+
+    @property
+    def _BinLogStreamReader__use_checksum(self) -> bool:  # noqa: N802 - what the library reads per event
+        return self._format.checksum
+
+    @_BinLogStreamReader__use_checksum.setter
+    def _BinLogStreamReader__use_checksum(self, value: bool) -> None:  # noqa: N802
+        self._format.checksum = value
+
+    def event_start(self, packet: Any) -> int:
+        """Where the event of `packet` (its header fields) begins in its file."""
+        return packet.log_pos - self._format.size_in_file(packet.log_pos, packet.event_size)
 
     def fetchone(self) -> object:
         while True:
@@ -178,22 +184,21 @@ class BinlogEventStream(BinLogStreamReader):
             _keep_layout(event)
             event = super().fetchone()
         if isinstance(event, ROW_EVENTS):
-            self._mark_compressed(event.table_map[event.table_id])
-            return _library_rows(event)
+            self._mark_compressed(event.table_map[event.table_id], event.table_id)
+            packet = event.packet
+            return _library_rows(event, self._format.size_in_file(packet.log_pos, packet.event_size))
         return event
 
-    def _mark_compressed(self, table: Table) -> None:
-        """Sets `compressed` on the columns of `table` that are (see PushbackConnection)."""
-        connection = getattr(self, "_stream_connection", None)
-        compressed = connection.compressed.get(table.table_id, ()) if connection is not None else ()
-        for i in compressed:
+    def _mark_compressed(self, table: Table, table_id: int) -> None:
+        """Sets `compressed` on the columns of `table` that are (see BinlogFormat)."""
+        for i in self._format.compressed.get(table_id, ()):
             table.columns[i].compressed = True
 
     def _header(self, data: bytes) -> EventHeader:
         timestamp, _, server_id, event_size, log_pos, _ = _HEADER.unpack_from(data, 1)
         if log_pos:
             self.log_pos = log_pos  # where the library reconnects from
-        return EventHeader(timestamp, server_id, event_size, log_pos)
+        return EventHeader(timestamp, server_id, self._format.size_in_file(log_pos, event_size), log_pos)
 
     def _skipped(self, data: bytes, header: EventHeader, event_type: int) -> object:
         return _SKIPPED
@@ -207,22 +212,23 @@ class BinlogEventStream(BinLogStreamReader):
 
     def _table_map(self, data: bytes, header: EventHeader, event_type: int) -> object | None:
         """A table already mapped has nothing new (frozen); a new one the library reads."""
-        return _SKIPPED if _table_id(data) in self.table_map else None
+        return _SKIPPED if table_id(data) in self.table_map else None
 
     def _rows(self, data: bytes, header: EventHeader, event_type: int) -> object:
-        table = self.table_map.get(_table_id(data))
+        tid = table_id(data)
+        table = self.table_map.get(tid)
         if table is None:  # its table map was filtered out: a table not captured
             return _SKIPPED
-        self._mark_compressed(table)
+        self._mark_compressed(table, tid)
         kind, _, version2 = _ROWS[event_type]
         at = _BODY + self._post_header_length(event_type, 10 if version2 else 8)
         if version2:  # extra data (its length counts its own two bytes)
             at += struct.unpack_from("<H", data, _BODY + 8)[0] - 2
-        columns, at = _length_coded(data, at)
+        columns, at = length_coded(data, at)
         width = (columns + 7) // 8
         bitmaps = 2 if kind is RowKind.UPDATE_AFTER else 1
         present = tuple(data[at + i * width : at + (i + 1) * width] for i in range(bitmaps))
-        end = 1 + header.event_size - (4 if self._BinLogStreamReader__use_checksum else 0)  # type: ignore[attr-defined]
+        end = len(data) - (4 if self._format.checksum else 0)
         return BinlogRowsEvent(kind, table, data[at + bitmaps * width : end], present, header)
 
     def _post_header_length(self, event_type: int, default: int) -> int:
@@ -245,20 +251,7 @@ def _keep_layout(event: TableMapEvent) -> None:
         column.geometry_type = kind
 
 
-def _table_id(data: bytes) -> int:
-    return int.from_bytes(data[_BODY : _BODY + 6], "little")
-
-
-def _length_coded(data: bytes, at: int) -> tuple[int, int]:
-    """A length-coded integer at `at`, and where what follows it begins."""
-    first = data[at]
-    if first < 251:
-        return first, at + 1
-    width = {252: 2, 253: 3, 254: 8}[first]
-    return int.from_bytes(data[at + 1 : at + 1 + width], "little"), at + 1 + width
-
-
-def _library_rows(event: Any) -> BinlogRowsEvent:
+def _library_rows(event: Any, size_in_file: int) -> BinlogRowsEvent:
     """A rows event the library read (after an event it read on), in this module's form."""
     packet = event.packet
     body = packet.read(event.event_size - packet.read_bytes)
@@ -267,5 +260,5 @@ def _library_rows(event: Any) -> BinlogRowsEvent:
         kind, present = RowKind.UPDATE_AFTER, (*present, event.columns_present_bitmap2)
     else:
         kind = RowKind.INSERT if isinstance(event, WriteRowsEvent) else RowKind.DELETE
-    header = EventHeader(event.timestamp, packet.server_id, packet.event_size, packet.log_pos)
+    header = EventHeader(event.timestamp, packet.server_id, size_in_file, packet.log_pos)
     return BinlogRowsEvent(kind, event.table_map[event.table_id], body, present, header)

@@ -25,6 +25,7 @@ from pymysqlreplication.event import (
     MariadbGtidEvent,
     QueryEvent,
     RotateEvent,
+    XAPrepareEvent,
     XidEvent,
 )
 
@@ -152,7 +153,7 @@ def read_transactions(
         mariadb,
         blocking=stop_at is None,
         heartbeat_seconds=heartbeat_seconds if stop_at is None else None,
-        extra_events=(XidEvent, QueryEvent, HeartbeatLogEvent, GtidEvent, MariadbGtidEvent),
+        extra_events=(XidEvent, QueryEvent, HeartbeatLogEvent, GtidEvent, MariadbGtidEvent, XAPrepareEvent),
         gtid_set=start.gtid if by_gtid else "",
         watched=watched,
     )
@@ -286,6 +287,16 @@ def _transactions(
             standalone = False
             if began is None:  # no GTID event: the transaction begins here
                 began = start.pos
+        elif isinstance(event, XAPrepareEvent):
+            if events:
+                tables = ", ".join(sorted({e.table_id for e in events}))
+                raise SourceError(
+                    f"an XA transaction prepared at {start} changes {tables}: Sluice does not follow XA transactions "
+                    "(their rows count only at a later XA COMMIT, and not at all after an XA ROLLBACK); leave the "
+                    "captured tables out of XA transactions, or the tables out of the pipeline"
+                )
+            yield Transaction(events, resume_point(event.packet.log_pos), event.timestamp)
+            began = None
         elif isinstance(event, XidEvent) or (isinstance(event, QueryEvent) and event.query.strip().upper() == "COMMIT"):
             yield Transaction(events, resume_point(event.packet.log_pos), event.timestamp)
             events, pending_bytes, pieced = [], 0, False

@@ -11,13 +11,19 @@ from pymysqlreplication import BinLogStreamReader
 from pymysqlreplication.event import MariadbGtidEvent, QueryEvent, RotateEvent, XidEvent
 
 from sluice.binlog import event_stream
+from sluice.binlog.binlog_format import BinlogFormat
 from sluice.binlog.event_reader import WatchedTables, open_stream
 from sluice.binlog.event_stream import ROW_EVENTS, BinlogRowsEvent, ParsedMariadbGtid, ParsedXid
 from sluice.source.connection import current_offset
 from sluice.source.offset import BinlogOffset
 
 EXTRA = (XidEvent, QueryEvent, MariadbGtidEvent)
-_as_rows = event_stream._library_rows  # a library rows event in the stream's form
+_library_rows = event_stream._library_rows
+
+
+def _as_rows(event) -> BinlogRowsEvent:
+    """A library rows event in the stream's form."""
+    return _library_rows(event, event.packet.event_size)
 
 
 def _history(mariadb, database: str) -> tuple[BinlogOffset, BinlogOffset]:
@@ -101,7 +107,7 @@ def _read(stream: BinLogStreamReader, end: BinlogOffset, interrupt_after: int | 
 def test_every_event_parsed_here_is_the_one_the_library_reads(mariadb, source_db, monkeypatch):
     start, end = _history(mariadb, source_db)
     from_library = []
-    monkeypatch.setattr(event_stream, "_library_rows", lambda e: from_library.append(e) or _as_rows(e))
+    monkeypatch.setattr(event_stream, "_library_rows", lambda e, size: from_library.append(e) or _as_rows(e))
     ours, _ = _read(_open(mariadb, source_db, start, blocking=False), end)
     theirs, _ = _read(_library(mariadb, source_db, start), end)
 
@@ -130,7 +136,7 @@ def test_a_version_2_rows_event_skips_its_extra_data():
     row info after its post-header gives the same rows. (No MySQL server on this machine.)"""
     stream = event_stream.BinlogEventStream.__new__(event_stream.BinlogEventStream)
     stream.table_map = {42: "table a"}
-    stream._BinLogStreamReader__use_checksum = True
+    stream._format = BinlogFormat(checksum=True)
     stream._BinLogStreamReader__post_header_lengths = None
     rows = b"\xfc\x01\x00\x00\x00" * 3
     checksum = b"\xde\xad\xbe\xef"

@@ -4,7 +4,8 @@ target equals the source row for row. Once every pipeline streams, the writes in
 schema changes (ADD, RENAME, DROP, MODIFY COLUMN) on random tables, applied by evolve.
 Some rows hold what legacy estates do (zero and partial dates, NUL characters): MariaDB
 keeps them as they are, PostgreSQL, the changelog and the lakehouse tables (Iceberg and
-Delta Lake, read back by their own libraries) as the value rules say.
+Delta Lake, read back by their own libraries) as the value rules say. The source
+compresses its binlog (log_bin_compress), as large estates run it.
 
 CI runs it with a fixed seed and a small size. `make soak` runs it bigger with a random
 seed: SLUICE_SOAK_SEED, SLUICE_SOAK_ROWS and SLUICE_SOAK_KILLS override the defaults.
@@ -15,7 +16,9 @@ from __future__ import annotations
 import os
 import threading
 import time
+from collections.abc import Iterator
 
+import pytest
 import yaml
 
 from sluice.sink.parquet import read_changelog
@@ -44,7 +47,16 @@ WRITES_PER_SECOND = 150
 STATE_LOSSES = 0.4  # how often a kill also deletes the state directory
 
 
-def test_targets_equal_the_source_after_repeated_sigkills(tmp_path, mariadb, mariadb_target, postgresql, source_db):
+@pytest.fixture
+def compressing(mariadb) -> Iterator[None]:
+    """Every event of 10 bytes or more compressed, for the length of the test."""
+    with mariadb.global_setting("log_bin_compress", "ON"), mariadb.global_setting("log_bin_compress_min_len", 10):
+        yield
+
+
+def test_targets_equal_the_source_after_repeated_sigkills(
+    tmp_path, mariadb, mariadb_target, postgresql, source_db, compressing
+):
     for i, (table, key) in enumerate(TABLES.items()):
         create_table(mariadb, source_db, table, ROWS, seed=SEED + i, key=key, legacy=True)
     env = sluice_env(mariadb, postgresql, mariadb_target)

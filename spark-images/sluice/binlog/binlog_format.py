@@ -1,0 +1,175 @@
+"""The binlog as each of its files declares it, and its events made readable.
+
+Every packet of the replication stream passes through `BinlogFormat.readable` before
+anything reads it, so what follows holds for both the stream's own parsers and the
+library's:
+- Each file's format description says whether its events end in a checksum. A server whose
+  binlog_checksum changes rotates to a new file that says so; the setting at connection
+  time is only the first file's.
+- MariaDB's compressed events (log_bin_compress) are inflated into their plain twins: a
+  Query_compressed event into a Query event, a Write/Update/Delete_rows_compressed event
+  into the rows event it compresses (log_event.cc: a header byte, 0x80 | how many bytes of
+  length follow, the big-endian length, then a zlib stream). The twin keeps the event's
+  position; its size in the file is kept apart (`size_in_file`), for where it begins.
+- MariaDB's compressed columns (VARCHAR/BLOB ... COMPRESSED) have column types of their
+  own in a table map, which the library does not know: it misreads the rest of the map.
+  Table maps name them as their uncompressed twins, whose metadata they share, and
+  `compressed` keeps which columns they were, by table id, for the row image decoder to
+  inflate their values.
+- An event type the reader neither reads nor may pass over (binlog/event_types.py) stops
+  the reader, naming it and where it is.
+"""
+
+from __future__ import annotations
+
+import struct
+import zlib
+
+from sluice.binlog.event_types import (
+    FORMAT_DESCRIPTION,
+    PASSED_OVER,
+    QUERY,
+    QUERY_COMPRESSED,
+    READ,
+    ROTATE,
+    ROWS_COMPRESSED,
+    TABLE_MAP,
+    name,
+)
+from sluice.errors import SourceError
+
+_HEADER = struct.Struct("<IBIIIH")  # timestamp, type, server id, event size, next position, flags
+_BODY = 1 + _HEADER.size  # a packet is an OK byte, the event's header, its body (and a checksum)
+_SIZE_AT = 1 + 4 + 1 + 4  # the event size's offset in a packet
+_FORMAT_FIXED = 2 + 50 + 4 + 1  # binlog version, server version, created, header length
+_COMPRESSED_TWINS = {140: 252, 141: 15}  # MariaDB's BLOB_COMPRESSED, VARCHAR_COMPRESSED: BLOB, VARCHAR
+_UPDATES = frozenset({24, 31})  # rows events with two column bitmaps
+_SIZES_KEPT = 64  # inflated events whose size in the file is kept: the ones still being read
+
+
+class UnknownEvent(SourceError):
+    """An event the reader can neither read nor pass over: reading on could lose changes."""
+
+
+class BinlogFormat:
+    """One replication stream's view of the file it reads: checksums, post-header lengths,
+    the file's name, and the sizes in the file of the events it inflated."""
+
+    def __init__(self, checksum: bool) -> None:
+        self.checksum = checksum  # as agreed at connection, until a format description says
+        self.file = ""
+        self.compressed: dict[int, frozenset[int]] = {}  # table id: its compressed columns
+        self._post_header = b""
+        self._sizes: dict[int, int] = {}  # an inflated event's end position: its size in the file
+
+    def size_in_file(self, log_pos: int, event_size: int) -> int:
+        """The size of the event ending at `log_pos` in the file (an inflated event's
+        `event_size` is its plain twin's)."""
+        return self._sizes.get(log_pos, event_size)
+
+    def readable(self, data: bytes) -> bytes:
+        """A packet's bytes (an OK byte, then an event) as the readers read them."""
+        if len(data) < _BODY or data[0] != 0:
+            return data
+        kind = data[5]
+        if kind == FORMAT_DESCRIPTION:
+            self._described(data)
+        elif kind == ROTATE:
+            self.file = data[_BODY + 8 : len(data) - (4 if self.checksum else 0)].decode()
+        elif kind == TABLE_MAP:
+            return self._uncompressed_columns(data)
+        elif kind == QUERY_COMPRESSED or kind in ROWS_COMPRESSED:
+            return self._inflated(data, kind)
+        elif kind not in READ and kind not in PASSED_OVER:
+            raise UnknownEvent(
+                f"the binlog holds a {name(kind)} event at {self.where(data)}, which Sluice cannot read: reading "
+                "on could lose changes, so the pipeline stops there. Turn off the server setting that writes it, or "
+                "report it to the Sluice project with the server's version"
+            )
+        return data
+
+    def where(self, data: bytes) -> str:
+        _, _, _, event_size, log_pos, _ = _HEADER.unpack_from(data, 1)
+        return f"{self.file or 'binlog'}:{log_pos - self.size_in_file(log_pos, event_size)}"
+
+    def _described(self, data: bytes) -> None:
+        """A format description ends in its checksum algorithm and 4 bytes (its checksum,
+        or nothing the algorithm is off): log_event.cc's get_checksum_alg."""
+        self.checksum = data[-5] != 0
+        self._post_header = bytes(data[_BODY + _FORMAT_FIXED : -5])
+
+    def _post_header_length(self, kind: int, default: int) -> int:
+        return self._post_header[kind - 1] if len(self._post_header) >= kind else default
+
+    def _inflated(self, data: bytes, kind: int) -> bytes:
+        at = _BODY
+        if kind == QUERY_COMPRESSED:
+            plain = QUERY
+            database_length, status_length = data[at + 8], struct.unpack_from("<H", data, at + 11)[0]
+            at += self._post_header_length(kind, 13) + status_length + database_length + 1
+        else:
+            plain = ROWS_COMPRESSED[kind]
+            at += 8  # table id and flags
+            if self._post_header_length(kind, 8) == 10:  # version 2: extra data, its length counting itself
+                at += struct.unpack_from("<H", data, at)[0]
+            columns, at = length_coded(data, at)
+            at += (columns + 7) // 8 * (2 if plain in _UPDATES else 1)
+        header = data[at]
+        length_bytes = header & 7
+        if header & 0xF0 != 0x80 or not 1 <= length_bytes <= 4:  # compressed, by zlib (the one algorithm)
+            raise self._not_inflated(data, kind, f"a compression header {header:#x} it does not know")
+        length = int.from_bytes(data[at + 1 : at + 1 + length_bytes], "big")
+        inflater = zlib.decompressobj()
+        try:
+            body = inflater.decompress(data[at + 1 + length_bytes :])
+        except zlib.error as exc:
+            raise self._not_inflated(data, kind, str(exc)) from exc
+        checksum = inflater.unused_data  # what follows the zlib stream: the event's checksum, if any
+        if not inflater.eof or len(body) != length or len(checksum) != (4 if self.checksum else 0):
+            raise self._not_inflated(data, kind, f"{len(body)} bytes inflated, {length} declared")
+        event = bytearray(data[:at])
+        event += body
+        event[5] = plain
+        struct.pack_into("<I", event, _SIZE_AT, len(event) - 1 + len(checksum))
+        if checksum:
+            event += struct.pack("<I", zlib.crc32(event[1:]))
+        self._keep_size(data)
+        return bytes(event)
+
+    def _not_inflated(self, data: bytes, kind: int, why: str) -> SourceError:
+        return SourceError(f"cannot inflate the {name(kind)} event at {self.where(data)}: {why}")
+
+    def _keep_size(self, data: bytes) -> None:
+        _, _, _, event_size, log_pos, _ = _HEADER.unpack_from(data, 1)
+        self._sizes[log_pos] = event_size
+        while len(self._sizes) > _SIZES_KEPT:
+            del self._sizes[next(iter(self._sizes))]
+
+    def _uncompressed_columns(self, data: bytes) -> bytes:
+        at = _BODY + 8  # table id and flags
+        at += 1 + data[at] + 1  # the database's name, NUL-terminated
+        at += 1 + data[at] + 1  # the table's
+        count, at = length_coded(data, at)
+        types = data[at : at + count]
+        compressed = frozenset(i for i, kind in enumerate(types) if kind in _COMPRESSED_TWINS)
+        if not compressed:
+            return data
+        self.compressed[table_id(data)] = compressed
+        rewritten = bytearray(data)
+        for i in compressed:
+            rewritten[at + i] = _COMPRESSED_TWINS[types[i]]
+        return bytes(rewritten)
+
+
+def table_id(data: bytes) -> int:
+    """The table id of a table map or rows event's packet."""
+    return int.from_bytes(data[_BODY : _BODY + 6], "little")
+
+
+def length_coded(data: bytes, at: int) -> tuple[int, int]:
+    """A length-coded integer at `at`, and where what follows it begins."""
+    first = data[at]
+    if first < 251:
+        return first, at + 1
+    width = {252: 2, 253: 3, 254: 8}[first]
+    return int.from_bytes(data[at + 1 : at + 1 + width], "little"), at + 1 + width
