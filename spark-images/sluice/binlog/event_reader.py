@@ -155,6 +155,9 @@ class RowsEvent(NamedTuple):
             ) from exc
 
 
+_STATEMENT = {RowKind.INSERT: "insert", RowKind.UPDATE_AFTER: "update", RowKind.DELETE: "delete"}
+
+
 def rows_event(
     event: BinlogRowsEvent, start: BinlogOffset, decoders: RowImageDecoders, first_row: int = 0
 ) -> RowsEvent | None:
@@ -163,6 +166,14 @@ def rows_event(
     decoder = decoders.for_table(table_id, event.table)
     if decoder is None:
         return None
+    if event.present not in decoder.whole and (left_out := decoder.left_out(event.present)):
+        raise SourceError(
+            f"the {_STATEMENT[event.kind]} rows event of {table_id} at binlog position {start} leaves out "
+            f"{', '.join(left_out)}: the session that wrote it had binlog_row_image MINIMAL or NOBLOB (SET SESSION "
+            "binlog_row_image), and Sluice needs every column of every image. Keep binlog_row_image=FULL in every "
+            "session that writes captured tables; this event's changes cannot be read from the binlog, so run the "
+            "pipeline again from a fresh snapshot (a new pipeline.name into an empty target)"
+        )
     end, timestamp = event.packet.log_pos, event.timestamp
     return RowsEvent(table_id, event.kind, decoder, event.body, event.present, start, end, first_row, timestamp)
 

@@ -403,6 +403,7 @@ class RowImageDecoder:
         self.schema = schema
         self._width = len(schema.columns)
         self._loops: dict[tuple[bytes, ...], Callable[[bytes], list[Row]]] = {}
+        self.whole: set[tuple[bytes, ...]] = set()  # column bitmaps that leave no column out
         self._readers: list[tuple[ColumnReader, int | None]] = []
         names = schema.column_names
         row_end = row_end_column(table_map_columns, schema)
@@ -428,6 +429,21 @@ class RowImageDecoder:
         if loop is None:
             loop = self._loops[key] = self._compile(key)
         return loop(body)
+
+    def left_out(self, present: Sequence[bytes]) -> list[str]:
+        """The schema's columns some image leaves out (binlog_row_image MINIMAL or NOBLOB in
+        the session that wrote it): decoded, they would read as NULL."""
+        names = self.schema.column_names
+        left_out = [
+            names[target]
+            for i, (_, target) in enumerate(self._readers)
+            if target is not None
+            and target < self._width
+            and not all(image[i >> 3] >> (i & 7) & 1 for image in present)
+        ]
+        if not left_out:
+            self.whole.add(tuple(present))
+        return left_out
 
     def _compile(self, present: Sequence[bytes]) -> Callable[[bytes], list[Row]]:
         """The row loop for images of these columns, written out as Python and compiled

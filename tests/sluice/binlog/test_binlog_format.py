@@ -150,3 +150,56 @@ def test_an_xa_transaction_of_captured_rows_stops_the_reader(mariadb, source_db)
         end = position(cur)
     with pytest.raises(SourceError, match=f"XA transaction prepared at {start.file}:.* changes {source_db}.t"):
         read_between(mariadb, source_db, start, end, {schema.table_id: schema})
+
+
+def _read_with_session_row_image(server, db: str, table: str, image: str, *statements: str):
+    """What the reader makes of `statements` written by a session with its own
+    binlog_row_image (the server's stays FULL, so sluice check passes)."""
+    with server.connect(db) as conn, conn.cursor() as cur:
+        schema = read_table_schema(conn, db, table)
+        start = position(cur)
+        cur.execute(f"SET SESSION binlog_row_image = {image}")
+        for statement in statements:
+            cur.execute(statement)
+        conn.commit()
+        end = position(cur)
+    return read_between(server, db, start, end, {schema.table_id: schema})
+
+
+@pytest.mark.parametrize(
+    ("image", "statement", "kind", "left_out"),
+    [
+        # a NOBLOB update leaves the LOBs it did not change out of both images: they came out NULL
+        ("NOBLOB", "UPDATE t SET n = 2 WHERE id = 1", "update", "note, data"),
+        # a MINIMAL insert logs the columns the statement named: the DEFAULTs came out NULL
+        ("MINIMAL", "INSERT INTO t (id) VALUES (2)", "insert", "name, n, note, data"),
+        # a MINIMAL update logs the key before and the changed columns after: a NULL key the target refused
+        ("MINIMAL", "UPDATE t SET n = 3 WHERE id = 1", "update", "id, name, n, note, data"),
+    ],
+)
+def test_a_rows_event_whose_images_leave_columns_out_stops_the_reader(
+    mariadb, source_db, image, statement, kind, left_out
+):
+    mariadb.execute(
+        "CREATE TABLE t (id INT PRIMARY KEY, name VARCHAR(10) DEFAULT 'dflt', n INT DEFAULT 7, note TEXT, data BLOB)",
+        "INSERT INTO t VALUES (1, 'one', 1, 'text-1', 'blob-1')",
+        database=source_db,
+    )
+    with pytest.raises(
+        SourceError, match=f"the {kind} rows event of {source_db}.t at .* leaves out {left_out}: .*binlog_row_image"
+    ):
+        _read_with_session_row_image(mariadb, source_db, "t", image, statement)
+
+
+def test_minimal_images_of_a_keyless_table_are_whole(mariadb, source_db):
+    """Without a primary key MINIMAL logs every column: nothing is left out."""
+    mariadb.execute(
+        "CREATE TABLE bag (a INT, b VARCHAR(10) DEFAULT 'dflt')", "INSERT INTO bag VALUES (1, 'x')", database=source_db
+    )
+    read = _read_with_session_row_image(
+        mariadb, source_db, "bag", "MINIMAL", "INSERT INTO bag (a) VALUES (2)", "UPDATE bag SET a = 3 WHERE a = 1"
+    )
+    assert _changes(read) == [
+        (RowKind.INSERT, None, (2, "dflt")),
+        (RowKind.UPDATE_AFTER, (1, "x"), (3, "x")),
+    ]
