@@ -28,7 +28,13 @@ from sluice.sink.base import Sink
 from sluice.sink.factory import create_sink
 from sluice.sink.target_values import DATES, STRINGS, TargetValues
 from sluice.snapshot.chunk_splitter import estimated_rows
-from sluice.source.checks import binlog_settings, binlog_settings_problems, privileges_problem, select_problem
+from sluice.source.checks import (
+    binlog_settings,
+    binlog_settings_followed,
+    binlog_settings_problems,
+    privileges_problem,
+    select_problem,
+)
 from sluice.source.connection import connect
 from sluice.source.schema import Column, TableSchema, discover_tables
 from sluice.source.sql import qualified, quote
@@ -94,10 +100,12 @@ def _source(definition: PipelineDefinition, sink: Sink, scan_rows: int, found: l
         return
     try:
         yield Finding("ok", "source", f"reached {source.hostname}:{source.port} ({conn.get_server_info()})")
-        problems = binlog_settings_problems(binlog_settings(conn))
+        settings = binlog_settings(conn)
+        problems = binlog_settings_problems(settings)
         yield from (Finding("error", "source.binlog", problem) for problem in problems)
         if not problems:
             yield Finding("ok", "source.binlog", "log_bin, binlog_format=ROW and full row images and metadata")
+        yield from (Finding("ok", "source.binlog", said) for said in binlog_settings_followed(settings))
         problem = privileges_problem(conn)
         yield (
             Finding("error", "source.privileges", problem)

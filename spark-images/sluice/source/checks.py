@@ -19,6 +19,8 @@ REQUIRED = {
 # MySQL only: PARTIAL_JSON logs JSON updates as diffs (PARTIAL_UPDATE_ROWS events), with no
 # full after image to write.
 REFUSED = {"binlog_row_value_options": "PARTIAL_JSON"}
+# Settings the reader follows, whatever their value (binlog/binlog_format.py).
+FOLLOWED = ("log_bin_compress", "binlog_checksum")
 
 
 def check_binlog_settings(conn: pymysql.connections.Connection) -> None:
@@ -29,7 +31,7 @@ def check_binlog_settings(conn: pymysql.connections.Connection) -> None:
 
 def binlog_settings(conn: pymysql.connections.Connection) -> dict[str, str]:
     """The server's settings that CDC depends on, upper-cased."""
-    names = (*REQUIRED, *REFUSED)
+    names = (*REQUIRED, *REFUSED, *FOLLOWED)
     with conn.cursor() as cur:
         cur.execute(f"SHOW GLOBAL VARIABLES WHERE Variable_name IN ({', '.join(['%s'] * len(names))})", names)
         return {name: str(value).upper() for name, value in cur.fetchall()}
@@ -58,6 +60,23 @@ def binlog_settings_problems(settings: Mapping[str, str]) -> list[str]:
                 f"source server has {name}={settings[name]}; Sluice needs it without {refused} (SET GLOBAL {name}='')"
             )
     return problems
+
+
+def binlog_settings_followed(settings: Mapping[str, str]) -> list[str]:
+    """What the settings the reader follows, and the ones a session may change, mean for a
+    pipeline: a sentence each."""
+    said = []
+    if settings.get("log_bin_compress") == "ON":
+        said.append("log_bin_compress=ON: the binlog's compressed events are inflated as they are read")
+    checksum = settings.get("binlog_checksum", "NONE")
+    said.append(
+        f"binlog_checksum={checksum}: each binlog file says whether its events end in a checksum: a change is followed"
+    )
+    said.append(
+        "binlog_row_image and binlog_format can be set per session: a rows event that leaves columns out, or changes "
+        "logged as statements, stop the pipeline at that event (keep FULL and ROW in every session that writes)"
+    )
+    return said
 
 
 def required_privileges(server_info: str) -> tuple[str, ...]:

@@ -203,3 +203,19 @@ def test_minimal_images_of_a_keyless_table_are_whole(mariadb, source_db):
         (RowKind.INSERT, None, (2, "dflt")),
         (RowKind.UPDATE_AFTER, (1, "x"), (3, "x")),
     ]
+
+
+def test_changes_a_session_logged_as_statements_stop_the_reader(mariadb, source_db):
+    """`SET SESSION binlog_format=STATEMENT` logs an UPDATE as its text: no rows event
+    carries the rows it changed."""
+    mariadb.execute("CREATE TABLE t (id INT PRIMARY KEY, n INT)", "INSERT INTO t VALUES (1, 1)", database=source_db)
+    with mariadb.connect(source_db) as conn, conn.cursor() as cur:
+        schema = read_table_schema(conn, source_db, "t")
+        start = position(cur)
+        cur.execute("SET SESSION binlog_format = STATEMENT")
+        cur.execute("UPDATE t SET n = n + 1 WHERE id = 1")
+        conn.commit()
+        end = position(cur)
+    said = f"the statement at {start.file}:.* changes {source_db}.t as a statement, .*binlog_format=ROW"
+    with pytest.raises(SourceError, match=said):
+        read_between(mariadb, source_db, start, end, {schema.table_id: schema})
