@@ -58,13 +58,17 @@ def kube_api(services_dir: Path) -> Iterator[RunningApiDouble]:
     double.stop()
 
 
+def _fresh_database(server: MariaDB) -> Iterator[str]:
+    name = f"src_{os.getpid()}_{next(_names)}"
+    server.execute(f"CREATE DATABASE {name}")
+    yield name
+    server.execute(f"DROP DATABASE IF EXISTS {name}")
+
+
 @pytest.fixture
 def source_db(mariadb: MariaDB) -> Iterator[str]:
     """A fresh, empty source database for one test."""
-    name = f"src_{os.getpid()}_{next(_names)}"
-    mariadb.execute(f"CREATE DATABASE {name}")
-    yield name
-    mariadb.execute(f"DROP DATABASE IF EXISTS {name}")
+    yield from _fresh_database(mariadb)
 
 
 @pytest.fixture(scope="session")
@@ -81,7 +85,4 @@ def mariadb_compressed(services_dir: Path) -> Iterator[MariaDB]:
 @pytest.fixture
 def source_db_compressed(mariadb_compressed: MariaDB) -> Iterator[str]:
     """A fresh, empty database on the compressing MariaDB for one test."""
-    name = f"src_{os.getpid()}_{next(_names)}"
-    mariadb_compressed.execute(f"CREATE DATABASE {name}")
-    yield name
-    mariadb_compressed.execute(f"DROP DATABASE IF EXISTS {name}")
+    yield from _fresh_database(mariadb_compressed)
