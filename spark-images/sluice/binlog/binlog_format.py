@@ -16,6 +16,8 @@ library's:
   Table maps name them as their uncompressed twins, whose metadata they share, and
   `compressed` keeps which columns they were, by table id, for the row image decoder to
   inflate their values.
+- An Execute_load_query event (LOAD DATA logged as a statement) is read as the Query event
+  it extends, so the statement is judged as any other.
 - An event type the reader neither reads nor may pass over (binlog/event_types.py) stops
   the reader, naming it and where it is.
 """
@@ -26,6 +28,7 @@ import struct
 import zlib
 
 from sluice.binlog.event_types import (
+    EXECUTE_LOAD_QUERY,
     FORMAT_DESCRIPTION,
     PASSED_OVER,
     QUERY,
@@ -44,6 +47,7 @@ _SIZE_AT = 1 + 4 + 1 + 4  # the event size's offset in a packet
 _FORMAT_FIXED = 2 + 50 + 4 + 1  # binlog version, server version, created, header length
 _COMPRESSED_TWINS = {140: 252, 141: 15}  # MariaDB's BLOB_COMPRESSED, VARCHAR_COMPRESSED: BLOB, VARCHAR
 _UPDATES = frozenset({24, 31})  # rows events with two column bitmaps
+_LOAD_FIELDS = 4 + 4 + 4 + 1  # Execute_load_query's file id, filename start and end, duplicate handling
 _SIZES_KEPT = 64  # inflated events whose size in the file is kept: the ones still being read
 
 
@@ -80,6 +84,10 @@ class BinlogFormat:
             return self._uncompressed_columns(data)
         elif kind == QUERY_COMPRESSED or kind in ROWS_COMPRESSED:
             return self._inflated(data, kind)
+        elif kind == EXECUTE_LOAD_QUERY:  # a Query event with the loaded file's offsets after its post-header
+            head = _BODY + self._post_header_length(QUERY, 13)
+            checksum = 4 if self.checksum else 0
+            return self._retyped(data, data[:head], data[head + _LOAD_FIELDS : len(data) - checksum], QUERY)
         elif kind not in READ and kind not in PASSED_OVER:
             raise UnknownEvent(
                 f"the binlog holds a {name(kind)} event at {self.where(data)}, which Sluice cannot read: reading "
@@ -127,11 +135,16 @@ class BinlogFormat:
         checksum = inflater.unused_data  # what follows the zlib stream: the event's checksum, if any
         if not inflater.eof or len(body) != length or len(checksum) != (4 if self.checksum else 0):
             raise self._not_inflated(data, kind, f"{len(body)} bytes inflated, {length} declared")
-        event = bytearray(data[:at])
+        return self._retyped(data, data[:at], body, plain)
+
+    def _retyped(self, data: bytes, head: bytes, body: bytes, kind: int) -> bytes:
+        """The event of `data` as an event of type `kind` made of `head` and `body`, with a
+        checksum of its own where the file's events have one."""
+        event = bytearray(head)
         event += body
-        event[5] = plain
-        struct.pack_into("<I", event, _SIZE_AT, len(event) - 1 + len(checksum))
-        if checksum:
+        event[5] = kind
+        struct.pack_into("<I", event, _SIZE_AT, len(event) - 1 + (4 if self.checksum else 0))
+        if self.checksum:
             event += struct.pack("<I", zlib.crc32(event[1:]))
         self._keep_size(data)
         return bytes(event)

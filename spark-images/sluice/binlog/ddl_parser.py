@@ -179,7 +179,7 @@ def _parse_ddl(
     if _DML.match(bare):
         # Rows logged as a statement: MariaDB logs every change of a table versioned by
         # transaction id so, and a session may set binlog_format=STATEMENT or MIXED.
-        named = tables_named(_STRING.sub("''", bare), default_database, captured)
+        named = _named(_STRING.sub("''", bare), default_database, captured)
         tables = tuple(t for t in named if known.schema(t) is not None)
         if tables:
             raise RowsReplaced(statement, tables)
@@ -647,10 +647,10 @@ def _touches_captured(statement: str, default_database: str, captured: Captured)
 def _captured_names(statement: str, default_database: str, captured: Captured) -> list[str]:
     if not _TABLE_DDL.match(statement):
         return []
-    return tables_named(statement, default_database, captured)
+    return _named(statement, default_database, captured)
 
 
-def tables_named(statement: str, default_database: str, captured: Captured) -> list[str]:
+def _named(statement: str, default_database: str, captured: Captured) -> list[str]:
     """The captured tables a statement's words name (a word that only looks like one too)."""
     ids = []
     for word in re.findall(rf"{_NAME}(?:\s*\.\s*{_NAME})?", statement):

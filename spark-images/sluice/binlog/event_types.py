@@ -67,16 +67,16 @@ NAMES = {
     171: "Delete_rows_compressed",
 }
 
-QUERY, ROTATE, FORMAT_DESCRIPTION, TABLE_MAP = 2, 4, 15, 19
+QUERY, ROTATE, FORMAT_DESCRIPTION, TABLE_MAP, EXECUTE_LOAD_QUERY = 2, 4, 15, 19, 18
 ROWS = frozenset({23, 24, 25, 30, 31, 32})
 QUERY_COMPRESSED = 165
 ROWS_COMPRESSED = {166: 23, 167: 24, 168: 25, 169: 30, 170: 31, 171: 32}  # MariaDB's: each to its plain twin
 
-# What the reader reads (compressed events as their plain twins).
+# What the reader reads (compressed events as their plain twins, Execute_load_query as a Query).
 _XID, _HEARTBEAT, _MYSQL_GTID, _XA_PREPARE, _MARIADB_GTID = 16, 27, 33, 38, 162
 READ = frozenset(
     {QUERY, ROTATE, FORMAT_DESCRIPTION, _XID, TABLE_MAP, _HEARTBEAT, _MYSQL_GTID, _XA_PREPARE, _MARIADB_GTID}
-    | {QUERY_COMPRESSED, *ROWS_COMPRESSED}
+    | {QUERY_COMPRESSED, *ROWS_COMPRESSED, EXECUTE_LOAD_QUERY}
     | ROWS
 )
 
@@ -86,6 +86,7 @@ PASSED_OVER = {
     5: "a value for the statement that follows it, which the reader judges",
     13: "a value for the statement that follows it, which the reader judges",
     14: "a value for the statement that follows it, which the reader judges",
+    17: "a block of a file LOAD DATA loads; the Execute_load_query event after it is judged",
     28: "the server marks it as safe to ignore",
     29: "the text of the statement whose rows events follow",
     34: "a transaction's start on a server without GTIDs",

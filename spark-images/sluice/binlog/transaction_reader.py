@@ -36,7 +36,6 @@ from sluice.binlog.ddl_parser import (
     TableSchemas,
     captured_tables,
     parse_ddl,
-    tables_named,
 )
 from sluice.binlog.event_reader import RowsEvent, WatchedTables, event_start, open_stream, rows_event
 from sluice.binlog.event_stream import BinlogRowsEvent
@@ -322,8 +321,6 @@ def _transactions(
 
 
 _NOT_A_STEP = object()  # a statement that is no step of a migration tool's
-# Row changes logged as their statement's text (a session's binlog_format=STATEMENT or MIXED).
-_DML = re.compile(r"^\s*(?:/\*.*?\*/\s*)*(?:INSERT|REPLACE|UPDATE|DELETE|LOAD)\b", re.IGNORECASE | re.DOTALL)
 _TOOL_TABLE = re.compile(r"\b_\w+_(?:gho|new|ghc|del|old)\b", re.IGNORECASE)
 
 
@@ -367,9 +364,6 @@ class _DdlReader:
         tables it found as they are now."""
         database = event.schema.decode() if isinstance(event.schema, bytes) else str(event.schema or "")
         decoders = self.decoders
-        if _DML.match(event.query):
-            self._refuse_statement_rows(event.query, database, start)
-            return None
         if self.migrations is not None and _TOOL_TABLE.search(event.query):
             step = self._migration_step(event, database, start)
             if step is not _NOT_A_STEP:
@@ -392,17 +386,6 @@ class _DdlReader:
         if not events:
             return None
         return SchemaChange(start, start, event.query, events, event.timestamp)
-
-    def _refuse_statement_rows(self, statement: str, database: str, start: BinlogOffset) -> None:
-        named = tables_named(statement, database, self.captured)
-        tables = [t for t in named if self.decoders.schema(t) is not None]
-        if tables:
-            raise SourceError(
-                f"the statement at {start} changes {', '.join(tables)} as a statement, with no rows events: the "
-                "session that ran it had binlog_format STATEMENT or MIXED (SET SESSION binlog_format). Keep "
-                "binlog_format=ROW in every session that writes captured tables; these changes cannot be read from "
-                "the binlog, so run the pipeline again from a fresh snapshot (a new pipeline.name into an empty target)"
-            )
 
     def _in_schema_read_later(self, event: SchemaChangeEvent, start: BinlogOffset) -> bool:
         read_at = self.read_at.get(event.table_id)

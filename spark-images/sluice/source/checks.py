@@ -73,8 +73,8 @@ def binlog_settings_followed(settings: Mapping[str, str]) -> list[str]:
         f"binlog_checksum={checksum}: each binlog file says whether its events end in a checksum: a change is followed"
     )
     said.append(
-        "binlog_row_image and binlog_format can be set per session: a rows event that leaves columns out, or changes "
-        "logged as statements, stop the pipeline at that event (keep FULL and ROW in every session that writes)"
+        "binlog_row_image and binlog_format can be set per session: a rows event that leaves columns out stops the "
+        "pipeline at that event; a change logged as a statement has its table read again (keep FULL and ROW)"
     )
     return said
 
