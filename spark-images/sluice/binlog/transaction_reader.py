@@ -212,6 +212,7 @@ def _transactions(
     pending_gtid = ""  # the GTID of the transaction being read, executed once it ends
     began: int | None = None  # where the transaction being read begins (GTID or BEGIN event)
     pieced = False  # pieces of the transaction being read were given already
+    touched: set[str] = set()  # the captured tables the transaction being read changed, pieces given or not
     # The transaction being read is one statement with no BEGIN or COMMIT (a DDL): MariaDB
     # flags its GTID so; after a MySQL GTID, a statement other than BEGIN is one.
     standalone = False
@@ -249,6 +250,7 @@ def _transactions(
         if isinstance(event, (GtidEvent, MariadbGtidEvent)):
             transaction_ended()  # if the previous one had no XID or COMMIT (DDL), it ends here
             pending_gtid = event.gtid
+            touched.clear()
             began = event_start(stream, event).pos
             pieced = resume_after is not None  # resumed inside it: its first pieces were committed
             standalone = isinstance(event, GtidEvent) or bool(event.flags & MARIADB_GTID_STANDALONE)
@@ -279,6 +281,7 @@ def _transactions(
             if rows is None:
                 continue
             events.append(rows)
+            touched.add(rows.table_id)
             pending_bytes += len(rows.body)
             if pending_bytes >= PIECE_BYTES and began is not None:
                 yield Transaction(events, inside(rows.end), event.timestamp)
@@ -288,19 +291,20 @@ def _transactions(
             if began is None:  # no GTID event: the transaction begins here
                 began = start.pos
         elif isinstance(event, XAPrepareEvent):
-            if events:
-                tables = ", ".join(sorted({e.table_id for e in events}))
+            if touched:
                 raise SourceError(
-                    f"an XA transaction prepared at {start} changes {tables}: Sluice does not follow XA transactions "
+                    f"an XA transaction prepared at {start} changes {', '.join(sorted(touched))}: Sluice does not "
+                    "follow XA transactions "
                     "(their rows count only at a later XA COMMIT, and not at all after an XA ROLLBACK); leave the "
                     "captured tables out of XA transactions, or the tables out of the pipeline"
                 )
             yield Transaction(events, resume_point(event.packet.log_pos), event.timestamp)
-            began = None
+            began, pieced = None, False
         elif isinstance(event, XidEvent) or (isinstance(event, QueryEvent) and event.query.strip().upper() == "COMMIT"):
             yield Transaction(events, resume_point(event.packet.log_pos), event.timestamp)
             events, pending_bytes, pieced = [], 0, False
             began = None
+            touched.clear()
         elif isinstance(event, QueryEvent):
             change = ddl.schema_change(event, start) if ddl is not None else None
             if change is not None:

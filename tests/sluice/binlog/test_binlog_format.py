@@ -9,6 +9,7 @@ from datetime import datetime
 
 import pytest
 
+from sluice.binlog import transaction_reader
 from sluice.binlog.binlog_format import BinlogFormat, UnknownEvent
 from sluice.binlog.transaction_reader import SchemaChange, Transaction
 from sluice.errors import SourceError
@@ -141,9 +142,12 @@ def test_an_event_type_no_server_wrote_before_stops_the_reader():
         assert binlog.readable(packet) is packet
 
 
-def test_an_xa_transaction_of_captured_rows_stops_the_reader(mariadb, source_db):
+@pytest.mark.parametrize("piece_bytes", [transaction_reader.PIECE_BYTES, 1])
+def test_an_xa_transaction_of_captured_rows_stops_the_reader(mariadb, source_db, monkeypatch, piece_bytes):
     """Its rows were kept and given with the next transaction's, after its XA COMMIT (or
-    its XA ROLLBACK)."""
+    its XA ROLLBACK). One given in pieces (here every rows event a piece) is stopped all the
+    same: its rows had gone out before the XA PREPARE, which then found none."""
+    monkeypatch.setattr(transaction_reader, "PIECE_BYTES", piece_bytes)
     mariadb.execute(
         "CREATE TABLE t (id INT PRIMARY KEY)", "CREATE TABLE other (id INT PRIMARY KEY)", database=source_db
     )
@@ -157,7 +161,7 @@ def test_an_xa_transaction_of_captured_rows_stops_the_reader(mariadb, source_db)
             cur.execute(f"XA PREPARE '{xid}'")
             cur.execute(f"XA ROLLBACK '{xid}'")
         end = position(cur)
-    with pytest.raises(SourceError, match=f"XA transaction prepared at {start.file}:.* changes {source_db}.t"):
+    with pytest.raises(SourceError, match=f"XA transaction prepared at {start.file}:.* changes {source_db}.t:"):
         read_between(mariadb, source_db, start, end, {schema.table_id: schema})
 
 
