@@ -85,7 +85,7 @@ class BinlogFormat:
         elif kind == QUERY_COMPRESSED or kind in ROWS_COMPRESSED:
             return self._inflated(data, kind)
         elif kind == EXECUTE_LOAD_QUERY:  # a Query event with the loaded file's offsets after its post-header
-            head = _BODY + self._post_header_length(QUERY, 13)
+            head = _BODY + self.post_header_length(QUERY, 13)
             checksum = 4 if self.checksum else 0
             return self._retyped(data, data[:head], data[head + _LOAD_FIELDS : len(data) - checksum], QUERY)
         elif kind not in READ and kind not in PASSED_OVER:
@@ -106,7 +106,8 @@ class BinlogFormat:
         self.checksum = data[-5] != 0
         self._post_header = bytes(data[_BODY + _FORMAT_FIXED : -5])
 
-    def _post_header_length(self, kind: int, default: int) -> int:
+    def post_header_length(self, kind: int, default: int) -> int:
+        """As the file's format description declares it for events of type `kind`."""
         return self._post_header[kind - 1] if len(self._post_header) >= kind else default
 
     def _inflated(self, data: bytes, kind: int) -> bytes:
@@ -114,11 +115,11 @@ class BinlogFormat:
         if kind == QUERY_COMPRESSED:
             plain = QUERY
             database_length, status_length = data[at + 8], struct.unpack_from("<H", data, at + 11)[0]
-            at += self._post_header_length(kind, 13) + status_length + database_length + 1
+            at += self.post_header_length(kind, 13) + status_length + database_length + 1
         else:
             plain = ROWS_COMPRESSED[kind]
             at += 8  # table id and flags
-            if self._post_header_length(kind, 8) == 10:  # version 2: extra data, its length counting itself
+            if self.post_header_length(kind, 8) == 10:  # version 2: extra data, its length counting itself
                 at += struct.unpack_from("<H", data, at)[0]
             columns, at = length_coded(data, at)
             at += (columns + 7) // 8 * (2 if plain in _UPDATES else 1)

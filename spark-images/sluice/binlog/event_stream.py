@@ -221,7 +221,7 @@ class BinlogEventStream(BinLogStreamReader):
             return _SKIPPED
         self._mark_compressed(table, tid)
         kind, _, version2 = _ROWS[event_type]
-        at = _BODY + self._post_header_length(event_type, 10 if version2 else 8)
+        at = _BODY + self._format.post_header_length(event_type, 10 if version2 else 8)
         if version2:  # extra data (its length counts its own two bytes)
             at += struct.unpack_from("<H", data, _BODY + 8)[0] - 2
         columns, at = length_coded(data, at)
@@ -230,11 +230,6 @@ class BinlogEventStream(BinLogStreamReader):
         present = tuple(data[at + i * width : at + (i + 1) * width] for i in range(bitmaps))
         end = len(data) - (4 if self._format.checksum else 0)
         return BinlogRowsEvent(kind, table, data[at + bitmaps * width : end], present, header)
-
-    def _post_header_length(self, event_type: int, default: int) -> int:
-        """As the format description event declares it (the library keeps that list)."""
-        lengths = self._BinLogStreamReader__post_header_lengths  # type: ignore[attr-defined]
-        return lengths[event_type - 1] if lengths and len(lengths) >= event_type else default
 
 
 def _keep_layout(event: TableMapEvent) -> None:

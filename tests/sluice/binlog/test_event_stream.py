@@ -137,7 +137,6 @@ def test_a_version_2_rows_event_skips_its_extra_data():
     stream = event_stream.BinlogEventStream.__new__(event_stream.BinlogEventStream)
     stream.table_map = {42: "table a"}
     stream._format = BinlogFormat(checksum=True)
-    stream._BinLogStreamReader__post_header_lengths = None
     rows = b"\xfc\x01\x00\x00\x00" * 3
     checksum = b"\xde\xad\xbe\xef"
 
