@@ -281,6 +281,7 @@ def _target(definition: PipelineDefinition, sink: Sink, schemas: list[TableSchem
     yield from (Finding("error", "sink", str(problem), problem.transient) for problem in problems)
     if not problems:
         yield Finding("ok", "sink", f"{definition.sink.type} target reached; the pipeline's user may write there")
+    yield from (Finding("ok", "sink.names", said) for said in sink.names_held_otherwise(schemas))
 
 
 def _duration(seconds: float) -> str:

@@ -151,6 +151,11 @@ class Sink(ABC):
         there that cannot take them. None where the sink has no target to reach."""
         return None
 
+    def names_held_otherwise(self, schemas: Sequence[TableSchema]) -> list[str]:
+        """The tables and columns the target holds under another name (one too long for
+        it), a sentence each (`sluice check`)."""
+        return []
+
     def committed_splits(self) -> Mapping[str, BinlogOffset]:
         """Splits the target has committed, with their high watermarks (transactional sinks)."""
         return {}

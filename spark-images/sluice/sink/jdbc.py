@@ -275,10 +275,25 @@ class JdbcSink(Sink):
         try:
             problems = self.target.dialect.privilege_problems(conn, [META_SCHEMA, *containers])
             with contextlib.closing(conn.cursor()) as cur:
+                problems += [p for schema in schemas if (p := self.target.dialect.width_problem(schema))]
                 problems += [p for schema in schemas for p in self._adopted_table_problems(cur, schema)]
             return [SinkError(problem) for problem in problems]
         finally:
             conn.close()
+
+    def names_held_otherwise(self, schemas: Sequence[TableSchema]) -> list[str]:
+        dialect, said = self.target.dialect, []
+        for schema in schemas:
+            if dialect.identifier(schema.table) != schema.table:
+                said.append(
+                    f"{schema.table_id} is longer than the target's names: it is {dialect.target_table(schema)}"
+                )
+            said += [
+                f"{schema.table_id}.{c.name} is longer than the target's names: it is {dialect.quote(c.name)}"
+                for c in schema.columns
+                if dialect.identifier(c.name) != c.name
+            ]
+        return said
 
     def _adopted_table_problems(self, cur: Any, schema: TableSchema) -> Iterator[str]:
         """A target table already there (a leftover, one made by hand) is written into as it
@@ -288,14 +303,14 @@ class JdbcSink(Sink):
         present = {name.casefold() for name in dialect.column_names(cur, schema.database, schema.table)}
         if not present:
             return
-        missing = [column.name for column in schema.columns if column.name.casefold() not in present]
+        missing = [c.name for c in schema.columns if dialect.identifier(c.name).casefold() not in present]
         if missing:
             what = f"the column {missing[0]}" if len(missing) == 1 else f"the columns {', '.join(missing)}"
             it = "it" if len(missing) == 1 else "them"
             yield f"target table {table} lacks {what}, which the pipeline writes: add {it}, {_RECREATE}"
             return
         key = dialect.primary_key(cur, schema.database, schema.table)
-        if schema.row_key and [k.casefold() for k in key] != [k.casefold() for k in schema.row_key]:
+        if schema.row_key and [k.casefold() for k in key] != [dialect.identifier(k).casefold() for k in schema.row_key]:
             has = f"has the primary key ({', '.join(key)})" if key else "has no primary key"
             wanted = f"({', '.join(schema.row_key)})"
             yield (

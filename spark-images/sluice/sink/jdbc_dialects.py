@@ -19,8 +19,17 @@ from typing import Any
 import psycopg
 import pymysql
 
+from sluice.errors import SinkError
 from sluice.pipeline.jdbc_url import JdbcUrl
 from sluice.sink.base import already_committed
+from sluice.sink.target_limits import (
+    MYSQL_COLUMNS,
+    POSTGRES_COLUMNS,
+    TargetNames,
+    mysql_identifier,
+    postgres_identifier,
+    width_problem,
+)
 from sluice.sink.type_mapping import mysql_type, postgres_type
 from sluice.snapshot.copy_text import RendersCopyText, load_data_columns
 from sluice.snapshot.snapshot_split import SnapshotSplit
@@ -44,16 +53,28 @@ class JdbcDialect(ABC):
     def connect(self, url: JdbcUrl, username: str, password: str) -> Any: ...
 
     @abstractmethod
-    def quote(self, name: str) -> str: ...
+    def identifier(self, name: str) -> str:
+        """`name` as the target holds it (sink/target_limits.py)."""
+
+    @abstractmethod
+    def quote(self, name: str) -> str:
+        """`name` as the target holds it, quoted."""
 
     container: str  # what holds a source database's tables: SCHEMA or DATABASE
     holds_mysql_values: bool  # NUL in strings, dates no calendar has (sink/target_values)
     transactional_ddl: bool  # whether a DDL waits for the transaction's commit (PostgreSQL) or commits at once
     column_type: Callable[[Column], str]
 
+    @abstractmethod
+    def width_problem(self, schema: TableSchema) -> str | None:
+        """Why the target cannot hold the table's columns (sink/target_limits.py)."""
+
     def create_table_statements(self, schema: TableSchema) -> list[str]:
         """The target table, keyed by the source's row key (a unique key becomes the primary
         key); a bag gets an index on its chunk key, which its deletes look rows up by."""
+        problem = self.width_problem(schema)
+        if problem:
+            raise SinkError(problem)
         null = {True: "", False: " NOT NULL"}
         columns = [f"{self.quote(c.name)} {self.column_type(c)}{null[c.nullable]}" for c in schema.columns]
         if schema.row_key:
@@ -179,13 +200,14 @@ class JdbcDialect(ABC):
     @abstractmethod
     def save_offsets(self, conn: Any, pipeline: str, offsets: Mapping[str, BinlogOffset]) -> None: ...
 
-    def column_names(self, cur: Any, database: str, table: str) -> set[str]:
-        """The target table's columns (none if there is no such table)."""
+    def column_names(self, cur: Any, database: str, table: str) -> TargetNames:
+        """The target table's columns (none if there is no such table), asked with the
+        source's names."""
         cur.execute(
             "SELECT column_name FROM information_schema.columns WHERE table_schema = %s AND table_name = %s",
-            (database, table),
+            (self.identifier(database), self.identifier(table)),
         )
-        return {name for (name,) in cur.fetchall()}
+        return TargetNames((name for (name,) in cur.fetchall()), self.identifier)
 
     def primary_key(self, cur: Any, database: str, table: str) -> tuple[str, ...]:
         """The target table's primary key columns, in key order (none without one)."""
@@ -195,7 +217,7 @@ class JdbcDialect(ABC):
             "AND k.table_schema = c.table_schema AND k.table_name = c.table_name "
             "WHERE c.constraint_type = 'PRIMARY KEY' AND c.table_schema = %s AND c.table_name = %s "
             "ORDER BY k.ordinal_position",
-            (database, table),
+            (self.identifier(database), self.identifier(table)),
         )
         return tuple(name for (name,) in cur.fetchall())
 
@@ -258,8 +280,14 @@ class PostgresDialect(JdbcDialect):
         conn.commit()
         return conn
 
+    def identifier(self, name: str) -> str:
+        return postgres_identifier(name)
+
+    def width_problem(self, schema: TableSchema) -> str | None:
+        return width_problem(schema, POSTGRES_COLUMNS, "PostgreSQL")
+
     def quote(self, name: str) -> str:
-        return '"' + name.replace('"', '""') + '"'
+        return '"' + postgres_identifier(name).replace('"', '""') + '"'
 
     def begin_consistent_read(self, conn: psycopg.Connection) -> None:
         conn.rollback()
@@ -473,8 +501,14 @@ class MySqlDialect(JdbcDialect):
         )
         return with_surrogates(conn)
 
+    def identifier(self, name: str) -> str:
+        return mysql_identifier(name)
+
+    def width_problem(self, schema: TableSchema) -> str | None:
+        return width_problem(schema, MYSQL_COLUMNS, "MySQL's InnoDB")
+
     def quote(self, name: str) -> str:
-        return "`" + name.replace("`", "``") + "`"
+        return "`" + mysql_identifier(name).replace("`", "``") + "`"
 
     def _selected(self, column: Column) -> str:
         """The server prints a FLOAT to six digits; as a DOUBLE, its exact float32 value."""
