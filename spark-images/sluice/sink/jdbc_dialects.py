@@ -7,7 +7,6 @@ rows in bulk, and keep the offsets table. Everything runs inside the caller's tr
 from __future__ import annotations
 
 import contextlib
-import itertools
 import json
 import logging
 import tempfile
@@ -22,6 +21,7 @@ import pymysql
 from sluice.errors import SinkError
 from sluice.pipeline.jdbc_url import JdbcUrl
 from sluice.sink.base import already_committed
+from sluice.sink.big_rows import in_statements, packet_limit, write_in_pieces
 from sluice.sink.target_limits import (
     MYSQL_COLUMNS,
     POSTGRES_COLUMNS,
@@ -621,12 +621,13 @@ class MySqlDialect(JdbcDialect):
             f"VALUES ({placeholders}) ON DUPLICATE KEY UPDATE "
             + ", ".join(f"{self.quote(n)} = VALUES({self.quote(n)})" for n in updates)
         )
-        rows = iter(rows)
-        first = next(rows, None)
-        if first is None:  # PyMySQL's multi-row INSERT takes the first row unasked (an empty chunk)
-            return
+        limit = packet_limit(conn)
         with conn.cursor() as cur:
-            cur.executemany(sql, itertools.chain([first], rows))
+            for run, big in in_statements(rows, limit):
+                if run:  # PyMySQL's multi-row INSERT takes the first row unasked (an empty chunk)
+                    cur.executemany(sql, run)
+                if big is not None:
+                    write_in_pieces(cur, schema, sql, big, limit, self.quote, self.target_table(schema))
 
     def delete(
         self, conn: pymysql.connections.Connection, schema: TableSchema, keys: Sequence[tuple[Any, ...]]
