@@ -13,14 +13,13 @@ import MySQLdb
 from sluice.binlog.event_reader import read_window
 from sluice.errors import SluiceError
 from sluice.event.projection import projection
+from sluice.snapshot.chunk_scan import ChunkScan, selected
 from sluice.snapshot.snapshot_split import SplitTask
 from sluice.snapshot.split_reader import (
-    ChunkScan,
     begin_consistent_snapshot,
     changes_in_chunk,
     end_split,
     read_split,
-    selected,
     unfold,
 )
 from sluice.source.connection import connect_scan, is_mariadb
