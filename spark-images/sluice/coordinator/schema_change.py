@@ -89,6 +89,8 @@ def decide(
     if verdict.decision is not Decision.APPLY:
         return verdict
     taken = tuple(e for e in verdict.events if e.tag in accepted)
+    if not verdict.events:  # rows changed without row events, their tables read again: nothing to change
+        return Verdict(Decision.SKIP, reason="no change of the target's tables")
     if not taken:
         return Verdict(Decision.SKIP, reason=f"the sink takes no {', '.join(sorted({e.tag for e in verdict.events}))}")
     return Verdict(Decision.APPLY, taken, verdict.reason)
