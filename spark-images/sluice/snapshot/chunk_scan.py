@@ -1,6 +1,5 @@
-"""A chunk's rows streamed from the source server: the SELECT of a key range (or of keys),
-in the form every reader compares rows in (RowDecoder), with COPY text where the table
-takes it."""
+"""A chunk's rows streamed from the source server: the SELECT of a key range, in the form
+every reader compares rows in (RowDecoder), with COPY text where the table takes it."""
 
 from __future__ import annotations
 
