@@ -18,6 +18,10 @@ library's:
   inflate their values.
 - An Execute_load_query event (LOAD DATA logged as a statement) is read as the Query event
   it extends, so the statement is judged as any other.
+- MySQL's Transaction_payload event (binlog_transaction_compression) becomes the events it
+  holds (binlog/transaction_payload.py). They have no place in the file of their own: the
+  k-th is given the payload's position plus k, the last ends where the payload ends, so
+  a transaction inside one resumes and orders as any other.
 - An event type the reader neither reads nor may pass over (binlog/event_types.py) stops
   the reader, naming it and where it is.
 """
@@ -37,13 +41,17 @@ from sluice.binlog.event_types import (
     ROTATE,
     ROWS_COMPRESSED,
     TABLE_MAP,
+    TRANSACTION_PAYLOAD,
     name,
 )
+from sluice.binlog.packet_bytes import length_coded
+from sluice.binlog.transaction_payload import PayloadError, inner_events
 from sluice.errors import SourceError
 
 _HEADER = struct.Struct("<IBIIIH")  # timestamp, type, server id, event size, next position, flags
 _BODY = 1 + _HEADER.size  # a packet is an OK byte, the event's header, its body (and a checksum)
 _SIZE_AT = 1 + 4 + 1 + 4  # the event size's offset in a packet
+_NEXT_AT = _SIZE_AT + 4  # the next event's position's
 _FORMAT_FIXED = 2 + 50 + 4 + 1  # binlog version, server version, created, header length
 _COMPRESSED_TWINS = {140: 252, 141: 15}  # MariaDB's BLOB_COMPRESSED, VARCHAR_COMPRESSED: BLOB, VARCHAR
 _UPDATES = frozenset({24, 31})  # rows events with two column bitmaps
@@ -70,6 +78,13 @@ class BinlogFormat:
         """The size of the event ending at `log_pos` in the file (an inflated event's
         `event_size` is its plain twin's)."""
         return self._sizes.get(log_pos, event_size)
+
+    def packets(self, data: bytes) -> list[bytes]:
+        """A packet's bytes (an OK byte, then an event) as the readers read them: one packet,
+        or the events a transaction payload holds."""
+        if len(data) >= _BODY and data[0] == 0 and data[5] == TRANSACTION_PAYLOAD:
+            return self._unpacked(data)
+        return [self.readable(data)]
 
     def readable(self, data: bytes) -> bytes:
         """A packet's bytes (an OK byte, then an event) as the readers read them."""
@@ -150,6 +165,31 @@ class BinlogFormat:
         self._keep_size(data)
         return bytes(event)
 
+    def _unpacked(self, data: bytes) -> list[bytes]:
+        _, _, _, event_size, end, _ = _HEADER.unpack_from(data, 1)
+        start = end - event_size
+        body = data[_BODY + self.post_header_length(TRANSACTION_PAYLOAD, 0) : len(data) - (4 if self.checksum else 0)]
+        try:
+            events = inner_events(body)
+        except PayloadError as exc:
+            raise SourceError(f"cannot read the Transaction_payload event at {self.where(data)}: {exc}") from exc
+        if not events or len(events) > event_size:
+            raise SourceError(
+                f"the Transaction_payload event at {self.where(data)} holds {len(events)} events in {event_size} "
+                "bytes: more than Sluice can give positions of their own"
+            )
+        packets = []
+        for k, event in enumerate(events):
+            at = start + k
+            next_at = end if k == len(events) - 1 else at + 1
+            packet = bytearray(b"\x00" + event)
+            struct.pack_into("<II", packet, _SIZE_AT, len(event) + (4 if self.checksum else 0), next_at)
+            if self.checksum:
+                packet += struct.pack("<I", zlib.crc32(packet[1:]))
+            self._sizes[next_at] = next_at - at  # kept until the next packet off the wire: they are read before it
+            packets.append(self.readable(bytes(packet)))
+        return packets
+
     def _not_inflated(self, data: bytes, kind: int, why: str) -> SourceError:
         return SourceError(f"cannot inflate the {name(kind)} event at {self.where(data)}: {why}")
 
@@ -178,12 +218,3 @@ class BinlogFormat:
 def table_id(data: bytes) -> int:
     """The table id of a table map or rows event's packet."""
     return int.from_bytes(data[_BODY : _BODY + 6], "little")
-
-
-def length_coded(data: bytes, at: int) -> tuple[int, int]:
-    """A length-coded integer at `at`, and where what follows it begins."""
-    first = data[at]
-    if first < 251:
-        return first, at + 1
-    width = {252: 2, 253: 3, 254: 8}[first]
-    return int.from_bytes(data[at + 1 : at + 1 + width], "little"), at + 1 + width

@@ -15,6 +15,7 @@ Rows events come out as `BinlogRowsEvent`s whichever way they were read, rows st
 
 from __future__ import annotations
 
+import collections
 import struct
 from collections.abc import Callable
 from typing import Any, NamedTuple
@@ -27,7 +28,8 @@ from pymysqlreplication.event import MariadbGtidEvent, XidEvent
 from pymysqlreplication.row_event import DeleteRowsEvent, TableMapEvent, UpdateRowsEvent, WriteRowsEvent
 from pymysqlreplication.table import Table
 
-from sluice.binlog.binlog_format import BinlogFormat, length_coded, table_id
+from sluice.binlog.binlog_format import BinlogFormat, table_id
+from sluice.binlog.packet_bytes import length_coded
 from sluice.event.row_change import RowKind
 
 ROW_EVENTS = (WriteRowsEvent, UpdateRowsEvent, DeleteRowsEvent)
@@ -102,15 +104,23 @@ class PushbackConnection(pymysql.connections.Connection):
     def _read_packet(self, packet_type: type = MysqlPacket) -> MysqlPacket:
         pushed, self._pushed = self._pushed, None
         if pushed is None:
+            if self._unread:
+                return self._unread.popleft()
             packet = super()._read_packet(packet_type)
             if self.binlog is None:
                 return packet
             data = packet.get_all_data()
-            readable = self.binlog.readable(data)
-            return packet if readable is data else MysqlPacket(readable, self.encoding)
+            first, *rest = self.binlog.packets(data)
+            self._unread.extend(MysqlPacket(p, self.encoding) for p in rest)
+            return packet if first is data else MysqlPacket(first, self.encoding)
         if isinstance(pushed, Exception):
             raise pushed
         return pushed
+
+    @property
+    def _unread(self) -> collections.deque[MysqlPacket]:
+        """Packets made from one read off the wire (a transaction payload's events), not given yet."""
+        return self.__dict__.setdefault("_unread_packets", collections.deque())
 
 
 _SKIPPED = object()  # an event parsed here that nobody asked for

@@ -67,16 +67,17 @@ NAMES = {
     171: "Delete_rows_compressed",
 }
 
-QUERY, ROTATE, FORMAT_DESCRIPTION, TABLE_MAP, EXECUTE_LOAD_QUERY = 2, 4, 15, 19, 18
+QUERY, ROTATE, FORMAT_DESCRIPTION, TABLE_MAP, EXECUTE_LOAD_QUERY, TRANSACTION_PAYLOAD = 2, 4, 15, 19, 18, 40
 ROWS = frozenset({23, 24, 25, 30, 31, 32})
 QUERY_COMPRESSED = 165
 ROWS_COMPRESSED = {166: 23, 167: 24, 168: 25, 169: 30, 170: 31, 171: 32}  # MariaDB's: each to its plain twin
 
-# What the reader reads (compressed events as their plain twins, Execute_load_query as a Query).
+# What the reader reads (compressed events as their plain twins, Execute_load_query as a
+# Query, a transaction payload as the events it holds).
 _XID, _HEARTBEAT, _MYSQL_GTID, _XA_PREPARE, _MARIADB_GTID = 16, 27, 33, 38, 162
 READ = frozenset(
     {QUERY, ROTATE, FORMAT_DESCRIPTION, _XID, TABLE_MAP, _HEARTBEAT, _MYSQL_GTID, _XA_PREPARE, _MARIADB_GTID}
-    | {QUERY_COMPRESSED, *ROWS_COMPRESSED, EXECUTE_LOAD_QUERY}
+    | {QUERY_COMPRESSED, *ROWS_COMPRESSED, EXECUTE_LOAD_QUERY, TRANSACTION_PAYLOAD}
     | ROWS
 )
 
