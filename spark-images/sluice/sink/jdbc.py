@@ -274,12 +274,30 @@ class JdbcSink(Sink):
         containers = sorted({schema.database for schema in schemas})
         try:
             problems = self.target.dialect.privilege_problems(conn, [META_SCHEMA, *containers])
+            problems += self._name_clashes(conn, schemas)
             with contextlib.closing(conn.cursor()) as cur:
                 problems += [p for schema in schemas if (p := self.target.dialect.width_problem(schema))]
                 problems += [p for schema in schemas for p in self._adopted_table_problems(cur, schema)]
             return [SinkError(problem) for problem in problems]
         finally:
             conn.close()
+
+    def _name_clashes(self, conn: Any, schemas: Sequence[TableSchema]) -> list[str]:
+        """Source tables the target would hold as one (names cut alike, or told apart by case
+        only where the target ignores it)."""
+        dialect = self.target.dialect
+        fold = dialect.name_fold(conn)
+        held: dict[tuple[str, str], list[TableSchema]] = {}
+        for schema in schemas:
+            name = (fold(dialect.identifier(schema.database)), fold(dialect.identifier(schema.table)))
+            held.setdefault(name, []).append(schema)
+        return [
+            f"{' and '.join(sorted(s.table_id for s in same))} would be one table in the target, "
+            f"{dialect.target_table(same[0])}: leave all but one out (source.tables.exclude), or route them to "
+            "tables of their own (route)"
+            for same in held.values()
+            if len(same) > 1
+        ]
 
     def names_held_otherwise(self, schemas: Sequence[TableSchema]) -> list[str]:
         dialect, said = self.target.dialect, []
@@ -322,6 +340,9 @@ class JdbcSink(Sink):
         dialect = self.target.dialect
         conn = self.target.connect()
         try:
+            clashes = self._name_clashes(conn, schemas)
+            if clashes:
+                raise SinkError(clashes[0])
             statements = dialect.meta_table_statements()
             for schema in schemas:
                 statements += dialect.create_table_statements(schema)

@@ -65,6 +65,10 @@ class JdbcDialect(ABC):
     transactional_ddl: bool  # whether a DDL waits for the transaction's commit (PostgreSQL) or commits at once
     column_type: Callable[[Column], str]
 
+    def name_fold(self, conn: Any) -> Callable[[str], str]:
+        """How the target tells table names apart: as they are (PostgreSQL, quoted)."""
+        return str
+
     @abstractmethod
     def width_problem(self, schema: TableSchema) -> str | None:
         """Why the target cannot hold the table's columns (sink/target_limits.py)."""
@@ -506,6 +510,12 @@ class MySqlDialect(JdbcDialect):
 
     def width_problem(self, schema: TableSchema) -> str | None:
         return width_problem(schema, MYSQL_COLUMNS, "MySQL's InnoDB")
+
+    def name_fold(self, conn: pymysql.connections.Connection) -> Callable[[str], str]:
+        """Whatever the case, where lower_case_table_names says so (Windows, macOS, many managed servers)."""
+        with conn.cursor() as cur:
+            cur.execute("SELECT @@lower_case_table_names")
+            return str.casefold if int(cur.fetchone()[0]) else str
 
     def quote(self, name: str) -> str:
         return "`" + mysql_identifier(name).replace("`", "``") + "`"

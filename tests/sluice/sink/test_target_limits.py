@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import re
 import subprocess
+from collections.abc import Iterator
 from decimal import Decimal
 
 import psycopg
@@ -35,6 +36,7 @@ from tests.harness.pipelines import (
     stream_until_equal,
     write_pipeline,
 )
+from tests.harness.services import MariaDB, start_mariadb
 
 TWIN_A = "orders_archive_2024_" + "x" * 43 + "1"  # 64 characters, differing at the last
 TWIN_B = "orders_archive_2024_" + "x" * 43 + "2"
@@ -153,3 +155,29 @@ def test_a_table_wider_than_the_target_holds_is_refused_naming_it(
     assert checked.returncode == 1 and re.search(f"error +sink: {said}", checked.stdout), checked.stdout
     ran = run_sluice(pipeline, tmp_path / "state", env, timeout=180)
     assert ran.returncode != 0 and re.search(said, ran.stderr.strip().splitlines()[-1]), ran.stderr[-2000:]
+
+
+@pytest.fixture
+def case_blind_target(services_dir) -> Iterator[MariaDB]:
+    """A MySQL-dialect target that ignores the case of table names, as Windows, macOS and
+    many managed servers run (lower_case_table_names=1)."""
+    server = start_mariadb(services_dir / "case-blind-target", server_id=41, options=("--lower-case-table-names=1",))
+    yield server
+    server.stop()
+
+
+def test_tables_a_target_would_hold_as_one_are_refused_naming_both(mariadb, source_db, case_blind_target, tmp_path):
+    """`Orders` and `orders` are two tables in MariaDB on Linux; a target that ignores case
+    would have written both into one."""
+    mariadb.execute(
+        "CREATE TABLE Orders (id INT PRIMARY KEY)", "CREATE TABLE orders (id INT PRIMARY KEY)", database=source_db
+    )
+    sink = mysql_sink(case_blind_target)
+    pipeline = write_pipeline(tmp_path / "p.yaml", pipeline_yaml(mariadb, f"{source_db}.[Oo]rders", sink))
+    env = sluice_env(mariadb, target=case_blind_target)
+    said = f"{source_db}.Orders and {source_db}.orders would be one table in the target"
+
+    checked = subprocess.run([*SLUICE, "check", str(pipeline)], env=env, capture_output=True, text=True)
+    assert checked.returncode == 1 and said in checked.stdout, checked.stdout
+    ran = run_sluice(pipeline, tmp_path / "state", env, timeout=180)
+    assert ran.returncode != 0 and said in ran.stderr.strip().splitlines()[-1], ran.stderr[-2000:]
