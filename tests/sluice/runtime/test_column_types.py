@@ -44,7 +44,7 @@ def _as_copy_text(column: Column) -> bool:
 PATHS: dict[str, Callable[[Column], bool]] = {
     "every type": lambda column: True,
     "COPY text": _as_copy_text,
-    # and COPY text: a table both take (MEDIUMTEXT, LONGTEXT and JSON keep the row path)
+    # the columns binary COPY and COPY text both take (MEDIUMTEXT, LONGTEXT and JSON keep the row path)
     "binary COPY": lambda column: binary_copy_type(column) is not None and _as_copy_text(column),
 }
 
