@@ -18,8 +18,9 @@ import pymysql
 
 from sluice.errors import SinkError
 from sluice.source.row_decoding import Row
-from sluice.source.schema import TableSchema
+from sluice.source.schema import BINARY_STRING_TYPES, TEXT_STRING_TYPES, Column, TableSchema
 
+_UNBOUNDED = BINARY_STRING_TYPES | TEXT_STRING_TYPES | {"json"}
 _MARGIN = 64 * 1024  # of a packet, for the statement around a value; values past it are appended
 
 
@@ -32,6 +33,20 @@ def packet_limit(conn: pymysql.connections.Connection) -> int:
             limit = int(cur.fetchone()[0])
         conn._sluice_packet_limit = limit  # type: ignore[attr-defined]
     return limit
+
+
+def can_pass(schema: TableSchema, limit: int) -> bool:
+    """Whether a row of the table can be too big for one statement: only one with columns
+    longer than a VARCHAR's can (the rows of others are not looked at one by one)."""
+    return sum(map(_most_bytes, schema.columns)) * 2 + _MARGIN > limit
+
+
+def _most_bytes(column: Column) -> int:
+    if column.char_length:
+        return 4 * column.char_length  # 4 bytes a character at most
+    if column.data_type in _UNBOUNDED:  # a length not known (a column a DDL added): as long as it may be
+        return 1 << 32
+    return 16  # numbers, dates
 
 
 def _size(value: Any) -> int:

@@ -7,6 +7,7 @@ rows in bulk, and keep the offsets table. Everything runs inside the caller's tr
 from __future__ import annotations
 
 import contextlib
+import itertools
 import json
 import logging
 import tempfile
@@ -21,7 +22,7 @@ import pymysql
 from sluice.errors import SinkError
 from sluice.pipeline.jdbc_url import JdbcUrl
 from sluice.sink.base import already_committed
-from sluice.sink.big_rows import in_statements, packet_limit, write_in_pieces
+from sluice.sink.big_rows import can_pass, in_statements, packet_limit, write_in_pieces
 from sluice.sink.target_limits import (
     MYSQL_COLUMNS,
     POSTGRES_COLUMNS,
@@ -291,7 +292,7 @@ class PostgresDialect(JdbcDialect):
         return width_problem(schema, POSTGRES_COLUMNS, "PostgreSQL")
 
     def quote(self, name: str) -> str:
-        return '"' + postgres_identifier(name).replace('"', '""') + '"'
+        return '"' + self.identifier(name).replace('"', '""') + '"'
 
     def begin_consistent_read(self, conn: psycopg.Connection) -> None:
         conn.rollback()
@@ -518,7 +519,7 @@ class MySqlDialect(JdbcDialect):
             return str.casefold if int(cur.fetchone()[0]) else str
 
     def quote(self, name: str) -> str:
-        return "`" + mysql_identifier(name).replace("`", "``") + "`"
+        return "`" + self.identifier(name).replace("`", "``") + "`"
 
     def _selected(self, column: Column) -> str:
         """The server prints a FLOAT to six digits; as a DOUBLE, its exact float32 value."""
@@ -633,6 +634,12 @@ class MySqlDialect(JdbcDialect):
         )
         limit = packet_limit(conn)
         with conn.cursor() as cur:
+            if not can_pass(schema, limit):
+                rows = iter(rows)
+                first = next(rows, None)
+                if first is not None:  # PyMySQL's multi-row INSERT takes the first row unasked (an empty chunk)
+                    cur.executemany(sql, itertools.chain([first], rows))
+                return
             for run, big in in_statements(rows, limit):
                 if run:  # PyMySQL's multi-row INSERT takes the first row unasked (an empty chunk)
                     cur.executemany(sql, run)

@@ -12,7 +12,7 @@ import pytest
 from sluice.errors import SinkError
 from sluice.pipeline.jdbc_url import parse_jdbc_url
 from sluice.sink.jdbc_dialects import MySqlDialect
-from sluice.source.schema import Column, TableSchema
+from sluice.source.schema import read_table_schema
 from tests.harness import compare
 from tests.harness.pipelines import every_sink, pipeline_per_sink, sluice_env, stream_until_equal
 
@@ -77,13 +77,8 @@ def test_a_value_bigger_than_the_mysql_target_holds_is_refused_naming_it(mariadb
     (CONCAT gives NULL past it): the error names the table, column, key and the setting."""
     mariadb_target.execute(f"CREATE DATABASE {source_db}")
     mariadb_target.execute(f"CREATE TABLE {source_db}.docs (id INT PRIMARY KEY, body LONGTEXT)")
-    schema = TableSchema(
-        source_db,
-        "docs",
-        (Column("id", "int", "int(11)", False), Column("body", "longtext", "longtext", True)),
-        ("id",),
-        "id",
-    )
+    with mariadb_target.connect(source_db) as conn:
+        schema = read_table_schema(conn, source_db, "docs")
     dialect = MySqlDialect()
     with mariadb_target.global_setting("max_allowed_packet", 1024 * 1024):
         conn = dialect.connect(
