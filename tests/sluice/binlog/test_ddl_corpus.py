@@ -125,20 +125,34 @@ def probe(cur) -> None:
             continue
 
 
+def _run_on_a_server_that_stays_up(
+    server: MariaDB, files: list[Path], again: bool = True
+) -> tuple[BinlogOffset, Layouts]:
+    """Where the statements run, and what they made. MariaDB 10.11 itself crashes now and then
+    on this corpus (signal 11 in ha_maria::drop_table freeing an information_schema query's
+    temporary table, seen twice in about 20 runs under load): the run is started again once
+    on the restarted server. A crash in both runs fails, with what the server's log says."""
+    with server.connect() as conn, conn.cursor() as cur:
+        cur.execute("SHOW MASTER STATUS")
+        start = BinlogOffset(*cur.fetchone()[:2])
+    try:
+        return start, run_statements(server, files)
+    except pymysql.err.OperationalError as exc:
+        if exc.args[0] not in (2006, 2013):
+            raise
+        if not again:  # the server went away twice: say what its log says
+            log = (server.datadir / "server.log").read_text(errors="replace")[-6000:]
+            raise AssertionError(f"the corpus server went away twice ({exc}); its log ends:\n{log}") from exc
+    server.process.wait(timeout=60)
+    server.start_again()
+    return _run_on_a_server_that_stays_up(server, files, again=False)
+
+
 def test_the_reader_follows_mariadbs_own_ddl_test_suite_statement_for_statement(corpus_server: MariaDB):
     assert SUITE.is_dir(), f"{SUITE}: install Debian's mariadb-test (make system-deps does)"
     everything = os.environ.get("SLUICE_DDL_CORPUS") == "all"
     files = [p for p in suite_files() if everything or SELECTION.match(p.name)]
-    with corpus_server.connect() as conn, conn.cursor() as cur:
-        cur.execute("SHOW MASTER STATUS")
-        start = BinlogOffset(*cur.fetchone()[:2])
-    try:
-        layouts = run_statements(corpus_server, files)
-    except pymysql.err.OperationalError as exc:
-        if exc.args[0] not in (2006, 2013):  # the server went away: say what its log says
-            raise
-        log = (corpus_server.datadir / "server.log").read_text(errors="replace")[-6000:]
-        raise AssertionError(f"the corpus server went away ({exc}); its log ends:\n{log}") from exc
+    start, layouts = _run_on_a_server_that_stays_up(corpus_server, files)
     changes = read_transactions(
         corpus_server.endpoint(),
         server_id=6100,
