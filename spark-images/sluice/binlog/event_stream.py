@@ -29,6 +29,7 @@ from pymysqlreplication.row_event import DeleteRowsEvent, TableMapEvent, UpdateR
 from pymysqlreplication.table import Table
 
 from sluice.binlog.binlog_format import BinlogFormat, table_id
+from sluice.binlog.event_types import AS_SENT
 from sluice.binlog.packet_bytes import length_coded
 from sluice.event.row_change import RowKind
 
@@ -93,9 +94,10 @@ class ParsedMariadbGtid(MariadbGtidEvent):
 class PushbackConnection(pymysql.connections.Connection):
     """A replication connection that takes back the packet (or the error) just read from
     it, and gives it again at the next read. On the stream's connection every packet read
-    is made readable first (binlog/binlog_format.py)."""
+    is made readable first (binlog/binlog_format.py), but those taken as sent (most)."""
 
     _pushed: MysqlPacket | Exception | None = None
+    _unread: collections.deque[MysqlPacket] | None = None  # made from one read off the wire (a payload's)
     binlog: BinlogFormat | None = None  # set on the stream's connection, at the handshake
 
     def push_back(self, item: MysqlPacket | Exception) -> None:
@@ -110,17 +112,15 @@ class PushbackConnection(pymysql.connections.Connection):
             if self.binlog is None:
                 return packet
             data = packet.get_all_data()
+            if len(data) > 5 and data[5] in AS_SENT and data[0] == 0:  # most packets: nothing to do
+                return packet
             first, *rest = self.binlog.packets(data)
-            self._unread.extend(MysqlPacket(p, self.encoding) for p in rest)
+            if rest:
+                self._unread = collections.deque(MysqlPacket(p, self.encoding) for p in rest)
             return packet if first is data else MysqlPacket(first, self.encoding)
         if isinstance(pushed, Exception):
             raise pushed
         return pushed
-
-    @property
-    def _unread(self) -> collections.deque[MysqlPacket]:
-        """Packets made from one read off the wire (a transaction payload's events), not given yet."""
-        return self.__dict__.setdefault("_unread_packets", collections.deque())
 
 
 _SKIPPED = object()  # an event parsed here that nobody asked for

@@ -104,3 +104,16 @@ PASSED_OVER = {
 
 def name(event_type: int) -> str:
     return NAMES.get(event_type, f"unknown type {event_type}")
+
+
+# What the reader takes as the server sends it: neither rewritten nor refused (the rest go
+# through binlog_format.BinlogFormat).
+AS_SENT = (READ | PASSED_OVER.keys()) - {
+    FORMAT_DESCRIPTION,
+    ROTATE,
+    TABLE_MAP,
+    QUERY_COMPRESSED,
+    *ROWS_COMPRESSED,
+    EXECUTE_LOAD_QUERY,
+    TRANSACTION_PAYLOAD,
+}

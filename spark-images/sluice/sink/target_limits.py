@@ -13,6 +13,7 @@ later DDL and row finds the table and column the first run made.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 from collections.abc import Callable, Collection, Iterable, Iterator
 
@@ -40,10 +41,12 @@ def _utf8_bytes(name: str) -> int:
     return len(name.encode())
 
 
+@functools.lru_cache(maxsize=4096)  # every statement quotes its names: a pipeline has few
 def postgres_identifier(name: str) -> str:
     return fitted(name, POSTGRES_BYTES, _utf8_bytes)
 
 
+@functools.lru_cache(maxsize=4096)
 def mysql_identifier(name: str) -> str:
     return fitted(name, MYSQL_CHARACTERS, len)
 
