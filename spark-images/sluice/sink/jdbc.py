@@ -24,6 +24,7 @@ from sluice.pipeline.jdbc_url import JdbcUrl, parse_jdbc_url
 from sluice.sink.base import ChangeBatch, SchemaChangeRefused, Sink, SinkWriter
 from sluice.sink.jdbc_dialects import DIALECTS, META_SCHEMA, STATES_TABLE, JdbcDialect
 from sluice.sink.metadata_applier import schema_change_statements
+from sluice.sink.target_limits import name_clashes, names_held_otherwise
 from sluice.sink.target_values import TargetValues
 from sluice.snapshot.snapshot_split import SnapshotSplit, SplitRead
 from sluice.source.offset import BinlogOffset
@@ -274,7 +275,7 @@ class JdbcSink(Sink):
         containers = sorted({schema.database for schema in schemas})
         try:
             problems = self.target.dialect.privilege_problems(conn, [META_SCHEMA, *containers])
-            problems += self._name_clashes(conn, schemas)
+            problems += name_clashes(self.target.dialect, self.target.dialect.name_fold(conn), schemas)
             with contextlib.closing(conn.cursor()) as cur:
                 problems += [p for schema in schemas if (p := self.target.dialect.width_problem(schema))]
                 problems += [p for schema in schemas for p in self._adopted_table_problems(cur, schema)]
@@ -282,36 +283,8 @@ class JdbcSink(Sink):
         finally:
             conn.close()
 
-    def _name_clashes(self, conn: Any, schemas: Sequence[TableSchema]) -> list[str]:
-        """Source tables the target would hold as one (names cut alike, or told apart by case
-        only where the target ignores it)."""
-        dialect = self.target.dialect
-        fold = dialect.name_fold(conn)
-        held: dict[tuple[str, str], list[TableSchema]] = {}
-        for schema in schemas:
-            name = (fold(dialect.identifier(schema.database)), fold(dialect.identifier(schema.table)))
-            held.setdefault(name, []).append(schema)
-        return [
-            f"{' and '.join(sorted(s.table_id for s in same))} would be one table in the target, "
-            f"{dialect.target_table(same[0])}: leave all but one out (source.tables.exclude), or route them to "
-            "tables of their own (route)"
-            for same in held.values()
-            if len(same) > 1
-        ]
-
     def names_held_otherwise(self, schemas: Sequence[TableSchema]) -> list[str]:
-        dialect, said = self.target.dialect, []
-        for schema in schemas:
-            if dialect.identifier(schema.table) != schema.table:
-                said.append(
-                    f"{schema.table_id} is longer than the target's names: it is {dialect.target_table(schema)}"
-                )
-            said += [
-                f"{schema.table_id}.{c.name} is longer than the target's names: it is {dialect.quote(c.name)}"
-                for c in schema.columns
-                if dialect.identifier(c.name) != c.name
-            ]
-        return said
+        return names_held_otherwise(self.target.dialect, schemas)
 
     def _adopted_table_problems(self, cur: Any, schema: TableSchema) -> Iterator[str]:
         """A target table already there (a leftover, one made by hand) is written into as it
@@ -340,7 +313,7 @@ class JdbcSink(Sink):
         dialect = self.target.dialect
         conn = self.target.connect()
         try:
-            clashes = self._name_clashes(conn, schemas)
+            clashes = name_clashes(dialect, dialect.name_fold(conn), schemas)
             if clashes:
                 raise SinkError(clashes[0])
             statements = dialect.meta_table_statements()

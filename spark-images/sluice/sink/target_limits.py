@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import functools
 import hashlib
-from collections.abc import Callable, Collection, Iterable, Iterator
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
+from typing import Protocol
 
 from sluice.source.schema import TableSchema
 
@@ -78,3 +79,43 @@ class TargetNames(Collection[str]):
 
     def __len__(self) -> int:
         return len(self._held)
+
+
+class Naming(Protocol):
+    """A dialect's names: as the target holds them, and quoted."""
+
+    def identifier(self, name: str) -> str: ...
+
+    def quote(self, name: str) -> str: ...
+
+    def target_table(self, schema: TableSchema) -> str: ...
+
+
+def name_clashes(dialect: Naming, fold: Callable[[str], str], schemas: Sequence[TableSchema]) -> list[str]:
+    """Source tables the target would hold as one (names cut alike, or told apart by case
+    only where the target ignores it: `fold`)."""
+    held: dict[tuple[str, str], list[TableSchema]] = {}
+    for schema in schemas:
+        name = (fold(dialect.identifier(schema.database)), fold(dialect.identifier(schema.table)))
+        held.setdefault(name, []).append(schema)
+    return [
+        f"{' and '.join(sorted(s.table_id for s in same))} would be one table in the target, "
+        f"{dialect.target_table(same[0])}: leave all but one out (source.tables.exclude), or route them to "
+        "tables of their own (route)"
+        for same in held.values()
+        if len(same) > 1
+    ]
+
+
+def names_held_otherwise(dialect: Naming, schemas: Sequence[TableSchema]) -> list[str]:
+    """The tables and columns the target holds under another name, a sentence each."""
+    said, longer = [], "is longer than the target's names: it is"
+    for schema in schemas:
+        if dialect.identifier(schema.table) != schema.table:
+            said.append(f"{schema.table_id} {longer} {dialect.target_table(schema)}")
+        said += [
+            f"{schema.table_id}.{c.name} {longer} {dialect.quote(c.name)}"
+            for c in schema.columns
+            if dialect.identifier(c.name) != c.name
+        ]
+    return said
