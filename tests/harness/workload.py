@@ -82,11 +82,15 @@ class RandomWorkload:
         bags: Sequence[str] = (),
         ddl_tables: Sequence[str] = (),
         legacy: bool = False,
+        row_images: Sequence[str] = (),
     ) -> None:
         """`bags`: tables without a key, where an operation touches one of the equal rows
         (LIMIT 1) and some inserts copy an existing row. `ddl_tables`: tables whose columns
-        change once `allow_schema_changes` is set. `legacy`: inserted rows as `_row` says."""
+        change once `allow_schema_changes` is set. `legacy`: inserted rows as `_row` says.
+        `row_images`: each operation or transaction runs with one of these session
+        binlog_row_images (the server's stays as it is)."""
         self.legacy = legacy
+        self.row_images = list(row_images)
         self.mariadb = mariadb
         self.db = db
         self.tables = list(tables)
@@ -112,6 +116,8 @@ class RandomWorkload:
                 while self.operations < operations and not self._stop.is_set():
                     if rate and (ahead := self.operations / rate - (time.monotonic() - started)) > 0:
                         time.sleep(ahead)
+                    if self.row_images:
+                        cur.execute(f"SET SESSION binlog_row_image = {self.rng.choice(self.row_images)}")
                     try:
                         if self.rng.random() < 0.2:
                             cur.execute("BEGIN")

@@ -102,6 +102,11 @@ class RowsEvent(NamedTuple):
     first_row: int
     timestamp: int
 
+    @property
+    def is_partial(self) -> bool:
+        """Whether its images leave columns out (binlog_row_image MINIMAL or NOBLOB)."""
+        return self.present not in self.decoder.whole and bool(self.decoder.left_out(self.present))
+
     def changes(self) -> list[RowChange]:
         """The rows as changes, for the emit rule to judge against the watermarks."""
         images, first = self._images(), self.first_row
@@ -166,16 +171,20 @@ def rows_event(
     decoder = decoders.for_table(table_id, event.table)
     if decoder is None:
         return None
-    if event.present not in decoder.whole and (left_out := decoder.left_out(event.present)):
-        raise SourceError(
-            f"the {_STATEMENT[event.kind]} rows event of {table_id} at binlog position {start} leaves out "
-            f"{', '.join(left_out)}: the session that wrote it had binlog_row_image MINIMAL or NOBLOB (SET SESSION "
-            "binlog_row_image), and Sluice needs every column of every image. Keep binlog_row_image=FULL in every "
-            "session that writes captured tables; this event's changes cannot be read from the binlog, so run the "
-            "pipeline again from a fresh snapshot (a new pipeline.name into an empty target)"
-        )
     end, timestamp = event.packet.log_pos, event.timestamp
     return RowsEvent(table_id, event.kind, decoder, event.body, event.present, start, end, first_row, timestamp)
+
+
+def partial_images_stop(event: RowsEvent, why: str) -> SourceError:
+    """The stop for a rows event whose images leave columns out, where they cannot be read
+    from the source by key (`why`)."""
+    return SourceError(
+        f"the {_STATEMENT[event.kind]} rows event of {event.table_id} at binlog position {event.start} leaves out "
+        f"{', '.join(event.decoder.left_out(event.present))}: the session that wrote it had binlog_row_image "
+        f"MINIMAL or NOBLOB (SET SESSION binlog_row_image), and {why}. Keep binlog_row_image=FULL in every session "
+        "that writes this table; this event's changes cannot be read from the binlog, so run the pipeline again "
+        "from a fresh snapshot (a new pipeline.name into an empty target)"
+    )
 
 
 def read_window(
@@ -197,6 +206,8 @@ def read_window(
             if not start.is_before(stop):
                 return
             if isinstance(event, BinlogRowsEvent) and (rows := rows_event(event, start, decoders)) is not None:
+                if rows.is_partial:
+                    raise partial_images_stop(rows, "a window of changes folded onto a range needs every column")
                 yield from rows.changes()
     finally:
         stream.close()

@@ -434,16 +434,23 @@ class RowImageDecoder:
         """The schema's columns some image leaves out (binlog_row_image MINIMAL or NOBLOB in
         the session that wrote it): decoded, they would read as NULL."""
         names = self.schema.column_names
-        left_out = [
-            names[target]
-            for i, (_, target) in enumerate(self._readers)
-            if target is not None
-            and target < self._width
-            and not all(image[i >> 3] >> (i & 7) & 1 for image in present)
-        ]
+        carried = self.carried(present)
+        mapped = sorted({t for _, t in self._readers if t is not None and t < self._width})
+        left_out = [names[i] for i in mapped if not all(i in image for image in carried)]
         if not left_out:
             self.whole.add(tuple(present))
         return left_out
+
+    def carried(self, present: Sequence[bytes]) -> tuple[frozenset[int], ...]:
+        """Per image bitmap, the schema positions of the columns it carries."""
+        return tuple(
+            frozenset(
+                target
+                for i, (_, target) in enumerate(self._readers)
+                if target is not None and target < self._width and image[i >> 3] >> (i & 7) & 1
+            )
+            for image in present
+        )
 
     def _compile(self, present: Sequence[bytes]) -> Callable[[bytes], list[Row]]:
         """The row loop for images of these columns, written out as Python and compiled

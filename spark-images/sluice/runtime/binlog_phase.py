@@ -27,20 +27,42 @@ from typing import Any
 from sluice.binlog.binlog_split import BinlogSplit
 from sluice.binlog.ddl_parser import Captured
 from sluice.binlog.emit_rule import emit
+from sluice.binlog.image_completion import ImageCompletion
 from sluice.binlog.transaction_reader import Heartbeat, SchemaChange, Transaction, read_transactions
 from sluice.coordinator.schema_change import short_statement
 from sluice.errors import SluiceError
 from sluice.event.projection import projection
 from sluice.event.row_change import ChangeRow, RowKind
+from sluice.route.routing import Routing
 from sluice.runtime.reader_process import END, ReaderProcess
-from sluice.sink.base import ChangeBatch, SinkWriter
+from sluice.sink.base import ChangeBatch, Sink, SinkWriter
 from sluice.source.connection import SourceEndpoint, connect, is_mariadb
 from sluice.source.key_order import key_order_for
 from sluice.source.offset import BinlogOffset
 from sluice.source.row_decoding import Row, RowDecoder
 from sluice.source.schema import TableSchema
+from sluice.transform.transform_rule import rule_for
 
 log = logging.getLogger(__name__)
+
+
+def _follows_every_table(table_id: str) -> str:
+    return ""
+
+
+def partial_images_rule(sink: Sink, routing: Routing) -> Callable[[str], str]:
+    """Why a table's rows events that leave columns out cannot be made whole into `sink`
+    under `routing`: a changelog keeps every before image, a transform computes from the
+    row, and the binlog no longer holds what either needs ("": they can)."""
+
+    def why_not(table_id: str) -> str:
+        if not sink.replaces_key_ranges:
+            return "the target keeps every change with its before image, which the binlog no longer holds"
+        if rule_for(routing.transforms, *table_id.split(".", 1)) is not None:
+            return "the table's transform computes from the row as it was, which the binlog no longer holds"
+        return ""
+
+    return why_not
 
 
 @dataclass(frozen=True)
@@ -49,6 +71,9 @@ class BinlogSettings:
     heartbeat_seconds: float
     batch_rows: int = 5000
     max_batch_delay: float = 0.2
+    # Why a table's rows events that leave columns out cannot be made whole ("": they can;
+    # binlog/image_completion).
+    partial_images: Callable[[str], str] = _follows_every_table
 
 
 RECONNECT_MAX_WAIT = 30.0
@@ -104,6 +129,7 @@ def run_binlog_phase(
         cur.execute("SELECT @@lower_case_table_names")
         lower_case_table_names = int(cur.fetchone()[0])
     tables = _Tables(schemas, targets or schemas, control)
+    completion = ImageCompletion(endpoint, settings.partial_images)
 
     def transactions(start: BinlogOffset, sources: Mapping[str, TableSchema], by_gtid: bool) -> Iterator:
         return read_transactions(
@@ -195,7 +221,7 @@ def run_binlog_phase(
                 if not batch:
                     first_pending = time.monotonic()
                 if item.timestamp >= skip_before_millis // 1000:  # binlog times are whole seconds
-                    _emit(item, split, tables, batch)
+                    _emit(item, split, tables, batch, completion)
                 end = item.end
                 latest_event_time = item.timestamp
             elif isinstance(item, SchemaChange) and on_schema_change is not None:
@@ -245,6 +271,7 @@ def run_binlog_phase(
         stopping.set()
         reader.stop()
         control.close()
+        completion.close()
 
 
 class _Outage:
@@ -308,16 +335,26 @@ class _Tables:
         self.schemas = dict(sources)
 
 
-def _emit(transaction: Transaction, split: BinlogSplit, tables: _Tables, batch: ChangeBatch) -> None:
+def _emit(
+    transaction: Transaction, split: BinlogSplit, tables: _Tables, batch: ChangeBatch, completion: ImageCompletion
+) -> None:
     """Applies the emit rule per run of same-table changes, keeping binlog order."""
     for table_id, events in transaction.table_runs():
         schema = tables.schemas[table_id]
         watermarks = split.watermarks.get(table_id)
-        if watermarks is None:  # past every chunk's high watermark: every change is due
+        partial = [event.is_partial for event in events]
+        if watermarks is None and not any(partial):  # past every chunk's high watermark: every change is due
             rows = [row for event in events for row in event.changelog(schema)]
         else:
-            changes = [change for event in events for change in event.changes()]
-            rows = emit(changes, watermarks, tables.decoders[table_id], tables.orders[table_id], schema)
+            changes = [
+                change
+                for event, left_out in zip(events, partial, strict=True)
+                for change in (completion.complete(event) if left_out else event.changes())
+            ]
+            if watermarks is None:
+                rows = [row for change in changes for row in change.changelog(schema)]
+            else:
+                rows = emit(changes, watermarks, tables.decoders[table_id], tables.orders[table_id], schema)
         project = tables.projections[table_id]
         if project is not None:
             target = tables.targets[table_id]

@@ -13,17 +13,10 @@ import MySQLdb.cursors
 from sluice.snapshot.snapshot_split import SnapshotSplit
 from sluice.source.connection import decoding_surrogates
 from sluice.source.row_decoding import Row, RowDecoder
-from sluice.source.schema import Column, TableSchema
-from sluice.source.sql import qualified, quote
+from sluice.source.schema import TableSchema
+from sluice.source.sql import qualified, quote, selected
 
 log = logging.getLogger(__name__)
-
-
-def selected(column: Column) -> str:
-    """The server prints a FLOAT to six digits, which loses bits; as a DOUBLE it prints the
-    exact float32 value, which is also what the binlog holds."""
-    name = quote(column.name)
-    return f"({name} + 0e0) AS {name}" if column.data_type == "float" else name
 
 
 def chunk_query(schema: TableSchema, split: SnapshotSplit, select: str | None = None) -> tuple[str, list[Any]]:

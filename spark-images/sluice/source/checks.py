@@ -73,8 +73,9 @@ def binlog_settings_followed(settings: Mapping[str, str]) -> list[str]:
         f"binlog_checksum={checksum}: each binlog file says whether its events end in a checksum: a change is followed"
     )
     said.append(
-        "binlog_row_image and binlog_format can be set per session: a rows event that leaves columns out stops the "
-        "pipeline at that event; a change logged as a statement has its table read again (keep FULL and ROW)"
+        "binlog_row_image and binlog_format can be set per session: the columns a rows event leaves out are read "
+        "from the source by key (a changelog target or a transformed table stops at that event); a change logged "
+        "as a statement has its table read again (keep FULL and ROW)"
     )
     return said
 

@@ -13,7 +13,7 @@ import MySQLdb
 from sluice.binlog.event_reader import read_window
 from sluice.errors import SluiceError
 from sluice.event.projection import projection
-from sluice.snapshot.chunk_scan import ChunkScan, selected
+from sluice.snapshot.chunk_scan import ChunkScan
 from sluice.snapshot.snapshot_split import SplitTask
 from sluice.snapshot.split_reader import (
     begin_consistent_snapshot,
@@ -27,7 +27,7 @@ from sluice.source.key_order import key_order_for
 from sluice.source.offset import BinlogOffset
 from sluice.source.row_decoding import Row, RowDecoder
 from sluice.source.schema import TableSchema
-from sluice.source.sql import qualified
+from sluice.source.sql import qualified, selected
 
 
 class PositionInsideTransaction(SluiceError):
