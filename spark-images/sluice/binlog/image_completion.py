@@ -15,15 +15,18 @@ up to a position the target holds the source's rows as of it, as with full image
 gone when read (deleted, or moved to another key, by a later transaction) makes the change
 a delete of its key: the later change that removed it finds nothing left to remove.
 
-Only the key of a before image is kept whole: a target that holds rows by key needs no
-more of it. A target that keeps every change with its before image (a changelog), or a
-transform that computes from the row, needs the row as it was, which nothing can read
-back: those stop at the event (`why_not`).
+An update's columns its statement did not set are unchanged: where its before image
+carries them they come from there, exactly (a table without a key is logged with its
+before image whole). Of a before image only the key is made sure of: a target that holds
+rows by key needs no more of it. A target that keeps every change as it happened (a
+changelog) or a transform that computes from the row before the change (a filter, a
+computed key) needs what nothing can read back: those stop at the event (TargetNeeds).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import MySQLdb
@@ -42,45 +45,82 @@ _RETRIED = {1205, 1213}  # ER_LOCK_WAIT_TIMEOUT, ER_LOCK_DEADLOCK
 _UNKNOWN_COLUMN = 1054
 
 
-class ImageCompletion:
-    """Makes the changes of partial rows events whole; `why_not(table_id)` says why a table's
-    cannot be (its target or its transform needs what the binlog left out), or ""."""
+@dataclass(frozen=True)
+class TargetNeeds:
+    """What a pipeline's target needs of a change beyond the row's key and its values after
+    it: the changes as they happened (a changelog keeps every before image, and values read
+    now are not what a change wrote then), or the before image whole for the tables whose
+    transform computes from it (a filter, a computed key)."""
 
-    def __init__(self, endpoint: SourceEndpoint, why_not: Callable[[str], str]) -> None:
+    changelog: bool = False
+    transformed: Callable[[str], bool] = lambda table_id: False
+
+
+class ImageCompletion:
+    """Makes the changes of partial rows events whole, or stops at the event where what the
+    target needs (`needs`) is no longer anywhere."""
+
+    def __init__(self, endpoint: SourceEndpoint, needs: TargetNeeds) -> None:
         self._endpoint = endpoint
-        self._why_not = why_not
+        self._needs = needs
         self._conn: MySQLdb.connections.Connection | None = None
 
     def complete(self, event: RowsEvent) -> list[RowChange]:
-        """The event's changes with every column: the key images carry, the rest as read."""
-        schema = event.decoder.schema
-        why = self._why_not(event.table_id) or _why_not_by_key(schema, event)
-        if why:
-            raise partial_images_stop(event, why)
+        """The event's changes with every column of their after images: the columns an image
+        carries, then those its before image carries (a statement did not set them, so they
+        did not change), then the rest read from the source by key."""
+        schema, width = event.decoder.schema, len(event.decoder.schema.columns)
+        if event.decoder.row_end is not None:
+            raise partial_images_stop(event, "a system-versioned table's history cannot be read back by key")
         carried = event.decoder.carried(event.present)
         before_has, after_has = carried[0], carried[-1]
-        key_at = [schema.position(name) for name in schema.row_key]
-        if event.kind is not RowKind.INSERT and not before_has.issuperset(key_at):
-            raise partial_images_stop(event, "its before image leaves out part of the key the row is found by")
-        if event.kind is RowKind.INSERT and not after_has.issuperset(key_at):
-            raise partial_images_stop(event, "its image leaves out part of the key the row is found by")
+        if event.kind is not RowKind.INSERT and len(before_has) < width:
+            self._before_images_will_do(event, before_has)
         changes = event.changes()
         if event.kind is RowKind.DELETE:
-            return changes  # the key is all a delete needs
-        kept = after_has | set(key_at)
-        afters = [_with_key(c.after, c.before, key_at, after_has) for c in changes]  # type: ignore[arg-type]
+            return changes
+        from_before = before_has - after_has if event.kind is RowKind.UPDATE_AFTER else frozenset()
+        known = after_has | from_before
+        afters = [_overlaid(c.after, c.before, from_before) for c in changes]  # type: ignore[arg-type]
+        missing = [i for i in range(width) if i not in known]
+        if not missing:
+            return [change._replace(after=after) for change, after in zip(changes, afters, strict=True)]
+        if self._needs.changelog:
+            raise partial_images_stop(
+                event, "the target keeps every change as it happened, and the columns left out can only be read now"
+            )
+        if not schema.row_key:
+            raise partial_images_stop(event, "the table has no key to read the columns left out by")
+        if not known.issuperset(schema.position(name) for name in schema.row_key):
+            raise partial_images_stop(event, "its images leave out part of the key the row is found by")
         decoder = RowDecoder(schema)
-        missing = [c for c in range(len(schema.columns)) if c not in kept]
         read = self._rows(decoder, event, missing, afters)
         whole: list[RowChange] = []
         for change, after in zip(changes, afters, strict=True):
             found = read.get(decoder.row_key(after))
             if found is not None:
-                row = tuple(after[i] if i in kept else found[i] for i in range(len(after)))
+                row = tuple(after[i] if i in known else found[i] for i in range(width))
                 whole.append(change._replace(after=row))
             elif change.kind is RowKind.UPDATE_AFTER:  # gone since: the key it had is gone too
                 whole.append(change._replace(kind=RowKind.DELETE, after=None))
         return whole
+
+    def _before_images_will_do(self, event: RowsEvent, before_has: frozenset[int]) -> None:
+        """A before image that leaves columns out serves a target that finds rows by key,
+        if it carries the key."""
+        schema = event.decoder.schema
+        if self._needs.changelog:
+            raise partial_images_stop(
+                event, "the target keeps every change with its before image, which is nowhere now"
+            )
+        if self._needs.transformed(event.table_id):
+            raise partial_images_stop(
+                event, "the table's transform computes from the row as it was before the change, which is nowhere now"
+            )
+        if not schema.row_key:
+            raise partial_images_stop(event, "the table has no key, and its rows are found by every value")
+        if not before_has.issuperset(schema.position(name) for name in schema.row_key):
+            raise partial_images_stop(event, "its before image leaves out part of the key the row is found by")
 
     def close(self) -> None:
         if self._conn is not None:
@@ -139,24 +179,12 @@ class ImageCompletion:
                 return list(cur.fetchall())
 
 
-def _why_not_by_key(schema: TableSchema, event: RowsEvent) -> str:
-    if not schema.row_key:
-        return "the table has no key to read the rest of its row by"
-    if event.decoder.row_end is not None:
-        return "a system-versioned table's history rows cannot be read back by key"
-    return ""
-
-
-def _with_key(after: Row, before: Row | None, key_at: list[int], after_has: frozenset[int]) -> Row:
-    """An update's after image with the key columns it left out (unchanged: MINIMAL logs the
-    columns a statement set) taken from its before image."""
-    if before is None or after_has.issuperset(key_at):
+def _overlaid(after: Row, before: Row | None, from_before: frozenset[int]) -> Row:
+    """An update's after image with the columns its statement did not set (unchanged)
+    taken from its before image."""
+    if before is None or not from_before:
         return after
-    row = list(after)
-    for i in key_at:
-        if i not in after_has:
-            row[i] = before[i]
-    return tuple(row)
+    return tuple(before[i] if i in from_before else value for i, value in enumerate(after))
 
 
 def _by_keys(schema: TableSchema, keys: Sequence[Any]) -> tuple[str, list[Any]]:

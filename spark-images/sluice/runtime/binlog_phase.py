@@ -27,7 +27,7 @@ from typing import Any
 from sluice.binlog.binlog_split import BinlogSplit
 from sluice.binlog.ddl_parser import Captured
 from sluice.binlog.emit_rule import emit
-from sluice.binlog.image_completion import ImageCompletion
+from sluice.binlog.image_completion import ImageCompletion, TargetNeeds
 from sluice.binlog.transaction_reader import Heartbeat, SchemaChange, Transaction, read_transactions
 from sluice.coordinator.schema_change import short_statement
 from sluice.errors import SluiceError
@@ -46,23 +46,13 @@ from sluice.transform.transform_rule import rule_for
 log = logging.getLogger(__name__)
 
 
-def _follows_every_table(table_id: str) -> str:
-    return ""
+def target_needs(sink: Sink, routing: Routing) -> TargetNeeds:
+    """What `sink` under `routing` needs of a change beyond a row's key and after image."""
 
+    def transformed(table_id: str) -> bool:
+        return rule_for(routing.transforms, *table_id.split(".", 1)) is not None
 
-def partial_images_rule(sink: Sink, routing: Routing) -> Callable[[str], str]:
-    """Why a table's rows events that leave columns out cannot be made whole into `sink`
-    under `routing`: a changelog keeps every before image, a transform computes from the
-    row, and the binlog no longer holds what either needs ("": they can)."""
-
-    def why_not(table_id: str) -> str:
-        if not sink.replaces_key_ranges:
-            return "the target keeps every change with its before image, which the binlog no longer holds"
-        if rule_for(routing.transforms, *table_id.split(".", 1)) is not None:
-            return "the table's transform computes from the row as it was, which the binlog no longer holds"
-        return ""
-
-    return why_not
+    return TargetNeeds(changelog=not sink.replaces_key_ranges, transformed=transformed)
 
 
 @dataclass(frozen=True)
@@ -71,9 +61,7 @@ class BinlogSettings:
     heartbeat_seconds: float
     batch_rows: int = 5000
     max_batch_delay: float = 0.2
-    # Why a table's rows events that leave columns out cannot be made whole ("": they can;
-    # binlog/image_completion).
-    partial_images: Callable[[str], str] = _follows_every_table
+    target_needs: TargetNeeds = TargetNeeds()  # how rows events that leave columns out are made whole
 
 
 RECONNECT_MAX_WAIT = 30.0
@@ -129,7 +117,7 @@ def run_binlog_phase(
         cur.execute("SELECT @@lower_case_table_names")
         lower_case_table_names = int(cur.fetchone()[0])
     tables = _Tables(schemas, targets or schemas, control)
-    completion = ImageCompletion(endpoint, settings.partial_images)
+    completion = ImageCompletion(endpoint, settings.target_needs)
 
     def transactions(start: BinlogOffset, sources: Mapping[str, TableSchema], by_gtid: bool) -> Iterator:
         return read_transactions(

@@ -25,7 +25,7 @@ from sluice.event.schema_change import DropTable, create_table_event
 from sluice.failpoints import failpoint
 from sluice.pipeline.definition import PipelineDefinition, load_definition
 from sluice.route.routing import ROUTE_KEY, TRANSFORM_KEY, Routing
-from sluice.runtime.binlog_phase import BinlogSettings, partial_images_rule, resumes_by_gtid, run_binlog_phase
+from sluice.runtime.binlog_phase import BinlogSettings, resumes_by_gtid, run_binlog_phase, target_needs
 from sluice.runtime.pipeline_metrics import PipelineMetrics
 from sluice.runtime.progress import BinlogProgress, SnapshotProgress
 from sluice.runtime.schema_change_handler import SchemaChangeHandler
@@ -526,7 +526,7 @@ class PipelineRunner:
             heartbeat_seconds=min(source.heartbeat_seconds, 1.0),
             batch_rows=int(self.definition.sink.options.get("sink.batch-size", 5000)),
             max_batch_delay=self.sink.max_batch_delay,
-            partial_images=partial_images_rule(self.sink, self.definition.routing),
+            target_needs=target_needs(self.sink, self.definition.routing),
         )
         online = self._online_work()
         try:

@@ -14,7 +14,7 @@ from decimal import Decimal
 import pytest
 
 from sluice.binlog.event_reader import RowsEvent, read_window
-from sluice.binlog.image_completion import ImageCompletion
+from sluice.binlog.image_completion import ImageCompletion, TargetNeeds
 from sluice.binlog.transaction_reader import Transaction
 from sluice.errors import SourceError
 from sluice.event.row_change import RowKind
@@ -38,8 +38,11 @@ def _events(server, db: str, table: str, image: str, *statements: str) -> list[R
     return [event for item in read if isinstance(item, Transaction) for event in item.events]
 
 
-def _completed(server, events: list[RowsEvent], why_not=lambda table_id: "") -> list[tuple]:
-    completion = ImageCompletion(server.endpoint(), why_not)
+KEYED = TargetNeeds()  # a target that holds rows by key, no transform
+
+
+def _completed(server, events: list[RowsEvent], needs: TargetNeeds = KEYED) -> list[tuple]:
+    completion = ImageCompletion(server.endpoint(), needs)
     try:
         return [
             (change.kind, change.before, change.after)
@@ -172,23 +175,32 @@ def test_a_column_gone_from_the_source_since_stops_the_pipeline_at_the_event(mar
 
 
 @pytest.mark.parametrize(
-    ("image", "statement", "kind", "left_out"),
+    ("image", "statement", "kind", "left_out", "why"),
     [
-        ("NOBLOB", "UPDATE t SET n = 2 WHERE id = 1", "update", "note, data"),
-        ("MINIMAL", "INSERT INTO t (id) VALUES (2)", "insert", "name, n, note, data"),
-        ("MINIMAL", "UPDATE t SET n = 3 WHERE id = 1", "update", "id, name, n, note, data"),
+        ("NOBLOB", "UPDATE t SET n = 2 WHERE id = 1", "update", "note, data", "with its before image"),
+        ("MINIMAL", "INSERT INTO t (id) VALUES (2)", "insert", "name, n, note, data", "as it happened"),
+        ("MINIMAL", "UPDATE t SET n = 3 WHERE id = 1", "update", "id, name, n, note, data", "with its before image"),
+        ("MINIMAL", "DELETE FROM t WHERE id = 1", "delete", "name, n, note, data", "with its before image"),
     ],
 )
-def test_a_target_that_needs_the_whole_before_image_stops_at_the_event(
-    mariadb, source_db, table, image, statement, kind, left_out
-):
+def test_a_changelog_target_stops_at_the_event(mariadb, source_db, table, image, statement, kind, left_out, why):
     events = _events(mariadb, source_db, table, image, statement)
     with pytest.raises(
         SourceError,
-        match=f"the {kind} rows event of {source_db}.t at .* leaves out {left_out}: .*binlog_row_image.*, and a "
-        "changelog needs it",
+        match=f"the {kind} rows event of {source_db}.t at .* leaves out {left_out}: .*binlog_row_image.*, and the "
+        f"target keeps every change {why}",
     ):
-        _completed(mariadb, events, why_not=lambda table_id: "a changelog needs it")
+        _completed(mariadb, events, TargetNeeds(changelog=True))
+
+
+def test_a_transformed_table_stops_where_a_before_image_leaves_columns_out(mariadb, source_db, table):
+    """A transform's filter or computed key is worked out from the before image too."""
+    needs = TargetNeeds(transformed=lambda table_id: True)
+    inserted = _events(mariadb, source_db, table, "MINIMAL", "INSERT INTO t (id) VALUES (2)")
+    assert _completed(mariadb, inserted, needs) == [(RowKind.INSERT, None, (2, "dflt", 7, None, None))]
+    updated = _events(mariadb, source_db, table, "MINIMAL", "UPDATE t SET n = 3 WHERE id = 1")
+    with pytest.raises(SourceError, match="the table's transform computes from the row as it was before the change"):
+        _completed(mariadb, updated, needs)
 
 
 def test_a_window_folded_onto_a_range_stops_at_a_partial_event(mariadb, source_db, table):

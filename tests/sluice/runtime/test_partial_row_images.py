@@ -1,6 +1,7 @@
 """Sessions that write with binlog_row_image MINIMAL or NOBLOB (the server's setting stays
 FULL) while pipelines snapshot and stream: every keyed target ends equal to the source,
-the DEFAULTs and LOBs the binlog left out read from the source by key. A target that keeps
+the DEFAULTs and LOBs the binlog left out read from the source by key (PostgreSQL, a MySQL
+target, Iceberg). A target that keeps
 every change with its before image (the parquet changelog) stops at the first such event,
 naming it. (The crash-consistency test's partial-image run adds SIGKILLs and restarts.)"""
 
@@ -10,7 +11,9 @@ import time
 
 import pytest
 
+from sluice.source.schema import read_table_schema
 from tests.harness import compare
+from tests.harness.lakehouse import iceberg_sink, lakehouse_rows
 from tests.harness.pipelines import (
     every_sink,
     pipeline_per_sink,
@@ -66,7 +69,11 @@ def test_sessions_writing_partial_images_reach_every_keyed_target_whole(
 ):
     sinks = every_sink(postgresql, mariadb_target, tmp_path / "lake", 7480)
     del sinks["parquet"]
+    iceberg = iceberg_sink(tmp_path / "iceberg")
+    sinks["iceberg"] = (iceberg, "7486-7487")
     pipelines = pipeline_per_sink(tmp_path, mariadb, f"{source_db}.orders", sinks, "partial")
+    with mariadb.connect(source_db) as conn:
+        schema = read_table_schema(conn, source_db, "orders")
     stream_until_equal(
         pipelines,
         sluice_env(mariadb, postgresql, mariadb_target),
@@ -75,6 +82,7 @@ def test_sessions_writing_partial_images_reach_every_keyed_target_whole(
         {
             "postgres": lambda: compare.postgres_rows(postgresql, source_db, "orders"),
             "mariadb": lambda: compare.source_rows(mariadb_target, source_db, "orders"),
+            "iceberg": lambda: sorted(lakehouse_rows(iceberg, schema) or []),
         },
     )
 
