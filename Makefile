@@ -53,7 +53,7 @@ tools: system-deps .tools/bin/kubectl
 # Two workers (TEST_WORKERS=1 for one): each starts its own servers, and most tests spend
 # much of their time waiting on a pipeline, so the second core is used.
 TEST_WORKERS ?= 2
-test: install system-deps tools
+test: install system-deps tools lint
 	$(PYTHON) -m pytest -n $(TEST_WORKERS)
 
 # The crash-consistency test, bigger and with a random seed (printed, to replay a failure:
@@ -95,6 +95,7 @@ argocd-cm: install
 lint: install
 	$(VENV)/bin/ruff check spark-images operator tests
 	$(VENV)/bin/ruff format --check spark-images operator tests
+	$(VENV)/bin/lint-imports
 
 format: install
 	$(VENV)/bin/ruff format spark-images operator tests

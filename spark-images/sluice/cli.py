@@ -208,7 +208,6 @@ def status(args: argparse.Namespace, definition: PipelineDefinition | None) -> N
 
 def verify_or_resnapshot(args: argparse.Namespace, definition: PipelineDefinition) -> bool:
     """False if verify found ranges that differ (and did not repair them)."""
-    from sluice.runtime.pipeline_runner import source_endpoint
     from sluice.sink.factory import create_sink
     from sluice.sink.lakehouse import LakehouseSink
     from sluice.verify.verifier import VerifiedSink, Verifier
@@ -223,7 +222,7 @@ def verify_or_resnapshot(args: argparse.Namespace, definition: PipelineDefinitio
         raise SluiceError(
             f"sluice {args.command}: sink.type {definition.sink.type} is not supported (jdbc, iceberg and delta are)"
         )
-    verifier = Verifier(definition, sink, source_endpoint(definition))
+    verifier = Verifier(definition, sink, definition.source.endpoint())
     tables = verifier.tables(args.table)
     if isinstance(sink, LakehouseSink) and (args.command == "resnapshot" or args.repair):
         # A lakehouse table takes commits from a run of the pipeline only: this is one.

@@ -24,12 +24,14 @@ from pymysqlreplication import BinLogStreamReader
 from pymysqlreplication.row_event import DeleteRowsEvent, UpdateRowsEvent, WriteRowsEvent
 
 from sluice.binlog.binlog_split import BinlogSplit
+from sluice.event.row_change import ChangeBatch
 from sluice.pipeline.definition import build_definition
 from sluice.runtime.binlog_phase import BinlogSettings, run_binlog_phase
 from sluice.runtime.pipeline_metrics import PipelineMetrics
-from sluice.sink.base import ChangeBatch, SinkWriter
+from sluice.sink.base import SinkWriter
 from sluice.sink.jdbc import JdbcSink
-from sluice.source.connection import SourceEndpoint, current_offset
+from sluice.source.connection import current_offset
+from sluice.source.endpoint import SourceEndpoint
 from sluice.source.offset import BinlogOffset
 from sluice.source.schema import read_table_schema
 from sluice.state.compact_state import compact

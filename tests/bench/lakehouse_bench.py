@@ -38,10 +38,9 @@ import pyarrow.csv as pacsv
 from deltalake import DeltaTable, write_deltalake
 from pyiceberg.catalog import load_catalog
 
-from sluice.event.row_change import ChangeRow, RowKind
+from sluice.event.row_change import ChangeBatch, ChangeRow, RowKind
 from sluice.pipeline.definition import build_definition
 from sluice.sink.arrow_rows import ArrowRows, arrow_schema
-from sluice.sink.base import ChangeBatch
 from sluice.sink.factory import create_sink
 from sluice.sink.lakehouse import LakehouseSink
 from sluice.sink.target_values import TargetValues

@@ -43,7 +43,8 @@ def read_transaction(port: int, password: str, pg_url: str, pg_password: str, st
     from sluice.binlog.binlog_split import BinlogSplit
     from sluice.runtime.binlog_phase import BinlogSettings, run_binlog_phase
     from sluice.sink.jdbc import JdbcSink
-    from sluice.source.connection import SourceEndpoint, connect
+    from sluice.source.connection import connect
+    from sluice.source.endpoint import SourceEndpoint
     from sluice.source.offset import BinlogOffset
     from sluice.source.schema import read_table_schema
 
@@ -80,7 +81,7 @@ def read_transaction(port: int, password: str, pg_url: str, pg_password: str, st
 
 def split_plan(splits: int) -> dict:
     """Child: a plan of `splits` splits through the state store, as the local runner keeps it."""
-    from sluice.snapshot.snapshot_split import SnapshotSplit
+    from sluice.event.snapshot_split import SnapshotSplit
     from sluice.snapshot.snapshot_split_assigner import SnapshotAssignerState
     from sluice.source.offset import BinlogOffset
     from sluice.source.schema import Column, TableSchema

@@ -9,8 +9,8 @@ from typing import Any
 
 import psycopg
 
+from sluice.event.snapshot_split import SnapshotSplit
 from sluice.snapshot.chunk_scan import ChunkScan, chunk_query
-from sluice.snapshot.snapshot_split import SnapshotSplit
 from sluice.source.connection import connect_scan
 from sluice.source.row_decoding import RowDecoder
 from sluice.source.schema import TableSchema, read_table_schema

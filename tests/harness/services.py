@@ -21,7 +21,8 @@ from pathlib import Path
 import psycopg
 import pymysql
 
-from sluice.source.connection import SourceEndpoint, with_surrogates
+from sluice.source.connection import with_surrogates
+from sluice.source.endpoint import SourceEndpoint
 
 PG_BIN = Path("/usr/lib/postgresql/15/bin")
 

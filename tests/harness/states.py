@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import random
 
-from sluice.snapshot.snapshot_split import SnapshotSplit
+from sluice.event.snapshot_split import SnapshotSplit
 from sluice.snapshot.snapshot_split_assigner import SnapshotAssignerState
 from sluice.source.offset import BinlogOffset
 from sluice.source.schema import Column, TableSchema

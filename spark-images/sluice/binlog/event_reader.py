@@ -19,7 +19,7 @@ from sluice.binlog.row_image_decoder import RowImageDecoder, RowImageDecoders
 from sluice.binlog.system_versioning import current_changes
 from sluice.errors import SourceError
 from sluice.event.row_change import ChangeRow, RowChange, RowKind
-from sluice.source.connection import SourceEndpoint
+from sluice.source.endpoint import SourceEndpoint
 from sluice.source.offset import BinlogOffset
 from sluice.source.row_decoding import Row
 from sluice.source.schema import TableSchema

@@ -34,7 +34,8 @@ import MySQLdb
 from sluice.binlog.event_reader import RowsEvent, partial_images_stop
 from sluice.errors import SourceError
 from sluice.event.row_change import RowChange, RowKind
-from sluice.source.connection import SourceEndpoint, connect_scan, decoding_surrogates
+from sluice.source.connection import connect_scan, decoding_surrogates
+from sluice.source.endpoint import SourceEndpoint
 from sluice.source.row_decoding import Row, RowDecoder
 from sluice.source.schema import TableSchema
 from sluice.source.sql import qualified, quote, selected

@@ -32,9 +32,9 @@ from sluice.event.schema_change import (
     event_from_json,
     event_to_json,
 )
-from sluice.pipeline.table_selector import LEFTOVER, SHADOW
 from sluice.source.offset import BinlogOffset
 from sluice.source.schema import TableSchema
+from sluice.source.table_selector import LEFTOVER, SHADOW
 
 
 def shadowed(table_id: str) -> str | None:

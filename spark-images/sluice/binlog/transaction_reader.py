@@ -39,7 +39,6 @@ from sluice.binlog.ddl_parser import (
 )
 from sluice.binlog.event_reader import RowsEvent, WatchedTables, event_start, open_stream, rows_event
 from sluice.binlog.event_stream import BinlogRowsEvent
-from sluice.binlog.gtid_state import GtidState, gtid_state
 from sluice.binlog.online_schema_change import Migration, altered, cut_over, shadowed, started, taken
 from sluice.binlog.row_image_decoder import RowImageDecoders
 from sluice.binlog.table_map_layout import as_the_server_spells, layout_change
@@ -56,10 +55,12 @@ from sluice.event.schema_change import (
     as_spelled,
     is_reflected,
 )
-from sluice.pipeline.table_selector import is_tool_table
-from sluice.source.connection import SourceEndpoint, connect
+from sluice.source.connection import connect
+from sluice.source.endpoint import SourceEndpoint
+from sluice.source.gtid_state import GtidState, gtid_state
 from sluice.source.offset import BinlogOffset
 from sluice.source.schema import TableSchema, read_table_schema
+from sluice.source.table_selector import is_tool_table
 
 MARIADB_GTID_STANDALONE = 1  # a MariaDB GTID event's flag: the group is one statement, no BEGIN or COMMIT
 PIECE_BYTES = 128 * 1024  # of row images: about a thousand rows of a narrow table

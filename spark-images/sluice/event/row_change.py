@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import collections
 import enum
+from collections.abc import Iterator
+from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from sluice.source.offset import BinlogOffset
@@ -56,3 +59,23 @@ class RowChange(NamedTuple):
         image: what the emit rule keeps when the snapshot already holds the other half."""
         row = self.before if kind is RowKind.DELETE else self.after
         return ChangeRow(schema, kind, row, self.timestamp, self.offset)  # type: ignore[arg-type]
+
+
+@dataclass
+class ChangeBatch:
+    """Changelog rows of whole transactions, in binlog order, committed together."""
+
+    rows: list[ChangeRow] = field(default_factory=list)
+
+    def extend(self, rows: list[ChangeRow]) -> None:
+        self.rows.extend(rows)
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def __iter__(self) -> Iterator[ChangeRow]:
+        return iter(self.rows)
+
+    def counts(self) -> collections.Counter[tuple[str, RowKind]]:
+        """Rows by table and kind, for progress and metrics."""
+        return collections.Counter((row.schema.table_id, row.kind) for row in self.rows)

@@ -29,10 +29,12 @@ from sluice.pipeline.options import (
 from sluice.pipeline.options import duration as duration_check
 from sluice.pipeline.partition_key import partition_key_check
 from sluice.pipeline.schema_change_types import accepted_types, event_types
-from sluice.pipeline.table_selector import TableSelector, is_tool_table, parse_patterns
 from sluice.pipeline.time_zone import parse_zone_id
 from sluice.route.route_rule import ROUTE_MODES, parse_routes
 from sluice.route.routing import Routing
+from sluice.source.endpoint import SourceEndpoint
+from sluice.source.table_selector import TableSelector, is_tool_table, parse_patterns
+from sluice.transform.transform_rule import parse_transforms
 
 STARTUP_MODES = (
     "initial",
@@ -330,6 +332,17 @@ class SourceConfig:
     connect_max_retries: int
     reconnect_timeout_seconds: float
 
+    def endpoint(self) -> SourceEndpoint:
+        return SourceEndpoint(
+            self.hostname,
+            self.port,
+            self.username,
+            self.password,
+            self.connect_timeout_seconds,
+            self.connect_max_retries,
+            self.reconnect_timeout_seconds,
+        )
+
     def chunk_key_column_for(self, database: str, table: str) -> str | None:
         for selector, column in self.chunk_key_columns:
             if selector.selects(database, table):
@@ -408,8 +421,6 @@ def build_definition(document: Mapping[str, Any], env: Mapping[str, str]) -> Pip
             f"pipeline.execution.runtime-mode: BATCH reads a snapshot and stops; set source.scan.startup.mode: "
             f"snapshot (it is {source.startup.mode})"
         )
-    from sluice.transform.transform_rule import parse_transforms  # it reads source schemas, which need this module
-
     routing = Routing(
         parse_routes(document.get("route"), pipeline["route-mode"]),
         parse_transforms(document.get("transform")),

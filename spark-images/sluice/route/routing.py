@@ -6,12 +6,10 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from sluice.route.route_rule import TableRouter, parse_routes
-
-if TYPE_CHECKING:
-    from sluice.transform.transform_rule import TransformRule
+from sluice.transform.transform_rule import TransformRule, parse_transforms, rule_for
 
 
 @dataclass(frozen=True)
@@ -37,8 +35,6 @@ class Routing:
     @classmethod
     def from_identity(cls, identity: Mapping[str, str]) -> Routing:
         """The routing a state was written under (its identity's blocks, read again)."""
-        from sluice.transform.transform_rule import parse_transforms
-
         route = json.loads(identity.get(ROUTE_KEY) or '{"mode": "ALL_MATCH", "rules": []}')
         transform = json.loads(identity.get(TRANSFORM_KEY) or "[]")
         return cls(
@@ -49,8 +45,6 @@ class Routing:
         """How `later` treats the already captured `tables` otherwise than this routing:
         another target table, or another transform. Empty where a change only adds rules
         for tables not captured yet (or edits descriptions)."""
-        from sluice.transform.transform_rule import rule_for
-
         changes = []
         for table_id in sorted(tables):
             database, table = table_id.split(".", 1)

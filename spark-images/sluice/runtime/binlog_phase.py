@@ -25,21 +25,19 @@ from dataclasses import dataclass
 from typing import Any
 
 from sluice.binlog.binlog_split import BinlogSplit
+from sluice.binlog.binlog_split_reader import BinlogSplitReader
 from sluice.binlog.ddl_parser import Captured
-from sluice.binlog.emit_rule import emit
-from sluice.binlog.image_completion import ImageCompletion, TargetNeeds
+from sluice.binlog.image_completion import TargetNeeds
 from sluice.binlog.transaction_reader import Heartbeat, SchemaChange, Transaction, read_transactions
 from sluice.coordinator.schema_change import short_statement
 from sluice.errors import SluiceError
-from sluice.event.projection import projection
-from sluice.event.row_change import ChangeRow, RowKind
+from sluice.event.row_change import ChangeBatch, RowKind
 from sluice.route.routing import Routing
 from sluice.runtime.reader_process import END, ReaderProcess
-from sluice.sink.base import ChangeBatch, Sink, SinkWriter
-from sluice.source.connection import SourceEndpoint, connect, is_mariadb
-from sluice.source.key_order import key_order_for
+from sluice.sink.base import Sink, SinkWriter
+from sluice.source.connection import connect, is_mariadb
+from sluice.source.endpoint import SourceEndpoint
 from sluice.source.offset import BinlogOffset
-from sluice.source.row_decoding import Row, RowDecoder
 from sluice.source.schema import TableSchema
 from sluice.transform.transform_rule import rule_for
 
@@ -116,8 +114,7 @@ def run_binlog_phase(
     with control.cursor() as cur:
         cur.execute("SELECT @@lower_case_table_names")
         lower_case_table_names = int(cur.fetchone()[0])
-    tables = _Tables(schemas, targets or schemas, control)
-    completion = ImageCompletion(endpoint, settings.target_needs)
+    split_reader = BinlogSplitReader(schemas, targets or schemas, control, endpoint, settings.target_needs)
 
     def transactions(start: BinlogOffset, sources: Mapping[str, TableSchema], by_gtid: bool) -> Iterator:
         return read_transactions(
@@ -203,13 +200,13 @@ def run_binlog_phase(
                 on_reconnect()
                 control.close()
                 control = connect(endpoint)  # the old one went with the server
-                tables.reconnect(control)
+                split_reader.reconnect(control)
             if isinstance(item, Transaction):
                 caught_up = False
                 if not batch:
                     first_pending = time.monotonic()
                 if item.timestamp >= skip_before_millis // 1000:  # binlog times are whole seconds
-                    _emit(item, split, tables, batch, completion)
+                    split_reader.emit(item, split, batch)
                 end = item.end
                 latest_event_time = item.timestamp
             elif isinstance(item, SchemaChange) and on_schema_change is not None:
@@ -229,7 +226,7 @@ def run_binlog_phase(
                     migrating = item.migrations
                 if resumed is None:
                     break  # stopped while the change waited: the next run takes it up again
-                tables.update(resumed.sources, resumed.targets)
+                split_reader.update(resumed.sources, resumed.targets)
                 sources = resumed.sources
                 end = split.offset
                 if resumed.read_again:  # a table joined: the reader starts again, knowing it
@@ -259,7 +256,7 @@ def run_binlog_phase(
         stopping.set()
         reader.stop()
         control.close()
-        completion.close()
+        split_reader.close()
 
 
 class _Outage:
@@ -293,58 +290,3 @@ class Resumed:
     sources: Mapping[str, TableSchema]  # the schemas rows are decoded with
     targets: Mapping[str, TableSchema]  # the target's, which rows are projected onto
     read_again: bool = False  # from the split's offset: a table joined the capture (its rows were skipped)
-
-
-class _Tables:
-    """Per captured table: the source's schema its rows are decoded with, the key order the
-    emit rule compares in, and the projection onto the target's schema."""
-
-    def __init__(self, sources: Mapping[str, TableSchema], targets: Mapping[str, TableSchema], control) -> None:  # noqa: ANN001
-        self._control = control
-        self.schemas: dict[str, TableSchema] = {}
-        self.targets: dict[str, TableSchema] = {}
-        self.decoders: dict[str, RowDecoder] = {}
-        self.orders: dict[str, Any] = {}
-        self.projections: dict[str, Callable[[Row], Row] | None] = {}
-        self.update(sources, targets)
-
-    def reconnect(self, control) -> None:  # noqa: ANN001
-        self._control = control
-
-    def update(self, sources: Mapping[str, TableSchema], targets: Mapping[str, TableSchema]) -> None:
-        for table_id, schema in sources.items():
-            target = targets.get(table_id, schema)
-            if self.schemas.get(table_id) == schema and self.targets.get(table_id) == target:
-                continue
-            self.decoders[table_id] = RowDecoder(schema)
-            self.orders[table_id] = key_order_for(schema.column(schema.chunk_key), self._control)
-            self.projections[table_id] = projection(schema, target)
-            self.targets[table_id] = target
-        self.schemas = dict(sources)
-
-
-def _emit(
-    transaction: Transaction, split: BinlogSplit, tables: _Tables, batch: ChangeBatch, completion: ImageCompletion
-) -> None:
-    """Applies the emit rule per run of same-table changes, keeping binlog order."""
-    for table_id, events in transaction.table_runs():
-        schema = tables.schemas[table_id]
-        watermarks = split.watermarks.get(table_id)
-        partial = [event.is_partial for event in events]
-        if watermarks is None and not any(partial):  # past every chunk's high watermark: every change is due
-            rows = [row for event in events for row in event.changelog(schema)]
-        else:
-            changes = [
-                change
-                for event, left_out in zip(events, partial, strict=True)
-                for change in (completion.complete(event) if left_out else event.changes())
-            ]
-            if watermarks is None:
-                rows = [row for change in changes for row in change.changelog(schema)]
-            else:
-                rows = emit(changes, watermarks, tables.decoders[table_id], tables.orders[table_id], schema)
-        project = tables.projections[table_id]
-        if project is not None:
-            target = tables.targets[table_id]
-            rows = [ChangeRow(target, kind, project(row), ts, offset) for _, kind, row, ts, offset in rows]
-        batch.extend(rows)

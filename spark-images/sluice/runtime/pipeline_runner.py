@@ -22,22 +22,23 @@ from sluice.binlog.binlog_split import BinlogSplit
 from sluice.binlog.startup_offset import check_offset_available, startup_offset
 from sluice.errors import DefinitionError, PositionPurged, SchemaDrift, SluiceError
 from sluice.event.schema_change import DropTable, create_table_event
+from sluice.event.snapshot_split import SplitResult, SplitTask
 from sluice.failpoints import failpoint
 from sluice.pipeline.definition import PipelineDefinition, load_definition
 from sluice.route.routing import ROUTE_KEY, TRANSFORM_KEY, Routing
 from sluice.runtime.binlog_phase import BinlogSettings, resumes_by_gtid, run_binlog_phase, target_needs
 from sluice.runtime.pipeline_metrics import PipelineMetrics
+from sluice.runtime.preflight import check_first_run
 from sluice.runtime.progress import BinlogProgress, SnapshotProgress
+from sluice.runtime.range_replacement import tables_to_replace
 from sluice.runtime.schema_change_handler import SchemaChangeHandler
 from sluice.sink.base import Sink
 from sluice.sink.factory import create_sink
 from sluice.snapshot.chunk_splitter import split_table
-from sluice.snapshot.range_replacement import tables_to_replace
-from sluice.snapshot.snapshot_split import SplitResult, SplitTask
 from sluice.snapshot.snapshot_split_assigner import SnapshotAssignerState
 from sluice.snapshot.split_reader import read_splits, reads_onto
 from sluice.source.checks import check_binlog_settings, check_privileges, check_select
-from sluice.source.connection import SourceEndpoint, connect, current_offset, executed_gtids
+from sluice.source.connection import connect, current_offset, executed_gtids
 from sluice.source.schema import TableSchema, discover_tables, live_shape, read_table_schema
 from sluice.state.pipeline_state import PipelineState
 from sluice.state.state_store import StateStore
@@ -55,19 +56,6 @@ log = logging.getLogger(__name__)
 SOURCE_ADDRESS = ("source.hostname", "source.port")
 CAPTURE = ("source.tables", "source.tables.exclude")  # may change once the pipeline streams
 JOIN_ATTEMPTS = 5  # reads of a table renamed into `tables` that may meet a DDL on it before one does not
-
-
-def source_endpoint(definition: PipelineDefinition) -> SourceEndpoint:
-    source = definition.source
-    return SourceEndpoint(
-        source.hostname,
-        source.port,
-        source.username,
-        source.password,
-        source.connect_timeout_seconds,
-        source.connect_max_retries,
-        source.reconnect_timeout_seconds,
-    )
 
 
 class PipelineRunner:
@@ -90,7 +78,7 @@ class PipelineRunner:
         self.definition = definition
         self.approvals = approvals or (lambda: definition.approved_schema_changes)
         self.master = master
-        self.endpoint = source_endpoint(definition)
+        self.endpoint = definition.source.endpoint()
         self.sink: Sink = create_sink(definition)
         self.store = TargetRecordedStore(store, self.sink, definition.sink.name)
         self.state = PipelineState(definition.name, dict(definition.state_identity))
@@ -126,8 +114,6 @@ class PipelineRunner:
     def _run(self) -> None:
         loaded = self.store.load()
         if loaded is None and self.preflight:
-            from sluice.runtime.preflight import check_first_run
-
             check_first_run(self.definition)
         self.state = loaded or self.state
         self._check_pipeline_identity()
@@ -345,10 +331,10 @@ class PipelineRunner:
 
     def _discover_tables(self, conn) -> list[TableSchema]:
         """Captured tables' schemas, kept in the state: a rerun reads the same tables."""
-        schemas = discover_tables(conn, self.definition.source)
+        configured = self.definition.source.chunk_key_column_for
+        schemas = discover_tables(conn, self.definition.source.tables, configured)
         check_select(conn, [s.table_id for s in schemas])
         self.state.tables = {s.table_id: s for s in schemas}
-        configured = self.definition.source.chunk_key_column_for
         for schema in schemas:
             if schema.single_split:
                 sys.stderr.write(
@@ -368,7 +354,8 @@ class PipelineRunner:
         not read again."""
         known = self.state.tables or {}
         planned_at = current_offset(conn)  # before the schemas are read
-        selected = {s.table_id: s for s in discover_tables(conn, self.definition.source)}
+        source = self.definition.source
+        selected = {s.table_id: s for s in discover_tables(conn, source.tables, source.chunk_key_column_for)}
         added = [schema for table_id, schema in selected.items() if table_id not in known]
         removed = [table_id for table_id in known if table_id not in selected]
         check_select(conn, [s.table_id for s in added])

@@ -23,7 +23,6 @@ import pymysql
 
 from sluice.errors import DefinitionError, SluiceError
 from sluice.pipeline.definition import PipelineDefinition
-from sluice.runtime.pipeline_runner import source_endpoint
 from sluice.sink.base import Sink
 from sluice.sink.factory import create_sink
 from sluice.sink.target_values import DATES, STRINGS, TargetValues
@@ -94,7 +93,7 @@ def check_pipeline(definition: PipelineDefinition, scan_rows: int) -> list[Findi
 def _source(definition: PipelineDefinition, sink: Sink, scan_rows: int, found: list[TableSchema]) -> Iterator[Finding]:
     source = definition.source
     try:
-        conn = connect(source_endpoint(definition))
+        conn = connect(definition.source.endpoint())
     except SluiceError as exc:
         yield Finding("error", "source", str(exc), exc.transient)
         return
@@ -114,7 +113,7 @@ def _source(definition: PipelineDefinition, sink: Sink, scan_rows: int, found: l
         )
         yield from _server_ids(conn, definition)
         try:
-            schemas = discover_tables(conn, source)
+            schemas = discover_tables(conn, source.tables, source.chunk_key_column_for)
         except SluiceError as exc:
             yield Finding("error", "source.tables", str(exc))
             return

@@ -23,12 +23,13 @@ from sluice.coordinator.schema_change import (
     short_statement,
 )
 from sluice.errors import SchemaDrift, SluiceError
+from sluice.event.row_change import ChangeBatch
 from sluice.event.schema_change import CreateTable, DropTable, RenameTable, SchemaChangeEvent
 from sluice.failpoints import failpoint
 from sluice.pipeline.definition import PipelineDefinition
 from sluice.runtime.binlog_phase import Resumed
 from sluice.runtime.progress import BinlogProgress
-from sluice.sink.base import ChangeBatch, SchemaChangeRefused, SinkWriter
+from sluice.sink.base import SchemaChangeRefused, SinkWriter
 from sluice.source.offset import BinlogOffset
 from sluice.source.schema import TableSchema
 from sluice.state.pipeline_state import PipelineState

@@ -21,14 +21,14 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from sluice.errors import SchemaDrift, SluiceError
+from sluice.event.snapshot_split import SnapshotSplit, SplitResult, SplitTask
 from sluice.pipeline.definition import PipelineDefinition
 from sluice.runtime.progress import SnapshotProgress
 from sluice.sink import target_values
 from sluice.sink.base import Sink
-from sluice.snapshot.snapshot_split import SnapshotSplit, SplitResult, SplitTask
 from sluice.snapshot.snapshot_split_assigner import SnapshotAssignerState
 from sluice.snapshot.split_reader import read_splits
-from sluice.source.connection import SourceEndpoint
+from sluice.source.endpoint import SourceEndpoint
 
 if TYPE_CHECKING:
     from pyspark import SparkContext

@@ -6,44 +6,22 @@ connections lazily, on the side that uses them.
 
 from __future__ import annotations
 
-import collections
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from sluice.errors import SinkError
-from sluice.event.row_change import ChangeRow, RowKind
+from sluice.event.row_change import ChangeBatch
 from sluice.event.schema_change import SchemaChangeEvent
+from sluice.event.snapshot_split import ReadSplits, SplitRead, SplitResult, SplitTask
 from sluice.sink import target_values
 from sluice.sink.target_values import TargetValues
-from sluice.snapshot.snapshot_split import ReadSplits, SplitRead, SplitResult, SplitTask
 from sluice.source.offset import BinlogOffset
 from sluice.source.schema import TableSchema
 
 if TYPE_CHECKING:
     from pyspark import SparkContext
     from pyspark.sql import SparkSession
-
-
-@dataclass
-class ChangeBatch:
-    """Changelog rows of whole transactions, in binlog order, committed together."""
-
-    rows: list[ChangeRow] = field(default_factory=list)
-
-    def extend(self, rows: list[ChangeRow]) -> None:
-        self.rows.extend(rows)
-
-    def __len__(self) -> int:
-        return len(self.rows)
-
-    def __iter__(self) -> Iterator[ChangeRow]:
-        return iter(self.rows)
-
-    def counts(self) -> collections.Counter[tuple[str, RowKind]]:
-        """Rows by table and kind, for progress and metrics."""
-        return collections.Counter((row.schema.table_id, row.kind) for row in self.rows)
 
 
 class SchemaChangeRefused(SinkError):

@@ -18,15 +18,15 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 from sluice.errors import SinkError, SinkUnavailable
-from sluice.event.row_change import RowKind
+from sluice.event.row_change import ChangeBatch, RowKind
 from sluice.event.schema_change import AlterPrimaryKey, SchemaChangeEvent, apply_events, is_reflected
+from sluice.event.snapshot_split import SnapshotSplit, SplitRead
 from sluice.pipeline.jdbc_url import JdbcUrl, parse_jdbc_url
-from sluice.sink.base import ChangeBatch, SchemaChangeRefused, Sink, SinkWriter
+from sluice.sink.base import SchemaChangeRefused, Sink, SinkWriter
 from sluice.sink.jdbc_dialects import DIALECTS, META_SCHEMA, STATES_TABLE, JdbcDialect
 from sluice.sink.metadata_applier import schema_change_statements
 from sluice.sink.target_limits import name_clashes, names_held_otherwise
 from sluice.sink.target_values import TargetValues
-from sluice.snapshot.snapshot_split import SnapshotSplit, SplitRead
 from sluice.source.offset import BinlogOffset
 from sluice.source.row_decoding import Row, RowDecoder
 from sluice.source.schema import TableSchema

@@ -20,6 +20,7 @@ import psycopg
 import pymysql
 
 from sluice.errors import SinkError
+from sluice.event.snapshot_split import SnapshotSplit
 from sluice.pipeline.jdbc_url import JdbcUrl
 from sluice.sink.base import already_committed
 from sluice.sink.big_rows import can_pass, in_statements, packet_limit, write_in_pieces
@@ -32,11 +33,10 @@ from sluice.sink.target_limits import (
     width_problem,
 )
 from sluice.sink.type_mapping import mysql_type, postgres_type
-from sluice.snapshot.copy_text import RendersCopyText, load_data_columns
-from sluice.snapshot.snapshot_split import SnapshotSplit
 from sluice.source.charsets import MYSQL_UTF8
 from sluice.source.checks import current_user, missing_privileges
 from sluice.source.connection import with_surrogates
+from sluice.source.copy_text import RendersCopyText, load_data_columns
 from sluice.source.offset import BinlogOffset
 from sluice.source.row_decoding import Row
 from sluice.source.schema import BINARY_STRING_TYPES, TEXT_STRING_TYPES, Column, TableSchema

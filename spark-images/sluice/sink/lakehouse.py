@@ -30,19 +30,19 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import pyarrow as pa
 
-from sluice.binlog.gtid_state import contains
 from sluice.errors import SinkError, SinkUnavailable, SluiceError
-from sluice.event.row_change import RowKind
+from sluice.event.row_change import ChangeBatch, RowKind
 from sluice.event.schema_change import AddColumn, AlterColumnType, SchemaChangeEvent, apply_events
+from sluice.event.snapshot_split import ReadSplits, SnapshotSplit, SplitResult, SplitTask
 from sluice.pipeline.options import parse_duration
 from sluice.pipeline.partition_key import PartitionField
 from sluice.sink import target_values
 from sluice.sink.arrow_rows import ArrowRows, arrow_schema, source_rows, widens
-from sluice.sink.base import ChangeBatch, SchemaChangeRefused, Sink, SinkWriter
+from sluice.sink.base import SchemaChangeRefused, Sink, SinkWriter
 from sluice.sink.columnar_types import arrow_type
 from sluice.sink.jdbc_dialects import META_SCHEMA, STATES_TABLE
 from sluice.sink.target_values import TargetValues
-from sluice.snapshot.snapshot_split import ReadSplits, SnapshotSplit, SplitResult, SplitTask
+from sluice.source.gtid_state import contains
 from sluice.source.offset import BinlogOffset
 from sluice.source.row_decoding import Row, RowDecoder
 from sluice.source.schema import Column, TableSchema

@@ -42,7 +42,9 @@ from pyspark import AccumulatorParam, SparkContext
 from pyspark.sql import SparkSession
 from pyspark.sql import types as T
 
+from sluice.atomic_file import write_json_atomically
 from sluice.errors import SinkError
+from sluice.event.row_change import ChangeBatch
 from sluice.event.schema_change import (
     AddColumn,
     DropColumn,
@@ -55,15 +57,14 @@ from sluice.event.schema_change import (
     event_from_json,
     event_to_json,
 )
+from sluice.event.snapshot_split import ReadSplits, SplitResult, SplitTask
 from sluice.sink import target_values
-from sluice.sink.base import ChangeBatch, Sink, SinkWriter
+from sluice.sink.base import Sink, SinkWriter
 from sluice.sink.columnar_types import MAX_DECIMAL_PRECISION, spark_type
 from sluice.sink.target_values import TargetValues
-from sluice.snapshot.snapshot_split import ReadSplits, SplitResult, SplitTask
 from sluice.source.offset import BinlogOffset
 from sluice.source.row_decoding import Row
 from sluice.source.schema import TableSchema
-from sluice.state.state_store import write_json_atomically
 
 LOG_DIRECTORY = "_sluice_log"
 BINLOG_ENTRY = "binlog"  # the last binlog commit and its end

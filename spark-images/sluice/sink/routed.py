@@ -12,11 +12,9 @@ from typing import TYPE_CHECKING, Any
 
 from sluice.errors import SinkError
 from sluice.event.projection import projection
+from sluice.event.row_change import ChangeBatch
 from sluice.event.schema_change import SchemaChangeEvent, apply_events
-from sluice.route.table_routing import Routing, TableRouting
-from sluice.sink.base import ChangeBatch, SchemaChangeRefused, Sink, SinkWriter
-from sluice.sink.target_values import TargetValues
-from sluice.snapshot.snapshot_split import (
+from sluice.event.snapshot_split import (
     ProjectedRows,
     ReadSplits,
     SnapshotSplit,
@@ -24,6 +22,9 @@ from sluice.snapshot.snapshot_split import (
     SplitResult,
     SplitTask,
 )
+from sluice.route.table_routing import Routing, TableRouting
+from sluice.sink.base import SchemaChangeRefused, Sink, SinkWriter
+from sluice.sink.target_values import TargetValues
 from sluice.source.offset import BinlogOffset
 from sluice.source.row_decoding import Row
 from sluice.source.schema import TableSchema

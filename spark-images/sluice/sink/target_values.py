@@ -27,8 +27,8 @@ from datetime import date, datetime
 from typing import Any
 
 from sluice.errors import SinkError
-from sluice.snapshot.copy_text import RendersCopyText
-from sluice.snapshot.snapshot_split import SplitResult
+from sluice.event.snapshot_split import SplitResult
+from sluice.source.copy_text import RendersCopyText
 from sluice.source.row_decoding import InvalidDate, Row, RowDecoder
 from sluice.source.schema import TEXT_STRING_TYPES, Column, TableSchema
 

@@ -7,10 +7,10 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime, timezone, tzinfo
 from typing import TYPE_CHECKING, Any
 
-from sluice.event.row_change import RowKind
+from sluice.event.row_change import ChangeBatch, RowKind
 from sluice.event.schema_change import SchemaChangeEvent
-from sluice.sink.base import ChangeBatch, Sink, SinkWriter
-from sluice.snapshot.snapshot_split import ReadSplits, SplitResult, SplitTask
+from sluice.event.snapshot_split import ReadSplits, SplitResult, SplitTask
+from sluice.sink.base import Sink, SinkWriter
 from sluice.source.offset import BinlogOffset
 from sluice.source.row_decoding import Row
 from sluice.source.schema import TableSchema

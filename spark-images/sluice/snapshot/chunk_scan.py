@@ -10,7 +10,7 @@ from typing import Any
 
 import MySQLdb.cursors
 
-from sluice.snapshot.snapshot_split import SnapshotSplit
+from sluice.event.snapshot_split import SnapshotSplit
 from sluice.source.connection import decoding_surrogates
 from sluice.source.row_decoding import Row, RowDecoder
 from sluice.source.schema import TableSchema

@@ -12,7 +12,7 @@ from typing import Any
 
 import pymysql
 
-from sluice.snapshot.snapshot_split import SnapshotSplit
+from sluice.event.snapshot_split import SnapshotSplit
 from sluice.source.schema import TableSchema
 from sluice.source.sql import quote
 

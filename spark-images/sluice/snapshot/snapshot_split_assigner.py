@@ -15,7 +15,7 @@ from typing import Any
 
 from sluice.binlog.binlog_split import BinlogSplit
 from sluice.binlog.emit_rule import PENDING, TableWatermarks
-from sluice.snapshot.snapshot_split import SnapshotSplit
+from sluice.event.snapshot_split import SnapshotSplit
 from sluice.source.offset import BinlogOffset
 from sluice.source.schema import TableSchema
 

@@ -29,10 +29,10 @@ from sluice.binlog.event_reader import read_window
 from sluice.errors import SchemaDrift
 from sluice.event.projection import projection
 from sluice.event.row_change import RowChange, RowKind
+from sluice.event.snapshot_split import ProjectedRows, ReadSplits, SnapshotSplit, SplitRead, SplitTask
 from sluice.snapshot.chunk_scan import ChunkScan, chunk_query
-from sluice.snapshot.copy_text import copy_text_select
-from sluice.snapshot.snapshot_split import ProjectedRows, ReadSplits, SnapshotSplit, SplitRead, SplitTask
 from sluice.source.connection import connect_scan, current_offset, is_mariadb
+from sluice.source.copy_text import copy_text_select
 from sluice.source.key_order import KeyOrder, key_order_for
 from sluice.source.offset import BinlogOffset
 from sluice.source.row_decoding import Row, RowDecoder

@@ -6,7 +6,6 @@ import contextlib
 import logging
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from datetime import date, datetime
 from typing import Any
 
@@ -19,44 +18,11 @@ from MySQLdb.constants import FIELD_TYPE, FLAG
 
 from sluice.errors import SourceError, SourceUnavailable
 from sluice.source.charsets import MYSQL_UTF8, SURROGATES
+from sluice.source.endpoint import SourceEndpoint
 from sluice.source.offset import BinlogOffset
 from sluice.source.row_decoding import InvalidDate
 
 log = logging.getLogger(__name__)
-
-
-# Every session reads TIMESTAMPs in UTC: they are instants, and UTC text of them is
-# unambiguous (a zone with DST repeats an hour) and needs no time-zone tables on the server.
-# The binlog holds TIMESTAMPs as epoch seconds, which the row image decoder shows in UTC too.
-SESSION_TIME_ZONE = "+00:00"
-
-
-@dataclass(frozen=True)
-class SourceEndpoint:
-    """What a Spark task needs to reach the source; picklable, password kept out of repr."""
-
-    hostname: str
-    port: int
-    username: str
-    password: str
-    connect_timeout: float = 30.0
-    max_retries: int = 3
-    reconnect_timeout: float = 300.0  # a streaming binlog reader's budget for a lost connection
-
-    def __repr__(self) -> str:
-        return f"SourceEndpoint({self.username}@{self.hostname}:{self.port})"
-
-    def settings(self) -> dict[str, Any]:
-        """Keyword arguments both drivers (and python-mysql-replication) accept."""
-        return {
-            "host": self.hostname,
-            "port": self.port,
-            "user": self.username,
-            "password": self.password,
-            "charset": "utf8mb4",
-            "connect_timeout": max(1, int(self.connect_timeout)),
-            "init_command": f"SET time_zone = '{SESSION_TIME_ZONE}'",
-        }
 
 
 def connect(endpoint: SourceEndpoint, streaming: bool = False) -> pymysql.connections.Connection:

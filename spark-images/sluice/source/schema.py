@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from sluice.errors import SourceError
-from sluice.pipeline.definition import SourceConfig
+from sluice.source.table_selector import TableSelector
 
 if TYPE_CHECKING:
     import pymysql
@@ -157,8 +158,11 @@ class TableSchema:
         )
 
 
-def discover_tables(conn: pymysql.connections.Connection, config: SourceConfig) -> list[TableSchema]:
-    """Finds the captured tables (regex on db.table) and reads each one's schema."""
+def discover_tables(
+    conn: pymysql.connections.Connection, tables: TableSelector, chunk_key_for: Callable[[str, str], str | None]
+) -> list[TableSchema]:
+    """Finds the captured tables (`tables`, source.tables) and reads each one's schema, split
+    by the chunk key `chunk_key_for(database, table)` names (None: the key's first column)."""
     with conn.cursor() as cur:
         cur.execute(
             "SELECT TABLE_SCHEMA, TABLE_NAME FROM information_schema.TABLES "
@@ -166,14 +170,14 @@ def discover_tables(conn: pymysql.connections.Connection, config: SourceConfig) 
             "AND TABLE_SCHEMA NOT IN ('mysql', 'sys', 'information_schema', 'performance_schema') "
             "ORDER BY TABLE_SCHEMA, TABLE_NAME"
         )
-        names = [(db, t) for db, t in cur.fetchall() if config.tables.selects(db, t)]
+        names = [(db, t) for db, t in cur.fetchall() if tables.selects(db, t)]
     if not names:
-        patterns = ", ".join(p.text for p in config.tables.include)
+        patterns = ", ".join(p.text for p in tables.include)
         raise SourceError(
             f"source.tables: no table on the server matches '{patterns}' (or the source user has no "
             "privilege on the ones that do: GRANT SELECT ON <database>.* TO the user)"
         )
-    return [read_table_schema(conn, db, t, config.chunk_key_column_for(db, t)) for db, t in names]
+    return [read_table_schema(conn, db, t, chunk_key_for(db, t)) for db, t in names]
 
 
 def live_shape(conn: Any, database: str, table: str) -> tuple[tuple[str, str], ...]:

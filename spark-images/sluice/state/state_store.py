@@ -13,13 +13,13 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+from sluice.atomic_file import write_json_atomically
 from sluice.errors import SluiceError
 from sluice.snapshot.snapshot_split_assigner import FinishedSplit
 from sluice.source.offset import BinlogOffset
@@ -174,23 +174,3 @@ def _set(document: dict[str, Any], path: Sequence[str], value: Any) -> None:
     for key in path[:-1]:
         document = document.setdefault(key, {})
     document[path[-1]] = value
-
-
-def write_json_atomically(path: Path, data: Any) -> None:
-    """Write, fsync, rename, fsync the directory: a crash leaves the old file or the new one."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}-", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w") as f:
-            json.dump(data, f, separators=(",", ":"))
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    dir_fd = os.open(path.parent, os.O_RDONLY)
-    try:
-        os.fsync(dir_fd)
-    finally:
-        os.close(dir_fd)

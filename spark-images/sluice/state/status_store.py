@@ -26,13 +26,13 @@ from collections.abc import Collection
 from typing import Any
 
 from sluice.errors import SluiceError
+from sluice.pipeline.verification_requests import Requests
 from sluice.snapshot.snapshot_split_assigner import FinishedSplit
 from sluice.source.offset import BinlogOffset
 from sluice.state.compact_state import compact, expand
 from sluice.state.pipeline_state import STATE_VERSION, PipelineState
 from sluice.state.progress_summary import binlog_progress, snapshot_progress
 from sluice.state.state_store import StateStore
-from sluice.verify.requests import Requests
 
 log = logging.getLogger(__name__)
 

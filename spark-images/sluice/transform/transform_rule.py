@@ -16,9 +16,9 @@ from typing import Any
 from sqlglot import exp
 
 from sluice.errors import DefinitionError
-from sluice.pipeline.table_selector import TableSelector, parse_patterns
 from sluice.source.row_decoding import Row
 from sluice.source.schema import Column, TableSchema
+from sluice.source.table_selector import TableSelector, parse_patterns
 from sluice.transform.expression import (
     DIALECT,
     ROW_METADATA,

@@ -17,8 +17,8 @@ from typing import Any, Protocol
 
 from sluice.errors import SluiceError
 from sluice.pipeline.definition import PipelineDefinition
-from sluice.source.connection import SourceEndpoint
-from sluice.verify.requests import Requests, ResnapshotRequest, VerificationSpec
+from sluice.pipeline.verification_requests import Requests, ResnapshotRequest, VerificationSpec
+from sluice.source.endpoint import SourceEndpoint
 from sluice.verify.verifier import NotStreamingYet, VerificationResult, VerifiedSink, Verifier
 
 log = logging.getLogger(__name__)

@@ -13,8 +13,8 @@ import MySQLdb
 from sluice.binlog.event_reader import read_window
 from sluice.errors import SluiceError
 from sluice.event.projection import projection
+from sluice.event.snapshot_split import SplitTask
 from sluice.snapshot.chunk_scan import ChunkScan
-from sluice.snapshot.snapshot_split import SplitTask
 from sluice.snapshot.split_reader import (
     begin_consistent_snapshot,
     changes_in_chunk,

@@ -26,11 +26,12 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol, TextIO, runtime_checkable
 
 from sluice.errors import SchemaDrift, SluiceError
+from sluice.event.snapshot_split import SnapshotSplit, SplitTask
 from sluice.pipeline.definition import PipelineDefinition
 from sluice.sink.target_values import TargetValues
 from sluice.snapshot.chunk_splitter import split_table
-from sluice.snapshot.snapshot_split import SnapshotSplit, SplitTask
-from sluice.source.connection import SourceEndpoint, connect
+from sluice.source.connection import connect
+from sluice.source.endpoint import SourceEndpoint
 from sluice.source.offset import BinlogOffset
 from sluice.source.row_decoding import Row, RowDecoder
 from sluice.source.schema import TableSchema

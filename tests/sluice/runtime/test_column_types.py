@@ -20,7 +20,7 @@ import pytest
 from sluice.sink.jdbc_dialects import binary_copy_type
 from sluice.sink.parquet import read_changelog
 from sluice.sink.target_values import TargetValues
-from sluice.snapshot.copy_text import copy_text_select
+from sluice.source.copy_text import copy_text_select
 from sluice.source.schema import Column, TableSchema, read_table_schema
 from tests.harness import compare
 from tests.harness.column_types import COLUMNS, placeholder, random_value

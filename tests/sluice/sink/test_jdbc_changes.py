@@ -7,8 +7,7 @@ from __future__ import annotations
 import pytest
 
 from sluice.errors import SinkError
-from sluice.event.row_change import ChangeRow, RowKind
-from sluice.sink.base import ChangeBatch
+from sluice.event.row_change import ChangeBatch, ChangeRow, RowKind
 from sluice.sink.jdbc import JdbcSink
 from sluice.source.offset import BinlogOffset
 from sluice.source.schema import read_table_schema

@@ -6,10 +6,9 @@ from __future__ import annotations
 import pytest
 
 from sluice.errors import SinkError
-from sluice.event.row_change import ChangeRow, RowKind
-from sluice.sink.base import ChangeBatch
+from sluice.event.row_change import ChangeBatch, ChangeRow, RowKind
+from sluice.event.snapshot_split import SnapshotSplit, SplitRead
 from sluice.sink.jdbc import JdbcSink
-from sluice.snapshot.snapshot_split import SnapshotSplit, SplitRead
 from sluice.source.offset import BinlogOffset
 
 

@@ -21,13 +21,12 @@ from decimal import Decimal
 
 import pytest
 
-from sluice.event.row_change import ChangeRow, RowKind
+from sluice.event.row_change import ChangeBatch, ChangeRow, RowKind
 from sluice.event.schema_change import DropColumn, RenameColumn, RenameTable, apply_events
+from sluice.event.snapshot_split import SnapshotSplit
 from sluice.sink.arrow_rows import ArrowRows, source_rows
-from sluice.sink.base import ChangeBatch
 from sluice.sink.iceberg import IcebergTables, with_secret
 from sluice.sink.lakehouse import EPOCH, PIPELINE, Fenced, LakehouseSink, TableCommit, holds_already
-from sluice.snapshot.snapshot_split import SnapshotSplit
 from sluice.source.offset import BinlogOffset
 from sluice.source.schema import Column, TableSchema, read_table_schema
 from tests.harness import compare

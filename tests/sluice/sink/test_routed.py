@@ -6,11 +6,11 @@ from __future__ import annotations
 import pytest
 
 from sluice.errors import SinkError
+from sluice.event.snapshot_split import SnapshotSplit
 from sluice.route.route_rule import parse_routes
 from sluice.route.routing import Routing
 from sluice.sink.parquet import ParquetSink
 from sluice.sink.routed import RoutedSink
-from sluice.snapshot.snapshot_split import SnapshotSplit
 from sluice.source.schema import Column, TableSchema
 from sluice.transform.transform_rule import parse_transforms
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from sluice.errors import SourceError
+from sluice.event.snapshot_split import SnapshotSplit
 from sluice.snapshot.chunk_scan import chunk_query
 from sluice.snapshot.chunk_splitter import split_table
-from sluice.snapshot.snapshot_split import SnapshotSplit
 from sluice.source.schema import read_table_schema
 
 

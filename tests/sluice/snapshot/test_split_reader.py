@@ -10,8 +10,8 @@ import time
 
 from sluice.binlog.event_reader import read_window
 from sluice.event.row_change import RowChange, RowKind
+from sluice.event.snapshot_split import SnapshotSplit, SplitTask
 from sluice.snapshot import split_reader
-from sluice.snapshot.snapshot_split import SnapshotSplit, SplitTask
 from sluice.snapshot.split_reader import end_split, fold, read_split
 from sluice.source.connection import connect_scan, current_offset
 from sluice.source.offset import BinlogOffset

@@ -3,7 +3,7 @@ here on its own: this machine has MariaDB only.)"""
 
 from __future__ import annotations
 
-from sluice.binlog.gtid_state import contains, gtid_state
+from sluice.source.gtid_state import contains, gtid_state
 
 A = "3e11fa47-71ca-11e1-9e33-c80aa9429562"
 B = "8d3a2b1c-0000-11ee-8000-0242ac120002"

@@ -16,8 +16,8 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from sluice.event.snapshot_split import SnapshotSplit
 from sluice.sink.base import Sink
-from sluice.snapshot.snapshot_split import SnapshotSplit
 from sluice.snapshot.snapshot_split_assigner import SnapshotAssignerState
 from sluice.source.key_order import key_order_for
 from sluice.source.schema import TableSchema

@@ -6,9 +6,9 @@ read."""
 
 from __future__ import annotations
 
+from sluice.runtime.range_replacement import tables_to_replace
 from sluice.sink.jdbc import JdbcSink
 from sluice.snapshot.chunk_splitter import split_table
-from sluice.snapshot.range_replacement import tables_to_replace
 from sluice.snapshot.snapshot_split_assigner import SnapshotAssignerState
 from sluice.source.offset import BinlogOffset
 from sluice.source.schema import read_table_schema

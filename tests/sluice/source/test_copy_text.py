@@ -10,14 +10,14 @@ import dataclasses
 
 import pytest
 
+from sluice.event.snapshot_split import SnapshotSplit, SplitTask
 from sluice.pipeline.jdbc_url import parse_jdbc_url
 from sluice.sink import jdbc_dialects
 from sluice.sink.jdbc_dialects import MySqlDialect, PostgresDialect, binary_copy_type
 from sluice.sink.target_values import TargetValues
-from sluice.snapshot.copy_text import copy_text_select
-from sluice.snapshot.snapshot_split import SnapshotSplit, SplitTask
 from sluice.snapshot.split_reader import end_split, read_split
 from sluice.source.connection import connect_scan
+from sluice.source.copy_text import copy_text_select
 from sluice.source.schema import read_table_schema
 from tests.harness.compare import postgres_rows, source_rows
 

@@ -6,15 +6,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from sluice import values
+from sluice.source.endpoint import SourceEndpoint
 from sluice.source.offset import BinlogOffset
 from sluice.source.row_decoding import Row
 from sluice.source.schema import TableSchema
-
-if TYPE_CHECKING:
-    from sluice.source.connection import SourceEndpoint  # the driver (MySQLdb) is needed where splits are read
 
 
 @dataclass(frozen=True)
