@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping
 from typing import Any
 
-from sluice.binlog.transaction_reader import Heartbeat, SchemaChange, Transaction, read_transactions
+from sluice.binlog.ddl_reader import SchemaChange
+from sluice.binlog.transaction_reader import Heartbeat, Transaction, read_transactions
 from sluice.source.offset import BinlogOffset
 from sluice.source.schema import TableSchema
 from tests.harness.services import MariaDB

@@ -27,8 +27,9 @@ from typing import Any
 from sluice.binlog.binlog_split import BinlogSplit
 from sluice.binlog.binlog_split_reader import BinlogSplitReader
 from sluice.binlog.ddl_parser import Captured
+from sluice.binlog.ddl_reader import SchemaChange
 from sluice.binlog.image_completion import TargetNeeds
-from sluice.binlog.transaction_reader import Heartbeat, SchemaChange, Transaction, read_transactions
+from sluice.binlog.transaction_reader import Heartbeat, Transaction, read_transactions
 from sluice.coordinator.schema_change import short_statement
 from sluice.errors import SluiceError
 from sluice.event.row_change import ChangeBatch, RowKind

@@ -32,9 +32,10 @@ from collections.abc import Callable, Iterator, Mapping
 from multiprocessing.connection import Connection
 from typing import Any
 
+from sluice.binlog.ddl_reader import SchemaChange
 from sluice.binlog.event_reader import RowsEvent
 from sluice.binlog.row_image_decoder import RowImageDecoder
-from sluice.binlog.transaction_reader import Heartbeat, SchemaChange, Transaction
+from sluice.binlog.transaction_reader import Heartbeat, Transaction
 from sluice.errors import SourceError
 from sluice.source.offset import BinlogOffset
 from sluice.source.schema import TableSchema

@@ -1,5 +1,6 @@
-"""Transform expressions: Flink CDC's projection and filter SQL, parsed with sqlglot, type
-checked against the source table's columns and compiled into Python closures.
+"""Transform expressions compiled: Flink CDC's projection and filter SQL, parsed by
+transform/expression_parser, type checked against the source table's columns and compiled
+into Python closures.
 
 One compiled expression serves the snapshot and the binlog: both give it the row in the
 same decoded form (source/row_decoding), so a row has one result whichever phase read it.
@@ -18,13 +19,10 @@ from datetime import datetime
 from decimal import Decimal
 from typing import Any
 
-import sqlglot
 from sqlglot import exp
-from sqlglot.dialects.spark import Spark
-from sqlglot.tokens import TokenType
 
-from sluice.errors import DefinitionError
 from sluice.transform import functions as fn
+from sluice.transform.expression_parser import DIALECT, ExpressionError
 from sluice.transform.sql_types import (
     BIGINT,
     BOOLEAN,
@@ -38,16 +36,6 @@ from sluice.transform.sql_types import (
     decimal_of,
     varchar,
 )
-
-
-class FlinkSql(Spark):
-    """Spark's SQL is the closest sqlglot has to Flink's (backquoted names, `||`, STRING; a
-    CAST is read as a TRY_CAST without `safe`). Date patterns stay Java's, as written."""
-
-    TIME_MAPPING: dict[str, str] = {}
-
-
-DIALECT = FlinkSql
 
 # The values an expression sees besides the row's columns (Flink CDC's metadata columns).
 NAMESPACE, SCHEMA, TABLE, EVENT_TYPE, OP_TS = range(5)
@@ -73,43 +61,6 @@ class Compiled:
     deterministic: bool = True  # NOW(), UUID() ... give another value each time
     column: str | None = None  # the source column it only names (`id`, `id AS k`): its values as they are
     metadata_column: str | None = None  # the metadata column it only names (`__table_name__ AS src`)
-
-
-class ExpressionError(DefinitionError):
-    pass
-
-
-def parse_projection(text: str, where: str) -> list[exp.Expression]:
-    """The projection's items; `\\*` (Flink CDC's escape for a leading star) is `*`."""
-    text = text.replace("\\*", "*")
-    commas = [token.token_type == TokenType.COMMA for token in DIALECT().tokenize(text)]
-    if commas[:1] == [True] or commas[-1:] == [True] or any(a and b for a, b in zip(commas, commas[1:], strict=False)):
-        raise ExpressionError(f"{where}: '{text}' has an empty item between commas")
-    tree = _parse(f"SELECT {text}", where, len("SELECT "))
-    if not isinstance(tree, exp.Select) or tree.args.get("from") or tree.args.get("where"):
-        raise ExpressionError(f"{where}: '{text}' must be a list of expressions, as a SELECT clause has")
-    return list(tree.expressions)
-
-
-def parse_filter(text: str, where: str) -> exp.Expression:
-    tree = _parse(f"SELECT 1 WHERE {text}", where, len("SELECT 1 WHERE "))
-    condition = tree.args.get("where")
-    if not isinstance(tree, exp.Select) or condition is None:
-        raise ExpressionError(f"{where}: '{text}' must be a condition, as a WHERE clause has")
-    return condition.this
-
-
-def _parse(sql: str, where: str, offset: int) -> exp.Expression:
-    try:
-        return sqlglot.parse_one(sql, read=DIALECT)
-    except sqlglot.errors.ParseError as exc:
-        detail = exc.errors[0] if exc.errors else {}
-        column = detail.get("col")
-        at = f" at character {max(column - offset, 1)}" if column else ""
-        problem = str(detail.get("description", exc))
-        if problem.startswith("Required keyword"):
-            problem = "an operand is missing"
-        raise ExpressionError(f"{where}: cannot parse '{sql[offset:]}'{at}: {problem}") from None
 
 
 def check_functions(node: exp.Expression, where: str, text: str) -> None:

@@ -20,16 +20,14 @@ from sluice.source.row_decoding import Row
 from sluice.source.schema import Column, TableSchema
 from sluice.source.table_selector import TableSelector, parse_patterns
 from sluice.transform.expression import (
-    DIALECT,
     ROW_METADATA,
     Compiled,
     Meta,
     Scope,
     check_functions,
     compile_expression,
-    parse_filter,
-    parse_projection,
 )
+from sluice.transform.expression_parser import DIALECT, parse_filter, parse_projection
 from sluice.transform.sql_types import type_of
 
 _KEYS = (

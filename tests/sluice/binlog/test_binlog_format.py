@@ -11,7 +11,8 @@ import pytest
 
 from sluice.binlog import transaction_reader
 from sluice.binlog.binlog_format import BinlogFormat, UnknownEvent
-from sluice.binlog.transaction_reader import SchemaChange, Transaction
+from sluice.binlog.ddl_reader import SchemaChange
+from sluice.binlog.transaction_reader import Transaction
 from sluice.errors import SourceError
 from sluice.event.row_change import RowKind
 from sluice.source.schema import read_table_schema

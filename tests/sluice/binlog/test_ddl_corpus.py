@@ -25,7 +25,8 @@ from pathlib import Path
 import pymysql
 import pytest
 
-from sluice.binlog.transaction_reader import SchemaChange, read_transactions
+from sluice.binlog.ddl_reader import SchemaChange
+from sluice.binlog.transaction_reader import read_transactions
 from sluice.event.schema_change import apply_events
 from sluice.source.offset import BinlogOffset
 from sluice.source.schema import TableSchema, read_table_schema

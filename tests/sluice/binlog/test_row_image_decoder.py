@@ -9,8 +9,8 @@ import uuid
 from datetime import datetime
 from decimal import Decimal
 
+from sluice.binlog.column_readers import mysql_json_text
 from sluice.binlog.event_reader import read_window
-from sluice.binlog.row_image_decoder import mysql_json_text
 from sluice.event.row_change import RowKind
 from sluice.source.connection import current_offset
 from sluice.source.schema import read_table_schema

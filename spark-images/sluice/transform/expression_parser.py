@@ -1,0 +1,59 @@
+"""Transform expressions as text: Flink CDC's projection and filter SQL parsed with sqlglot
+into syntax trees (transform/expression compiles them), or refused with the rule, the
+expression and the character where it stops making sense."""
+
+from __future__ import annotations
+
+import sqlglot
+from sqlglot import exp
+from sqlglot.dialects.spark import Spark
+from sqlglot.tokens import TokenType
+
+from sluice.errors import DefinitionError
+
+
+class FlinkSql(Spark):
+    """Spark's SQL is the closest sqlglot has to Flink's (backquoted names, `||`, STRING; a
+    CAST is read as a TRY_CAST without `safe`). Date patterns stay Java's, as written."""
+
+    TIME_MAPPING: dict[str, str] = {}
+
+
+DIALECT = FlinkSql
+
+
+class ExpressionError(DefinitionError):
+    pass
+
+
+def parse_projection(text: str, where: str) -> list[exp.Expression]:
+    """The projection's items; `\\*` (Flink CDC's escape for a leading star) is `*`."""
+    text = text.replace("\\*", "*")
+    commas = [token.token_type == TokenType.COMMA for token in DIALECT().tokenize(text)]
+    if commas[:1] == [True] or commas[-1:] == [True] or any(a and b for a, b in zip(commas, commas[1:], strict=False)):
+        raise ExpressionError(f"{where}: '{text}' has an empty item between commas")
+    tree = _parse(f"SELECT {text}", where, len("SELECT "))
+    if not isinstance(tree, exp.Select) or tree.args.get("from") or tree.args.get("where"):
+        raise ExpressionError(f"{where}: '{text}' must be a list of expressions, as a SELECT clause has")
+    return list(tree.expressions)
+
+
+def parse_filter(text: str, where: str) -> exp.Expression:
+    tree = _parse(f"SELECT 1 WHERE {text}", where, len("SELECT 1 WHERE "))
+    condition = tree.args.get("where")
+    if not isinstance(tree, exp.Select) or condition is None:
+        raise ExpressionError(f"{where}: '{text}' must be a condition, as a WHERE clause has")
+    return condition.this
+
+
+def _parse(sql: str, where: str, offset: int) -> exp.Expression:
+    try:
+        return sqlglot.parse_one(sql, read=DIALECT)
+    except sqlglot.errors.ParseError as exc:
+        detail = exc.errors[0] if exc.errors else {}
+        column = detail.get("col")
+        at = f" at character {max(column - offset, 1)}" if column else ""
+        problem = str(detail.get("description", exc))
+        if problem.startswith("Required keyword"):
+            problem = "an operand is missing"
+        raise ExpressionError(f"{where}: cannot parse '{sql[offset:]}'{at}: {problem}") from None
