@@ -15,7 +15,7 @@ from typing import Any
 
 import yaml
 
-from sluice.pipeline.definition import PIPELINE_OPTIONS, SINK_OPTIONS, SOURCE_OPTIONS
+from sluice.pipeline.option_tables import PIPELINE_OPTIONS, SINK_OPTIONS, SOURCE_OPTIONS
 from sluice.pipeline.options import Option
 from sluice_operator.crd_status import status_schema
 from sluice_operator.owned import GROUP, KIND, VERSION

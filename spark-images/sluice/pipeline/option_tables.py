@@ -1,0 +1,261 @@
+"""Every option a pipeline definition takes, by block (source, sink, lakehouse sinks,
+pipeline): its type, default, allowed values and check. `sluice run` checks definitions
+against these tables and the operator builds the CdcPipeline CRD's schema from them, so
+the two cannot drift."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from sluice.pipeline.options import (
+    Option,
+    parsed_by,
+    port_number,
+    positive,
+    zero_date_rule,
+)
+from sluice.pipeline.options import duration as duration_check
+from sluice.pipeline.partition_key import partition_key_check
+from sluice.pipeline.schema_change_types import event_types
+from sluice.pipeline.time_zone import parse_zone_id
+from sluice.route.route_rule import ROUTE_MODES
+
+STARTUP_MODES = (
+    "initial",
+    "snapshot",
+    "latest-offset",
+    "earliest-offset",
+    "specific-offset",
+    "timestamp",
+)
+SCHEMA_CHANGE_BEHAVIORS = ("evolve", "try_evolve", "lenient", "ignore", "exception", "manual")
+SINK_TYPES = ("values", "jdbc", "parquet", "iceberg", "delta")
+# The catalogs pyiceberg has, by Flink CDC's `catalog.properties.type` (its `hadoop` has none).
+ICEBERG_CATALOG_TYPES = ("rest", "sql", "hive", "glue", "dynamodb", "bigquery", "in-memory")
+
+
+def _metadata_list(text: str) -> str | None:
+    unknown = [name for name in (n.strip() for n in text.split(",")) if name and name != "op_ts"]
+    return f"'{unknown[0]}' is not a metadata column of the MySQL source (it has op_ts)" if unknown else None
+
+
+SOURCE_OPTIONS = [
+    Option("type", str, choices=("mysql",)),
+    Option("hostname", str),
+    Option("port", int, 3306, check=port_number),
+    Option("username", str),
+    Option("password", str, ""),
+    Option("tables", str),
+    Option("tables.exclude", str, ""),
+    Option("server-id", str, "5400-5499"),
+    Option("server-time-zone", str, "UTC", check=parsed_by(parse_zone_id)),
+    Option("scan.startup.mode", str, "initial", choices=STARTUP_MODES),
+    Option("scan.startup.specific-offset.file", str, ""),
+    Option("scan.startup.specific-offset.pos", int, 4, check=positive),
+    Option("scan.startup.specific-offset.gtid-set", str, ""),
+    Option("scan.startup.timestamp-millis", int, 0),
+    Option("scan.incremental.snapshot.chunk.size", int, 8096, check=positive),
+    Option("scan.incremental.snapshot.chunk.key-column", str, ""),
+    Option("scan.snapshot.fetch.size", int, 1024, check=positive),
+    Option(
+        "scan.snapshot.read-on-driver",
+        bool,
+        True,
+        description="the driver reads snapshot splits while Spark starts (false: executors read every split)",
+    ),
+    Option(
+        "scan.parse.online.schema.changes.enabled",
+        bool,
+        False,
+        description="read a gh-ost or pt-online-schema-change migration as one schema change at its cut-over",
+    ),
+    Option(
+        "metadata.list",
+        str,
+        "",
+        check=_metadata_list,
+        description="Flink CDC's metadata columns to read: op_ts (transforms may always use it in Sluice)",
+    ),
+    Option("heartbeat.interval", str, "30s", check=duration_check),
+    Option("connect.timeout", str, "30s", check=duration_check),
+    Option("connect.max-retries", int, 3, check=lambda v: None if v >= 0 else "must be >= 0"),
+    Option(
+        "connect.reconnect.timeout",
+        str,
+        "5min",
+        check=duration_check,
+        description="how long the binlog reader keeps reconnecting a lost connection before the pipeline fails",
+    ),
+]
+
+
+def _schema_change_types(names: tuple[str, ...]) -> str | None:
+    try:
+        event_types(names)
+    except ValueError as exc:
+        return str(exc)
+    return None
+
+
+# Which schema change event types the sink's metadata applier is given (Flink CDC's options).
+SCHEMA_CHANGE_FILTERS = [
+    Option("include.schema.changes", tuple, (), check=_schema_change_types),
+    Option("exclude.schema.changes", tuple, (), check=_schema_change_types),
+]
+
+ZERO_DATE_OPTION = Option(
+    "sink.zero-date",
+    str,
+    "",
+    check=zero_date_rule,
+    description="what a zero or partial date ('0000-00-00', '2020-00-15') becomes where the target has no such "
+    "date: empty for NULL where nullable and the epoch where NOT NULL, 'fail', or a date such as 1900-01-01 "
+    "(a MySQL-dialect target keeps it)",
+)
+
+SINK_OPTIONS = {
+    "values": [Option("type", str), Option("name", str, "values"), *SCHEMA_CHANGE_FILTERS],
+    "jdbc": [
+        Option("type", str),
+        Option("name", str, "jdbc"),
+        *SCHEMA_CHANGE_FILTERS,
+        Option("url", str),
+        Option("username", str),
+        Option("password", str, ""),
+        Option("sink.batch-size", int, 5000, check=positive),
+        Option(
+            "sink.nul-replacement",
+            str,
+            "",
+            description="what a NUL character in a string becomes in PostgreSQL, whose text cannot hold it "
+            "(default: removed; a MySQL-dialect target keeps it)",
+        ),
+        ZERO_DATE_OPTION,
+    ],
+    "parquet": [
+        Option("type", str),
+        Option("name", str, "parquet"),
+        *SCHEMA_CHANGE_FILTERS,
+        Option("path", str, description="directory of the changelog; a local path or a mounted volume"),
+        ZERO_DATE_OPTION,
+    ],
+}
+
+
+def _iceberg_catalog(properties: Mapping[str, str]) -> str | None:
+    kind = properties.get("type", "")
+    if not kind and "uri" not in properties:
+        return "set catalog.properties.type (one of " + ", ".join(ICEBERG_CATALOG_TYPES) + ") and its uri"
+    if kind and kind not in ICEBERG_CATALOG_TYPES:
+        return (
+            f"catalog type '{kind}' is not one pyiceberg has; use one of {', '.join(ICEBERG_CATALOG_TYPES)} "
+            "(a file-system warehouse: type sql with a SQLite or PostgreSQL uri)"
+        )
+    return None
+
+
+COMMIT_INTERVAL = Option(
+    "sink.commit.interval",
+    str,
+    "5s",
+    check=duration_check,
+    description="how long changes gather before one table commit: each commit adds files (a shorter interval "
+    "means less latency and more, smaller files, which sink.maintenance compacts)",
+)
+LAKEHOUSE_OPTIONS = [
+    Option("type", str),
+    *SCHEMA_CHANGE_FILTERS,
+    Option("table.properties.", dict, {}, description="properties of the tables Sluice creates"),
+    Option(
+        "partition.key",
+        str,
+        "",
+        check=partition_key_check,
+        description="partition fields per table, as Flink CDC writes them: db.tbl:col,bucket[16](id);db.other:"
+        "month(created) (Iceberg's transforms year, month, day, hour, bucket[N], truncate[W]; Delta: columns)",
+    ),
+    COMMIT_INTERVAL,
+    Option(
+        "sink.maintenance.interval",
+        str,
+        "1h",
+        check=duration_check,
+        description="how often each table is compacted and its old snapshots or versions expired (0: never)",
+    ),
+    Option(
+        "sink.maintenance.retention",
+        str,
+        "24h",
+        check=duration_check,
+        description="how long a replaced snapshot or version stays readable (time travel, a reader in the middle "
+        "of a scan); its files are deleted after",
+    ),
+    Option(
+        "sink.maintenance.small-file-size",
+        int,
+        32 << 20,
+        check=positive,
+        description="bytes: smaller files are compacted",
+    ),
+    Option(
+        "sink.maintenance.min-small-files",
+        int,
+        10,
+        check=positive,
+        description="a table is compacted once it has this many small files",
+    ),
+    ZERO_DATE_OPTION,
+]
+SINK_OPTIONS["iceberg"] = [
+    *LAKEHOUSE_OPTIONS,
+    Option("name", str, "iceberg"),
+    Option(
+        "catalog.name",
+        str,
+        "iceberg",
+        description="the catalog's name: a SQL (JDBC) catalog keeps its tables under it, so it is the name Spark "
+        "or Trino give this catalog",
+    ),
+    Option(
+        "catalog.properties.",
+        dict,
+        {},
+        check=_iceberg_catalog,
+        description="the catalog's properties, as pyiceberg's load_catalog takes them (type, uri, warehouse, ...)",
+    ),
+    Option(
+        "password",
+        str,
+        "",
+        description="the catalog's secret: a sql catalog's database password (put into its uri), a rest catalog's "
+        "credential",
+    ),
+]
+SINK_OPTIONS["delta"] = [
+    *LAKEHOUSE_OPTIONS,
+    Option("name", str, "delta"),
+    Option("path", str, description="root URI of the tables: db.tbl is at <path>/db/tbl"),
+    Option("storage.options.", dict, {}, description="delta-rs storage options (credentials, endpoint, ...)"),
+]
+
+PIPELINE_OPTIONS = [
+    Option("name", str, "sluice-pipeline"),
+    Option("parallelism", int, 1, check=positive),
+    Option("schema.change.behavior", str, "lenient", choices=SCHEMA_CHANGE_BEHAVIORS),
+    # Ids of the changes a `manual` pipeline may apply; re-read while a change waits.
+    Option("schema-change.approved", tuple, ()),
+    Option(
+        "execution.runtime-mode",
+        str,
+        "STREAMING",
+        choices=("STREAMING", "BATCH"),
+        description="Flink CDC's runtime mode: BATCH reads the snapshot and stops (with scan.startup.mode snapshot)",
+    ),
+    Option(
+        "route-mode",
+        str,
+        "ALL_MATCH",
+        choices=ROUTE_MODES,
+        description="which route rules a table takes: every one it matches, or the first",
+    ),
+]
