@@ -23,12 +23,8 @@ import json
 import logging
 import threading
 import time
-from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
-
-import pyarrow as pa
 
 from sluice.errors import SinkError, SinkUnavailable, SluiceError
 from sluice.event.row_change import ChangeBatch, RowKind
@@ -36,11 +32,23 @@ from sluice.event.schema_change import AddColumn, AlterColumnType, SchemaChangeE
 from sluice.event.snapshot_split import ReadSplits, SnapshotSplit, SplitResult, SplitTask
 from sluice.pipeline.options import parse_duration
 from sluice.pipeline.partition_key import PartitionField
-from sluice.sink import target_values
 from sluice.sink.arrow_rows import ArrowRows, arrow_schema, source_rows, widens
 from sluice.sink.base import SchemaChangeRefused, Sink, SinkWriter
 from sluice.sink.columnar_types import arrow_type
+from sluice.sink.data_files import write_data_files, write_data_files_on_executor
 from sluice.sink.jdbc_dialects import META_SCHEMA, STATES_TABLE
+from sluice.sink.table_format import (
+    END,
+    EPOCH,
+    PIPELINE,
+    SPLITS,
+    DataFile,
+    Fenced,
+    Maintenance,
+    MaintenanceDone,
+    TableCommit,
+    TableFormat,
+)
 from sluice.sink.target_values import TargetValues
 from sluice.source.gtid_state import contains
 from sluice.source.offset import BinlogOffset
@@ -65,122 +73,8 @@ STATES = TableSchema(
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 
-PIPELINE, EPOCH, END, SPLITS = "sluice.pipeline", "sluice.epoch", "sluice.end", "sluice.splits"
 RESET = "sluice.reset"  # the records before it do not count (a snapshot read afresh)
-FILE_ROWS = 1_000_000  # rows per data file a snapshot job writes
 KEY_BATCH = 10_000  # chunk keys listed at a time
-
-
-class Fenced(SinkError):
-    """A newer run of the pipeline committed into the table: this writer commits nothing."""
-
-
-DataFile = Any  # a data file a format's file writer wrote, in no commit yet
-
-
-@dataclass
-class TableCommit:
-    """One commit into one table: rows deleted (by key, by chunk key range, or all), data
-    files and rows added, and the pipeline's record."""
-
-    record: dict[str, str]
-    key_columns: tuple[str, ...] = ()
-    deleted_keys: list[tuple[Any, ...]] = field(default_factory=list)  # values of key_columns; None matches NULL
-    cleared_ranges: list[SnapshotSplit] = field(default_factory=list)  # of the table's chunk key
-    clear_all: bool = False
-    files: list[DataFile] = field(default_factory=list)
-    rows: pa.Table | None = None
-
-
-class TableFormat(ABC):
-    """The tables of one format: what the lakehouse sink asks of Iceberg or Delta Lake."""
-
-    name: str
-    partition_keys: dict[str, tuple[PartitionField, ...]]  # `partition.key`, by table id
-    table_properties: dict[str, str]  # `table.properties.*`, of every table
-    table_options: dict[str, dict[str, str]]  # a transform's table-options, by table id
-
-    def properties_of(self, table_id: str) -> dict[str, str]:
-        """What a table Sluice creates is given: the sink's table properties, its own options over them."""
-        return {**self.table_properties, **self.table_options.get(table_id, {})}
-
-    @abstractmethod
-    def create(self, schema: TableSchema, arrow: pa.Schema) -> None:
-        """Creates the table unless it exists (with `table.properties.*`, keyed by its row
-        key). A table `partition.key` names is partitioned so, the one that exists too (a
-        changed option repartitions it: Iceberg's spec evolves, Delta's table is rewritten)."""
-
-    @abstractmethod
-    def exists(self, table_id: str) -> bool: ...
-
-    @abstractmethod
-    def holds_rows(self, table_id: str) -> bool: ...
-
-    @abstractmethod
-    def recorded_versions(self, table_id: str) -> list[tuple[int, Mapping[str, str]]]:
-        """Each commit of the table's current history, newest first: its version (Iceberg's
-        snapshot id, Delta's version) and its record (commits of other writers hold none)."""
-
-    def records(self, table_id: str) -> list[Mapping[str, str]]:
-        return [record for _, record in self.recorded_versions(table_id)]
-
-    @abstractmethod
-    def commit(self, schema: TableSchema, commit: TableCommit, fence: Callable[[int], None]) -> None:
-        """Commits, in one commit where the format can (Delta clears a range and adds files
-        in two). Before each attempt, `fence` is given the newest epoch of the record's
-        pipeline in the table as loaded for the attempt (it raises Fenced for a newer run's)."""
-
-    @abstractmethod
-    def file_writer(self, table_id: str) -> Callable[[pa.Table], list[DataFile]]:
-        """Writes rows as data files of the table (picklable: executors write snapshot chunks)."""
-
-    @abstractmethod
-    def scan(
-        self,
-        schema: TableSchema,
-        columns: Sequence[str] | None = None,
-        split: SnapshotSplit | None = None,
-        version: int | None = None,
-    ) -> pa.Table:
-        """The table's rows (of `columns`, in the key range of `split`) as of `version`
-        (one of recorded_versions'; None: the current one)."""
-
-    @abstractmethod
-    def apply(self, event: SchemaChangeEvent, before: Mapping[str, TableSchema]) -> None:
-        """The metadata applier: one schema change event; idempotent."""
-
-    @abstractmethod
-    def maintain(
-        self, schema: TableSchema, maintenance: Maintenance, record: Mapping[str, str], fence: Callable[[int], None]
-    ) -> MaintenanceDone:
-        """Compacts the table's small files (one commit carrying `record`, fenced as commit()
-        is) and expires what is older than the retention, deleting the files no
-        kept snapshot or version reads."""
-
-
-@dataclass(frozen=True)
-class Maintenance:
-    """`sink.maintenance.*`: how often each table is compacted and expired, and what for."""
-
-    interval: float  # seconds; 0: never
-    retention: float  # seconds a snapshot or version stays readable after a newer one
-    small_file_size: int  # bytes: a file smaller than this is compacted
-    min_small_files: int  # a table is compacted once it has this many
-
-    @classmethod
-    def from_options(cls, options: Mapping[str, Any]) -> Maintenance:
-        return cls(
-            parse_duration(options["sink.maintenance.interval"]),
-            parse_duration(options["sink.maintenance.retention"]),
-            int(options["sink.maintenance.small-file-size"]),
-            int(options["sink.maintenance.min-small-files"]),
-        )
-
-
-@dataclass(frozen=True)
-class MaintenanceDone:
-    compacted: int  # files rewritten into fewer
-    deleted: int  # files no kept snapshot or version reads
 
 
 class LakehouseSink(Sink):
@@ -365,7 +259,7 @@ class LakehouseSink(Sink):
         rules = self.values
         ((files, results, cleared),) = (
             sc.parallelize([tasks], 1)
-            .map(lambda t: _write_data_files_on_executor(t, read, schema, rules, write))
+            .map(lambda t: write_data_files_on_executor(t, read, schema, rules, write))
             .collect()
         )
         self._commit_snapshot(schema, files, results, cleared)
@@ -375,7 +269,7 @@ class LakehouseSink(Sink):
         self, tasks: list[SplitTask], read: ReadSplits, on_split: Callable[[SplitResult], None] | None = None
     ) -> list[SplitResult]:
         schema = getattr(read, "onto", None) or tasks[0].schema
-        files, results, cleared = _write_data_files(
+        files, results, cleared = write_data_files(
             tasks, read, schema, self.values, self.tables.file_writer(schema.table_id)
         )
         self._commit_snapshot(schema, files, results, cleared)
@@ -472,40 +366,6 @@ def holds_already(change: BinlogOffset, batch_end: BinlogOffset, table_end: Binl
 
 def _nulls_first(key: Any) -> tuple[bool, Any]:
     return (key is not None, key)
-
-
-def _write_data_files_on_executor(
-    tasks: list[SplitTask],
-    read: ReadSplits,
-    schema: TableSchema,
-    rules: TargetValues,
-    write: Callable[[pa.Table], list[DataFile]],
-) -> tuple[list[DataFile], list[SplitResult], list[str]]:
-    before = target_values.changed.copy()
-    files, results, cleared = _write_data_files(tasks, read, schema, rules, write)
-    return files, target_values.on_executor(results, before), cleared
-
-
-def _write_data_files(
-    tasks: list[SplitTask],
-    read: ReadSplits,
-    schema: TableSchema,
-    rules: TargetValues,
-    write: Callable[[pa.Table], list[DataFile]],
-) -> tuple[list[DataFile], list[SplitResult], list[SnapshotSplit]]:
-    """Runs where the splits are read: their rows as data files, the splits' results, and
-    the key ranges their rows replace."""
-    rows = ArrowRows(schema, rules)
-    files: list[DataFile] = []
-    results: list[SplitResult] = []
-    cleared: list[SnapshotSplit] = []
-    for split in read(tasks):
-        for table in rows.batches(split.rows, FILE_ROWS):
-            files.extend(write(table))
-        results.extend(split.results())
-        if split.replaces is not None:
-            cleared.append(split.replaces)
-    return files, results, cleared
 
 
 class LakehouseWriter(SinkWriter):

@@ -26,7 +26,8 @@ from sluice.event.schema_change import DropColumn, RenameColumn, RenameTable, ap
 from sluice.event.snapshot_split import SnapshotSplit
 from sluice.sink.arrow_rows import ArrowRows, source_rows
 from sluice.sink.iceberg import IcebergTables, with_secret
-from sluice.sink.lakehouse import EPOCH, PIPELINE, Fenced, LakehouseSink, TableCommit, holds_already
+from sluice.sink.lakehouse import LakehouseSink, holds_already
+from sluice.sink.table_format import EPOCH, PIPELINE, Fenced, TableCommit
 from sluice.source.offset import BinlogOffset
 from sluice.source.schema import Column, TableSchema, read_table_schema
 from tests.harness import compare
