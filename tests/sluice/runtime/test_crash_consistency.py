@@ -157,7 +157,7 @@ def test_keyed_targets_equal_the_source_when_sessions_write_partial_images(
     del sinks["parquet"]  # a changelog needs the whole before image: it stops (test_partial_row_images)
     options = {"scan.incremental.snapshot.chunk.size": max(rows // 8, 100)}
     pipelines = pipeline_per_sink(
-        tmp_path, mariadb, f"{source_db}.({'|'.join(PARTIAL_TABLES)})", sinks, "partial", **options
+        tmp_path, mariadb, f"{source_db}.({'|'.join(PARTIAL_TABLES)})", sinks, source_db, **options
     )
     workload = RandomWorkload(
         mariadb, source_db, list(PARTIAL_TABLES), seed=SEED, max_key=rows * 10, row_images=["FULL", "MINIMAL", "NOBLOB"]

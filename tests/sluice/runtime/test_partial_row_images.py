@@ -71,7 +71,7 @@ def test_sessions_writing_partial_images_reach_every_keyed_target_whole(
     del sinks["parquet"]
     iceberg = iceberg_sink(tmp_path / "iceberg")
     sinks["iceberg"] = (iceberg, "7486-7487")
-    pipelines = pipeline_per_sink(tmp_path, mariadb, f"{source_db}.orders", sinks, "partial")
+    pipelines = pipeline_per_sink(tmp_path, mariadb, f"{source_db}.orders", sinks, source_db)
     with mariadb.connect(source_db) as conn:
         schema = read_table_schema(conn, source_db, "orders")
     stream_until_equal(
@@ -89,7 +89,7 @@ def test_sessions_writing_partial_images_reach_every_keyed_target_whole(
 
 def test_a_changelog_target_stops_at_the_first_partial_event(mariadb, source_db, tmp_path, orders):
     changelog = {"parquet": ({"type": "parquet", "path": str(tmp_path / "lake")}, "7490-7491")}
-    pipelines = pipeline_per_sink(tmp_path, mariadb, f"{source_db}.orders", changelog, "log")
+    pipelines = pipeline_per_sink(tmp_path, mariadb, f"{source_db}.orders", changelog, source_db)
     path, state = pipelines["parquet"]
     env = sluice_env(mariadb)
     process = start_sluice(path, state, env)

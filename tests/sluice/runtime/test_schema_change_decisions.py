@@ -4,6 +4,7 @@ refuses a change."""
 
 from __future__ import annotations
 
+import re
 import signal
 import time
 
@@ -218,5 +219,8 @@ def test_a_ddl_sluice_cannot_read_is_applied_from_the_next_table_map_and_waits_o
     finally:
         if process.poll() is None:
             kill_pipeline(process)
-    assert "leaves open whether w int(10) unsigned became x bigint(20) by a rename" in err, err
+    # w's type as the table map gives it, or as the server spells it (with ZEROFILL, which
+    # no table map carries) where the reader read the live table: either way undecided.
+    undecided = r"leaves open whether w int\(10\) unsigned( zerofill)? became x bigint\(20\) by a rename"
+    assert re.search(undecided, err), err
     assert read_state(state)["schema_change_history"][-1]["step"] == "Resumed"
