@@ -14,13 +14,13 @@ import pymysql
 from pymysqlreplication.event import QueryEvent
 
 from sluice.binlog.ddl_parser import (
-    RENAMING,
     Captured,
     RowsReplaced,
     TableSchemas,
     captured_tables,
     parse_ddl,
 )
+from sluice.binlog.ddl_terms import RENAMING
 from sluice.binlog.event_reader import WatchedTables
 from sluice.binlog.event_stream import BinlogRowsEvent
 from sluice.binlog.online_schema_change import Migration, altered, cut_over, shadowed, started, taken
