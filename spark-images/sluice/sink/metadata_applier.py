@@ -28,7 +28,9 @@ from sluice.event.schema_change import (
     SchemaChangeEvent,
     TruncateTable,
 )
-from sluice.sink.jdbc_dialects import JdbcDialect, MySqlDialect, PostgresDialect
+from sluice.sink.jdbc_dialect import JdbcDialect
+from sluice.sink.mysql_dialect import MySqlDialect
+from sluice.sink.postgres_dialect import PostgresDialect
 from sluice.source.schema import Column, TableSchema
 
 

@@ -1,0 +1,232 @@
+"""MySQL and MariaDB as a JDBC target: LOAD DATA LOCAL where the server allows it, else
+multi-row INSERT ... ON DUPLICATE KEY UPDATE, rows bigger than a packet written in pieces."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import logging
+import tempfile
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any
+
+import pymysql
+
+from sluice.pipeline.jdbc_url import JdbcUrl
+from sluice.sink.big_rows import can_pass, in_statements, packet_limit, write_in_pieces
+from sluice.sink.jdbc_dialect import META_SCHEMA, JdbcDialect
+from sluice.sink.target_limits import (
+    MYSQL_COLUMNS,
+    mysql_identifier,
+    width_problem,
+)
+from sluice.sink.type_mapping import mysql_type
+from sluice.source.charsets import MYSQL_UTF8
+from sluice.source.checks import current_user, missing_privileges
+from sluice.source.connection import with_surrogates
+from sluice.source.copy_text import RendersCopyText, load_data_columns
+from sluice.source.offset import BinlogOffset
+from sluice.source.row_decoding import Row
+from sluice.source.schema import Column, TableSchema
+
+log = logging.getLogger(__name__)
+
+
+class MySqlDialect(JdbcDialect):
+    container = "DATABASE"
+    holds_mysql_values = True
+    transactional_ddl = False
+    column_type = staticmethod(mysql_type)
+
+    def connect(self, url: JdbcUrl, username: str, password: str) -> pymysql.connections.Connection:
+        conn = pymysql.connect(
+            host=url.host,
+            port=url.port,
+            user=username,
+            password=password,
+            charset="utf8mb4",
+            autocommit=False,
+            # UTC, and zero or partial dates taken as the source has them (MySQL's default refuses them)
+            init_command="SET time_zone = '+00:00', "
+            "sql_mode = REPLACE(REPLACE(@@sql_mode, 'NO_ZERO_IN_DATE', ''), 'NO_ZERO_DATE', '')",
+            local_infile=True,  # LOAD DATA of a snapshot chunk's text (insert_new)
+        )
+        return with_surrogates(conn)
+
+    def identifier(self, name: str) -> str:
+        return mysql_identifier(name)
+
+    def width_problem(self, schema: TableSchema) -> str | None:
+        return width_problem(schema, MYSQL_COLUMNS, "MySQL's InnoDB")
+
+    def name_fold(self, conn: pymysql.connections.Connection) -> Callable[[str], str]:
+        """Whatever the case, where lower_case_table_names says so (Windows, macOS, many managed servers)."""
+        with conn.cursor() as cur:
+            cur.execute("SELECT @@lower_case_table_names")
+            return str.casefold if int(cur.fetchone()[0]) else str
+
+    def quote(self, name: str) -> str:
+        return "`" + self.identifier(name).replace("`", "``") + "`"
+
+    def _selected(self, column: Column) -> str:
+        """The server prints a FLOAT to six digits; as a DOUBLE, its exact float32 value."""
+        name = self.quote(column.name)
+        return f"{name} + 0e0" if column.data_type == "float" else name
+
+    def begin_consistent_read(self, conn: pymysql.connections.Connection) -> None:
+        with conn.cursor() as cur:
+            cur.execute("START TRANSACTION WITH CONSISTENT SNAPSHOT")
+
+    share_lock = "LOCK IN SHARE MODE"  # MySQL 5.7 and MariaDB spell it so too
+
+    WRITES = ("SELECT", "INSERT", "UPDATE", "DELETE", "CREATE", "ALTER", "DROP", "INDEX")
+
+    def privilege_problems(self, conn: pymysql.connections.Connection, containers: Sequence[str]) -> list[str]:
+        with conn.cursor() as cur:
+            cur.execute("SHOW GRANTS")
+            grants = [row[0] for row in cur.fetchall()]
+        user, host = current_user(conn)
+        problems = []
+        for database in containers:
+            missing = missing_privileges(grants, self.WRITES, database)
+            if missing:
+                problems.append(
+                    f"sink user '{user}'@'{host}' lacks {', '.join(missing)} on database {self.quote(database)}; on "
+                    f"the target run: GRANT {', '.join(self.WRITES)} ON {self.quote(database)}.* TO '{user}'@'{host}'"
+                )
+        return problems
+
+    def meta_table_statements(self) -> list[str]:
+        return [
+            f"CREATE DATABASE IF NOT EXISTS {self.quote(META_SCHEMA)}",
+            f"CREATE TABLE IF NOT EXISTS {self.offsets_table()} (pipeline varchar(253) NOT NULL, "
+            "split_id varchar(512) NOT NULL, position text NOT NULL, "
+            "updated_at timestamp NOT NULL DEFAULT CURRENT_TIMESTAMP, PRIMARY KEY (pipeline, split_id))",
+            f"CREATE TABLE IF NOT EXISTS {self.epochs_table()} (pipeline varchar(253) PRIMARY KEY, "
+            "epoch bigint NOT NULL, started_at timestamp NOT NULL DEFAULT CURRENT_TIMESTAMP)",
+            f"CREATE TABLE IF NOT EXISTS {self.states_table()} (pipeline varchar(253) PRIMARY KEY, "
+            "revision bigint NOT NULL, document longtext NOT NULL, "
+            "saved_at timestamp NOT NULL DEFAULT CURRENT_TIMESTAMP)",
+        ]
+
+    def save_state(self, conn: pymysql.connections.Connection, pipeline: str, revision: int, document: str) -> None:
+        with conn.cursor() as cur:
+            cur.execute(
+                f"INSERT INTO {self.states_table()} (pipeline, revision, document) VALUES (%s, %s, %s) "
+                "ON DUPLICATE KEY UPDATE document = IF(revision <= VALUES(revision), VALUES(document), document), "
+                "saved_at = IF(revision <= VALUES(revision), CURRENT_TIMESTAMP, saved_at), "
+                "revision = GREATEST(revision, VALUES(revision))",
+                (pipeline, revision, document),
+            )
+
+    def begin_epoch(self, conn: pymysql.connections.Connection, pipeline: str) -> int:
+        with conn.cursor() as cur:
+            cur.execute(
+                f"INSERT INTO {self.epochs_table()} (pipeline, epoch) VALUES (%s, 1) "
+                "ON DUPLICATE KEY UPDATE epoch = epoch + 1, started_at = CURRENT_TIMESTAMP",
+                (pipeline,),
+            )
+            cur.execute(f"SELECT epoch FROM {self.epochs_table()} WHERE pipeline = %s", (pipeline,))
+            return cur.fetchone()[0]
+
+    def insert_new(self, conn: pymysql.connections.Connection, schema: TableSchema, rows: Iterable[Row]) -> None:
+        """LOAD DATA of the COPY text the source rendered (snapshot/copy_text), REPLACE-ing
+        rows already in the target; else, or where the server refuses local files,
+        multi-row upserts."""
+        if isinstance(rows, RendersCopyText) and rows.has_copy_text and (conn.host, conn.port) not in _REFUSING:
+            with tempfile.NamedTemporaryFile("w", encoding=MYSQL_UTF8, newline="", suffix=".tsv") as text:
+                text.writelines(rows.copy_text())
+                text.flush()
+                if self._load_data(conn, schema, text.name):
+                    return
+        self.upsert(conn, schema, rows)
+
+    def _load_data(self, conn: pymysql.connections.Connection, schema: TableSchema, path: str) -> bool:
+        """Loads the file; False if the server refuses local files. Anything LOAD DATA
+        would only warn about (a value it changed to fit) is an error here."""
+        sql = (
+            f"LOAD DATA LOCAL INFILE %s REPLACE INTO TABLE {self.target_table(schema)} CHARACTER SET utf8mb4 "
+            + load_data_columns(schema)
+        )
+        with conn.cursor() as cur:
+            try:
+                cur.execute(sql, (path,))
+            except pymysql.err.OperationalError as exc:
+                if exc.args[0] not in _LOCAL_FILES_REFUSED:
+                    raise
+                _REFUSING.add((conn.host, conn.port))  # its next chunks skip the text
+                log.warning(
+                    "target %s:%s refuses LOAD DATA LOCAL INFILE (%s): snapshot chunks are written with multi-row "
+                    "upserts instead; set local_infile=ON on the target for the faster path",
+                    conn.host,
+                    conn.port,
+                    exc.args[1],
+                )
+                return False
+            if cur.warning_count:
+                cur.execute("SHOW WARNINGS LIMIT 3")
+                warnings = "; ".join(f"{level} {code}: {message}" for level, code, message in cur.fetchall())
+                raise pymysql.err.DataError(f"loading {schema.table_id} into the target changed values: {warnings}")
+        return True
+
+    def upsert(self, conn: pymysql.connections.Connection, schema: TableSchema, rows: Iterable[Row]) -> None:
+        names = schema.column_names
+        placeholders = ", ".join(["%s"] * len(names))
+        key = schema.row_key
+        updates = [n for n in names if n not in key] or list(key)
+        sql = (
+            f"INSERT INTO {self.target_table(schema)} ({', '.join(map(self.quote, names))}) "
+            f"VALUES ({placeholders}) ON DUPLICATE KEY UPDATE "
+            + ", ".join(f"{self.quote(n)} = VALUES({self.quote(n)})" for n in updates)
+        )
+        limit = packet_limit(conn)
+        with conn.cursor() as cur:
+            if not can_pass(schema, limit):
+                rows = iter(rows)
+                first = next(rows, None)
+                if first is not None:  # PyMySQL's multi-row INSERT takes the first row unasked (an empty chunk)
+                    cur.executemany(sql, itertools.chain([first], rows))
+                return
+            for run, big in in_statements(rows, limit):
+                if run:  # PyMySQL's multi-row INSERT takes the first row unasked (an empty chunk)
+                    cur.executemany(sql, run)
+                if big is not None:
+                    write_in_pieces(cur, schema, sql, big, limit, self.quote, self.target_table(schema))
+
+    def delete(
+        self, conn: pymysql.connections.Connection, schema: TableSchema, keys: Sequence[tuple[Any, ...]]
+    ) -> None:
+        """In statements of up to a thousand keys: `key IN (...)`, or `(a, b) IN ((...), ...)`
+        for a composite key (a range on the primary key either way), not one per key."""
+        columns = schema.row_key
+        one = "%s" if len(columns) == 1 else f"({', '.join(['%s'] * len(columns))})"
+        match = ", ".join(map(self.quote, columns))
+        with conn.cursor() as cur:
+            for start in range(0, len(keys), 1000):
+                part = keys[start : start + 1000]
+                cur.execute(
+                    f"DELETE FROM {self.target_table(schema)} WHERE ({match}) IN ({', '.join([one] * len(part))})",
+                    [value for key in part for value in key],
+                )
+
+    def delete_equal_sql(self, schema: TableSchema, nulls: Sequence[bool]) -> str:
+        match = " AND ".join(self._equal(c, null) for c, null in zip(schema.columns, nulls, strict=True))
+        return f"DELETE FROM {self.target_table(schema)} WHERE {match} LIMIT %s"
+
+    def _parameter(self, column: Column) -> str:
+        # A MySQL-dialect target has the source's own types: the values compare as they are.
+        return "%s"
+
+    def save_offsets(
+        self, conn: pymysql.connections.Connection, pipeline: str, offsets: Mapping[str, BinlogOffset]
+    ) -> None:
+        with conn.cursor() as cur:
+            cur.executemany(
+                f"INSERT INTO {self.offsets_table()} (pipeline, split_id, position) VALUES (%s, %s, %s) "
+                "ON DUPLICATE KEY UPDATE position = VALUES(position), updated_at = CURRENT_TIMESTAMP",
+                [(pipeline, split_id, json.dumps(o.to_json())) for split_id, o in offsets.items()],
+            )
+
+
+_LOCAL_FILES_REFUSED = {1148, 3948, 4166}  # not allowed here; disabled (MySQL 8; MariaDB)
+_REFUSING: set[tuple[str, int]] = set()  # targets (host, port) that refused it, in this process

@@ -1,0 +1,243 @@
+"""PostgreSQL as a JDBC target: COPY (binary where every column takes it) into staging
+tables, then one INSERT ... ON CONFLICT per batch."""
+
+from __future__ import annotations
+
+import json
+import zlib
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any
+
+import psycopg
+
+from sluice.pipeline.jdbc_url import JdbcUrl
+from sluice.sink.jdbc_dialect import META_SCHEMA, JdbcDialect
+from sluice.sink.target_limits import (
+    POSTGRES_COLUMNS,
+    postgres_identifier,
+    width_problem,
+)
+from sluice.sink.type_mapping import postgres_type
+from sluice.source.copy_text import RendersCopyText
+from sluice.source.offset import BinlogOffset
+from sluice.source.row_decoding import Row
+from sluice.source.schema import BINARY_STRING_TYPES, TEXT_STRING_TYPES, Column, TableSchema
+
+
+class PostgresDialect(JdbcDialect):
+    container = "SCHEMA"
+    holds_mysql_values = False
+    transactional_ddl = True
+    column_type = staticmethod(postgres_type)
+
+    def connect(self, url: JdbcUrl, username: str, password: str) -> psycopg.Connection:
+        conn = psycopg.connect(
+            host=url.host,
+            port=url.port,
+            dbname=url.database,
+            user=username,
+            password=password,
+            application_name="sluice",
+        )
+        conn.execute("SET TIME ZONE 'UTC'")
+        conn.commit()
+        return conn
+
+    def identifier(self, name: str) -> str:
+        return postgres_identifier(name)
+
+    def width_problem(self, schema: TableSchema) -> str | None:
+        return width_problem(schema, POSTGRES_COLUMNS, "PostgreSQL")
+
+    def quote(self, name: str) -> str:
+        return '"' + self.identifier(name).replace('"', '""') + '"'
+
+    def begin_consistent_read(self, conn: psycopg.Connection) -> None:
+        conn.rollback()
+        conn.isolation_level = psycopg.IsolationLevel.REPEATABLE_READ  # one snapshot for the transaction
+
+    def privilege_problems(self, conn: psycopg.Connection, containers: Sequence[str]) -> list[str]:
+        """A schema that exists needs USAGE and CREATE; one to create, CREATE on the database."""
+        problems = []
+        with conn.cursor() as cur:
+            cur.execute("SELECT current_user, current_database(), has_database_privilege(current_database(), 'CREATE')")
+            user, database, creates_schemas = cur.fetchone()
+            for schema in containers:
+                cur.execute(
+                    "SELECT has_schema_privilege(oid, 'USAGE') AND has_schema_privilege(oid, 'CREATE') "
+                    "FROM pg_namespace WHERE nspname = %s",
+                    (schema,),
+                )
+                row = cur.fetchone()
+                if row is None and not creates_schemas:
+                    problems.append(
+                        f"sink user {self.quote(user)} cannot create schema {self.quote(schema)} in database "
+                        f"{self.quote(database)}; on the target run: GRANT CREATE ON DATABASE {self.quote(database)} "
+                        f"TO {self.quote(user)}"
+                    )
+                elif row is not None and not row[0]:
+                    problems.append(
+                        f"sink user {self.quote(user)} cannot create tables in schema {self.quote(schema)}; on the "
+                        f"target run: GRANT USAGE, CREATE ON SCHEMA {self.quote(schema)} TO {self.quote(user)}"
+                    )
+        conn.rollback()
+        return problems
+
+    def meta_table_statements(self) -> list[str]:
+        return [
+            f"CREATE SCHEMA IF NOT EXISTS {self.quote(META_SCHEMA)}",
+            f"CREATE TABLE IF NOT EXISTS {self.offsets_table()} (pipeline varchar(253) NOT NULL, "
+            "split_id varchar(512) NOT NULL, position text NOT NULL, "
+            "updated_at timestamptz NOT NULL DEFAULT now(), PRIMARY KEY (pipeline, split_id))",
+            f"CREATE TABLE IF NOT EXISTS {self.epochs_table()} (pipeline varchar(253) PRIMARY KEY, "
+            "epoch bigint NOT NULL, started_at timestamptz NOT NULL DEFAULT now())",
+            f"CREATE TABLE IF NOT EXISTS {self.states_table()} (pipeline varchar(253) PRIMARY KEY, "
+            "revision bigint NOT NULL, document text NOT NULL, saved_at timestamptz NOT NULL DEFAULT now())",
+        ]
+
+    def save_state(self, conn: psycopg.Connection, pipeline: str, revision: int, document: str) -> None:
+        conn.execute(
+            f"INSERT INTO {self.states_table()} AS s (pipeline, revision, document) VALUES (%s, %s, %s) "
+            "ON CONFLICT (pipeline) DO UPDATE SET revision = EXCLUDED.revision, document = EXCLUDED.document, "
+            "saved_at = now() WHERE s.revision <= EXCLUDED.revision",
+            (pipeline, revision, document),
+        )
+
+    def begin_epoch(self, conn: psycopg.Connection, pipeline: str) -> int:
+        row = conn.execute(
+            f"INSERT INTO {self.epochs_table()} AS e (pipeline, epoch) VALUES (%s, 1) ON CONFLICT (pipeline) "
+            "DO UPDATE SET epoch = e.epoch + 1, started_at = now() RETURNING epoch",
+            (pipeline,),
+        ).fetchone()
+        return row[0]
+
+    def _staging(self, conn: psycopg.Connection, schema: TableSchema, columns: Sequence[str]) -> str:
+        """A temporary table shaped like the target's given columns, emptied at commit; one
+        per shape, so a schema change gets a new one."""
+        shape = zlib.crc32(repr([(c, schema.column(c).column_type) for c in columns]).encode())
+        name = self.quote(f"stage_{schema.database}_{schema.table}_{shape:08x}")
+        conn.execute(
+            f"CREATE TEMP TABLE IF NOT EXISTS {name} ON COMMIT DELETE ROWS AS "
+            f"SELECT {', '.join(map(self.quote, columns))} FROM {self.target_table(schema)} WITH NO DATA"
+        )
+        return name
+
+    def _copy(
+        self,
+        conn: psycopg.Connection,
+        table: str,
+        schema: TableSchema,
+        columns: Sequence[str],
+        rows: Iterable[Sequence[Any]],
+    ) -> None:
+        """COPY in binary where every column's values have a binary form the target reads
+        as it would their text (no number or date parsing on either side), else in text."""
+        binary = [binary_copy_type(schema.column(c)) for c in columns]
+        options = " (FORMAT BINARY)" if all(binary) else ""
+        with (
+            conn.cursor() as cur,
+            cur.copy(f"COPY {table} ({', '.join(map(self.quote, columns))}) FROM STDIN{options}") as copy,
+        ):
+            if options:
+                copy.set_types(binary)
+            for row in rows:
+                copy.write_row(row)
+
+    def insert_new(self, conn: psycopg.Connection, schema: TableSchema, rows: Iterable[Row]) -> None:
+        """COPY straight into the table (the fast path), inside a savepoint: as the COPY text
+        the source rendered where it did (snapshot/copy_text), else row by row. Rows already
+        in the target (a table that existed before the pipeline) send it to the upsert path."""
+        table, columns = self.target_table(schema), ", ".join(map(self.quote, schema.column_names))
+        try:
+            with conn.transaction():
+                if isinstance(rows, RendersCopyText) and rows.has_copy_text:
+                    with conn.cursor() as cur, cur.copy(f"COPY {table} ({columns}) FROM STDIN") as copy:
+                        for block in rows.copy_text():
+                            copy.write(block)
+                else:
+                    self._copy(conn, table, schema, schema.column_names, rows)
+        except psycopg.errors.UniqueViolation:
+            self.upsert(conn, schema, rows)
+
+    def upsert(self, conn: psycopg.Connection, schema: TableSchema, rows: Iterable[Row]) -> None:
+        for statement in self.staged_upsert(conn, schema, rows):
+            conn.execute(statement)
+
+    def staged_upsert(self, conn: psycopg.Connection, schema: TableSchema, rows: Iterable[Row]) -> list[str]:
+        """COPYs the rows into the staging table; the upsert from there is left to run."""
+        names = schema.column_names
+        stage = self._staging(conn, schema, names)
+        self._copy(conn, stage, schema, names, rows)
+        quoted = ", ".join(map(self.quote, names))
+        key = schema.row_key
+        updates = [n for n in names if n not in key]
+        action = (
+            "DO UPDATE SET " + ", ".join(f"{self.quote(n)} = EXCLUDED.{self.quote(n)}" for n in updates)
+            if updates
+            else "DO NOTHING"
+        )
+        conflict = f" ON CONFLICT ({', '.join(map(self.quote, key))}) {action}" if key else ""
+        return [
+            f"INSERT INTO {self.target_table(schema)} ({quoted}) SELECT {quoted} FROM {stage}{conflict}",
+            f"TRUNCATE {stage}",
+        ]
+
+    def commit_later(self, conn: psycopg.Connection, statements: Sequence[str]) -> Callable[[], None]:
+        """Sends the statements and COMMIT as one query and returns at once: PostgreSQL runs
+        them while the binlog phase reads the next batch. The call returned reads their
+        results; until then nothing else may use the connection."""
+        pgconn = conn.pgconn
+        pgconn.send_query(";".join([*statements, "COMMIT"]).encode(conn.info.encoding))
+
+        def committed() -> None:
+            failure = None
+            while (result := pgconn.get_result()) is not None:
+                if result.status == psycopg.pq.ExecStatus.FATAL_ERROR and failure is None:
+                    failure = (result.error_message or b"").decode(errors="replace").strip()
+            if failure is not None:
+                raise psycopg.DatabaseError(failure)
+
+        return committed
+
+    def delete(self, conn: psycopg.Connection, schema: TableSchema, keys: Sequence[tuple[Any, ...]]) -> None:
+        if not keys:
+            return
+        key = schema.row_key
+        stage = self._staging(conn, schema, key)
+        self._copy(conn, stage, schema, key, keys)
+        match = " AND ".join(f"t.{self.quote(k)} = s.{self.quote(k)}" for k in key)
+        conn.execute(f"DELETE FROM {self.target_table(schema)} t USING {stage} s WHERE {match}")
+        conn.execute(f"TRUNCATE {stage}")
+
+    def delete_equal_sql(self, schema: TableSchema, nulls: Sequence[bool]) -> str:
+        match = " AND ".join(self._equal(c, null) for c, null in zip(schema.columns, nulls, strict=True))
+        table = self.target_table(schema)
+        return f"DELETE FROM {table} WHERE ctid IN (SELECT ctid FROM {table} WHERE {match} LIMIT %s)"
+
+    def save_offsets(self, conn: psycopg.Connection, pipeline: str, offsets: Mapping[str, BinlogOffset]) -> None:
+        with conn.cursor() as cur:
+            cur.executemany(
+                f"INSERT INTO {self.offsets_table()} (pipeline, split_id, position) VALUES (%s, %s, %s) "
+                "ON CONFLICT (pipeline, split_id) DO UPDATE SET position = EXCLUDED.position, updated_at = now()",
+                [(pipeline, split_id, json.dumps(o.to_json())) for split_id, o in offsets.items()],
+            )
+
+
+_BINARY_COPY_INTEGERS = {"smallint": "int2", "integer": "int4", "bigint": "int8"}
+
+
+def binary_copy_type(column: Column) -> str | None:
+    """The PostgreSQL type a column's values go to binary COPY as, for the types whose
+    values are always the Python type its binary dumper takes; None for the rest."""
+    kind = column.data_type
+    if column.beyond_signed_64_bits:
+        return None
+    if column.is_integer or kind in ("year", "bit"):
+        return _BINARY_COPY_INTEGERS[postgres_type(column)]
+    if kind in TEXT_STRING_TYPES:
+        return "text"
+    if kind in BINARY_STRING_TYPES:
+        return "bytea"
+    # A TIMESTAMP's value is a naive datetime in UTC; timestamptz's binary form is
+    # timestamp's (microseconds since 2000-01-01), read as UTC: the very instant.
+    return {"decimal": "numeric", "date": "date", "datetime": "timestamp", "timestamp": "timestamp"}.get(kind)
