@@ -21,7 +21,7 @@ from typing import Any
 
 from sqlglot import exp
 
-from sluice.transform import functions as fn
+from sluice.transform import casts, functions, operators
 from sluice.transform.expression_parser import DIALECT, ExpressionError
 from sluice.transform.sql_types import (
     BIGINT,
@@ -166,7 +166,7 @@ class _Compiler:
             return (lambda row, meta: meta[index]), kind
         if name.upper() in ("LOCALTIMESTAMP", "CURRENT_TIME", "LOCALTIME"):
             self.deterministic = False
-            return fn.now_call(name.upper())
+            return operators.now_call(name.upper())
         known = ", ".join(sorted(self.scope.columns)) or "none"
         raise self.scope.refuse(node, f"no column {name} in the table (its columns: {known})")
 
@@ -205,7 +205,7 @@ class _Compiler:
         for side, what in ((left, "the left operand"), (right, "the right operand")):
             self._expect(node, side, NUMERIC, what)
         kind = _arithmetic_type(type(node), left[1], right[1])
-        return fn.arithmetic(type(node).__name__, left[0], right[0], kind.family), kind
+        return operators.arithmetic(type(node).__name__, left[0], right[0], kind.family), kind
 
     def _interval_arithmetic(self, node: exp.Binary) -> tuple[Evaluate, SqlType]:
         (left,) = self._args([node.this])
@@ -219,7 +219,7 @@ class _Compiler:
                 node, "an INTERVAL's amount must be a whole number literal, such as INTERVAL '1' DAY"
             )
         sign = -1 if isinstance(node, exp.Sub) else 1
-        return fn.plus_interval(left[0], unit, sign * int(amount), self.scope.refuse(node, "")), left[1]
+        return operators.plus_interval(left[0], unit, sign * int(amount), self.scope.refuse(node, "")), left[1]
 
     def _negate(self, node: exp.Neg) -> tuple[Evaluate, SqlType]:
         (value,) = self._args([node.this])
@@ -229,7 +229,7 @@ class _Compiler:
 
     def _comparison(self, node: exp.Binary) -> tuple[Evaluate, SqlType]:
         left, right = self._compared(node, [node.this, node.expression])
-        return fn.comparison(type(node).__name__, left[0], right[0]), BOOLEAN
+        return operators.comparison(type(node).__name__, left[0], right[0]), BOOLEAN
 
     def _compared(self, node: exp.Expression, operands: list[exp.Expression]) -> list[tuple[Evaluate, SqlType]]:
         """The operands of a comparison; a string literal compared with a date or timestamp
@@ -261,7 +261,7 @@ class _Compiler:
         left, right = self._args([node.this, node.expression])
         for side in (left, right):
             self._expect(node, side, ("boolean",), "each operand of AND and OR")
-        return fn.logical(isinstance(node, exp.And), left[0], right[0]), BOOLEAN
+        return operators.logical(isinstance(node, exp.And), left[0], right[0]), BOOLEAN
 
     def _not(self, node: exp.Not) -> tuple[Evaluate, SqlType]:
         (value,) = self._args([node.this])
@@ -286,17 +286,17 @@ class _Compiler:
         self._comparable(node, [left[1], right[1]])
         equal = isinstance(node, exp.NullSafeEQ)
         a, b = left[0], right[0]
-        return (lambda row, meta: (fn.same(a(row, meta), b(row, meta))) is equal), BOOLEAN
+        return (lambda row, meta: (operators.same(a(row, meta), b(row, meta))) is equal), BOOLEAN
 
     def _between(self, node: exp.Between) -> tuple[Evaluate, SqlType]:
         value, low, high = self._compared(node, [node.this, node.args["low"], node.args["high"]])
-        return fn.between(value[0], low[0], high[0]), BOOLEAN
+        return operators.between(value[0], low[0], high[0]), BOOLEAN
 
     def _in(self, node: exp.In) -> tuple[Evaluate, SqlType]:
         if node.args.get("query") or not node.expressions:
             raise self.scope.refuse(node, "IN takes a list of values")
         value, *options = self._compared(node, [node.this, *node.expressions])
-        return fn.within(value[0], [o[0] for o in options]), BOOLEAN
+        return operators.within(value[0], [o[0] for o in options]), BOOLEAN
 
     def _like(self, node: exp.Like) -> tuple[Evaluate, SqlType]:
         value, pattern = self._args([node.this, node.expression])
@@ -304,7 +304,7 @@ class _Compiler:
             self._expect(node, side, ("string",), what)
         escape = node.args.get("escape")
         escape_text = escape.this if isinstance(escape, exp.Literal) else None
-        like = fn.like(value[0], pattern[0], escape_text)
+        like = operators.like(value[0], pattern[0], escape_text)
         if node.args.get("negate"):
             return (lambda row, meta: None if (v := like(row, meta)) is None else not v), BOOLEAN
         return like, BOOLEAN
@@ -326,7 +326,7 @@ class _Compiler:
         kind = self._common(node, [r[1] for r in results])
         if default is None:
             kind = SqlType(kind.family, kind.column_type, True)
-        return fn.case(
+        return operators.case(
             subject[0] if subject else None,
             [(c[0], r[0]) for c, r in branches],
             default[0] if default else None,
@@ -335,19 +335,19 @@ class _Compiler:
     def _if(self, node: exp.If) -> tuple[Evaluate, SqlType]:
         condition, yes, no = self._args([node.this, node.args["true"], node.args.get("false") or exp.Null()])
         self._expect(node, condition, ("boolean",), "IF's condition")
-        return fn.case(None, [(condition[0], yes[0])], no[0]), self._common(node, [yes[1], no[1]])
+        return operators.case(None, [(condition[0], yes[0])], no[0]), self._common(node, [yes[1], no[1]])
 
     def _coalesce(self, node: exp.Coalesce) -> tuple[Evaluate, SqlType]:
         values = self._args([node.this, *node.expressions])
         kind = self._common(node, [v[1] for v in values])
         kind = SqlType(kind.family, kind.column_type, all(v[1].nullable for v in values))
-        return fn.coalesce([v[0] for v in values]), kind
+        return operators.coalesce([v[0] for v in values]), kind
 
     def _nullif(self, node: exp.Nullif) -> tuple[Evaluate, SqlType]:
         value, other = self._args([node.this, node.expression])
         self._comparable(node, [value[1], other[1]])
         a, b = value[0], other[0]
-        return (lambda row, meta: None if fn.same((v := a(row, meta)), b(row, meta)) else v), SqlType(
+        return (lambda row, meta: None if operators.same((v := a(row, meta)), b(row, meta)) else v), SqlType(
             value[1].family, value[1].column_type, True
         )
 
@@ -362,18 +362,18 @@ class _Compiler:
     def _cast(self, node: exp.Cast) -> tuple[Evaluate, SqlType]:
         (value,) = self._args([node.this])
         to = node.args["to"]
-        target = fn.cast_type(to)
+        target = casts.cast_type(to)
         if target is None:
             raise self.scope.refuse(node, f"CAST to {to.sql(dialect=DIALECT)} is not supported")
         if value[1].family == "binary" and target.family not in ("string", "binary"):
             raise self.scope.refuse(node, f"cannot CAST {value[1].name} to {target.name}")
         safe = bool(node.args.get("safe"))
-        return fn.cast(value[0], target, safe, node.sql(dialect=DIALECT)), target
+        return casts.cast(value[0], target, safe, node.sql(dialect=DIALECT)), target
 
     # -- functions ------------------------------------------------------------------------
 
     def _call(self, node: exp.Func) -> tuple[Evaluate, SqlType]:
-        signature = fn.SIGNATURES[type(node)]
+        signature = functions.SIGNATURES[type(node)]
         nodes = [node.args.get(name) for name in signature.args]
         if signature.variadic:
             nodes = [*nodes[:-1], *(node.args.get(signature.args[-1]) or [])]
@@ -389,12 +389,12 @@ class _Compiler:
         name = str(node.this).upper()
         if name in _CURRENT_TIME and not node.expressions:
             self.deterministic = False
-            return fn.now_call(name)
+            return operators.now_call(name)
         raise _unknown_function(self.scope, node)
 
     def _current(self, node: exp.Expression) -> tuple[Evaluate, SqlType]:
         self.deterministic = False
-        return fn.now_call(type(node).__name__.upper())
+        return operators.now_call(type(node).__name__.upper())
 
 
 _CURRENT_TIME = ("NOW", "CURRENT_TIMESTAMP", "LOCALTIMESTAMP")
@@ -450,5 +450,5 @@ _HANDLERS: dict[type, Callable[[_Compiler, Any], tuple[Evaluate, SqlType]]] = {
     exp.CurrentDate: _Compiler._current,
     **dict.fromkeys((exp.Add, exp.Sub, exp.Mul, exp.Div, exp.Mod, exp.IntDiv), _Compiler._arithmetic),
     **dict.fromkeys((exp.EQ, exp.NEQ, exp.GT, exp.GTE, exp.LT, exp.LTE), _Compiler._comparison),
-    **dict.fromkeys(fn.SIGNATURES, _Compiler._call),
+    **dict.fromkeys(functions.SIGNATURES, _Compiler._call),
 }

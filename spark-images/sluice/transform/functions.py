@@ -1,7 +1,6 @@
-"""The built-in functions and operators of transform expressions, as Flink CDC names them:
-each a signature (argument families, result type) and its Python implementation over
-decoded values. NULL in gives NULL out except where SQL says otherwise (COALESCE, CASE,
-IS, AND/OR, CONCAT_WS)."""
+"""The built-in functions of transform expressions, as Flink CDC names them: each a
+signature (argument families, result type) and its Python implementation over decoded
+values. NULL in gives NULL out except where SQL says otherwise (CONCAT_WS)."""
 
 from __future__ import annotations
 
@@ -9,374 +8,39 @@ import base64
 import math
 import re
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import date, datetime, timedelta, timezone
-from decimal import ROUND_CEILING, ROUND_DOWN, ROUND_FLOOR, ROUND_HALF_UP, Decimal, InvalidOperation
+from datetime import date, datetime, timedelta
+from decimal import ROUND_CEILING, ROUND_FLOOR, ROUND_HALF_UP, Decimal
 from typing import Any
 
 from sqlglot import exp
 
 from sluice.source.row_decoding import InvalidDate
+from sluice.transform.casts import to_date, to_datetime, to_string
+from sluice.transform.operators import (
+    UNIT_DAYS,
+    UNIT_MONTHS,
+    UNIT_SECONDS,
+    add_months,
+    strict,
+    temporal,
+    truncated,
+)
 from sluice.transform.sql_types import (
     BIGINT,
-    BOOLEAN,
     DATE,
     DATETIME,
-    DOUBLE,
     NUMERIC,
     TEMPORAL,
     TEXT,
-    TIME,
     SqlType,
-    decimal,
-    decimal_of,
     string_length,
     varchar,
 )
 
 Evaluate = Callable[[tuple[Any, ...], tuple[Any, ...]], Any]
 STRING, ANY = ("string",), (*NUMERIC, "string", *TEMPORAL)
-
-
-def strict(function: Callable[..., Any], args: Sequence[Evaluate]) -> Evaluate:
-    """An evaluator that is NULL where any argument is, else function(values)."""
-    if len(args) == 1:
-        (a,) = args
-        return lambda row, meta: None if (v := a(row, meta)) is None else function(v)
-    if len(args) == 2:
-        a, b = args
-
-        def two(row: tuple[Any, ...], meta: tuple[Any, ...]) -> Any:
-            x, y = a(row, meta), b(row, meta)
-            return None if x is None or y is None else function(x, y)
-
-        return two
-
-    def many(row: tuple[Any, ...], meta: tuple[Any, ...]) -> Any:
-        values = [arg(row, meta) for arg in args]
-        return None if any(v is None for v in values) else function(*values)
-
-    return many
-
-
-# -- operators -----------------------------------------------------------------------------
-
-
-def _divide(x: Any, y: Any, family: str) -> Any:
-    if y == 0:
-        return None  # SQL's (and MariaDB's) answer; Flink CDC's Java code throws
-    if family == "integer":
-        return int(x / y) if abs(x) < 2**52 and abs(y) < 2**52 else _truncated(x, y)
-    if family == "decimal":
-        x, y = Decimal(x), Decimal(y)
-        scale = max(-x.as_tuple().exponent, 0)  # type: ignore[operator]
-        return (x / y).quantize(Decimal(1).scaleb(-scale), rounding=ROUND_DOWN)  # Flink: lhs.divide(rhs, DOWN)
-    return float(x) / float(y)
-
-
-def _truncated(x: int, y: int) -> int:
-    quotient = abs(x) // abs(y)
-    return quotient if (x < 0) == (y < 0) else -quotient
-
-
-def _modulo(x: Any, y: Any, family: str) -> Any:
-    if y == 0:
-        return None
-    if family == "float":
-        return math.fmod(float(x), float(y))
-    if family == "decimal":
-        return Decimal(x) % Decimal(y)  # Decimal's % keeps the dividend's sign, as SQL's does
-    return int(math.copysign(abs(x) % abs(y), x)) if x else 0
-
-
-def _number(family: str) -> Callable[[Any], Any]:
-    if family == "float":
-        return float
-    if family == "decimal":
-        return lambda v: v if isinstance(v, Decimal) else Decimal(v) if not isinstance(v, float) else Decimal(repr(v))
-    return lambda v: v
-
-
-def arithmetic(operator: str, left: Evaluate, right: Evaluate, family: str) -> Evaluate:
-    number = _number(family)
-    operations: dict[str, Callable[[Any, Any], Any]] = {
-        "Add": lambda x, y: number(x) + number(y),
-        "Sub": lambda x, y: number(x) - number(y),
-        "Mul": lambda x, y: number(x) * number(y),
-        "Div": lambda x, y: _divide(number(x), number(y), family),
-        "IntDiv": lambda x, y: None if y == 0 else _truncated(int(x), int(y)),
-        "Mod": lambda x, y: _modulo(number(x), number(y), family),
-    }
-    return strict(operations[operator], [left, right])
-
-
-_UNIT_DAYS = {"DAY": 1, "WEEK": 7}
-_UNIT_SECONDS = {"SECOND": 1, "MINUTE": 60, "HOUR": 3600}
-_UNIT_MONTHS = {"MONTH": 1, "QUARTER": 3, "YEAR": 12}
-
-
-def add_months(value: date, months: int) -> date:
-    total = value.year * 12 + value.month - 1 + months
-    year, month = divmod(total, 12)
-    last = (date(year + (month == 11), (month + 1) % 12 + 1, 1) - timedelta(days=1)).day
-    return value.replace(year=year, month=month + 1, day=min(value.day, last))
-
-
-def plus_interval(value: Evaluate, unit: str, amount: int, error: Exception) -> Evaluate:
-    if unit in _UNIT_MONTHS:
-        months = amount * _UNIT_MONTHS[unit]
-        return strict(lambda v: _temporal(v, lambda d: add_months(d, months)), [value])
-    if unit in _UNIT_DAYS or unit in _UNIT_SECONDS:
-        step = timedelta(days=amount * _UNIT_DAYS.get(unit, 0), seconds=amount * _UNIT_SECONDS.get(unit, 0))
-        return strict(lambda v: _temporal(v, lambda d: d + step), [value])
-    raise type(error)(
-        f"{error} INTERVAL unit {unit} is not one of YEAR, QUARTER, MONTH, WEEK, DAY, HOUR, MINUTE, SECOND"
-    )
-
-
-def _temporal(value: Any, change: Callable[[Any], Any]) -> Any:
-    """An invalid (zero) date stays NULL through date arithmetic, as MariaDB gives it."""
-    if isinstance(value, InvalidDate):
-        return None
-    try:
-        return change(value)
-    except (OverflowError, ValueError):
-        return None
-
-
-def comparable(value: Any) -> Any:
-    """Values of one comparison class in one Python order: a DATE against a DATETIME as the
-    start of its day, an invalid (zero) date before every date, booleans as numbers."""
-    if isinstance(value, InvalidDate):
-        return datetime.min
-    if isinstance(value, datetime):
-        return value.replace(tzinfo=None)
-    if isinstance(value, date):
-        return datetime(value.year, value.month, value.day)
-    if isinstance(value, float) and not isinstance(value, bool):
-        return Decimal(repr(value)) if math.isfinite(value) else value
-    return value
-
-
-_COMPARISONS: dict[str, Callable[[Any, Any], bool]] = {
-    "EQ": lambda x, y: x == y,
-    "NEQ": lambda x, y: x != y,
-    "GT": lambda x, y: x > y,
-    "GTE": lambda x, y: x >= y,
-    "LT": lambda x, y: x < y,
-    "LTE": lambda x, y: x <= y,
-}
-
-
-def comparison(operator: str, left: Evaluate, right: Evaluate) -> Evaluate:
-    compare = _COMPARISONS[operator]
-    return strict(lambda x, y: compare(comparable(x), comparable(y)), [left, right])
-
-
-def same(x: Any, y: Any) -> bool:
-    """IS NOT DISTINCT FROM: NULL is the same as NULL."""
-    if x is None or y is None:
-        return x is None and y is None
-    return comparable(x) == comparable(y)
-
-
-def between(value: Evaluate, low: Evaluate, high: Evaluate) -> Evaluate:
-    return strict(lambda v, lo, hi: comparable(lo) <= comparable(v) <= comparable(hi), [value, low, high])
-
-
-def within(value: Evaluate, options: Sequence[Evaluate]) -> Evaluate:
-    def evaluate(row: tuple[Any, ...], meta: tuple[Any, ...]) -> bool | None:
-        v = value(row, meta)
-        if v is None:
-            return None
-        v, unknown = comparable(v), False
-        for option in options:
-            o = option(row, meta)
-            if o is None:
-                unknown = True
-            elif comparable(o) == v:
-                return True
-        return None if unknown else False
-
-    return evaluate
-
-
-def like_regex(pattern: str, escape: str | None) -> re.Pattern[str]:
-    out, i = [], 0
-    while i < len(pattern):
-        char = pattern[i]
-        if escape and char == escape and i + 1 < len(pattern):
-            out.append(re.escape(pattern[i + 1]))
-            i += 2
-            continue
-        out.append(".*" if char == "%" else "." if char == "_" else re.escape(char))
-        i += 1
-    return re.compile("".join(out), re.DOTALL)
-
-
-def like(value: Evaluate, pattern: Evaluate, escape: str | None) -> Evaluate:
-    cache: dict[str, re.Pattern[str]] = {}
-
-    def matches(v: str, p: str) -> bool:
-        compiled = cache.get(p)
-        if compiled is None:
-            compiled = cache.setdefault(p, like_regex(p, escape))
-        return compiled.fullmatch(v) is not None
-
-    return strict(matches, [value, pattern])
-
-
-def logical(conjunction: bool, left: Evaluate, right: Evaluate) -> Evaluate:
-    """SQL's three-valued AND and OR, short-circuiting as Flink CDC's do."""
-    decisive = not conjunction  # AND stops at FALSE, OR at TRUE
-
-    def evaluate(row: tuple[Any, ...], meta: tuple[Any, ...]) -> bool | None:
-        x = left(row, meta)
-        if x is not None and bool(x) is decisive:
-            return decisive
-        y = right(row, meta)
-        if y is not None and bool(y) is decisive:
-            return decisive
-        return None if x is None or y is None else not decisive
-
-    return evaluate
-
-
-def case(subject: Evaluate | None, branches: Sequence[tuple[Evaluate, Evaluate]], default: Evaluate | None) -> Evaluate:
-    def evaluate(row: tuple[Any, ...], meta: tuple[Any, ...]) -> Any:
-        if subject is None:
-            for condition, result in branches:
-                if condition(row, meta):
-                    return result(row, meta)
-        else:
-            value = subject(row, meta)
-            for option, result in branches:
-                if value is not None and same(value, option(row, meta)):
-                    return result(row, meta)
-        return default(row, meta) if default is not None else None
-
-    return evaluate
-
-
-def coalesce(values: Sequence[Evaluate]) -> Evaluate:
-    def evaluate(row: tuple[Any, ...], meta: tuple[Any, ...]) -> Any:
-        for value in values:
-            v = value(row, meta)
-            if v is not None:
-                return v
-        return None
-
-    return evaluate
-
-
-def now_call(name: str) -> tuple[Evaluate, SqlType]:
-    """The time a row is transformed (Flink CDC's processing time), in UTC."""
-    if name in ("CURRENTDATE", "CURRENT_DATE"):
-        return (lambda row, meta: datetime.now(timezone.utc).date()), DATE
-    if name in ("CURRENT_TIME", "LOCALTIME"):
-        return (lambda row, meta: datetime.now(timezone.utc).replace(tzinfo=None).time()), TIME
-    return (lambda row, meta: datetime.now(timezone.utc).replace(tzinfo=None, microsecond=0)), DATETIME
-
-
-# -- casts ---------------------------------------------------------------------------------
-
-
-def cast_type(to: exp.DataType) -> SqlType | None:
-    kind = to.this
-    types = exp.DataType.Type
-    sizes = [int(e.this.this) if isinstance(e.this, exp.Literal) else None for e in to.expressions]
-    if kind in (types.VARCHAR, types.CHAR, types.TEXT, types.NVARCHAR, types.NCHAR):
-        return varchar(sizes[0]) if sizes else TEXT
-    if kind in (types.TINYINT, types.SMALLINT, types.INT, types.BIGINT, types.MEDIUMINT):
-        return SqlType("integer", {types.TINYINT: "tinyint", types.SMALLINT: "smallint"}.get(kind, "bigint"))
-    if kind is types.DECIMAL:
-        return decimal(sizes[0] if sizes else 10, sizes[1] if len(sizes) > 1 else 0)
-    if kind in (types.DOUBLE, types.FLOAT):
-        return DOUBLE
-    if kind is types.BOOLEAN:
-        return BOOLEAN
-    if kind is types.DATE:
-        return DATE
-    if kind in (types.TIMESTAMP, types.DATETIME, types.TIMESTAMPNTZ, types.TIMESTAMPTZ, types.TIMESTAMPLTZ):
-        return DATETIME
-    return None
-
-
-def _to_string(value: Any) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, bytes):
-        return value.decode("utf-8", "replace")
-    if isinstance(value, datetime):
-        return value.isoformat(sep=" ")
-    if isinstance(value, timedelta):
-        return str(value)
-    return str(value)
-
-
-def _to_integer(value: Any) -> int:
-    if isinstance(value, str):
-        return int(Decimal(value.strip()).to_integral_value(rounding=ROUND_DOWN))
-    if isinstance(value, float | Decimal):
-        return int(value)
-    return int(value)
-
-
-def _to_date(value: Any) -> date:
-    if isinstance(value, datetime):
-        return value.date()
-    if isinstance(value, date):
-        return value
-    return date.fromisoformat(str(value).strip()[:10])
-
-
-def _to_datetime(value: Any) -> datetime:
-    if isinstance(value, datetime):
-        return value.replace(tzinfo=None)
-    if isinstance(value, date):
-        return datetime(value.year, value.month, value.day)
-    return datetime.fromisoformat(str(value).strip().replace("T", " "))
-
-
-def cast(value: Evaluate, target: SqlType, safe: bool, text: str) -> Evaluate:
-    converters: dict[str, Callable[[Any], Any]] = {
-        "string": _to_string,
-        "integer": _to_integer,
-        "decimal": lambda v: _to_decimal(v, target),
-        "float": lambda v: float(v) if not isinstance(v, str) else float(v.strip()),
-        "boolean": lambda v: (v.strip().lower() in ("true", "1")) if isinstance(v, str) else bool(v),
-        "date": _to_date,
-        "datetime": _to_datetime,
-    }
-    convert = converters[target.family]
-    length = string_length(target)
-
-    def converted(v: Any) -> Any:
-        if isinstance(v, InvalidDate) and target.family in ("date", "datetime"):
-            return None
-        try:
-            result = convert(v)
-        except (ValueError, ArithmeticError, InvalidOperation):
-            if safe:
-                return None
-            raise ValueError(f"{text}: cannot cast {v!r}") from None
-        return result[:length] if length is not None and isinstance(result, str) else result
-
-    return strict(converted, [value])
-
-
-def _to_decimal(value: Any, target: SqlType) -> Decimal:
-    _, scale = decimal_of(target)
-    number = (
-        Decimal(value.strip())
-        if isinstance(value, str)
-        else Decimal(repr(value) if isinstance(value, float) else value)
-    )
-    return number.quantize(Decimal(1).scaleb(-scale), rounding=ROUND_HALF_UP)
-
-
-# -- functions -------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -414,7 +78,7 @@ def _text(kinds: list[SqlType]) -> SqlType:
 
 
 def _as_text(value: Any) -> str:
-    return value if isinstance(value, str) else _to_string(value)
+    return value if isinstance(value, str) else to_string(value)
 
 
 def _concat(node: exp.Expression, args: list[Evaluate], kinds: list[SqlType]) -> Evaluate:
@@ -492,7 +156,7 @@ def _rounding(mode: str) -> Callable[[Any], Any]:
 
 
 def _temporal_part(part: Callable[[datetime], int]) -> Callable[[Any], int | None]:
-    return lambda v: None if isinstance(v, InvalidDate) else part(_to_datetime(v))
+    return lambda v: None if isinstance(v, InvalidDate) else part(to_datetime(v))
 
 
 _PARTS: dict[str, Callable[[datetime], int]] = {
@@ -587,14 +251,14 @@ def _to_timestamp_builder(node: exp.Expression, args: list[Evaluate], kinds: lis
 def _date_format(value: Any, pattern: str) -> str | None:
     if isinstance(value, InvalidDate):
         return None
-    return java_format(_to_datetime(value), pattern)
+    return java_format(to_datetime(value), pattern)
 
 
 def _to_date_of(value: Any, pattern: str | None = None) -> date | None:
     if isinstance(value, InvalidDate):
         return None
     if isinstance(value, date):
-        return _to_date(value)
+        return to_date(value)
     try:
         return _java_parse(value, pattern).date() if pattern else date.fromisoformat(value.strip())
     except ValueError:
@@ -626,11 +290,11 @@ def _timestamp_diff(node: exp.Expression, args: list[Evaluate], kinds: list[SqlT
     def diff(a: Any, b: Any) -> int | None:
         if isinstance(a, InvalidDate) or isinstance(b, InvalidDate):
             return None
-        a, b = _to_datetime(a), _to_datetime(b)
+        a, b = to_datetime(a), to_datetime(b)
         if unit in _DIFF_SECONDS:
-            return _truncated(int((b - a).total_seconds() * 1_000_000), _DIFF_SECONDS[unit] * 1_000_000)
+            return truncated(int((b - a).total_seconds() * 1_000_000), _DIFF_SECONDS[unit] * 1_000_000)
         months = _months_between(a, b)
-        return _truncated(months, {"MONTH": 1, "QUARTER": 3, "YEAR": 12}[unit])
+        return truncated(months, {"MONTH": 1, "QUARTER": 3, "YEAR": 12}[unit])
 
     return strict(diff, [start, end])
 
@@ -640,10 +304,10 @@ def _timestamp_add(node: exp.Expression, args: list[Evaluate], kinds: list[SqlTy
     value, amount = args[0], args[1]
 
     def add(v: Any, n: int) -> Any:
-        if unit in _UNIT_MONTHS:
-            return _temporal(v, lambda d: add_months(d, int(n) * _UNIT_MONTHS[unit]))
-        step = timedelta(days=int(n) * _UNIT_DAYS.get(unit, 0), seconds=int(n) * _UNIT_SECONDS.get(unit, 0))
-        return _temporal(v, lambda d: d + step)
+        if unit in UNIT_MONTHS:
+            return temporal(v, lambda d: add_months(d, int(n) * UNIT_MONTHS[unit]))
+        step = timedelta(days=int(n) * UNIT_DAYS.get(unit, 0), seconds=int(n) * UNIT_SECONDS.get(unit, 0))
+        return temporal(v, lambda d: d + step)
 
     return strict(add, [value, amount])
 
@@ -733,7 +397,7 @@ SIGNATURES: dict[type, Signature] = {
         ("this", "expression"),
         (TEMPORAL, _INT),
         lambda k: DATE,
-        lambda d, n: _temporal(d, lambda v: _to_date(v) + timedelta(days=int(n))),
+        lambda d, n: temporal(d, lambda v: to_date(v) + timedelta(days=int(n))),
     ),
     exp.UnixToStr: Signature("FROM_UNIXTIME", ("this",), (_NUM,), lambda k: varchar(64), builder=_from_unixtime),
     exp.Uuid: Signature(
@@ -747,9 +411,9 @@ SIGNATURES: dict[type, Signature] = {
     exp.StrToTime: Signature("TO_TIMESTAMP", ("this",), (STRING,), lambda k: DATETIME, builder=_to_timestamp_builder),
     # sqlglot's reading of TIMESTAMP '...' and DATE '...' where a function takes them
     exp.TimeStrToTime: Signature(
-        "TIMESTAMP", ("this",), (("string", "date", "datetime"),), lambda k: DATETIME, _to_datetime
+        "TIMESTAMP", ("this",), (("string", "date", "datetime"),), lambda k: DATETIME, to_datetime
     ),
-    exp.DateStrToDate: Signature("DATE", ("this",), (("string", "date", "datetime"),), lambda k: DATE, _to_date),
+    exp.DateStrToDate: Signature("DATE", ("this",), (("string", "date", "datetime"),), lambda k: DATE, to_date),
 }
 for _node, _unit in _TEMPORAL_PART_NODES.items():
     SIGNATURES[_node] = Signature(_unit, ("this",), (TEMPORAL,), _integer, _temporal_part(_PARTS[_unit]))
