@@ -9,7 +9,6 @@ finished split and every committed batch.
 from __future__ import annotations
 
 import collections
-import dataclasses
 import logging
 import signal
 import sys
@@ -20,42 +19,36 @@ from typing import TYPE_CHECKING, Any
 
 from sluice.binlog.binlog_split import BinlogSplit
 from sluice.binlog.startup_offset import check_offset_available, startup_offset
-from sluice.errors import DefinitionError, PositionPurged, SchemaDrift, SluiceError
-from sluice.event.schema_change import DropTable, create_table_event
-from sluice.event.snapshot_split import SplitResult, SplitTask
+from sluice.errors import DefinitionError, PositionPurged, SluiceError
+from sluice.event.snapshot_split import SplitResult
 from sluice.failpoints import failpoint
 from sluice.pipeline.definition import PipelineDefinition, load_definition
-from sluice.route.routing import ROUTE_KEY, TRANSFORM_KEY, Routing
 from sluice.runtime.binlog_phase import BinlogSettings, resumes_by_gtid, run_binlog_phase, target_needs
+from sluice.runtime.capture import capture_tables, change_capture
+from sluice.runtime.pipeline_identity import check_pipeline_identity
 from sluice.runtime.pipeline_metrics import PipelineMetrics
+from sluice.runtime.pipeline_spark import PipelineSpark
 from sluice.runtime.preflight import check_first_run
 from sluice.runtime.progress import BinlogProgress, SnapshotProgress
 from sluice.runtime.range_replacement import tables_to_replace
 from sluice.runtime.schema_change_handler import SchemaChangeHandler
+from sluice.runtime.table_join import TablesJoining
 from sluice.sink.base import Sink
 from sluice.sink.factory import create_sink
 from sluice.snapshot.chunk_splitter import split_table
 from sluice.snapshot.snapshot_split_assigner import SnapshotAssignerState
-from sluice.snapshot.split_reader import read_splits, reads_onto
 from sluice.source.checks import check_binlog_settings, check_privileges, check_select
 from sluice.source.connection import connect, current_offset, executed_gtids
-from sluice.source.schema import TableSchema, discover_tables, live_shape, read_table_schema
 from sluice.state.pipeline_state import PipelineState
 from sluice.state.state_store import StateStore
 from sluice.state.target_records import TargetRecordedStore
 
 if TYPE_CHECKING:
     from pyspark import SparkContext
-    from pyspark.sql import SparkSession
 
-    from sluice.runtime.spark_start import SparkStart
     from sluice.verify.online import OnlineWork, RequestDesk
 
 log = logging.getLogger(__name__)
-
-SOURCE_ADDRESS = ("source.hostname", "source.port")
-CAPTURE = ("source.tables", "source.tables.exclude")  # may change once the pipeline streams
-JOIN_ATTEMPTS = 5  # reads of a table renamed into `tables` that may meet a DDL on it before one does not
 
 
 class PipelineRunner:
@@ -87,8 +80,9 @@ class PipelineRunner:
         self.preflight = preflight
         self.stopping = threading.Event()
         self.signalled = False  # stopping is also set by the binlog phase as it ends
-        self._spark: SparkStart | None = None
+        self.spark = PipelineSpark(definition, master, self.sink)
         self._capture_changed = False
+        self.joining = TablesJoining(definition, self.endpoint, self.sink, self.store)
 
     def run(self) -> None:
         """Runs until the pipeline is done or SIGTERM/SIGINT: then what is in flight (Spark
@@ -116,7 +110,9 @@ class PipelineRunner:
         if loaded is None and self.preflight:
             check_first_run(self.definition)
         self.state = loaded or self.state
-        self._check_pipeline_identity()
+        self._capture_changed = check_pipeline_identity(
+            self.definition, self.state, self.store.where, self.store.fresh_start
+        )
         try:
             self._run_from_state()
         except PositionPurged as exc:
@@ -154,8 +150,8 @@ class PipelineRunner:
         return True
 
     def _run_from_state(self) -> None:
-        if self._snapshot_waits_for_spark():
-            self._start_spark()  # its start overlaps the checks and the plan
+        if self.spark.snapshot_waits(self.state):
+            self.spark.start()  # its start overlaps the checks and the plan
         try:
             snapshot = self._check_and_plan()
             if snapshot is not None and snapshot.adopt_committed(self.sink.committed_splits()):
@@ -167,10 +163,10 @@ class PipelineRunner:
                 if self.stopping.is_set():
                     return  # the next run resumes with the splits still to read
             if not self.sink.writes_changes_with_spark:
-                self._stop_spark()  # one binlog reader needs no Spark
+                self.spark.stop()  # one binlog reader needs no Spark
             self._run_binlog(snapshot)
         finally:
-            self._stop_spark()
+            self.spark.stop()
 
     def _check_and_plan(self) -> SnapshotAssignerState | None:
         """Checks the source and the target, and returns the snapshot still to read (planned
@@ -181,7 +177,8 @@ class PipelineRunner:
             check_binlog_settings(conn)
             check_privileges(conn)
             if self._capture_changed:
-                self._change_capture(conn)
+                change_capture(conn, self.definition.source, self.state)
+                self.store.save(self.state)
             if self.state.tables is not None:  # a rerun: grants may have changed since discovery
                 check_select(conn, list(self.state.tables))
             if self.definition.source.startup.takes_snapshot:
@@ -208,108 +205,7 @@ class PipelineRunner:
         if self.state.binlog is None and not (snapshot is not None and snapshot.finished):
             check_merged_keys(conn, routing)
 
-    def _start_spark(self) -> SparkStart:
-        """Spark starts in the background (the driver plans, or reads splits, meanwhile)."""
-        if self._spark is None:
-            from sluice.runtime.spark_classes import java_option
-            from sluice.runtime.spark_start import SparkStart
-
-            local = (self.master or "").startswith("local")
-            self._spark = SparkStart(
-                f"sluice-{self.definition.name}",
-                self.master,
-                slots=self.definition.parallelism,
-                warm_modules=[read_splits.__module__, type(self.sink).__module__],
-                on_ready=self.sink.attach,
-                # Where the driver reads while Spark starts, a JVM up sooner only takes CPU from
-                # those reads (measured: 8% slower end to end at 5M rows on two cores); where
-                # every split waits for Spark, it starts 3 s sooner.
-                java_options=java_option(local=local and not self._driver_reads),
-                beside_reads=self._driver_reads,
-            )
-        return self._spark
-
-    @property
-    def _driver_reads(self) -> bool:
-        """The driver reads snapshot splits itself, at least while Spark starts."""
-        return self.definition.source.read_on_driver and not self.sink.writes_changes_with_spark
-
-    def _snapshot_waits_for_spark(self) -> bool:
-        """Every split of a snapshot still to read waits for Spark: it starts before the plan."""
-        if not self.definition.source.startup.takes_snapshot or self._driver_reads:
-            return False
-        if self.state.snapshot is None:
-            return self.state.tables is None  # a plan is yet to be made
-        return not self.state.snapshot.is_finished
-
-    def _spark_session(self) -> SparkSession:
-        return self._start_spark().session()
-
-    def _stop_spark(self) -> None:
-        if self._spark is not None:
-            self._spark.stop()
-            self._spark = None
-
     # -- snapshot ---------------------------------------------------------------------------
-
-    def _check_pipeline_identity(self) -> None:
-        """A state belongs to the definition it was made for: refuse a changed one that would
-        make its plan, watermarks or offsets describe something else."""
-        name = self.state.pipeline
-        if name != self.definition.name:
-            raise SluiceError(
-                f"{self.store.where} belongs to pipeline '{name}', not "
-                f"'{self.definition.name}'; give each pipeline its own state"
-            )
-        saved = self.state.definition
-        for key, value in self.definition.state_identity.items():
-            if saved.get(key, value) == value:
-                continue
-            if key in SOURCE_ADDRESS and self._resumes_by_gtid():
-                saved[key] = value  # a failover: the set means the same on the promoted server
-                continue
-            if key in (ROUTE_KEY, TRANSFORM_KEY):
-                self._check_routing_change(saved)
-                continue
-            if key in CAPTURE and self._streams_past_the_snapshot():
-                saved[key] = value  # tables join or leave the capture: _change_capture
-                self._capture_changed = True
-                continue
-            raise SluiceError(
-                f"{key} changed from '{saved[key]}' to '{value}' since {self.store.where} was "
-                "written; its progress belongs to the old value: put the old value back, or "
-                f"{self.store.fresh_start} into an empty target"
-                + (
-                    " (another source address is taken once the pipeline streams by GTID)"
-                    if key in SOURCE_ADDRESS
-                    else " (the tables may change once the pipeline streams past its snapshot)"
-                    if key in CAPTURE
-                    else ""
-                )
-            )
-
-    def _check_routing_change(self, saved: dict[str, str]) -> None:
-        """Rules may change where every table already captured keeps its target table and
-        its transform (a rule added for tables joining the capture is the common case): the
-        rows in the targets stay the query's. Any other change is refused naming the table."""
-        later = self.definition.routing
-        changes = Routing.from_identity(saved).changes_for(later, self.state.tables or {})
-        if changes:
-            raise SluiceError(
-                f"route/transform: {'; '.join(changes[:3])}{' ...' if len(changes) > 3 else ''} since "
-                f"{self.store.where} was written; its target holds the old query's rows: put the old rules back, or "
-                f"{self.store.fresh_start} into an empty target"
-            )
-        saved.update(later.identity())
-
-    def _streams_past_the_snapshot(self) -> bool:
-        return self.state.binlog is not None and self.state.snapshot is None and self.state.stop_at is None
-
-    def _resumes_by_gtid(self) -> bool:
-        """Past the snapshot's watermarks with a GTID set: the position means the same on
-        every server of the replication topology."""
-        binlog = self.state.binlog
-        return bool(binlog and binlog.offset.gtid and not binlog.watermarks and self.state.stop_at is None)
 
     def _check_target_holds_the_snapshot(self, snapshot: SnapshotAssignerState | None) -> None:
         """Streaming into a target that lost its snapshot would leave the snapshot out of it
@@ -326,54 +222,8 @@ class PipelineRunner:
 
     def _tables(self, conn) -> None:
         if self.state.tables is None:
-            self._discover_tables(conn)
+            capture_tables(conn, self.definition.source, self.state)
             self.store.save(self.state)
-
-    def _discover_tables(self, conn) -> list[TableSchema]:
-        """Captured tables' schemas, kept in the state: a rerun reads the same tables."""
-        configured = self.definition.source.chunk_key_column_for
-        schemas = discover_tables(conn, self.definition.source.tables, configured)
-        check_select(conn, [s.table_id for s in schemas])
-        self.state.tables = {s.table_id: s for s in schemas}
-        for schema in schemas:
-            if schema.single_split:
-                sys.stderr.write(
-                    f"snapshot: {schema.table_id} has no key and no indexed column that splits it: read as one split\n"
-                )
-            elif schema.is_bag and configured(schema.database, schema.table) is None:
-                sys.stderr.write(
-                    f"snapshot: {schema.table_id} has no key: chunked by its indexed column {schema.chunk_key}\n"
-                )
-        return schemas
-
-    def _change_capture(self, conn) -> None:
-        """`tables` changed on a streaming pipeline. Tables it no longer selects leave the
-        capture (their targets stay); tables it newly selects join it: in `initial` mode
-        they are snapshotted first, and the binlog reader then takes them with the emit rule
-        from where it is (Flink CDC's scan.newly-added-table.enabled). The other tables are
-        not read again."""
-        known = self.state.tables or {}
-        planned_at = current_offset(conn)  # before the schemas are read
-        source = self.definition.source
-        selected = {s.table_id: s for s in discover_tables(conn, source.tables, source.chunk_key_column_for)}
-        added = [schema for table_id, schema in selected.items() if table_id not in known]
-        removed = [table_id for table_id in known if table_id not in selected]
-        check_select(conn, [s.table_id for s in added])
-        self.state.tables = {**{t: s for t, s in known.items() if t in selected}, **{s.table_id: s for s in added}}
-        if self.state.target_tables is not None:
-            kept = {t: s for t, s in self.state.target_tables.items() if t in selected}
-            self.state.target_tables = {**kept, **{s.table_id: s for s in added}}
-        if added and self.definition.source.startup.takes_snapshot:
-            chunk_size = self.definition.source.chunk_size
-            splits = [s for schema in added for s in split_table(conn, schema, chunk_size)]
-            self.state.snapshot = SnapshotAssignerState.plan(added, splits, planned_at)
-            self.state.adding_tables = [s.table_id for s in added]
-        self.store.save(self.state)
-        if added or removed:
-            sys.stderr.write(
-                f"capture: {len(added)} tables added ({', '.join(s.table_id for s in added) or '-'}), "
-                f"{len(removed)} removed ({', '.join(removed) or '-'})\n"
-            )
 
     def _snapshot_plan(self, conn) -> SnapshotAssignerState | None:
         """The saved plan, a new one, or None once the binlog split has dropped it."""
@@ -382,7 +232,7 @@ class PipelineRunner:
         if self.state.tables is not None:
             return None
         planned_at = current_offset(conn)  # before the schemas are read
-        schemas = self._discover_tables(conn)
+        schemas = capture_tables(conn, self.definition.source, self.state)
         chunk_size = self.definition.source.chunk_size
         splits = [s for schema in schemas for s in split_table(conn, schema, chunk_size)]
         plan = SnapshotAssignerState.plan(schemas, splits, planned_at)
@@ -437,14 +287,14 @@ class PipelineRunner:
             )
 
         try:
-            if self._driver_reads:
+            if self.spark.driver_reads:
                 # Read here, alone or while Spark starts beside the driver.
-                alone = self._driver_reads_alone(len(snapshot.remaining))
+                alone = self.spark.driver_reads_alone(len(snapshot.remaining))
                 if alone:
                     progress.note(alone)
-                read(None, until=(lambda: False) if alone else self._start_spark().is_ready)
+                read(None, until=(lambda: False) if alone else self.spark.start().is_ready)
             if snapshot.remaining and not self.stopping.is_set():
-                sc = self._spark_session().sparkContext
+                sc = self.spark.session().sparkContext
                 progress.note(f"Spark is up: executors read the {len(snapshot.remaining)} splits left")
                 read(sc)
         finally:
@@ -479,7 +329,7 @@ class PipelineRunner:
     def _run_binlog(self, snapshot: SnapshotAssignerState | None) -> None:
         source = self.definition.source
         if self.sink.writes_changes_with_spark:
-            self._spark_session()
+            self.spark.session()
         writer = self.sink.writer()
         conn = connect(self.endpoint)
         try:
@@ -611,133 +461,9 @@ class PipelineRunner:
 
     def _after_schema_change(self, split: BinlogSplit) -> bool:
         """What waited on a schema change; True if the binlog reader must start again."""
-        joined = self._capture_joined(split)
-        self._reread_deferred(split)
+        joined = self.joining.capture_joined(self.state, split)
+        self.joining.reread_deferred(self.state, split)
         return joined
-
-    def _capture_joined(self, split: BinlogSplit) -> bool:
-        """Tables renamed into `tables`: created in the target and snapshotted now (on this
-        process, split by split), then read from the binlog with the emit rule from the
-        rename on (their high watermarks are after it)."""
-        joining = [t for t in self.state.joining if t not in (self.state.tables or {})]
-        if not joining:
-            self.state.joining = []
-            return False
-        # A name the target holds already (a swap's rename skipped under `ignore`): the
-        # table joins onto the target's columns, projected; any other is created.
-        kept = {t: schema for t, schema in self.state.targets.items() if t in joining}
-        for attempt in range(JOIN_ATTEMPTS):
-            try:
-                plan = self._snapshot_joining(joining, kept, split, attempt)
-                break
-            except SchemaDrift as drift:  # a DDL on it while it was read: read it again, as it is now
-                if attempt + 1 == JOIN_ATTEMPTS:
-                    raise
-                sys.stderr.write(f"capture: {drift.table_id} changed while it was read: reading it again\n")
-        joined_marks = plan.binlog_split().watermarks
-        split.watermarks.update({t: dataclasses.replace(w, schema_at=plan.planned_at) for t, w in joined_marks.items()})
-        targets = {**self.state.targets, **plan.tables, **kept}
-        self.state.tables = {**(self.state.tables or {}), **plan.tables}
-        self.state.target_tables = None if targets == self.state.tables else targets
-        self.state.joining = []
-        self.state.binlog = split
-        self.store.save(self.state)
-        sys.stderr.write(
-            f"capture: {', '.join(joining)} renamed into source.tables: snapshotted ({len(plan.splits)} splits, "
-            f"{plan.rows_done:,} rows), "
-            "streaming\n"
-        )
-        return True
-
-    def _snapshot_joining(
-        self, joining: list[str], kept: dict[str, TableSchema], split: BinlogSplit, attempt: int
-    ) -> SnapshotAssignerState:
-        """Plans and reads the joining tables as they are now, each created in the target
-        first, in the layout it has now."""
-        source = self.definition.source
-        conn = connect(self.endpoint)
-        try:
-            planned_at = current_offset(conn)
-            schemas = [
-                read_table_schema(conn, *t.split(".", 1), source.chunk_key_column_for(*t.split(".", 1)))
-                for t in joining
-            ]
-            check_select(conn, joining)
-            splits = [s for schema in schemas for s in split_table(conn, schema, source.chunk_size)]
-        finally:
-            conn.close()
-        writer = self.sink.writer()
-        try:
-            for schema in schemas:
-                if schema.table_id in kept:
-                    continue
-                # Dropped first: a table an earlier attempt, or a run killed during the join,
-                # created in an older layout (CREATE would find it there and keep it).
-                events = [DropTable(schema.table_id), create_table_event(schema)]
-                change = f"capture:{schema.table_id}@{split.offset}#{attempt}"
-                writer.apply_schema_change(change, events, {schema.table_id: schema})
-        finally:
-            writer.close()
-        plan = SnapshotAssignerState.plan(schemas, splits, planned_at)
-        server_id = source.server_ids.pick(min(1, len(source.server_ids) - 1))  # the reader has the first
-        for schema in schemas:
-            tasks = [
-                SplitTask(s, plan.tables[s.table_id], self.endpoint, server_id, source.fetch_size)
-                for s in splits
-                if s.table_id == schema.table_id
-            ]
-            read = reads_onto(kept[schema.table_id]) if schema.table_id in kept else read_splits
-            try:
-                results = self.sink.write_splits_now(tasks, read)
-            except Exception as exc:  # noqa: BLE001 - a Spark task's error names a drift in its text
-                table_id = SchemaDrift.in_text(str(exc))
-                if table_id is None:
-                    raise
-                raise SchemaDrift(table_id) from exc
-            for result in results:
-                plan.record(result.split_id, result.high_watermark, result.rows)
-        return plan
-
-    def _reread_deferred(self, split: BinlogSplit) -> None:
-        """Reads the splits deferred by a schema change during the snapshot, for each table
-        whose columns the binlog reader (and so the target) has caught up with: their new
-        high watermarks are after the reader's position, so the emit rule holds for them."""
-        snapshot = self.state.snapshot
-        if snapshot is None or not snapshot.deferred:
-            return
-        sources, targets = self.state.tables or {}, self.state.targets
-        conn = connect(self.endpoint)
-        try:
-            waiting = {snapshot.splits_table(i) for i in snapshot.deferred}
-            ready = [
-                t for t in sorted(waiting) if t in sources and live_shape(conn, *t.split(".", 1)) == sources[t].shape
-            ]
-        finally:
-            conn.close()
-        source = self.definition.source
-        server_id = source.server_ids.pick(min(1, len(source.server_ids) - 1))  # the reader has the first
-        for table_id in ready:
-            tasks = [
-                SplitTask(s, sources[table_id], self.endpoint, server_id, source.fetch_size)
-                for s in snapshot.deferred_splits(table_id)
-            ]
-            read = reads_onto(targets.get(table_id, sources[table_id]))
-            try:
-                results = self.sink.write_splits_now(tasks, read)
-            except Exception as exc:  # noqa: BLE001 - changed again: the next change of it tries again
-                if SchemaDrift.in_text(str(exc)) is None and not isinstance(exc, SchemaDrift):
-                    from sluice.runtime.snapshot_phase import task_failure
-
-                    raise task_failure(exc) from exc
-                continue
-            boundaries = split.watermarks[table_id]
-            for result in results:
-                snapshot.record(result.split_id, result.high_watermark, result.rows)
-                index = int(result.split_id.rsplit(":", 1)[1])
-                boundaries.high_watermarks[index] = result.high_watermark
-            self.state.binlog = split
-            self.store.save(self.state)
-            sys.stderr.write(f"snapshot: read the {len(results)} deferred splits of {table_id} again\n")
 
     def _install_signal_handlers(self) -> dict[int, Any]:
         if threading.current_thread() is not threading.main_thread():
