@@ -47,6 +47,34 @@ class ServerIdRange:
             )
         return self.start + index
 
+    @property
+    def binlog_reader(self) -> int:
+        """The id of the pipeline's binlog reader: the range's first."""
+        return self.pick(0)
+
+    def snapshot_reader(self, slot: int) -> int:
+        """The id of the `slot`-th split reader of a snapshot (a split's backfill window reads
+        the binlog), sharing the range's first ids with the binlog reader, which only starts
+        after the snapshot."""
+        return self.pick(slot)
+
+    @property
+    def beside_the_reader(self) -> int:
+        """The id of a driver's split reads while the binlog reader runs (tables joining,
+        deferred splits): the range's second, or its only one."""
+        return self.pick(min(1, len(self) - 1))
+
+    @property
+    def verifier(self) -> int:
+        """The id of `sluice verify` and online verification, reading beside the pipeline:
+        the range's last, which must not be the binlog reader's."""
+        if len(self) < 2:
+            raise DefinitionError(
+                f"source.server-id: verify reads the binlog beside the pipeline's reader, with an id of its own: "
+                f"widen the range {self.start}-{self.end} by one"
+            )
+        return self.pick(len(self) - 1)
+
 
 @dataclass(frozen=True)
 class StartupOptions:

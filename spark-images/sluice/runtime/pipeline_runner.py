@@ -289,7 +289,7 @@ class PipelineRunner:
         try:
             if self.spark.driver_reads:
                 # Read here, alone or while Spark starts beside the driver.
-                alone = self.spark.driver_reads_alone(len(snapshot.remaining))
+                alone = self._driver_reads_alone(len(snapshot.remaining))
                 if alone:
                     progress.note(alone)
                 read(None, until=(lambda: False) if alone else self.spark.start().is_ready)
@@ -359,7 +359,7 @@ class PipelineRunner:
         finally:
             conn.close()
         settings = BinlogSettings(
-            server_id=source.server_ids.pick(0),
+            server_id=source.server_ids.binlog_reader,
             heartbeat_seconds=min(source.heartbeat_seconds, 1.0),
             batch_rows=int(self.definition.sink.options.get("sink.batch-size", 5000)),
             max_batch_delay=self.sink.max_batch_delay,
@@ -434,7 +434,7 @@ class PipelineRunner:
                 self.state.stop_at = current_offset(conn)
         else:
             source = self.definition.source
-            split = BinlogSplit(startup_offset(conn, source.startup, self.endpoint, source.server_ids.pick(0)))
+            split = BinlogSplit(startup_offset(conn, source.startup, self.endpoint, source.server_ids.binlog_reader))
         split.offset = executed_gtids(conn, split.offset)
         self.state.binlog = split
         self.store.save(self.state)

@@ -112,7 +112,7 @@ def run_snapshot_phase(
             record(result)
 
     def worker(slot: int) -> None:
-        server_id = source.server_ids.pick(slot)
+        server_id = source.server_ids.snapshot_reader(slot)
         while not failures and not stopping.is_set() and not until():
             splits = pending.take()
             if not splits:

@@ -96,7 +96,7 @@ class TablesJoining:
         finally:
             writer.close()
         plan = SnapshotAssignerState.plan(schemas, splits, planned_at)
-        server_id = source.server_ids.pick(min(1, len(source.server_ids) - 1))  # the reader has the first
+        server_id = source.server_ids.beside_the_reader
         for schema in schemas:
             tasks = [
                 SplitTask(s, plan.tables[s.table_id], self.endpoint, server_id, source.fetch_size)
@@ -132,7 +132,7 @@ class TablesJoining:
         finally:
             conn.close()
         source = self.definition.source
-        server_id = source.server_ids.pick(min(1, len(source.server_ids) - 1))  # the reader has the first
+        server_id = source.server_ids.beside_the_reader
         for table_id in ready:
             tasks = [
                 SplitTask(s, sources[table_id], self.endpoint, server_id, source.fetch_size)

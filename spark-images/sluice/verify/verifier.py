@@ -121,13 +121,7 @@ class Verifier:
         self.definition, self.sink, self.endpoint = definition, sink, endpoint
         self.out = out or sys.stderr
         self.state = state or self._streaming_state()
-        ids = definition.source.server_ids
-        if len(ids) < 2:
-            raise SluiceError(
-                f"source.server-id: verify reads the binlog beside the pipeline's reader, with an id of its own: "
-                f"widen the range {ids.start}-{ids.end} by one"
-            )
-        self.server_id = ids.pick(len(ids) - 1)
+        self.server_id = definition.source.server_ids.verifier
 
     def _streaming_state(self) -> PipelineState:
         recorded = self.sink.recorded_state()
