@@ -90,18 +90,7 @@ def test_targets_equal_the_source_after_repeated_sigkills(
     workload.start(operations=10**9, rate=WRITES_PER_SECOND)
     # The snapshot reads with the schema it planned with: schema changes wait for the binlog.
     threading.Thread(target=_allow_schema_changes, args=(pipelines, workload), daemon=True).start()
-    final: dict = {}
-    threads = [
-        threading.Thread(target=run_with_kills, args=(name, path, state, env, SEED + i, final, KILLS, STATE_LOSSES))
-        for i, (name, (path, state)) in enumerate(pipelines.items())
-    ]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    failed = {name: result for name, result in final.items() if isinstance(result, BaseException)}
-    assert not failed, f"pipelines failed between kills: {failed}"
-    time.sleep(2)  # some streaming after the last restart
+    final = _run_each_with_kills(pipelines, env, KILLS)
     workload.join()
     print(f"seed {SEED}: {workload.operations} random operations on {len(TABLES)} tables of {ROWS} rows")
     print(f"{len(workload.schema_changes)} schema changes: {workload.schema_changes}")
@@ -131,6 +120,24 @@ def test_targets_equal_the_source_after_repeated_sigkills(
             assert held == stored, f"{name} {table}: " + compare.diff(stored, held)
             assert_no_change_committed_twice(pipelines[name][0], env, schema.table_id)
     conn.close()
+
+
+def _run_each_with_kills(pipelines: dict, env: dict, kills: int) -> dict:
+    """Every pipeline started and SIGKILLed `kills` times at once, each in a thread of its
+    own, then left running: their processes and phases by name."""
+    final: dict = {}
+    threads = [
+        threading.Thread(target=run_with_kills, args=(name, path, state, env, SEED + i, final, kills, STATE_LOSSES))
+        for i, (name, (path, state)) in enumerate(pipelines.items())
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    failed = {name: result for name, result in final.items() if isinstance(result, BaseException)}
+    assert not failed, f"pipelines failed between kills: {failed}"
+    time.sleep(2)  # some streaming after the last restart
+    return final
 
 
 def _allow_schema_changes(pipelines: dict, workload: RandomWorkload) -> None:
@@ -163,18 +170,7 @@ def test_keyed_targets_equal_the_source_when_sessions_write_partial_images(
         mariadb, source_db, list(PARTIAL_TABLES), seed=SEED, max_key=rows * 10, row_images=["FULL", "MINIMAL", "NOBLOB"]
     )
     workload.start(operations=10**9, rate=WRITES_PER_SECOND)
-    final: dict = {}
-    threads = [
-        threading.Thread(target=run_with_kills, args=(name, path, state, env, SEED + i, final, KILLS - 1, STATE_LOSSES))
-        for i, (name, (path, state)) in enumerate(pipelines.items())
-    ]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    failed = {name: result for name, result in final.items() if isinstance(result, BaseException)}
-    assert not failed, f"pipelines failed between kills: {failed}"
-    time.sleep(2)
+    final = _run_each_with_kills(pipelines, env, KILLS - 1)
     workload.join()
     conn = mariadb.connect()
     end = current_offset(conn)
