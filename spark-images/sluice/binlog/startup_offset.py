@@ -8,7 +8,7 @@ from pymysqlreplication.event import GtidEvent, MariadbGtidEvent
 
 from sluice.binlog.event_reader import event_start, open_stream
 from sluice.errors import PositionPurged, SourceError
-from sluice.pipeline.definition import StartupOptions
+from sluice.source.config import StartupOptions
 from sluice.source.connection import current_offset, is_mariadb
 from sluice.source.endpoint import SourceEndpoint
 from sluice.source.offset import BinlogOffset

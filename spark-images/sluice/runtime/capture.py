@@ -7,10 +7,10 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-from sluice.pipeline.definition import SourceConfig
 from sluice.snapshot.chunk_splitter import split_table
 from sluice.snapshot.snapshot_split_assigner import SnapshotAssignerState
 from sluice.source.checks import check_select
+from sluice.source.config import SourceConfig
 from sluice.source.connection import current_offset
 from sluice.source.schema import TableSchema, discover_tables
 from sluice.state.pipeline_state import PipelineState
