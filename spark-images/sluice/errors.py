@@ -47,9 +47,12 @@ class SchemaDrift(SourceError):
         self.table_id = table_id
 
     @classmethod
-    def in_text(cls, text: str) -> str | None:
-        """The table of a SchemaDrift named in a (Spark task's) error text, if any."""
+    def of(cls, exc: BaseException) -> str | None:
+        """The table of a SchemaDrift, raised here or named in a Spark task's error text."""
+        if isinstance(exc, SchemaDrift):
+            return exc.table_id
         marker = f"{cls.__module__}.{cls.__name__}: "
+        text = str(exc)
         if marker not in text:
             return None
         return text.split(marker, 1)[1].split(" ", 1)[0]

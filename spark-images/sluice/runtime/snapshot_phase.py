@@ -129,7 +129,7 @@ def run_snapshot_phase(
                     ]
                 )
             except BaseException as exc:  # noqa: BLE001 - reported by the driver thread below
-                changed = exc.table_id if isinstance(exc, SchemaDrift) else SchemaDrift.in_text(str(exc))
+                changed = SchemaDrift.of(exc)
                 if changed is None:
                     failures.append(exc)
                     return

@@ -10,7 +10,7 @@ import sys
 from sluice.binlog.binlog_split import BinlogSplit
 from sluice.errors import SchemaDrift
 from sluice.event.schema_change import DropTable, create_table_event
-from sluice.event.snapshot_split import SplitTask
+from sluice.event.snapshot_split import SnapshotSplit, SplitTask
 from sluice.pipeline.definition import PipelineDefinition
 from sluice.sink.base import Sink
 from sluice.snapshot.chunk_splitter import split_table
@@ -96,24 +96,24 @@ class TablesJoining:
         finally:
             writer.close()
         plan = SnapshotAssignerState.plan(schemas, splits, planned_at)
-        server_id = source.server_ids.beside_the_reader
         for schema in schemas:
-            tasks = [
-                SplitTask(s, plan.tables[s.table_id], self.endpoint, server_id, source.fetch_size)
-                for s in splits
-                if s.table_id == schema.table_id
-            ]
+            tasks = [self._task(s, plan.tables[s.table_id]) for s in splits if s.table_id == schema.table_id]
             read = reads_onto(kept[schema.table_id]) if schema.table_id in kept else read_splits
             try:
                 results = self.sink.write_splits_now(tasks, read)
             except Exception as exc:  # noqa: BLE001 - a Spark task's error names a drift in its text
-                table_id = SchemaDrift.in_text(str(exc))
+                table_id = SchemaDrift.of(exc)
                 if table_id is None:
                     raise
                 raise SchemaDrift(table_id) from exc
             for result in results:
                 plan.record(result.split_id, result.high_watermark, result.rows)
         return plan
+
+    def _task(self, split: SnapshotSplit, schema: TableSchema) -> SplitTask:
+        """A split read by the driver while the binlog reader runs, with a server id of its own."""
+        source = self.definition.source
+        return SplitTask(split, schema, self.endpoint, source.server_ids.beside_the_reader, source.fetch_size)
 
     def reread_deferred(self, state: PipelineState, split: BinlogSplit) -> None:
         """Reads the splits deferred by a schema change during the snapshot, for each table
@@ -131,18 +131,13 @@ class TablesJoining:
             ]
         finally:
             conn.close()
-        source = self.definition.source
-        server_id = source.server_ids.beside_the_reader
         for table_id in ready:
-            tasks = [
-                SplitTask(s, sources[table_id], self.endpoint, server_id, source.fetch_size)
-                for s in snapshot.deferred_splits(table_id)
-            ]
+            tasks = [self._task(s, sources[table_id]) for s in snapshot.deferred_splits(table_id)]
             read = reads_onto(targets.get(table_id, sources[table_id]))
             try:
                 results = self.sink.write_splits_now(tasks, read)
             except Exception as exc:  # noqa: BLE001 - changed again: the next change of it tries again
-                if SchemaDrift.in_text(str(exc)) is None and not isinstance(exc, SchemaDrift):
+                if SchemaDrift.of(exc) is None:
                     from sluice.runtime.snapshot_phase import task_failure
 
                     raise task_failure(exc) from exc
