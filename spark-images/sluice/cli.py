@@ -209,7 +209,7 @@ def status(args: argparse.Namespace, definition: PipelineDefinition | None) -> N
 def verify_or_resnapshot(args: argparse.Namespace, definition: PipelineDefinition) -> bool:
     """False if verify found ranges that differ (and did not repair them)."""
     from sluice.sink.factory import create_sink
-    from sluice.sink.lakehouse import LakehouseSink
+    from sluice.sink.lakehouse.sink import LakehouseSink
     from sluice.verify.verifier import VerifiedSink, Verifier
 
     if definition.routing.active:

@@ -29,7 +29,7 @@ from sluice.pipeline.definition import build_definition
 from sluice.runtime.binlog_phase import BinlogSettings, run_binlog_phase
 from sluice.runtime.pipeline_metrics import PipelineMetrics
 from sluice.sink.base import SinkWriter
-from sluice.sink.jdbc import JdbcSink
+from sluice.sink.jdbc.sink import JdbcSink
 from sluice.source.connection import current_offset
 from sluice.source.endpoint import SourceEndpoint
 from sluice.source.offset import BinlogOffset

@@ -42,7 +42,7 @@ from sluice.event.row_change import ChangeBatch, ChangeRow, RowKind
 from sluice.pipeline.definition import build_definition
 from sluice.sink.arrow_rows import ArrowRows, arrow_schema
 from sluice.sink.factory import create_sink
-from sluice.sink.lakehouse import LakehouseSink
+from sluice.sink.lakehouse.sink import LakehouseSink
 from sluice.sink.target_values import TargetValues
 from sluice.source.offset import BinlogOffset
 from sluice.source.schema import Column, TableSchema, read_table_schema

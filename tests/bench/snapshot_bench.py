@@ -29,7 +29,7 @@ import time
 
 import pymysql.cursors
 
-from sluice.sink.jdbc_dialect import META_SCHEMA
+from sluice.sink.jdbc.dialect import META_SCHEMA
 from tests.bench.cpu_use import cpu_summary, read_cpu
 from tests.bench.scraper import INTERVAL, Scraper
 from tests.bench.servers import add_servers_option, announce

@@ -16,8 +16,8 @@ from pyiceberg.table import Table
 from sluice.pipeline.definition import parse_definition
 from sluice.sink.arrow_rows import source_rows
 from sluice.sink.factory import create_sink
-from sluice.sink.lakehouse import LakehouseSink
-from sluice.sink.table_format import END, PIPELINE
+from sluice.sink.lakehouse.sink import LakehouseSink
+from sluice.sink.lakehouse.table_format import END, PIPELINE
 from sluice.source.offset import BinlogOffset
 from sluice.source.schema import TableSchema
 

@@ -3,7 +3,7 @@ Iceberg pipeline connector: tables separated by ';', each `db.tbl:` and its fiel
 by ','. A field is a column (identity) or an Iceberg transform of one: `year(c)`,
 `month(c)`, `day(c)`, `hour(c)`, `bucket[N](c)`, `truncate[W](c)`. For example
 `shop.orders:year(created),bucket[16](id);shop.users:country`. Delta Lake partitions by
-columns only. Which column a field may take is the sink's to say (sink/partitioning.py)."""
+columns only. Which column a field may take is the sink's to say (sink/lakehouse/partitioning.py)."""
 
 from __future__ import annotations
 

@@ -25,7 +25,7 @@ def _sink(definition: PipelineDefinition) -> Sink:
 
         return ValuesSink(parse_zone_id(definition.source.server_time_zone))
     if sink.type == "jdbc":
-        from sluice.sink.jdbc import JdbcSink
+        from sluice.sink.jdbc.sink import JdbcSink
 
         return JdbcSink(sink.options, definition.name)
     if sink.type == "parquet":
@@ -33,16 +33,16 @@ def _sink(definition: PipelineDefinition) -> Sink:
 
         return ParquetSink(sink.options)
     if sink.type == "iceberg":
-        from sluice.sink.iceberg import IcebergTables, with_secret
-        from sluice.sink.lakehouse import LakehouseSink
+        from sluice.sink.lakehouse.iceberg import IcebergTables, with_secret
+        from sluice.sink.lakehouse.sink import LakehouseSink
 
         properties = with_secret(sink.options["catalog.properties."], sink.options["password"])
         catalog = IcebergTables(sink.options["catalog.name"], properties, sink.options["table.properties."])
         catalog.partition_keys = parse_partition_keys(sink.options["partition.key"])
         return LakehouseSink(sink.options, definition.name, catalog)
     if sink.type == "delta":
-        from sluice.sink.delta import DeltaTables
-        from sluice.sink.lakehouse import LakehouseSink
+        from sluice.sink.lakehouse.delta import DeltaTables
+        from sluice.sink.lakehouse.sink import LakehouseSink
 
         tables = DeltaTables(sink.options["path"], sink.options["storage.options."], sink.options["table.properties."])
         tables.partition_keys = parse_partition_keys(sink.options["partition.key"])

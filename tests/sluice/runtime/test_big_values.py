@@ -11,7 +11,7 @@ import pytest
 
 from sluice.errors import SinkError
 from sluice.pipeline.jdbc_url import parse_jdbc_url
-from sluice.sink.mysql_dialect import MySqlDialect
+from sluice.sink.jdbc.mysql import MySqlDialect
 from sluice.source.schema import read_table_schema
 from tests.harness import compare
 from tests.harness.pipelines import every_sink, pipeline_per_sink, sluice_env, stream_until_equal

@@ -17,8 +17,8 @@ from collections.abc import Callable
 
 import pytest
 
+from sluice.sink.jdbc.postgres import binary_copy_type
 from sluice.sink.parquet import read_changelog
-from sluice.sink.postgres_dialect import binary_copy_type
 from sluice.sink.target_values import TargetValues
 from sluice.source.copy_text import copy_text_select
 from sluice.source.schema import Column, TableSchema, read_table_schema

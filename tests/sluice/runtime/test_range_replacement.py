@@ -7,7 +7,7 @@ read."""
 from __future__ import annotations
 
 from sluice.runtime.range_replacement import tables_to_replace
-from sluice.sink.jdbc import JdbcSink
+from sluice.sink.jdbc.sink import JdbcSink
 from sluice.snapshot.chunk_splitter import split_table
 from sluice.snapshot.snapshot_split_assigner import SnapshotAssignerState
 from sluice.source.offset import BinlogOffset

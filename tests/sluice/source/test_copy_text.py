@@ -12,9 +12,9 @@ import pytest
 
 from sluice.event.snapshot_split import SnapshotSplit, SplitTask
 from sluice.pipeline.jdbc_url import parse_jdbc_url
-from sluice.sink import mysql_dialect
-from sluice.sink.mysql_dialect import MySqlDialect
-from sluice.sink.postgres_dialect import PostgresDialect, binary_copy_type
+from sluice.sink.jdbc import mysql
+from sluice.sink.jdbc.mysql import MySqlDialect
+from sluice.sink.jdbc.postgres import PostgresDialect, binary_copy_type
 from sluice.sink.target_values import TargetValues
 from sluice.snapshot.split_reader import end_split, read_split
 from sluice.source.connection import connect_scan
@@ -128,7 +128,7 @@ def test_a_table_with_a_type_outside_the_text_path_keeps_the_row_path(mariadb, s
 def test_a_mariadb_target_refusing_local_files_gets_the_chunks_by_upserts(
     mariadb, mariadb_target, source_db, caplog, monkeypatch
 ):
-    monkeypatch.setattr(mysql_dialect, "_REFUSING", set())  # what this process learns of the target stays here
+    monkeypatch.setattr(mysql, "_REFUSING", set())  # what this process learns of the target stays here
     valid_dates = (ROWS[1], ROWS[3])  # zero dates become NULL, on either path
     mariadb.execute(TEXT_TYPES, *(f"INSERT INTO text_types VALUES {row}" for row in valid_dates), database=source_db)
     conn = mariadb.connect(source_db)

@@ -11,8 +11,8 @@ from typing import Any
 import psycopg
 
 from sluice.pipeline.jdbc_url import JdbcUrl
-from sluice.sink.jdbc_dialect import META_SCHEMA, JdbcDialect
-from sluice.sink.target_limits import (
+from sluice.sink.jdbc.dialect import META_SCHEMA, JdbcDialect
+from sluice.sink.jdbc.target_limits import (
     POSTGRES_COLUMNS,
     postgres_identifier,
     width_problem,

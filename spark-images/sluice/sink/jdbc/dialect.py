@@ -1,8 +1,8 @@
 """The SQL every JDBC target speaks, and where the two differ: a dialect connects, creates a
 table from a source schema, upserts and deletes rows in bulk, and keeps the pipeline's
 records (offsets, epochs, state) in the target's own tables. Everything runs inside the
-caller's transaction. PostgreSQL's: sink/postgres_dialect; MySQL's and MariaDB's:
-sink/mysql_dialect."""
+caller's transaction. PostgreSQL's: sink/jdbc/postgres; MySQL's and MariaDB's:
+sink/jdbc/mysql."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from sluice.errors import SinkError
 from sluice.event.snapshot_split import SnapshotSplit
 from sluice.pipeline.jdbc_url import JdbcUrl
 from sluice.sink.base import already_committed
-from sluice.sink.target_limits import (
+from sluice.sink.jdbc.target_limits import (
     TargetNames,
 )
 from sluice.source.offset import BinlogOffset
@@ -35,7 +35,7 @@ class JdbcDialect(ABC):
 
     @abstractmethod
     def identifier(self, name: str) -> str:
-        """`name` as the target holds it (sink/target_limits.py)."""
+        """`name` as the target holds it (sink/jdbc/target_limits.py)."""
 
     @abstractmethod
     def quote(self, name: str) -> str:
@@ -52,7 +52,7 @@ class JdbcDialect(ABC):
 
     @abstractmethod
     def width_problem(self, schema: TableSchema) -> str | None:
-        """Why the target cannot hold the table's columns (sink/target_limits.py)."""
+        """Why the target cannot hold the table's columns (sink/jdbc/target_limits.py)."""
 
     def create_table_statements(self, schema: TableSchema) -> list[str]:
         """The target table, keyed by the source's row key (a unique key becomes the primary

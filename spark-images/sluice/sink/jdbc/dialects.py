@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from sluice.sink.jdbc_dialect import JdbcDialect
-from sluice.sink.mysql_dialect import MySqlDialect
-from sluice.sink.postgres_dialect import PostgresDialect
+from sluice.sink.jdbc.dialect import JdbcDialect
+from sluice.sink.jdbc.mysql import MySqlDialect
+from sluice.sink.jdbc.postgres import PostgresDialect
 
 DIALECTS: dict[str, JdbcDialect] = {"postgresql": PostgresDialect(), "mysql": MySqlDialect()}

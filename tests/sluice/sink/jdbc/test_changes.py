@@ -8,7 +8,7 @@ import pytest
 
 from sluice.errors import SinkError
 from sluice.event.row_change import ChangeBatch, ChangeRow, RowKind
-from sluice.sink.jdbc import JdbcSink
+from sluice.sink.jdbc.sink import JdbcSink
 from sluice.source.offset import BinlogOffset
 from sluice.source.schema import read_table_schema
 

@@ -9,7 +9,7 @@ import pytest
 
 from sluice.errors import SinkError
 from sluice.pipeline.partition_key import PartitionField, parse_partition_keys
-from sluice.sink.partitioning import partition_fields
+from sluice.sink.lakehouse.partitioning import partition_fields
 from sluice.source.schema import Column, TableSchema
 
 ORDERS = TableSchema(

@@ -8,7 +8,7 @@ import pytest
 from sluice.errors import SinkError
 from sluice.event.row_change import ChangeBatch, ChangeRow, RowKind
 from sluice.event.snapshot_split import SnapshotSplit, SplitRead
-from sluice.sink.jdbc import JdbcSink
+from sluice.sink.jdbc.sink import JdbcSink
 from sluice.source.offset import BinlogOffset
 
 

@@ -10,7 +10,7 @@ import pyarrow as pa
 from sluice.event.snapshot_split import ReadSplits, SnapshotSplit, SplitResult, SplitTask
 from sluice.sink import target_values
 from sluice.sink.arrow_rows import ArrowRows
-from sluice.sink.table_format import DataFile
+from sluice.sink.lakehouse.table_format import DataFile
 from sluice.sink.target_values import TargetValues
 from sluice.source.schema import TableSchema
 

@@ -23,10 +23,10 @@ from sluice.event.schema_change import AlterPrimaryKey, SchemaChangeEvent, apply
 from sluice.event.snapshot_split import SnapshotSplit, SplitRead
 from sluice.pipeline.jdbc_url import JdbcUrl, parse_jdbc_url
 from sluice.sink.base import SchemaChangeRefused, Sink, SinkWriter
-from sluice.sink.jdbc_dialect import META_SCHEMA, STATES_TABLE, JdbcDialect
-from sluice.sink.jdbc_dialects import DIALECTS
-from sluice.sink.metadata_applier import schema_change_statements
-from sluice.sink.target_limits import name_clashes, names_held_otherwise
+from sluice.sink.jdbc.dialect import META_SCHEMA, STATES_TABLE, JdbcDialect
+from sluice.sink.jdbc.dialects import DIALECTS
+from sluice.sink.jdbc.metadata_applier import schema_change_statements
+from sluice.sink.jdbc.target_limits import name_clashes, names_held_otherwise
 from sluice.sink.target_values import TargetValues
 from sluice.source.offset import BinlogOffset
 from sluice.source.row_decoding import Row, RowDecoder

@@ -35,9 +35,9 @@ from sluice.pipeline.partition_key import PartitionField
 from sluice.sink.arrow_rows import ArrowRows, arrow_schema, source_rows, widens
 from sluice.sink.base import SchemaChangeRefused, Sink, SinkWriter
 from sluice.sink.columnar_types import arrow_type
-from sluice.sink.data_files import write_data_files, write_data_files_on_executor
-from sluice.sink.jdbc_dialect import META_SCHEMA, STATES_TABLE
-from sluice.sink.table_format import (
+from sluice.sink.jdbc.dialect import META_SCHEMA, STATES_TABLE
+from sluice.sink.lakehouse.data_files import write_data_files, write_data_files_on_executor
+from sluice.sink.lakehouse.table_format import (
     END,
     EPOCH,
     PIPELINE,

@@ -13,9 +13,9 @@ from typing import Any
 import pymysql
 
 from sluice.pipeline.jdbc_url import JdbcUrl
-from sluice.sink.big_rows import can_pass, in_statements, packet_limit, write_in_pieces
-from sluice.sink.jdbc_dialect import META_SCHEMA, JdbcDialect
-from sluice.sink.target_limits import (
+from sluice.sink.jdbc.big_rows import can_pass, in_statements, packet_limit, write_in_pieces
+from sluice.sink.jdbc.dialect import META_SCHEMA, JdbcDialect
+from sluice.sink.jdbc.target_limits import (
     MYSQL_COLUMNS,
     mysql_identifier,
     width_problem,

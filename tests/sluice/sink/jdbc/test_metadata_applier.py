@@ -20,8 +20,8 @@ from sluice.event.schema_change import (
     TruncateTable,
 )
 from sluice.pipeline.jdbc_url import parse_jdbc_url
-from sluice.sink.jdbc_dialects import DIALECTS
-from sluice.sink.metadata_applier import schema_change_statements
+from sluice.sink.jdbc.dialects import DIALECTS
+from sluice.sink.jdbc.metadata_applier import schema_change_statements
 from sluice.source.schema import Column
 
 _names = itertools.count()

@@ -28,9 +28,9 @@ from sluice.event.schema_change import (
     SchemaChangeEvent,
     TruncateTable,
 )
-from sluice.sink.jdbc_dialect import JdbcDialect
-from sluice.sink.mysql_dialect import MySqlDialect
-from sluice.sink.postgres_dialect import PostgresDialect
+from sluice.sink.jdbc.dialect import JdbcDialect
+from sluice.sink.jdbc.mysql import MySqlDialect
+from sluice.sink.jdbc.postgres import PostgresDialect
 from sluice.source.schema import Column, TableSchema
 
 

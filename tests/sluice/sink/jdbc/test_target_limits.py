@@ -22,7 +22,7 @@ import psycopg
 import pymysql
 import pytest
 
-from sluice.sink.target_limits import postgres_identifier
+from sluice.sink.jdbc.target_limits import postgres_identifier
 from tests.harness import compare
 from tests.harness.pipelines import (
     SLUICE,

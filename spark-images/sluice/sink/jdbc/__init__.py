@@ -1,0 +1,1 @@
+"""JDBC targets: PostgreSQL and MySQL/MariaDB."""

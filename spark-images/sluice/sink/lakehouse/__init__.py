@@ -1,0 +1,1 @@
+"""Lakehouse targets: Apache Iceberg and Delta Lake tables, upserted exactly once."""
