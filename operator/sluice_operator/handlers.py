@@ -26,13 +26,11 @@ from typing import Any
 
 import kopf
 
-from sluice.errors import SluiceError
 from sluice.state.status_store import kubernetes_client
 from sluice_operator import metrics, owned
 from sluice_operator.act import Refused, act, post_event
 from sluice_operator.leader import RETRY_SECONDS, LeaderElection
 from sluice_operator.observe import observe
-from sluice_operator.pipeline_spec import read_spec
 from sluice_operator.reconcile import Event, reconcile, refused
 from sluice_operator.spark_application import SPARK_API_GROUP, SPARK_API_VERSION, SPARK_PLURAL
 from sluice_operator.spark_operator import SparkOperatorCheck
@@ -197,8 +195,7 @@ def reconcile_once(clients: Apis, namespace: str, name: str) -> str | None:
             log.warning("%s/%s: reading it failed: %s", namespace, name, exc.reason)
         return None
     try:
-        secret_names = _secret_names(cr)
-        observation = observe(clients, cr, secret_names, _spark_operator(clients))
+        observation = observe(clients, cr, _spark_operator(clients))
         plan = reconcile(observation)
         try:
             act(clients, observation, plan)
@@ -224,12 +221,3 @@ def reconcile_once(clients: Apis, namespace: str, name: str) -> str | None:
     metrics.RECONCILES.labels("ok").inc()
     metrics.observe_pipeline(namespace, name, plan.phase, {**(cr.get("status") or {}), **plan.status})
     return plan.phase
-
-
-def _secret_names(cr: dict[str, Any]) -> list[str]:
-    meta = cr["metadata"]
-    try:
-        spec = read_spec(meta["name"], meta["namespace"], cr.get("spec") or {})
-    except SluiceError:
-        return []  # reconcile reports the spec itself
-    return sorted({ref.name for ref in spec.secrets.values()})

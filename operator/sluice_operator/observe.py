@@ -6,6 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from sluice.errors import DefinitionError
+from sluice_operator.pipeline_spec import PipelineSpec, read_pipeline
 from sluice_operator.spark_application import SPARK_API_GROUP, SPARK_API_VERSION, SPARK_PLURAL, names
 from sluice_operator.spark_operator import SparkOperator
 
@@ -17,13 +19,17 @@ class Observation:
     secret_keys: dict[str, set[str] | None] = field(default_factory=dict)  # Secret name -> its keys (None: missing)
     owned: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)  # (kind, name) -> object
     spark_operator: SparkOperator = SparkOperator(installed=True, suspend=True)
+    pipeline: PipelineSpec | DefinitionError | None = None  # the spec read: read_pipeline(cdc_pipeline)
+
+    def __post_init__(self) -> None:
+        if self.pipeline is None:
+            self.pipeline = read_pipeline(self.cdc_pipeline)
 
 
-def observe(
-    apis: Any, cdc_pipeline: dict[str, Any], secret_names: list[str], spark_operator: SparkOperator
-) -> Observation:
+def observe(apis: Any, cdc_pipeline: dict[str, Any], spark_operator: SparkOperator) -> Observation:
     """`apis`: the operator's API clients (custom, core, rbac); `spark_operator`: what the
-    installed Spark Operator supports (read from its CRD, not per pipeline)."""
+    installed Spark Operator supports (read from its CRD, not per pipeline). The spec is
+    read once: the Secrets it names are read here, and reconcile decides on it."""
     from kubernetes.client.exceptions import ApiException
 
     meta = cdc_pipeline["metadata"]
@@ -45,6 +51,8 @@ def observe(
         SPARK_PLURAL,
         named["application"],
     )
+    pipeline = read_pipeline(cdc_pipeline)
+    secret_names = [] if isinstance(pipeline, DefinitionError) else sorted({r.name for r in pipeline.secrets.values()})
     secret_keys: dict[str, set[str] | None] = {}
     for name in secret_names:
         secret = read(apis.core.read_namespaced_secret, name, namespace)
@@ -59,4 +67,4 @@ def observe(
         obj = read(call, name, namespace)
         if obj is not None:
             found[(kind, name)] = apis.core.api_client.sanitize_for_serialization(obj)
-    return Observation(cdc_pipeline, application, secret_keys, found, spark_operator)
+    return Observation(cdc_pipeline, application, secret_keys, found, spark_operator, pipeline)

@@ -60,6 +60,15 @@ class PipelineSpec:
         return build_definition(self.definition, dict.fromkeys(self.secrets, "checked-without-the-secret"))
 
 
+def read_pipeline(cdc_pipeline: Mapping[str, Any]) -> PipelineSpec | DefinitionError:
+    """A CdcPipeline's spec, read once a pass, or what is wrong with it (reconcile reports it)."""
+    meta = cdc_pipeline["metadata"]
+    try:
+        return read_spec(meta["name"], meta["namespace"], cdc_pipeline.get("spec") or {})
+    except DefinitionError as exc:
+        return exc
+
+
 def read_spec(name: str, namespace: str, spec: Mapping[str, Any]) -> PipelineSpec:
     """The CdcPipeline `namespace/name`'s spec, read (DefinitionError names what is wrong)."""
     definition: dict[str, Any] = {}

@@ -26,7 +26,7 @@ from sluice.state.compact_state import expand
 from sluice.state.pipeline_state import PipelineState
 from sluice_operator import conditions, retries
 from sluice_operator.observe import Observation
-from sluice_operator.pipeline_spec import PipelineSpec, read_spec
+from sluice_operator.pipeline_spec import PipelineSpec
 from sluice_operator.rbac import driver_rbac
 from sluice_operator.spark_application import Shape, applied, names, pipeline_config_map, spark_application
 from sluice_operator.spark_operator import UNSUPPORTED_SUSPEND
@@ -64,8 +64,11 @@ def reconcile(observation: Observation, now: datetime | None = None) -> Plan:
     changed = bool(status.get("lastReconciledSpec")) and status["lastReconciledSpec"] != spec_json
     if changed:
         plan.events.append(Event("Normal", "SpecChanged", f"spec changed (generation {generation})"))
+    pipeline = observation.pipeline
     try:
-        pipeline = read_spec(meta["name"], meta["namespace"], spec)
+        if isinstance(pipeline, DefinitionError):
+            raise pipeline
+        assert pipeline is not None
         definition = pipeline.check()
     except DefinitionError as exc:
         return _refused(plan, observation, "ValidationError", f"invalid spec: {exc}", generation, now)
