@@ -1,23 +1,26 @@
-"""The built-in functions of transform expressions, as Flink CDC names them: each a
-signature (argument families, result type) and its Python implementation over decoded
-values. NULL in gives NULL out except where SQL says otherwise (CONCAT_WS)."""
+"""Date and time functions: EXTRACT and the part functions (YEAR ... SECOND), DATE_FORMAT,
+TO_DATE, TO_TIMESTAMP (Java's date patterns, as Flink CDC takes them), TIMESTAMPDIFF,
+TIMESTAMPADD, DATE_ADD, FROM_UNIXTIME, and TIMESTAMP '...'/DATE '...' literals."""
 
 from __future__ import annotations
 
-import base64
-import math
 import re
-import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
-from decimal import ROUND_CEILING, ROUND_FLOOR, ROUND_HALF_UP, Decimal
 from typing import Any
 
 from sqlglot import exp
 
 from sluice.source.row_decoding import InvalidDate
-from sluice.transform.casts import to_date, to_datetime, to_string
+from sluice.transform.casts import to_date, to_datetime
+from sluice.transform.functions.signature import (
+    INT,
+    NUM,
+    STRING,
+    Evaluate,
+    Signature,
+    integer_type,
+)
 from sluice.transform.operators import (
     UNIT_DAYS,
     UNIT_MONTHS,
@@ -28,131 +31,13 @@ from sluice.transform.operators import (
     truncated,
 )
 from sluice.transform.sql_types import (
-    BIGINT,
     DATE,
     DATETIME,
-    NUMERIC,
     TEMPORAL,
     TEXT,
     SqlType,
-    string_length,
     varchar,
 )
-
-Evaluate = Callable[[tuple[Any, ...], tuple[Any, ...]], Any]
-STRING, ANY = ("string",), (*NUMERIC, "string", *TEMPORAL)
-
-
-@dataclass(frozen=True)
-class Signature:
-    name: str
-    args: tuple[str, ...]  # the sqlglot node's argument names, in order
-    families: tuple[tuple[str, ...], ...]  # per argument; the last repeats for a variadic function
-    result: Callable[[list[SqlType]], SqlType]
-    implementation: Callable[..., Any] | None = None  # of the values, NULL-strict
-    builder: Callable[[exp.Expression, list[Evaluate], list[SqlType]], Evaluate] | None = None
-    variadic: bool = False
-    deterministic: bool = True
-    labels: tuple[str, ...] = field(default=())
-
-    def checks(self, count: int) -> list[tuple[str, tuple[str, ...]]]:
-        families = list(self.families) + [self.families[-1]] * max(count - len(self.families), 0)
-        labels = list(self.labels) or [f"argument {i + 1}" for i in range(count)]
-        labels += [f"argument {i + 1}" for i in range(len(labels), count)]
-        return list(zip(labels, families[:count], strict=True))
-
-    def build(self, node: exp.Expression, args: list[Evaluate], kinds: list[SqlType]) -> Evaluate:
-        if self.builder is not None:
-            return self.builder(node, args, kinds)
-        assert self.implementation is not None
-        return strict(self.implementation, args)
-
-
-def _same(kinds: list[SqlType]) -> SqlType:
-    return SqlType(kinds[0].family, kinds[0].column_type)
-
-
-def _text(kinds: list[SqlType]) -> SqlType:
-    lengths = [string_length(k) for k in kinds]
-    return varchar(sum(lengths)) if all(n is not None for n in lengths) else TEXT  # type: ignore[arg-type]
-
-
-def _as_text(value: Any) -> str:
-    return value if isinstance(value, str) else to_string(value)
-
-
-def _concat(node: exp.Expression, args: list[Evaluate], kinds: list[SqlType]) -> Evaluate:
-    return strict(lambda *values: "".join(map(_as_text, values)), args)
-
-
-def _concat_ws(node: exp.Expression, args: list[Evaluate], kinds: list[SqlType]) -> Evaluate:
-    separator, *parts = args
-
-    def evaluate(row: tuple[Any, ...], meta: tuple[Any, ...]) -> str | None:
-        glue = separator(row, meta)
-        if glue is None:
-            return None
-        return glue.join(_as_text(v) for part in parts if (v := part(row, meta)) is not None)
-
-    return evaluate
-
-
-def _trim(node: exp.Expression, args: list[Evaluate], kinds: list[SqlType]) -> Evaluate:
-    position = (node.args.get("position") or "BOTH").upper()
-    strip = {"LEADING": str.lstrip, "TRAILING": str.rstrip}.get(position, str.strip)
-    if len(args) == 1:
-        return strict(lambda s: strip(s, " "), args)
-    return strict(lambda s, chars: strip(s, chars), args)
-
-
-def _substring(value: str, start: int, length: int | None = None) -> str:
-    """SQL's 1-based SUBSTRING; a start of 0 counts as 1, a negative one from the end."""
-    begin = start - 1 if start > 0 else len(value) + start if start < 0 else 0
-    if begin < 0:
-        return ""
-    return value[begin:] if length is None else value[begin : begin + max(length, 0)]
-
-
-def _pad(node: exp.Expression, args: list[Evaluate], kinds: list[SqlType]) -> Evaluate:
-    left = bool(node.args.get("is_left"))
-
-    def pad(value: str, width: int, fill: str = " ") -> str | None:
-        if width < 0:
-            return None
-        if len(value) >= width or not fill:
-            return value[:width]
-        padding = (fill * width)[: width - len(value)]
-        return padding + value if left else value + padding
-
-    return strict(pad, args)
-
-
-def _position(node: exp.Expression, args: list[Evaluate], kinds: list[SqlType]) -> Evaluate:
-    # sqlglot reads LOCATE(sub, s), POSITION(sub IN s) and INSTR(s, sub) into this=s, substr=sub
-    return strict(lambda s, sub: s.find(sub) + 1, args)
-
-
-def _regexp_replace(value: str, pattern: str, replacement: str) -> str:
-    return re.sub(pattern, re.sub(r"\$(\d+)", r"\\\1", replacement), value)
-
-
-def _round(value: Any, places: int = 0) -> Any:
-    if isinstance(value, float):
-        return float(Decimal(repr(value)).quantize(Decimal(1).scaleb(-places), rounding=ROUND_HALF_UP))
-    if isinstance(value, int):
-        return int(Decimal(value).quantize(Decimal(1).scaleb(-places), rounding=ROUND_HALF_UP)) if places < 0 else value
-    return Decimal(value).quantize(Decimal(1).scaleb(-places), rounding=ROUND_HALF_UP)
-
-
-def _rounding(mode: str) -> Callable[[Any], Any]:
-    def rounded(value: Any) -> Any:
-        if isinstance(value, int):
-            return value
-        if isinstance(value, float):
-            return float(math.ceil(value) if mode == ROUND_CEILING else math.floor(value))
-        return Decimal(value).to_integral_value(rounding=mode)
-
-    return rounded
 
 
 def _temporal_part(part: Callable[[datetime], int]) -> Callable[[Any], int | None]:
@@ -182,6 +67,8 @@ def _extract(node: exp.Expression, args: list[Evaluate], kinds: list[SqlType]) -
 
 
 _JAVA_PATTERN = re.compile(r"'[^']*'|y+|M+|d+|H+|h+|m+|s+|S+|a|E+|D+")
+
+
 _JAVA_FIELDS: dict[str, Callable[[datetime, int], str]] = {
     "y": lambda d, n: f"{d.year % 100:02d}" if n == 2 else f"{d.year:0{n}d}",
     "M": lambda d, n: d.strftime("%B") if n >= 4 else d.strftime("%b") if n == 3 else f"{d.month:0{n}d}",
@@ -318,10 +205,6 @@ def _from_unixtime(node: exp.Expression, args: list[Evaluate], kinds: list[SqlTy
     return strict(lambda n: java_format(datetime(1970, 1, 1) + timedelta(seconds=int(n)), text), args[:1])
 
 
-def _base64(value: Any) -> str:
-    return base64.b64encode(value if isinstance(value, bytes) else str(value).encode()).decode()
-
-
 _TEMPORAL_PART_NODES = {
     exp.Year: "YEAR",
     exp.Quarter: "QUARTER",
@@ -336,78 +219,31 @@ _TEMPORAL_PART_NODES = {
     exp.Second: "SECOND",
 }
 
-_INT = ("integer",)
-_NUM = NUMERIC
-
-
-def _integer(kinds: list[SqlType]) -> SqlType:
-    return BIGINT
-
 
 SIGNATURES: dict[type, Signature] = {
-    exp.DPipe: Signature("||", ("this", "expression"), (ANY, ANY), _text, builder=_concat),
-    exp.Concat: Signature("CONCAT", ("expressions",), (ANY,), _text, builder=_concat, variadic=True),
-    exp.ConcatWs: Signature(
-        "CONCAT_WS", ("expressions",), (STRING, ANY), lambda k: TEXT, builder=_concat_ws, variadic=True
-    ),
-    exp.Upper: Signature("UPPER", ("this",), (STRING,), _same, str.upper),
-    exp.Lower: Signature("LOWER", ("this",), (STRING,), _same, str.lower),
-    exp.Trim: Signature("TRIM", ("this", "expression"), (STRING, STRING), _same, builder=_trim),
-    exp.Length: Signature("CHAR_LENGTH", ("this",), (STRING,), _integer, len),
-    exp.Substring: Signature("SUBSTRING", ("this", "start", "length"), (STRING, _INT, _INT), _same, _substring),
-    exp.Replace: Signature(
-        "REPLACE", ("this", "expression", "replacement"), (STRING, STRING, STRING), lambda k: TEXT, str.replace
-    ),
-    exp.Left: Signature("LEFT", ("this", "expression"), (STRING, _INT), _same, lambda s, n: s[: max(n, 0)]),
-    exp.Right: Signature("RIGHT", ("this", "expression"), (STRING, _INT), _same, lambda s, n: s[-n:] if n > 0 else ""),
-    exp.Pad: Signature(
-        "LPAD/RPAD", ("this", "expression", "fill_pattern"), (STRING, _INT, STRING), lambda k: TEXT, builder=_pad
-    ),
-    exp.Repeat: Signature("REPEAT", ("this", "times"), (STRING, _INT), lambda k: TEXT, lambda s, n: s * max(n, 0)),
-    exp.RegexpReplace: Signature(
-        "REGEXP_REPLACE",
-        ("this", "expression", "replacement"),
-        (STRING, STRING, STRING),
-        lambda k: TEXT,
-        _regexp_replace,
-    ),
-    exp.StrPosition: Signature("LOCATE", ("this", "substr"), (STRING, STRING), _integer, builder=_position),
-    exp.ToBase64: Signature("TO_BASE64", ("this",), (("string", "binary"),), lambda k: TEXT, _base64),
-    exp.Abs: Signature("ABS", ("this",), (_NUM,), _same, abs),
-    exp.Ceil: Signature("CEIL", ("this",), (_NUM,), _same, _rounding(ROUND_CEILING)),
-    exp.Floor: Signature("FLOOR", ("this",), (_NUM,), _same, _rounding(ROUND_FLOOR)),
-    exp.Round: Signature("ROUND", ("this", "decimals"), (_NUM, _INT), _same, _round),
-    exp.Extract: Signature("EXTRACT", ("expression",), (TEMPORAL,), _integer, builder=_extract),
+    exp.Extract: Signature("EXTRACT", ("expression",), (TEMPORAL,), integer_type, builder=_extract),
     exp.TimeToStr: Signature("DATE_FORMAT", ("this", "format"), (TEMPORAL, STRING), lambda k: TEXT, _date_format),
     exp.TsOrDsToDate: Signature(
         "TO_DATE", ("this",), (("string", "date", "datetime"),), lambda k: DATE, builder=_to_date_builder
     ),
     exp.TimestampDiff: Signature(
-        "TIMESTAMPDIFF", ("this", "expression"), (TEMPORAL, TEMPORAL), _integer, builder=_timestamp_diff
+        "TIMESTAMPDIFF", ("this", "expression"), (TEMPORAL, TEMPORAL), integer_type, builder=_timestamp_diff
     ),
     exp.TimestampAdd: Signature(
         "TIMESTAMPADD",
         ("this", "expression"),
-        (TEMPORAL, _INT),
+        (TEMPORAL, INT),
         lambda k: SqlType(k[0].family, k[0].column_type),
         builder=_timestamp_add,
     ),
     exp.TsOrDsAdd: Signature(
         "DATE_ADD",
         ("this", "expression"),
-        (TEMPORAL, _INT),
+        (TEMPORAL, INT),
         lambda k: DATE,
         lambda d, n: temporal(d, lambda v: to_date(v) + timedelta(days=int(n))),
     ),
-    exp.UnixToStr: Signature("FROM_UNIXTIME", ("this",), (_NUM,), lambda k: varchar(64), builder=_from_unixtime),
-    exp.Uuid: Signature(
-        "UUID",
-        (),
-        ((),),
-        lambda k: varchar(36),
-        builder=lambda n, a, k: lambda row, meta: str(uuid.uuid4()),
-        deterministic=False,
-    ),
+    exp.UnixToStr: Signature("FROM_UNIXTIME", ("this",), (NUM,), lambda k: varchar(64), builder=_from_unixtime),
     exp.StrToTime: Signature("TO_TIMESTAMP", ("this",), (STRING,), lambda k: DATETIME, builder=_to_timestamp_builder),
     # sqlglot's reading of TIMESTAMP '...' and DATE '...' where a function takes them
     exp.TimeStrToTime: Signature(
@@ -415,6 +251,7 @@ SIGNATURES: dict[type, Signature] = {
     ),
     exp.DateStrToDate: Signature("DATE", ("this",), (("string", "date", "datetime"),), lambda k: DATE, to_date),
 }
+
 for _node, _unit in _TEMPORAL_PART_NODES.items():
-    SIGNATURES[_node] = Signature(_unit, ("this",), (TEMPORAL,), _integer, _temporal_part(_PARTS[_unit]))
+    SIGNATURES[_node] = Signature(_unit, ("this",), (TEMPORAL,), integer_type, _temporal_part(_PARTS[_unit]))
 del _node, _unit

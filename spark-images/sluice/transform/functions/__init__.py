@@ -1,0 +1,10 @@
+"""The built-in functions of transform expressions, as Flink CDC names them, by family (as
+flink-cdc-runtime's functions/impl): each a signature and its Python implementation over
+decoded values. NULL in gives NULL out except where SQL says otherwise (CONCAT_WS)."""
+
+from __future__ import annotations
+
+from sluice.transform.functions import numbers, strings, temporal
+from sluice.transform.functions.signature import Signature
+
+SIGNATURES: dict[type, Signature] = {**strings.SIGNATURES, **numbers.SIGNATURES, **temporal.SIGNATURES}

@@ -1,0 +1,136 @@
+"""String functions: CONCAT, CONCAT_WS, UPPER, LOWER, TRIM, CHAR_LENGTH, SUBSTRING, REPLACE,
+LEFT, RIGHT, LPAD/RPAD, REPEAT, REGEXP_REPLACE, LOCATE, TO_BASE64, and UUID."""
+
+from __future__ import annotations
+
+import base64
+import re
+import uuid
+from typing import Any
+
+from sqlglot import exp
+
+from sluice.transform.casts import to_string
+from sluice.transform.functions.signature import (
+    ANY,
+    INT,
+    STRING,
+    Evaluate,
+    Signature,
+    integer_type,
+    same_type,
+    text_type,
+)
+from sluice.transform.operators import (
+    strict,
+)
+from sluice.transform.sql_types import (
+    TEXT,
+    SqlType,
+    varchar,
+)
+
+
+def _as_text(value: Any) -> str:
+    return value if isinstance(value, str) else to_string(value)
+
+
+def _concat(node: exp.Expression, args: list[Evaluate], kinds: list[SqlType]) -> Evaluate:
+    return strict(lambda *values: "".join(map(_as_text, values)), args)
+
+
+def _concat_ws(node: exp.Expression, args: list[Evaluate], kinds: list[SqlType]) -> Evaluate:
+    separator, *parts = args
+
+    def evaluate(row: tuple[Any, ...], meta: tuple[Any, ...]) -> str | None:
+        glue = separator(row, meta)
+        if glue is None:
+            return None
+        return glue.join(_as_text(v) for part in parts if (v := part(row, meta)) is not None)
+
+    return evaluate
+
+
+def _trim(node: exp.Expression, args: list[Evaluate], kinds: list[SqlType]) -> Evaluate:
+    position = (node.args.get("position") or "BOTH").upper()
+    strip = {"LEADING": str.lstrip, "TRAILING": str.rstrip}.get(position, str.strip)
+    if len(args) == 1:
+        return strict(lambda s: strip(s, " "), args)
+    return strict(lambda s, chars: strip(s, chars), args)
+
+
+def _substring(value: str, start: int, length: int | None = None) -> str:
+    """SQL's 1-based SUBSTRING; a start of 0 counts as 1, a negative one from the end."""
+    begin = start - 1 if start > 0 else len(value) + start if start < 0 else 0
+    if begin < 0:
+        return ""
+    return value[begin:] if length is None else value[begin : begin + max(length, 0)]
+
+
+def _pad(node: exp.Expression, args: list[Evaluate], kinds: list[SqlType]) -> Evaluate:
+    left = bool(node.args.get("is_left"))
+
+    def pad(value: str, width: int, fill: str = " ") -> str | None:
+        if width < 0:
+            return None
+        if len(value) >= width or not fill:
+            return value[:width]
+        padding = (fill * width)[: width - len(value)]
+        return padding + value if left else value + padding
+
+    return strict(pad, args)
+
+
+def _position(node: exp.Expression, args: list[Evaluate], kinds: list[SqlType]) -> Evaluate:
+    # sqlglot reads LOCATE(sub, s), POSITION(sub IN s) and INSTR(s, sub) into this=s, substr=sub
+    return strict(lambda s, sub: s.find(sub) + 1, args)
+
+
+def _regexp_replace(value: str, pattern: str, replacement: str) -> str:
+    return re.sub(pattern, re.sub(r"\$(\d+)", r"\\\1", replacement), value)
+
+
+def _base64(value: Any) -> str:
+    return base64.b64encode(value if isinstance(value, bytes) else str(value).encode()).decode()
+
+
+SIGNATURES: dict[type, Signature] = {
+    exp.DPipe: Signature("||", ("this", "expression"), (ANY, ANY), text_type, builder=_concat),
+    exp.Concat: Signature("CONCAT", ("expressions",), (ANY,), text_type, builder=_concat, variadic=True),
+    exp.ConcatWs: Signature(
+        "CONCAT_WS", ("expressions",), (STRING, ANY), lambda k: TEXT, builder=_concat_ws, variadic=True
+    ),
+    exp.Upper: Signature("UPPER", ("this",), (STRING,), same_type, str.upper),
+    exp.Lower: Signature("LOWER", ("this",), (STRING,), same_type, str.lower),
+    exp.Trim: Signature("TRIM", ("this", "expression"), (STRING, STRING), same_type, builder=_trim),
+    exp.Length: Signature("CHAR_LENGTH", ("this",), (STRING,), integer_type, len),
+    exp.Substring: Signature("SUBSTRING", ("this", "start", "length"), (STRING, INT, INT), same_type, _substring),
+    exp.Replace: Signature(
+        "REPLACE", ("this", "expression", "replacement"), (STRING, STRING, STRING), lambda k: TEXT, str.replace
+    ),
+    exp.Left: Signature("LEFT", ("this", "expression"), (STRING, INT), same_type, lambda s, n: s[: max(n, 0)]),
+    exp.Right: Signature(
+        "RIGHT", ("this", "expression"), (STRING, INT), same_type, lambda s, n: s[-n:] if n > 0 else ""
+    ),
+    exp.Pad: Signature(
+        "LPAD/RPAD", ("this", "expression", "fill_pattern"), (STRING, INT, STRING), lambda k: TEXT, builder=_pad
+    ),
+    exp.Repeat: Signature("REPEAT", ("this", "times"), (STRING, INT), lambda k: TEXT, lambda s, n: s * max(n, 0)),
+    exp.RegexpReplace: Signature(
+        "REGEXP_REPLACE",
+        ("this", "expression", "replacement"),
+        (STRING, STRING, STRING),
+        lambda k: TEXT,
+        _regexp_replace,
+    ),
+    exp.StrPosition: Signature("LOCATE", ("this", "substr"), (STRING, STRING), integer_type, builder=_position),
+    exp.ToBase64: Signature("TO_BASE64", ("this",), (("string", "binary"),), lambda k: TEXT, _base64),
+    exp.Uuid: Signature(
+        "UUID",
+        (),
+        ((),),
+        lambda k: varchar(36),
+        builder=lambda n, a, k: lambda row, meta: str(uuid.uuid4()),
+        deterministic=False,
+    ),
+}
