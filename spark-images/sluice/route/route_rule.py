@@ -12,16 +12,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from sluice.errors import DefinitionError
+from sluice.source.table_selector import table_list_regex
 
 ROUTE_MODES = ("ALL_MATCH", "FIRST_MATCH")
-_DOT = "\x00"  # stands for an escaped dot while the bare ones become separators
 _CAPTURE = re.compile(r"\$(\d+)")
-
-
-def table_list_regex(text: str) -> str:
-    """Flink CDC's convertTableListToRegExpPattern: the table list as one regex over `db.table`."""
-    alternatives = "|".join(part.strip() for part in text.split(","))
-    return alternatives.replace("\\.", _DOT).replace(".", "\\.").replace(_DOT, ".")
 
 
 @dataclass(frozen=True)

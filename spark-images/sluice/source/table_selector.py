@@ -1,7 +1,11 @@
-"""Flink CDC's table lists: comma-separated `db.table` regexes where `\\.` means any character.
+"""Flink CDC's table lists, the one place their syntax is read: comma-separated `db.table`
+regexes where `\\.` means any character.
 
 A bare `.` separates the database pattern from the table pattern, so `app\\.*.orders`
 is not ambiguous: the escaped dot is regex "any character", the bare one the separator.
+`source.tables` takes each item as a database and a table pattern (parse_patterns); a
+route's `source-table` the whole list as one regex over `db.table`, whose groups `$1` ...
+its `sink-table` names (table_list_regex, as Flink CDC's TableIdRouter reads it).
 """
 
 from __future__ import annotations
@@ -51,9 +55,22 @@ class TableSelector:
         return tuple(p.database for p in self.include)
 
 
+_DOT = "\x00"  # stands for an escaped dot while the bare ones become separators
+
+
+def _items(text: str) -> list[str]:
+    return [part.strip() for part in text.split(",")]
+
+
+def table_list_regex(text: str) -> str:
+    """Flink CDC's convertTableListToRegExpPattern: the table list as one regex over `db.table`."""
+    alternatives = "|".join(_items(text))
+    return alternatives.replace("\\.", _DOT).replace(".", "\\.").replace(_DOT, ".")
+
+
 def parse_patterns(key: str, text: str) -> tuple[TablePattern, ...]:
     patterns = []
-    for item in (part.strip() for part in text.split(",")):
+    for item in _items(text):
         if not item:
             continue
         patterns.append(_parse_one(key, item))

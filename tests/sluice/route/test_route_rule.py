@@ -7,7 +7,8 @@ import pytest
 import yaml
 
 from sluice.errors import DefinitionError
-from sluice.route.route_rule import parse_routes, table_list_regex
+from sluice.route.route_rule import parse_routes
+from sluice.source.table_selector import table_list_regex
 
 
 def routes(text: str, mode: str = "ALL_MATCH"):
