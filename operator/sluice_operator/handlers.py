@@ -26,7 +26,7 @@ from typing import Any
 
 import kopf
 
-from sluice.state.status_store import kubernetes_client
+from sluice.kubernetes_api import kubernetes_client
 from sluice_operator import metrics, owned
 from sluice_operator.act import Refused, act, post_event
 from sluice_operator.leader import RETRY_SECONDS, LeaderElection

@@ -18,7 +18,6 @@ run's claim on a conflict stops (StateFenced): the Spark Operator started a new 
 from __future__ import annotations
 
 import logging
-import os
 import threading
 import time
 import uuid
@@ -26,6 +25,7 @@ from collections.abc import Collection
 from typing import Any
 
 from sluice.errors import SluiceError
+from sluice.kubernetes_api import kubernetes_client
 from sluice.pipeline.verification_requests import Requests
 from sluice.snapshot.snapshot_split_assigner import FinishedSplit
 from sluice.source.offset import BinlogOffset
@@ -272,13 +272,3 @@ def status_state_store(cdc_pipeline: str, interval: float = 3.0) -> StatusStateS
     if not name:
         raise SluiceError(f"--cdc-pipeline {cdc_pipeline}: expected namespace/name")
     return StatusStateStore(client.CustomObjectsApi(kubernetes_client()), namespace, name, interval)
-
-
-def kubernetes_client() -> Any:
-    """An ApiClient: the pod's service account in a cluster, else the kubeconfig ($KUBECONFIG)."""
-    from kubernetes import client, config
-
-    if os.environ.get("KUBERNETES_SERVICE_HOST"):
-        config.load_incluster_config()
-        return client.ApiClient()
-    return config.new_client_from_config()
