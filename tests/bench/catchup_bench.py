@@ -1,0 +1,135 @@
+"""`make bench` (catch-up part): a streaming pipeline into PostgreSQL is stopped, the source
+takes a mix of row changes (UPDATEs of 1,000 rows a transaction, batches of INSERTs, range
+DELETEs, single-row UPDATE commits), then `sluice run` starts again and catches up, start
+included. Its rate is set against `mariadb-binlog -v` decoding the same range and the bare
+python-mysql-replication loop reading it, in the same run; peak RSS is the run's processes'
+largest.
+
+Usage: python -m tests.bench.catchup_bench [--servers default|tuned] [--changes N].
+A benchmark, not a test: it prints rates and ratios and asserts nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import resource
+import signal
+import time
+from pathlib import Path
+
+from sluice.source.connection import current_offset
+from sluice.source.offset import BinlogOffset
+from tests.bench.binlog_bench import bare_loop, mariadb_binlog
+from tests.harness.pipelines import (
+    pipeline_yaml,
+    postgres_sink,
+    read_state,
+    sluice_env,
+    start_sluice,
+    wait_until_in_binlog_phase,
+    write_pipeline,
+)
+
+TABLE_DDL = (
+    "CREATE TABLE bench.orders (id BIGINT PRIMARY KEY, customer VARCHAR(40) NOT NULL, "
+    "amount DECIMAL(12,2) NOT NULL, qty INT NOT NULL, updated DATETIME(6) NOT NULL, note VARCHAR(100))"
+)
+ROWS = 200_000  # the table's rows before the pipeline stops
+BATCH = 1_000  # rows a multi-row transaction changes
+
+
+def write_changes(mariadb, changes: int) -> tuple[BinlogOffset, BinlogOffset, int]:
+    """About `changes` row changes: 70% UPDATEs of BATCH rows a transaction, 15% INSERT batches,
+    10% range DELETEs, 5% single-row UPDATE commits; the range they span and its row count."""
+    conn = mariadb.connect("bench")  # autocommit: each statement its own transaction
+    start = current_offset(conn)
+    written, next_id, low = 0, ROWS + 1, 1
+    with conn.cursor() as cur:
+        singles = changes // 20
+        for i in range(singles):
+            cur.execute("UPDATE orders SET qty = qty + 1 WHERE id = %s", (ROWS // 2 + i % (ROWS // 4),))
+        written += singles
+        while written < changes:
+            for kind in ("update",) * 14 + ("insert",) * 3 + ("delete",) * 2:
+                if kind == "update":
+                    first = BATCH + (written * 7919) % (ROWS - 3 * BATCH)
+                    cur.execute(
+                        "UPDATE orders SET amount = amount + 1, updated = NOW(6) WHERE id >= %s AND id < %s",
+                        (first, first + BATCH),
+                    )
+                elif kind == "insert":
+                    cur.execute(
+                        "INSERT INTO orders SELECT seq, CONCAT('new-', seq), seq / 100, 1, NOW(6), NULL "
+                        f"FROM seq_{next_id}_to_{next_id + BATCH - 1}"
+                    )
+                    next_id += BATCH
+                else:
+                    cur.execute("DELETE FROM orders WHERE id >= %s AND id < %s", (low, low + BATCH))
+                    low += BATCH
+                written += cur.rowcount
+    end = current_offset(conn)
+    conn.close()
+    return start, end, written
+
+
+def main() -> None:
+    from tests.bench.servers import add_servers_option, announce
+    from tests.harness.services import running_services, scratch_directory
+
+    parser = argparse.ArgumentParser()
+    add_servers_option(parser)
+    parser.add_argument("--changes", type=int, default=1_000_000)
+    args = parser.parse_args()
+    base = scratch_directory("sluice-catchup-bench-")
+    with running_services(base, args.servers) as (mariadb, postgresql):
+        announce(args.servers, mariadb, postgresql)
+        mariadb.execute("CREATE DATABASE bench")
+        mariadb.execute(
+            TABLE_DDL,
+            "INSERT INTO bench.orders SELECT seq, CONCAT('customer-', seq % 9973), seq / 100, seq % 50, NOW(6), "
+            f"IF(seq % 3 = 0, NULL, CONCAT('note ', seq)) FROM seq_1_to_{ROWS}",
+            database="bench",
+        )
+        env = sluice_env(mariadb, postgresql)
+        definition = pipeline_yaml(mariadb, "bench.orders", postgres_sink(postgresql), name="catchup-bench")
+        definition["source"]["server-id"] = "7960-7963"
+        pipeline = write_pipeline(Path(base) / "catchup.yaml", definition)
+        state = Path(base) / "state"
+        first = start_sluice(pipeline, state, env)
+        wait_until_in_binlog_phase(first, state, time.monotonic() + 600)
+        first.send_signal(signal.SIGTERM)
+        first.communicate(timeout=120)
+        print(f"pipeline stopped; writing about {args.changes:,} row changes ...", flush=True)
+        start, end, written = write_changes(mariadb, args.changes)
+        rows, bare_seconds = bare_loop(mariadb.endpoint(), start, end)
+        tool_seconds = mariadb_binlog(mariadb, start, end)
+        started = time.monotonic()
+        run = start_sluice(pipeline, state, env)
+        while not _caught_up(read_state(state), end):
+            if run.poll() is not None:
+                raise SystemExit(f"sluice run ended before catching up: {run.communicate()[1][-2000:]}")
+            time.sleep(0.05)
+        seconds = time.monotonic() - started
+        run.send_signal(signal.SIGTERM)
+        run.communicate(timeout=120)
+        peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+        tool, bare, sluice = rows / tool_seconds, rows / bare_seconds, rows / seconds
+        print(f"catch-up over {rows:,} row changes ({written:,} written), start included:")
+        print(f"  mariadb-binlog -v (C):              {tool:>10,.0f} rows/s")
+        print(f"  bare python-mysql-replication loop: {bare:>10,.0f} rows/s")
+        print(
+            f"  sluice run into PostgreSQL:         {sluice:>10,.0f} rows/s  ({sluice / tool:.2f}x mariadb-binlog, "
+            f"{sluice / bare:.2f}x the bare loop; peak RSS {peak:,.0f} MB)"
+        )
+
+
+def _caught_up(state: dict, end: BinlogOffset) -> bool:
+    binlog = state.get("binlog")
+    if not binlog:
+        return False
+    offset = BinlogOffset.from_json(binlog["offset"])
+    return not offset.is_before(end)
+
+
+if __name__ == "__main__":
+    main()
