@@ -26,6 +26,7 @@ from pymysqlreplication.row_event import DeleteRowsEvent, UpdateRowsEvent, Write
 from sluice.binlog.binlog_split import BinlogSplit
 from sluice.event.row_change import ChangeBatch
 from sluice.pipeline.definition import build_definition
+from sluice.pipeline.jdbc_url import JdbcSinkConfig
 from sluice.runtime.binlog_phase import BinlogSettings, run_binlog_phase
 from sluice.runtime.pipeline_metrics import PipelineMetrics
 from sluice.sink.base import SinkWriter
@@ -290,12 +291,14 @@ def main() -> None:
         tool_seconds = min(mariadb_binlog(mariadb, start, end) for _ in range(2))
         null_seconds = min(sluice_reader(endpoint, schemas, NullWriter(), start, end) for _ in range(2))
         sink = JdbcSink(
-            {
-                "url": postgresql.url,
-                "username": postgresql.user,
-                "password": postgresql.password,
-                "sink.batch-size": 5000,
-            },
+            JdbcSinkConfig.from_options(
+                {
+                    "url": postgresql.url,
+                    "username": postgresql.user,
+                    "password": postgresql.password,
+                    "sink.batch-size": 5000,
+                }
+            ),
             "binlog-bench",
         )
         sink.prepare([schema])

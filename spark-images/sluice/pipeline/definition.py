@@ -16,7 +16,7 @@ from typing import Any
 import yaml
 
 from sluice.errors import DefinitionError
-from sluice.pipeline.jdbc_url import parse_jdbc_url, redacted
+from sluice.pipeline.jdbc_url import JdbcSinkConfig, redacted
 from sluice.pipeline.option_tables import PIPELINE_OPTIONS, SINK_OPTIONS, SINK_TYPES, SOURCE_OPTIONS
 from sluice.pipeline.options import (
     parse_duration,
@@ -35,6 +35,7 @@ class SinkConfig:
     type: str
     name: str
     options: Mapping[str, Any] = field(repr=False)
+    jdbc: JdbcSinkConfig | None = None  # a jdbc sink's options, typed
 
 
 @dataclass(frozen=True)
@@ -150,9 +151,9 @@ def _state_identity(source: Mapping[str, Any], sink: SinkConfig) -> dict[str, st
 def _refuse_writing_into_the_source(source: SourceConfig, sink: SinkConfig) -> None:
     """A MySQL target writes into databases named like the source's: on the source server
     itself that would overwrite the very tables being captured."""
-    if sink.type != "jdbc":
+    if sink.jdbc is None:
         return
-    url = parse_jdbc_url(sink.options["url"])
+    url = sink.jdbc.url
     local = {"localhost", "127.0.0.1", "::1"}
     same_host = url.host == source.hostname or {url.host, source.hostname} <= local
     if url.dialect == "mysql" and same_host and url.port == source.port:
@@ -238,9 +239,8 @@ def _sink(raw: Any) -> SinkConfig:
     if sink_type not in SINK_OPTIONS:
         raise DefinitionError(f"sink.type: '{sink_type}' is not one of {', '.join(SINK_TYPES)}")
     values = resolve("sink", raw, SINK_OPTIONS[sink_type])
-    if sink_type == "jdbc":
-        parse_jdbc_url(values["url"])
-    return SinkConfig(type=sink_type, name=values["name"], options=values)
+    jdbc = JdbcSinkConfig.from_options(values) if sink_type == "jdbc" else None
+    return SinkConfig(type=sink_type, name=values["name"], options=values, jdbc=jdbc)
 
 
 _ENV_REFERENCE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")

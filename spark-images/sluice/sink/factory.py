@@ -27,7 +27,8 @@ def _sink(definition: PipelineDefinition) -> Sink:
     if sink.type == "jdbc":
         from sluice.sink.jdbc.sink import JdbcSink
 
-        return JdbcSink(sink.options, definition.name)
+        assert sink.jdbc is not None
+        return JdbcSink(sink.jdbc, definition.name)
     if sink.type == "parquet":
         from sluice.sink.parquet import ParquetSink
 

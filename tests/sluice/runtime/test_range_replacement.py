@@ -6,6 +6,7 @@ read."""
 
 from __future__ import annotations
 
+from sluice.pipeline.jdbc_url import JdbcSinkConfig
 from sluice.runtime.range_replacement import tables_to_replace
 from sluice.sink.jdbc.sink import JdbcSink
 from sluice.snapshot.chunk_splitter import split_table
@@ -30,7 +31,7 @@ def test_the_rows_in_unread_chunks_of_a_collation_keyed_table_are_deleted_and_no
     for split in splits[:2]:  # committed: their rows stay
         plan.record(split.split_id, BinlogOffset("mysql-bin.000001", 4), 25)
     options = {"url": postgresql.url, "username": postgresql.user, "password": postgresql.password}
-    sink = JdbcSink({**options, "sink.batch-size": 100}, f"ranges-{source_db}")
+    sink = JdbcSink(JdbcSinkConfig.from_options({**options, "sink.batch-size": 100}), f"ranges-{source_db}")
     sink.prepare([schema])
     with postgresql.connect() as target, target.cursor() as cur:
         cur.executemany(
@@ -53,7 +54,7 @@ def test_a_table_the_target_holds_no_rows_of_needs_no_replacing(mariadb, postgre
     conn = mariadb.connect(source_db)
     plan = SnapshotAssignerState.plan([table_t], split_table(conn, table_t, 25))
     options = {"url": postgresql.url, "username": postgresql.user, "password": postgresql.password}
-    sink = JdbcSink({**options, "sink.batch-size": 100}, f"ranges-{source_db}")
+    sink = JdbcSink(JdbcSinkConfig.from_options({**options, "sink.batch-size": 100}), f"ranges-{source_db}")
     sink.prepare([table_t])
     assert tables_to_replace(sink, conn, plan) == set()
     with postgresql.connect() as target:

@@ -21,7 +21,7 @@ from sluice.errors import SinkError, SinkUnavailable
 from sluice.event.row_change import ChangeBatch, RowKind
 from sluice.event.schema_change import AlterPrimaryKey, SchemaChangeEvent, apply_events, is_reflected
 from sluice.event.snapshot_split import SnapshotSplit, SplitRead
-from sluice.pipeline.jdbc_url import JdbcUrl, parse_jdbc_url
+from sluice.pipeline.jdbc_url import JdbcSinkConfig, JdbcUrl
 from sluice.sink.base import SchemaChangeRefused, Sink, SinkWriter
 from sluice.sink.jdbc.dialect import META_SCHEMA, STATES_TABLE, JdbcDialect
 from sluice.sink.jdbc.dialects import DIALECTS
@@ -38,23 +38,16 @@ BINLOG_SPLIT_ID = "binlog"
 class JdbcTarget:
     """Connection details; picklable, and the password stays out of repr."""
 
-    def __init__(
-        self,
-        url: str,
-        username: str,
-        password: str,
-        pipeline: str,
-        batch_size: int,
-        nul_replacement: str = "",
-        zero_date: str = "",
-    ) -> None:
-        self.url: JdbcUrl = parse_jdbc_url(url)
-        self.username = username
-        self._password = password
+    def __init__(self, config: JdbcSinkConfig, pipeline: str) -> None:
+        self.url: JdbcUrl = config.url
+        self.username = config.username
+        self._password = config.password
         self.pipeline = pipeline
-        self.batch_size = batch_size
+        self.batch_size = config.batch_size
         mysql = self.dialect.holds_mysql_values
-        self.values = TargetValues(None if mysql else nul_replacement, None if mysql else zero_date, not mysql)
+        self.values = TargetValues(
+            None if mysql else config.nul_replacement, None if mysql else config.zero_date, not mysql
+        )
         self.epoch: int | None = None  # taken by JdbcSink.prepare, before writers ship
 
     def __repr__(self) -> str:
@@ -252,16 +245,8 @@ _RECREATE = "or drop the table for the pipeline to create it"
 class JdbcSink(Sink):
     replaces_key_ranges = True
 
-    def __init__(self, options: Mapping[str, Any], pipeline: str) -> None:
-        self.target = JdbcTarget(
-            options["url"],
-            options["username"],
-            options["password"],
-            pipeline,
-            options["sink.batch-size"],
-            options.get("sink.nul-replacement", ""),
-            options.get("sink.zero-date", ""),
-        )
+    def __init__(self, config: JdbcSinkConfig, pipeline: str) -> None:
+        self.target = JdbcTarget(config, pipeline)
         self._meta_tables = False  # created in this process (the first state is kept before `prepare`)
 
     @property

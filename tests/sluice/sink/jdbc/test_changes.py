@@ -8,6 +8,7 @@ import pytest
 
 from sluice.errors import SinkError
 from sluice.event.row_change import ChangeBatch, ChangeRow, RowKind
+from sluice.pipeline.jdbc_url import JdbcSinkConfig
 from sluice.sink.jdbc.sink import JdbcSink
 from sluice.source.offset import BinlogOffset
 from sluice.source.schema import read_table_schema
@@ -16,7 +17,7 @@ from sluice.source.schema import read_table_schema
 def test_a_batch_lands_as_each_keys_last_image(target, table_t, source_db):
     schema = table_t
     options, target_rows = target
-    sink = JdbcSink({**options, "sink.batch-size": 3}, f"changes-{source_db}")
+    sink = JdbcSink(JdbcSinkConfig.from_options({**options, "sink.batch-size": 3}), f"changes-{source_db}")
     sink.prepare([schema])
     writer = sink.writer()
     position = iter(range(1000, 100_000, 10))
@@ -60,7 +61,7 @@ def test_deletes_by_a_composite_key_take_every_key_of_the_batch(target, mariadb,
     schema = read_table_schema(conn, source_db, "t", None)
     conn.close()
     options, target_rows = target
-    sink = JdbcSink({**options, "sink.batch-size": 5000}, f"composite-{source_db}")
+    sink = JdbcSink(JdbcSinkConfig.from_options({**options, "sink.batch-size": 5000}), f"composite-{source_db}")
     sink.prepare([schema])
     writer = sink.writer()
     rows = [(a, f"b{a % 7}", a) for a in range(2500)]
@@ -82,7 +83,7 @@ def test_an_upsert_the_target_refuses_fails_the_commit_and_keeps_nothing_of_the_
     on: a refusal there still fails the batch, when the phase waits for it."""
     schema = table_t
     options, target_rows = target
-    sink = JdbcSink({**options, "sink.batch-size": 100}, f"refused-{source_db}")
+    sink = JdbcSink(JdbcSinkConfig.from_options({**options, "sink.batch-size": 100}), f"refused-{source_db}")
     sink.prepare([schema])
     writer = sink.writer()
     first, second = BinlogOffset("mysql-bin.000001", 1), BinlogOffset("mysql-bin.000001", 2)

@@ -8,6 +8,7 @@ import pytest
 from sluice.errors import SinkError
 from sluice.event.row_change import ChangeBatch, ChangeRow, RowKind
 from sluice.event.snapshot_split import SnapshotSplit, SplitRead
+from sluice.pipeline.jdbc_url import JdbcSinkConfig
 from sluice.sink.jdbc.sink import JdbcSink
 from sluice.source.offset import BinlogOffset
 
@@ -21,12 +22,12 @@ def test_a_writer_of_an_older_run_is_fenced_off(target, table_t, source_db):
     def read(rows: list[tuple], pos: int) -> SplitRead:
         return SplitRead(schema, rows, BinlogOffset("mysql-bin.000001", pos), lambda: [(split, len(rows))])
 
-    old_run = JdbcSink(options, f"fencing-{source_db}")
+    old_run = JdbcSink(JdbcSinkConfig.from_options(options), f"fencing-{source_db}")
     old_run.prepare([schema])
     zombie = old_run.writer()
     zombie.write_snapshot_splits(read([(1, "old")], 100))
 
-    new_run = JdbcSink(options, f"fencing-{source_db}")
+    new_run = JdbcSink(JdbcSinkConfig.from_options(options), f"fencing-{source_db}")
     new_run.prepare([schema])
     writer = new_run.writer()
     writer.write_snapshot_splits(read([(1, "new"), (2, "new")], 200))
