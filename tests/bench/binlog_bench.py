@@ -26,7 +26,7 @@ from pymysqlreplication.row_event import DeleteRowsEvent, UpdateRowsEvent, Write
 from sluice.binlog.binlog_split import BinlogSplit
 from sluice.event.row_change import ChangeBatch
 from sluice.pipeline.definition import build_definition
-from sluice.pipeline.jdbc_url import JdbcSinkConfig
+from sluice.pipeline.sink_configs import JdbcSinkConfig
 from sluice.runtime.binlog_phase import BinlogSettings, run_binlog_phase
 from sluice.runtime.pipeline_metrics import PipelineMetrics
 from sluice.sink.base import SinkWriter

@@ -16,13 +16,14 @@ from typing import Any
 import yaml
 
 from sluice.errors import DefinitionError
-from sluice.pipeline.jdbc_url import JdbcSinkConfig, redacted
+from sluice.pipeline.jdbc_url import redacted
 from sluice.pipeline.option_tables import PIPELINE_OPTIONS, SINK_OPTIONS, SINK_TYPES, SOURCE_OPTIONS
 from sluice.pipeline.options import (
     parse_duration,
     resolve,
 )
 from sluice.pipeline.schema_change_types import accepted_types
+from sluice.pipeline.sink_configs import JdbcSinkConfig, LakehouseSinkConfig
 from sluice.route.route_rule import parse_routes
 from sluice.route.routing import Routing
 from sluice.source.config import ServerIdRange, SourceConfig, StartupOptions
@@ -36,6 +37,7 @@ class SinkConfig:
     name: str
     options: Mapping[str, Any] = field(repr=False)
     jdbc: JdbcSinkConfig | None = None  # a jdbc sink's options, typed
+    lakehouse: LakehouseSinkConfig | None = None  # an iceberg or delta sink's
 
 
 @dataclass(frozen=True)
@@ -240,7 +242,8 @@ def _sink(raw: Any) -> SinkConfig:
         raise DefinitionError(f"sink.type: '{sink_type}' is not one of {', '.join(SINK_TYPES)}")
     values = resolve("sink", raw, SINK_OPTIONS[sink_type])
     jdbc = JdbcSinkConfig.from_options(values) if sink_type == "jdbc" else None
-    return SinkConfig(type=sink_type, name=values["name"], options=values, jdbc=jdbc)
+    lakehouse = LakehouseSinkConfig.from_options(values) if sink_type in ("iceberg", "delta") else None
+    return SinkConfig(type=sink_type, name=values["name"], options=values, jdbc=jdbc, lakehouse=lakehouse)
 
 
 _ENV_REFERENCE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")

@@ -1,11 +1,8 @@
-"""A JDBC target's configuration: its URL (postgresql://HOST:PORT/DB or mysql://HOST:PORT/DB,
-a jdbc: prefix accepted), parsed once with the rest of the sink block's options."""
+"""Target URLs: postgresql://HOST:PORT/DB or mysql://HOST:PORT/DB (a jdbc: prefix is accepted)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 from sluice.errors import DefinitionError
@@ -20,28 +17,6 @@ class JdbcUrl:
     host: str
     port: int
     database: str
-
-
-@dataclass(frozen=True)
-class JdbcSinkConfig:
-    url: JdbcUrl
-    username: str
-    password: str = field(repr=False)
-    batch_size: int = 5000
-    nul_replacement: str = ""
-    zero_date: str = ""
-
-    @classmethod
-    def from_options(cls, options: Mapping[str, Any]) -> JdbcSinkConfig:
-        """From the sink block's options as the definition resolved them."""
-        return cls(
-            parse_jdbc_url(options["url"]),
-            options["username"],
-            options["password"],
-            options.get("sink.batch-size", 5000),
-            options.get("sink.nul-replacement", ""),
-            options.get("sink.zero-date", ""),
-        )
 
 
 def redacted(url: str) -> str:

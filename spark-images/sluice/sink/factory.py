@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from sluice.pipeline.definition import PipelineDefinition
-from sluice.pipeline.partition_key import parse_partition_keys
 from sluice.pipeline.time_zone import parse_zone_id
 from sluice.sink.base import Sink
 
@@ -39,13 +38,15 @@ def _sink(definition: PipelineDefinition) -> Sink:
 
         properties = with_secret(sink.options["catalog.properties."], sink.options["password"])
         catalog = IcebergTables(sink.options["catalog.name"], properties, sink.options["table.properties."])
-        catalog.partition_keys = parse_partition_keys(sink.options["partition.key"])
-        return LakehouseSink(sink.options, definition.name, catalog)
+        assert sink.lakehouse is not None
+        catalog.partition_keys = dict(sink.lakehouse.partition_keys)
+        return LakehouseSink(sink.lakehouse, definition.name, catalog)
     if sink.type == "delta":
         from sluice.sink.lakehouse.delta import DeltaTables
         from sluice.sink.lakehouse.sink import LakehouseSink
 
         tables = DeltaTables(sink.options["path"], sink.options["storage.options."], sink.options["table.properties."])
-        tables.partition_keys = parse_partition_keys(sink.options["partition.key"])
-        return LakehouseSink(sink.options, definition.name, tables)
+        assert sink.lakehouse is not None
+        tables.partition_keys = dict(sink.lakehouse.partition_keys)
+        return LakehouseSink(sink.lakehouse, definition.name, tables)
     raise AssertionError(f"sink.type {sink.type} passed validation but has no sink")

@@ -6,7 +6,7 @@ read."""
 
 from __future__ import annotations
 
-from sluice.pipeline.jdbc_url import JdbcSinkConfig
+from sluice.pipeline.sink_configs import JdbcSinkConfig
 from sluice.runtime.range_replacement import tables_to_replace
 from sluice.sink.jdbc.sink import JdbcSink
 from sluice.snapshot.chunk_splitter import split_table

@@ -21,7 +21,8 @@ from sluice.errors import SinkError, SinkUnavailable
 from sluice.event.row_change import ChangeBatch, RowKind
 from sluice.event.schema_change import AlterPrimaryKey, SchemaChangeEvent, apply_events, is_reflected
 from sluice.event.snapshot_split import SnapshotSplit, SplitRead
-from sluice.pipeline.jdbc_url import JdbcSinkConfig, JdbcUrl
+from sluice.pipeline.jdbc_url import JdbcUrl
+from sluice.pipeline.sink_configs import JdbcSinkConfig
 from sluice.sink.base import SchemaChangeRefused, Sink, SinkWriter
 from sluice.sink.jdbc.dialect import META_SCHEMA, STATES_TABLE, JdbcDialect
 from sluice.sink.jdbc.dialects import DIALECTS

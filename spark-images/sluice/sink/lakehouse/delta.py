@@ -46,10 +46,11 @@ from sluice.event.schema_change import (
     apply_events,
 )
 from sluice.event.snapshot_split import SnapshotSplit
+from sluice.pipeline.sink_configs import Maintenance
 from sluice.sink.arrow_rows import arrow_field, arrow_schema, arrow_value, widens
 from sluice.sink.columnar_types import arrow_type
 from sluice.sink.lakehouse.partitioning import partition_fields
-from sluice.sink.lakehouse.table_format import EPOCH, PIPELINE, Maintenance, MaintenanceDone, TableCommit, TableFormat
+from sluice.sink.lakehouse.table_format import EPOCH, PIPELINE, MaintenanceDone, TableCommit, TableFormat
 from sluice.source.schema import Column, TableSchema
 
 COMMIT_ATTEMPTS = 10

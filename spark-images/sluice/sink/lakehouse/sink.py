@@ -30,8 +30,8 @@ from sluice.errors import SinkError, SinkUnavailable, SluiceError
 from sluice.event.row_change import ChangeBatch, RowKind
 from sluice.event.schema_change import AddColumn, AlterColumnType, SchemaChangeEvent, apply_events
 from sluice.event.snapshot_split import ReadSplits, SnapshotSplit, SplitResult, SplitTask
-from sluice.pipeline.options import parse_duration
 from sluice.pipeline.partition_key import PartitionField
+from sluice.pipeline.sink_configs import LakehouseSinkConfig
 from sluice.sink.arrow_rows import ArrowRows, arrow_schema, source_rows, widens
 from sluice.sink.base import SchemaChangeRefused, Sink, SinkWriter
 from sluice.sink.columnar_types import arrow_type
@@ -44,7 +44,6 @@ from sluice.sink.lakehouse.table_format import (
     SPLITS,
     DataFile,
     Fenced,
-    Maintenance,
     MaintenanceDone,
     TableCommit,
     TableFormat,
@@ -80,12 +79,12 @@ KEY_BATCH = 10_000  # chunk keys listed at a time
 class LakehouseSink(Sink):
     replaces_key_ranges = True
 
-    def __init__(self, options: Mapping[str, Any], pipeline: str, tables: TableFormat) -> None:
+    def __init__(self, config: LakehouseSinkConfig, pipeline: str, tables: TableFormat) -> None:
         self.pipeline = pipeline
         self.tables = tables
-        self.values = TargetValues(None, options.get("sink.zero-date", ""))  # Arrow strings hold NUL
-        self.max_batch_delay = parse_duration(options["sink.commit.interval"])
-        self.maintenance = Maintenance.from_options(options)
+        self.values = TargetValues(None, config.zero_date)  # Arrow strings hold NUL
+        self.max_batch_delay = config.commit_interval
+        self.maintenance = config.maintenance
         self.epoch = 0  # taken by prepare
         self.schemas: dict[str, TableSchema] = {}  # the captured tables, as prepare() got them
         self.committed: BinlogOffset | None = None  # this run's last batch end, every table's commits made

@@ -14,8 +14,8 @@ import pyarrow as pa
 from sluice.errors import SinkError
 from sluice.event.schema_change import SchemaChangeEvent
 from sluice.event.snapshot_split import SnapshotSplit
-from sluice.pipeline.options import parse_duration
 from sluice.pipeline.partition_key import PartitionField
+from sluice.pipeline.sink_configs import Maintenance
 from sluice.source.schema import TableSchema
 
 if TYPE_CHECKING:
@@ -111,25 +111,6 @@ class TableFormat(ABC):
         """Compacts the table's small files (one commit carrying `record`, fenced as commit()
         is) and expires what is older than the retention, deleting the files no
         kept snapshot or version reads."""
-
-
-@dataclass(frozen=True)
-class Maintenance:
-    """`sink.maintenance.*`: how often each table is compacted and expired, and what for."""
-
-    interval: float  # seconds; 0: never
-    retention: float  # seconds a snapshot or version stays readable after a newer one
-    small_file_size: int  # bytes: a file smaller than this is compacted
-    min_small_files: int  # a table is compacted once it has this many
-
-    @classmethod
-    def from_options(cls, options: Mapping[str, Any]) -> Maintenance:
-        return cls(
-            parse_duration(options["sink.maintenance.interval"]),
-            parse_duration(options["sink.maintenance.retention"]),
-            int(options["sink.maintenance.small-file-size"]),
-            int(options["sink.maintenance.min-small-files"]),
-        )
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,7 @@ import pytest
 from sluice.errors import SinkError
 from sluice.event.row_change import ChangeBatch, ChangeRow, RowKind
 from sluice.event.snapshot_split import SnapshotSplit, SplitRead
-from sluice.pipeline.jdbc_url import JdbcSinkConfig
+from sluice.pipeline.sink_configs import JdbcSinkConfig
 from sluice.sink.jdbc.sink import JdbcSink
 from sluice.source.offset import BinlogOffset
 
