@@ -20,8 +20,6 @@ from typing import TYPE_CHECKING, Any
 from sluice.binlog.binlog_split import BinlogSplit
 from sluice.binlog.startup_offset import check_offset_available, startup_offset
 from sluice.errors import DefinitionError, PositionPurged, SluiceError
-from sluice.event.snapshot_split import SplitResult
-from sluice.failpoints import failpoint
 from sluice.pipeline.definition import PipelineDefinition, load_definition
 from sluice.runtime.binlog_phase import BinlogSettings, resumes_by_gtid, run_binlog_phase, target_needs
 from sluice.runtime.capture import capture_tables, change_capture
@@ -29,13 +27,12 @@ from sluice.runtime.pipeline_identity import check_pipeline_identity
 from sluice.runtime.pipeline_metrics import PipelineMetrics
 from sluice.runtime.pipeline_spark import PipelineSpark
 from sluice.runtime.preflight import check_first_run
-from sluice.runtime.progress import BinlogProgress, SnapshotProgress
-from sluice.runtime.range_replacement import tables_to_replace
+from sluice.runtime.progress import BinlogProgress
+from sluice.runtime.run_context import RunContext
 from sluice.runtime.schema_change_handler import SchemaChangeHandler
+from sluice.runtime.snapshot_step import SnapshotStep
 from sluice.runtime.table_join import TablesJoining
-from sluice.sink.base import Sink
 from sluice.sink.factory import create_sink
-from sluice.snapshot.chunk_splitter import split_table
 from sluice.snapshot.snapshot_split_assigner import SnapshotAssignerState
 from sluice.source.checks import check_binlog_settings, check_privileges, check_select
 from sluice.source.connection import connect, current_offset, executed_gtids
@@ -44,8 +41,6 @@ from sluice.state.state_store import StateStore
 from sluice.state.target_records import TargetRecordedStore
 
 if TYPE_CHECKING:
-    from pyspark import SparkContext
-
     from sluice.verify.online import OnlineWork, RequestDesk
 
 log = logging.getLogger(__name__)
@@ -68,21 +63,40 @@ class PipelineRunner:
         (a CdcPipeline's spec); `metrics`: where progress is counted (served or not);
         `preflight`: a first run (no state in the store, none in the target) makes every
         check of `sluice check` before anything else, and stops on any error (PreflightFailed)."""
-        self.definition = definition
+        sink = create_sink(definition)
+        self.context = RunContext(
+            definition,
+            definition.source.endpoint(),
+            sink,
+            TargetRecordedStore(store, sink, definition.sink.name),
+            PipelineState(definition.name, dict(definition.state_identity)),
+            metrics or PipelineMetrics(definition.name),
+            master,
+        )
+        # The context's parts that never change, by their names here too.
+        self.definition, self.endpoint, self.sink, self.store = (
+            definition,
+            self.context.endpoint,
+            sink,
+            self.context.store,
+        )
+        self.master, self.metrics, self.stopping = master, self.context.metrics, self.context.stopping
         self.approvals = approvals or (lambda: definition.approved_schema_changes)
-        self.master = master
-        self.endpoint = definition.source.endpoint()
-        self.sink: Sink = create_sink(definition)
-        self.store = TargetRecordedStore(store, self.sink, definition.sink.name)
-        self.state = PipelineState(definition.name, dict(definition.state_identity))
         self.requests = requests
-        self.metrics = metrics or PipelineMetrics(definition.name)
         self.preflight = preflight
-        self.stopping = threading.Event()
         self.signalled = False  # stopping is also set by the binlog phase as it ends
         self.spark = PipelineSpark(definition, master, self.sink)
         self._capture_changed = False
-        self.joining = TablesJoining(definition, self.endpoint, self.sink, self.store)
+        self.joining = TablesJoining(self.context)
+        self.snapshot = SnapshotStep(self.context, self.spark)
+
+    @property
+    def state(self) -> PipelineState:
+        return self.context.state
+
+    @state.setter
+    def state(self, state: PipelineState) -> None:
+        self.context.state = state
 
     def run(self) -> None:
         """Runs until the pipeline is done or SIGTERM/SIGINT: then what is in flight (Spark
@@ -155,11 +169,11 @@ class PipelineRunner:
         try:
             snapshot = self._check_and_plan()
             if snapshot is not None and snapshot.adopt_committed(self.sink.committed_splits()):
-                self._save_snapshot(snapshot)
+                self.snapshot.save(snapshot)
             self._count_snapshot_splits()
             if snapshot is not None:
                 if not snapshot.is_finished:
-                    self._run_snapshot(snapshot)
+                    self.snapshot.run(snapshot)
                 if self.stopping.is_set():
                     return  # the next run resumes with the splits still to read
             if not self.sink.writes_changes_with_spark:
@@ -182,7 +196,7 @@ class PipelineRunner:
             if self.state.tables is not None:  # a rerun: grants may have changed since discovery
                 check_select(conn, list(self.state.tables))
             if self.definition.source.startup.takes_snapshot:
-                snapshot = self._snapshot_plan(conn)
+                snapshot = self.snapshot.plan(conn)
             else:
                 self._tables(conn)
             self._check_routes(conn, snapshot)
@@ -224,105 +238,6 @@ class PipelineRunner:
         if self.state.tables is None:
             capture_tables(conn, self.definition.source, self.state)
             self.store.save(self.state)
-
-    def _snapshot_plan(self, conn) -> SnapshotAssignerState | None:
-        """The saved plan, a new one, or None once the binlog split has dropped it."""
-        if self.state.snapshot is not None:
-            return self.state.snapshot
-        if self.state.tables is not None:
-            return None
-        planned_at = current_offset(conn)  # before the schemas are read
-        schemas = capture_tables(conn, self.definition.source, self.state)
-        chunk_size = self.definition.source.chunk_size
-        splits = [s for schema in schemas for s in split_table(conn, schema, chunk_size)]
-        plan = SnapshotAssignerState.plan(schemas, splits, planned_at)
-        self._save_snapshot(plan)  # before any split is read: a rerun must read the same chunks
-        log.info("snapshot plan: %d tables, %d splits", len(schemas), len(splits))
-        return plan
-
-    def _save_snapshot(self, snapshot: SnapshotAssignerState) -> None:
-        self.state.snapshot = snapshot
-        self.store.save(self.state)
-
-    def _run_snapshot(self, snapshot: SnapshotAssignerState) -> None:
-        from sluice.runtime.snapshot_phase import run_snapshot_phase
-
-        def finished(result: SplitResult) -> None:
-            snapshot.record(result.split_id, result.high_watermark, result.rows)
-            # A record of the split, not the whole plan again.
-            self.store.record_split_finished(result.split_id, snapshot.finished[result.split_id])
-            failpoint(f"snapshot:split-finished:{len(snapshot.finished)}")
-
-        def table_changed(table_id: str) -> None:
-            snapshot.adopt_committed(self.sink.committed_splits())  # what the failed job's splits committed
-            deferred = snapshot.defer(table_id)
-            self._save_snapshot(snapshot)
-            sys.stderr.write(
-                f"snapshot: {table_id} changed while it was read; its {len(deferred)} unfinished splits are read "
-                "again once the binlog reader has applied the change\n"
-            )
-
-        conn = connect(self.endpoint)
-        try:
-            replacing = tables_to_replace(self.sink, conn, snapshot)
-        finally:
-            conn.close()
-        progress = SnapshotProgress(len(snapshot.splits), len(snapshot.finished), snapshot.rows_done, self.metrics)
-        progress.resuming()
-        progress.show()
-
-        def read(sc: SparkContext | None, until: Callable[[], bool] = lambda: False) -> None:
-            run_snapshot_phase(
-                sc,
-                self.definition,
-                self.endpoint,
-                self.sink,
-                snapshot,
-                finished,
-                self.stopping,
-                table_changed,
-                progress,
-                replacing,
-                until,
-            )
-
-        try:
-            if self.spark.driver_reads:
-                # Read here, alone or while Spark starts beside the driver.
-                alone = self._driver_reads_alone(len(snapshot.remaining))
-                if alone:
-                    progress.note(alone)
-                read(None, until=(lambda: False) if alone else self.spark.start().is_ready)
-            if snapshot.remaining and not self.stopping.is_set():
-                sc = self.spark.session().sparkContext
-                progress.note(f"Spark is up: executors read the {len(snapshot.remaining)} splits left")
-                read(sc)
-        finally:
-            progress.show(final=True)
-            self._save_snapshot(snapshot)  # the journal folded into the document
-        if snapshot.remaining:
-            progress.stopped()
-
-    def _driver_reads_alone(self, remaining: int) -> str | None:
-        """Why the driver's own threads read every split and Spark never starts, or None.
-
-        A plan one Spark job would carry whole gains nothing from Spark. Nor does a local
-        master up to DRIVER_LANES: its executors are processes on this same machine, as
-        many as the driver's threads, and a JVM starting beside the reads only takes their
-        CPU (measured on two cores, 5,000,000 rows at parallelism 2: 0.72x the pipe end to
-        end with the JVM starting, 0.92x without it)."""
-        from sluice.runtime.snapshot_phase import DRIVER_LANES, splits_per_job
-
-        splits = f"{remaining} split{'' if remaining == 1 else 's'}"
-        if remaining <= splits_per_job(self.definition.source.chunk_size):
-            return f"{splits}, less than one Spark job: read by the driver, Spark does not start"
-        parallelism = self.definition.parallelism
-        if (self.master or "").startswith("local") and parallelism <= DRIVER_LANES:
-            return (
-                f"{splits}, read by the driver's {parallelism} thread{'' if parallelism == 1 else 's'}: local Spark "
-                "would add no cores, it does not start"
-            )
-        return None
 
     # -- binlog -----------------------------------------------------------------------------
 
@@ -461,8 +376,8 @@ class PipelineRunner:
 
     def _after_schema_change(self, split: BinlogSplit) -> bool:
         """What waited on a schema change; True if the binlog reader must start again."""
-        joined = self.joining.capture_joined(self.state, split)
-        self.joining.reread_deferred(self.state, split)
+        joined = self.joining.capture_joined(split)
+        self.joining.reread_deferred(split)
         return joined
 
     def _install_signal_handlers(self) -> dict[int, Any]:

@@ -11,17 +11,13 @@ from sluice.binlog.binlog_split import BinlogSplit
 from sluice.errors import SchemaDrift
 from sluice.event.schema_change import DropTable, create_table_event
 from sluice.event.snapshot_split import SnapshotSplit, SplitTask
-from sluice.pipeline.definition import PipelineDefinition
-from sluice.sink.base import Sink
+from sluice.runtime.run_context import RunContext
 from sluice.snapshot.chunk_splitter import split_table
 from sluice.snapshot.snapshot_split_assigner import SnapshotAssignerState
 from sluice.snapshot.split_reader import read_splits, reads_onto
 from sluice.source.checks import check_select
 from sluice.source.connection import connect, current_offset
-from sluice.source.endpoint import SourceEndpoint
 from sluice.source.schema import TableSchema, live_shape, read_table_schema
-from sluice.state.pipeline_state import PipelineState
-from sluice.state.state_store import StateStore
 
 JOIN_ATTEMPTS = 5  # reads of a table renamed into `tables` that may meet a DDL on it before one does not
 
@@ -29,13 +25,20 @@ JOIN_ATTEMPTS = 5  # reads of a table renamed into `tables` that may meet a DDL 
 class TablesJoining:
     """Reads the tables joining the capture, and the deferred splits, into the sink."""
 
-    def __init__(self, definition: PipelineDefinition, endpoint: SourceEndpoint, sink: Sink, store: StateStore) -> None:
-        self.definition, self.endpoint, self.sink, self.store = definition, endpoint, sink, store
+    def __init__(self, context: RunContext) -> None:
+        self.context = context
+        self.definition, self.endpoint, self.sink, self.store = (
+            context.definition,
+            context.endpoint,
+            context.sink,
+            context.store,
+        )
 
-    def capture_joined(self, state: PipelineState, split: BinlogSplit) -> bool:
+    def capture_joined(self, split: BinlogSplit) -> bool:
         """Tables renamed into `tables`: created in the target and snapshotted now (on this
         process, split by split), then read from the binlog with the emit rule from the
         rename on (their high watermarks are after it)."""
+        state = self.context.state
         joining = [t for t in state.joining if t not in (state.tables or {})]
         if not joining:
             state.joining = []
@@ -115,10 +118,11 @@ class TablesJoining:
         source = self.definition.source
         return SplitTask(split, schema, self.endpoint, source.server_ids.beside_the_reader, source.fetch_size)
 
-    def reread_deferred(self, state: PipelineState, split: BinlogSplit) -> None:
+    def reread_deferred(self, split: BinlogSplit) -> None:
         """Reads the splits deferred by a schema change during the snapshot, for each table
         whose columns the binlog reader (and so the target) has caught up with: their new
         high watermarks are after the reader's position, so the emit rule holds for them."""
+        state = self.context.state
         snapshot = state.snapshot
         if snapshot is None or not snapshot.deferred:
             return
