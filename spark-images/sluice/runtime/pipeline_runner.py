@@ -1,9 +1,11 @@
 """The pipeline runner: what `sluice run` runs with local Spark, and what the Spark driver
 runs on Kubernetes (runtime/kubernetes_driver.py), the same code with another state store.
 
-Checks the source, makes or resumes the snapshot plan, runs the snapshot on Spark, then
-hands over to the single binlog reader, keeping the state store current after every
-finished split and every committed batch.
+Checks the state against the definition (runtime/pipeline_identity), the source and the
+target, makes or resumes the snapshot plan and runs the snapshot (runtime/snapshot_step),
+then hands over to the single binlog reader (runtime/binlog_step), keeping the state store
+current after every finished split and every committed batch. The steps share a
+RunContext (runtime/run_context).
 """
 
 from __future__ import annotations
@@ -13,35 +15,30 @@ import logging
 import signal
 import sys
 import threading
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from sluice.binlog.binlog_split import BinlogSplit
-from sluice.binlog.startup_offset import check_offset_available, startup_offset
 from sluice.errors import DefinitionError, PositionPurged, SluiceError
 from sluice.pipeline.definition import PipelineDefinition, load_definition
-from sluice.runtime.binlog_phase import BinlogSettings, resumes_by_gtid, run_binlog_phase, target_needs
+from sluice.runtime.binlog_step import BinlogStep
 from sluice.runtime.capture import capture_tables, change_capture
 from sluice.runtime.pipeline_identity import check_pipeline_identity
 from sluice.runtime.pipeline_metrics import PipelineMetrics
 from sluice.runtime.pipeline_spark import PipelineSpark
 from sluice.runtime.preflight import check_first_run
-from sluice.runtime.progress import BinlogProgress
 from sluice.runtime.run_context import RunContext
-from sluice.runtime.schema_change_handler import SchemaChangeHandler
 from sluice.runtime.snapshot_step import SnapshotStep
-from sluice.runtime.table_join import TablesJoining
 from sluice.sink.factory import create_sink
 from sluice.snapshot.snapshot_split_assigner import SnapshotAssignerState
 from sluice.source.checks import check_binlog_settings, check_privileges, check_select
-from sluice.source.connection import connect, current_offset, executed_gtids
+from sluice.source.connection import connect
 from sluice.state.pipeline_state import PipelineState
 from sluice.state.state_store import StateStore
 from sluice.state.target_records import TargetRecordedStore
 
 if TYPE_CHECKING:
-    from sluice.verify.online import OnlineWork, RequestDesk
+    from sluice.verify.online import RequestDesk
 
 log = logging.getLogger(__name__)
 
@@ -81,14 +78,13 @@ class PipelineRunner:
             self.context.store,
         )
         self.master, self.metrics, self.stopping = master, self.context.metrics, self.context.stopping
-        self.approvals = approvals or (lambda: definition.approved_schema_changes)
-        self.requests = requests
         self.preflight = preflight
         self.signalled = False  # stopping is also set by the binlog phase as it ends
         self.spark = PipelineSpark(definition, master, self.sink)
         self._capture_changed = False
-        self.joining = TablesJoining(self.context)
         self.snapshot = SnapshotStep(self.context, self.spark)
+        approved = approvals or (lambda: definition.approved_schema_changes)
+        self.binlog = BinlogStep(self.context, self.spark, approved, requests)
 
     @property
     def state(self) -> PipelineState:
@@ -178,7 +174,7 @@ class PipelineRunner:
                     return  # the next run resumes with the splits still to read
             if not self.sink.writes_changes_with_spark:
                 self.spark.stop()  # one binlog reader needs no Spark
-            self._run_binlog(snapshot)
+            self.binlog.run(snapshot)
         finally:
             self.spark.stop()
 
@@ -240,145 +236,6 @@ class PipelineRunner:
             self.store.save(self.state)
 
     # -- binlog -----------------------------------------------------------------------------
-
-    def _run_binlog(self, snapshot: SnapshotAssignerState | None) -> None:
-        source = self.definition.source
-        if self.sink.writes_changes_with_spark:
-            self.spark.session()
-        writer = self.sink.writer()
-        conn = connect(self.endpoint)
-        try:
-            split = self._binlog_split(conn, snapshot)
-            committed = writer.committed_binlog_offset()
-            if committed is not None and committed.is_after(split.offset):
-                split.advance(committed)
-            progress = BinlogProgress(self.store.record_lag, self.metrics)
-            changes = SchemaChangeHandler(
-                self.definition,
-                self.approvals,
-                self.state,
-                self.store,
-                writer,
-                progress,
-                self.stopping,
-                self._after_schema_change,
-                self._reread if self.sink.replaces_key_ranges else None,
-            )
-            changes.finish_after_crash(split, committed)
-            self._after_schema_change(split)
-            self._catch_up_a_finished_bounded_run(conn, split)
-            stop_at = self.state.stop_at
-            by_gtid = resumes_by_gtid(split, stop_at)
-            if not by_gtid:
-                check_offset_available(conn, split.offset)
-        finally:
-            conn.close()
-        settings = BinlogSettings(
-            server_id=source.server_ids.binlog_reader,
-            heartbeat_seconds=min(source.heartbeat_seconds, 1.0),
-            batch_rows=int(self.definition.sink.options.get("sink.batch-size", 5000)),
-            max_batch_delay=self.sink.max_batch_delay,
-            target_needs=target_needs(self.sink, self.definition.routing),
-        )
-        online = self._online_work()
-        try:
-            run_binlog_phase(
-                self.endpoint,
-                settings,
-                split,
-                self.state.tables or {},
-                writer,
-                stop_at,
-                self.stopping,
-                self._binlog_committed,
-                progress.committed,
-                skip_before_millis=source.startup.timestamp_millis if source.startup.mode == "timestamp" else 0,
-                captured=source.tables.selects,
-                on_schema_change=changes.handle,
-                targets=self.state.targets,
-                migrations=self.state.migrations if source.online_schema_changes else None,
-                unread_tables=self.state.unread,
-                on_reconnect=progress.reconnected,
-            )
-        finally:
-            if online is not None:
-                online.stop()
-            writer.close()
-            progress.show(final=True)
-
-    def _online_work(self) -> OnlineWork | None:
-        """Verification and resnapshots as the spec asks, beside the binlog reader (the jdbc
-        and lakehouse sinks)."""
-        from sluice.verify.online import OnlineWork
-        from sluice.verify.verifier import VerifiedSink
-
-        if self.requests is None or not isinstance(self.sink, VerifiedSink):
-            return None
-        online = OnlineWork(self.definition, self.sink, self.endpoint, self.requests)
-        online.start()
-        return online
-
-    def _catch_up_a_finished_bounded_run(self, conn, split: BinlogSplit) -> None:
-        """A snapshot-mode run that reached its end left the target a copy as of then: run
-        again, it reads the binlog on to now and ends a copy as of now (the changes made
-        while nothing ran, deletes included), without reading the snapshot again."""
-        stop_at = self.state.stop_at
-        if stop_at is None or split.offset.is_before(stop_at):
-            return
-        now = current_offset(conn)
-        if now.is_after(stop_at):
-            self.state.stop_at = executed_gtids(conn, now)
-            self.store.save(self.state)
-            print(f"snapshot: the target is a copy as of {stop_at}; reading the binlog on to {now}", file=sys.stderr)
-
-    def _binlog_split(self, conn, snapshot: SnapshotAssignerState | None) -> BinlogSplit:
-        if self.state.binlog is not None:
-            split = self.state.binlog
-            if snapshot is not None and self.state.adding_tables:
-                # Tables added to a streaming pipeline: the reader goes on from where it is,
-                # which is before their high watermarks, so their emit rule holds.
-                split.watermarks.update(snapshot.binlog_split().watermarks)
-                self.state.adding_tables = []
-                self.store.save(self.state)
-            return split
-        if snapshot is not None:
-            split = snapshot.binlog_split()
-            if not self.definition.source.startup.streams:
-                # A snapshot-only run ends consistent as of now: everything committed before
-                # this position is in the target when it exits.
-                self.state.stop_at = current_offset(conn)
-        else:
-            source = self.definition.source
-            split = BinlogSplit(startup_offset(conn, source.startup, self.endpoint, source.server_ids.binlog_reader))
-        split.offset = executed_gtids(conn, split.offset)
-        self.state.binlog = split
-        self.store.save(self.state)
-        return split
-
-    def _binlog_committed(self, split: BinlogSplit, entered: list[str]) -> None:
-        self.state.binlog = split
-        if split.watermarks and not entered:
-            # Until every table is past its watermarks the state holds the whole plan: a
-            # commit records its position instead of rewriting it all.
-            self.store.record_binlog_offset(split.offset)
-            return
-        if not split.watermarks and self.state.snapshot is not None:
-            snapshot, self.state.snapshot = self.state.snapshot, None
-            self.state.snapshot_summary = snapshot.summary()
-        self.store.save(self.state)
-
-    def _reread(self, tables: Sequence[str]) -> int:
-        """Reads tables again into the target, range by range, as of its position."""
-        from sluice.verify.verifier import Verifier
-
-        verifier = Verifier(self.definition, self.sink, self.endpoint, state=self.state)  # type: ignore[arg-type]
-        return verifier.resnapshot(list(tables))
-
-    def _after_schema_change(self, split: BinlogSplit) -> bool:
-        """What waited on a schema change; True if the binlog reader must start again."""
-        joined = self.joining.capture_joined(split)
-        self.joining.reread_deferred(split)
-        return joined
 
     def _install_signal_handlers(self) -> dict[int, Any]:
         if threading.current_thread() is not threading.main_thread():
