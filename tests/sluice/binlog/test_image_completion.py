@@ -228,3 +228,12 @@ def test_minimal_images_of_a_keyless_table_are_whole(mariadb, source_db):
         (RowKind.INSERT, None, (2, "dflt")),
         (RowKind.UPDATE_AFTER, (1, "x"), (3, "x")),
     ]
+
+
+def test_a_minimal_insert_of_an_auto_increment_key_carries_the_key_it_was_given(mariadb, source_db):
+    """An application's `INSERT (name) VALUES ...`: the server gives the key, and logs it."""
+    mariadb.execute(
+        "CREATE TABLE a (id INT AUTO_INCREMENT PRIMARY KEY, name VARCHAR(10), n INT DEFAULT 7)", database=source_db
+    )
+    events = _events(mariadb, source_db, "a", "MINIMAL", "INSERT INTO a (name) VALUES ('x'), ('y')")
+    assert _completed(mariadb, events) == [(RowKind.INSERT, None, (1, "x", 7)), (RowKind.INSERT, None, (2, "y", 7))]
