@@ -20,6 +20,7 @@ from pathlib import Path
 from sluice.source.connection import current_offset
 from sluice.source.offset import BinlogOffset
 from tests.bench.binlog_bench import bare_loop, mariadb_binlog
+from tests.harness.kills import caught_up
 from tests.harness.pipelines import (
     pipeline_yaml,
     postgres_sink,
@@ -105,7 +106,7 @@ def main() -> None:
         tool_seconds = mariadb_binlog(mariadb, start, end)
         started = time.monotonic()
         run = start_sluice(pipeline, state, env)
-        while not _caught_up(read_state(state), end):
+        while not ("binlog" in (now := read_state(state)) and caught_up(now, end)):
             if run.poll() is not None:
                 raise SystemExit(f"sluice run ended before catching up: {run.communicate()[1][-2000:]}")
             time.sleep(0.05)
@@ -121,14 +122,6 @@ def main() -> None:
             f"  sluice run into PostgreSQL:         {sluice:>10,.0f} rows/s  ({sluice / tool:.2f}x mariadb-binlog, "
             f"{sluice / bare:.2f}x the bare loop; peak RSS {peak:,.0f} MB)"
         )
-
-
-def _caught_up(state: dict, end: BinlogOffset) -> bool:
-    binlog = state.get("binlog")
-    if not binlog:
-        return False
-    offset = BinlogOffset.from_json(binlog["offset"])
-    return not offset.is_before(end)
 
 
 if __name__ == "__main__":

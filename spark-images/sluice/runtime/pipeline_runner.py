@@ -70,17 +70,9 @@ class PipelineRunner:
             metrics or PipelineMetrics(definition.name),
             master,
         )
-        # The context's parts that never change, by their names here too.
-        self.definition, self.endpoint, self.sink, self.store = (
-            definition,
-            self.context.endpoint,
-            sink,
-            self.context.store,
-        )
-        self.master, self.metrics, self.stopping = master, self.context.metrics, self.context.stopping
         self.preflight = preflight
         self.signalled = False  # stopping is also set by the binlog phase as it ends
-        self.spark = PipelineSpark(definition, master, self.sink)
+        self.spark = PipelineSpark(definition, master, sink)
         self._capture_changed = False
         self.snapshot = SnapshotStep(self.context, self.spark)
         approved = approvals or (lambda: definition.approved_schema_changes)
@@ -116,12 +108,12 @@ class PipelineRunner:
             sys.stderr.write(f"values changed to fit the target (the warnings say how): {counts}\n")
 
     def _run(self) -> None:
-        loaded = self.store.load()
+        loaded = self.context.store.load()
         if loaded is None and self.preflight:
-            check_first_run(self.definition)
+            check_first_run(self.context.definition)
         self.state = loaded or self.state
         self._capture_changed = check_pipeline_identity(
-            self.definition, self.state, self.store.where, self.store.fresh_start
+            self.context.definition, self.state, self.context.store.where, self.context.store.fresh_start
         )
         try:
             self._run_from_state()
@@ -134,13 +126,13 @@ class PipelineRunner:
         """The snapshot's splits per table in the metrics: of the plan, or of the summary a
         finished one left (a run that resumes streaming still shows what its snapshot did)."""
         summary = self.state.snapshot.summary() if self.state.snapshot else self.state.snapshot_summary or {}
-        self.metrics.snapshot_planned(summary.get("tables") or {})
+        self.context.metrics.snapshot_planned(summary.get("tables") or {})
 
     def _read_the_snapshot_again(self, purged: PositionPurged) -> bool:
         """The binlog the target's position needs is gone: a pipeline that takes a snapshot
         starts it afresh (its old records dropped), and each chunk replaces its key range,
         so the target ends exact: rows deleted meanwhile gone, no row twice. Once a run."""
-        if not self.definition.source.startup.takes_snapshot or not self.sink.replaces_key_ranges:
+        if not self.context.definition.source.startup.takes_snapshot or not self.context.sink.replaces_key_ranges:
             return False
         if self.state.binlog is None and self.state.snapshot is None:
             return False  # read afresh already
@@ -151,12 +143,12 @@ class PipelineRunner:
             "each chunk replacing its key range in the target\n"
         )
         if not self.signalled:
-            self.stopping.clear()
-        fresh = PipelineState(self.definition.name, dict(self.definition.state_identity))
+            self.context.stopping.clear()
+        fresh = PipelineState(self.context.definition.name, dict(self.context.definition.state_identity))
         fresh.revision = self.state.revision
         self.state = fresh
-        self.sink.forget_commits()
-        self.store.save(self.state)
+        self.context.sink.forget_commits()
+        self.context.store.save(self.state)
         return True
 
     def _run_from_state(self) -> None:
@@ -164,15 +156,15 @@ class PipelineRunner:
             self.spark.start()  # its start overlaps the checks and the plan
         try:
             snapshot = self._check_and_plan()
-            if snapshot is not None and snapshot.adopt_committed(self.sink.committed_splits()):
+            if snapshot is not None and snapshot.adopt_committed(self.context.sink.committed_splits()):
                 self.snapshot.save(snapshot)
             self._count_snapshot_splits()
             if snapshot is not None:
                 if not snapshot.is_finished:
                     self.snapshot.run(snapshot)
-                if self.stopping.is_set():
+                if self.context.stopping.is_set():
                     return  # the next run resumes with the splits still to read
-            if not self.sink.writes_changes_with_spark:
+            if not self.context.sink.writes_changes_with_spark:
                 self.spark.stop()  # one binlog reader needs no Spark
             self.binlog.run(snapshot)
         finally:
@@ -182,36 +174,36 @@ class PipelineRunner:
         """Checks the source and the target, and returns the snapshot still to read (planned
         now on a first run)."""
         snapshot: SnapshotAssignerState | None = None
-        conn = connect(self.endpoint)
+        conn = connect(self.context.endpoint)
         try:
             check_binlog_settings(conn)
             check_privileges(conn)
             if self._capture_changed:
-                change_capture(conn, self.definition.source, self.state)
-                self.store.save(self.state)
+                change_capture(conn, self.context.definition.source, self.state)
+                self.context.store.save(self.state)
             if self.state.tables is not None:  # a rerun: grants may have changed since discovery
                 check_select(conn, list(self.state.tables))
-            if self.definition.source.startup.takes_snapshot:
+            if self.context.definition.source.startup.takes_snapshot:
                 snapshot = self.snapshot.plan(conn)
             else:
                 self._tables(conn)
             self._check_routes(conn, snapshot)
         finally:
             conn.close()
-        self.sink.prepare(list(self.state.targets.values()))
+        self.context.sink.prepare(list(self.state.targets.values()))
         self._check_target_holds_the_snapshot(snapshot)
         return snapshot
 
     def _check_routes(self, conn, snapshot: SnapshotAssignerState | None) -> None:  # noqa: ANN001
         """The route and transform rules compile against the captured tables; before the
         first row is written, a merged table's key is checked unique across its members."""
-        if not self.definition.routing.active:
+        if not self.context.definition.routing.active:
             return  # (and the rules' modules, sqlglot's parser among them, stay unimported)
         from sluice.route.merged_keys import check_merged_keys
         from sluice.sink.routed import RoutedSink
 
-        assert isinstance(self.sink, RoutedSink)
-        routing = self.sink.route(list(self.state.targets.values()))
+        assert isinstance(self.context.sink, RoutedSink)
+        routing = self.context.sink.route(list(self.state.targets.values()))
         if self.state.binlog is None and not (snapshot is not None and snapshot.finished):
             check_merged_keys(conn, routing)
 
@@ -220,20 +212,21 @@ class PipelineRunner:
     def _check_target_holds_the_snapshot(self, snapshot: SnapshotAssignerState | None) -> None:
         """Streaming into a target that lost its snapshot would leave the snapshot out of it
         for good: a state past (part of) the snapshot needs the target's committed offsets."""
-        if not self.definition.source.startup.takes_snapshot:
+        definition, store = self.context.definition, self.context.store
+        if not definition.source.startup.takes_snapshot:
             return
         past_snapshot = self.state.binlog is not None or (snapshot is not None and bool(snapshot.finished))
-        if past_snapshot and self.sink.holds_commits() is False:
+        if past_snapshot and self.context.sink.holds_commits() is False:
             raise SluiceError(
-                f"{self.store.where} says the snapshot was (partly) written, but sink "
-                f"{self.definition.sink.name} holds no committed offsets of pipeline '{self.definition.name}': the "
-                f"target was emptied or replaced; {self.store.fresh_start} to take the snapshot again"
+                f"{store.where} says the snapshot was (partly) written, but sink "
+                f"{definition.sink.name} holds no committed offsets of pipeline '{definition.name}': the "
+                f"target was emptied or replaced; {store.fresh_start} to take the snapshot again"
             )
 
     def _tables(self, conn) -> None:
         if self.state.tables is None:
-            capture_tables(conn, self.definition.source, self.state)
-            self.store.save(self.state)
+            capture_tables(conn, self.context.definition.source, self.state)
+            self.context.store.save(self.state)
 
     # -- binlog -----------------------------------------------------------------------------
 
@@ -243,7 +236,7 @@ class PipelineRunner:
 
         def stop(signum: int, _frame: Any) -> None:
             self.signalled = True
-            self.stopping.set()
+            self.context.stopping.set()
 
         return {sig: signal.signal(sig, stop) for sig in (signal.SIGTERM, signal.SIGINT)}
 

@@ -27,12 +27,6 @@ class TablesJoining:
 
     def __init__(self, context: RunContext) -> None:
         self.context = context
-        self.definition, self.endpoint, self.sink, self.store = (
-            context.definition,
-            context.endpoint,
-            context.sink,
-            context.store,
-        )
 
     def capture_joined(self, split: BinlogSplit) -> bool:
         """Tables renamed into `tables`: created in the target and snapshotted now (on this
@@ -61,7 +55,7 @@ class TablesJoining:
         state.target_tables = None if targets == state.tables else targets
         state.joining = []
         state.binlog = split
-        self.store.save(state)
+        self.context.store.save(state)
         sys.stderr.write(
             f"capture: {', '.join(joining)} renamed into source.tables: snapshotted ({len(plan.splits)} splits, "
             f"{plan.rows_done:,} rows), "
@@ -74,8 +68,8 @@ class TablesJoining:
     ) -> SnapshotAssignerState:
         """Plans and reads the joining tables as they are now, each created in the target
         first, in the layout it has now."""
-        source = self.definition.source
-        conn = connect(self.endpoint)
+        source = self.context.definition.source
+        conn = connect(self.context.endpoint)
         try:
             planned_at = current_offset(conn)
             schemas = [
@@ -86,7 +80,7 @@ class TablesJoining:
             splits = [s for schema in schemas for s in split_table(conn, schema, source.chunk_size)]
         finally:
             conn.close()
-        writer = self.sink.writer()
+        writer = self.context.sink.writer()
         try:
             for schema in schemas:
                 if schema.table_id in kept:
@@ -103,7 +97,7 @@ class TablesJoining:
             tasks = [self._task(s, plan.tables[s.table_id]) for s in splits if s.table_id == schema.table_id]
             read = reads_onto(kept[schema.table_id]) if schema.table_id in kept else read_splits
             try:
-                results = self.sink.write_splits_now(tasks, read)
+                results = self.context.sink.write_splits_now(tasks, read)
             except Exception as exc:  # noqa: BLE001 - a Spark task's error names a drift in its text
                 table_id = SchemaDrift.of(exc)
                 if table_id is None:
@@ -115,8 +109,8 @@ class TablesJoining:
 
     def _task(self, split: SnapshotSplit, schema: TableSchema) -> SplitTask:
         """A split read by the driver while the binlog reader runs, with a server id of its own."""
-        source = self.definition.source
-        return SplitTask(split, schema, self.endpoint, source.server_ids.beside_the_reader, source.fetch_size)
+        source = self.context.definition.source
+        return SplitTask(split, schema, self.context.endpoint, source.server_ids.beside_the_reader, source.fetch_size)
 
     def reread_deferred(self, split: BinlogSplit) -> None:
         """Reads the splits deferred by a schema change during the snapshot, for each table
@@ -127,7 +121,7 @@ class TablesJoining:
         if snapshot is None or not snapshot.deferred:
             return
         sources, targets = state.tables or {}, state.targets
-        conn = connect(self.endpoint)
+        conn = connect(self.context.endpoint)
         try:
             waiting = {snapshot.splits_table(i) for i in snapshot.deferred}
             ready = [
@@ -139,7 +133,7 @@ class TablesJoining:
             tasks = [self._task(s, sources[table_id]) for s in snapshot.deferred_splits(table_id)]
             read = reads_onto(targets.get(table_id, sources[table_id]))
             try:
-                results = self.sink.write_splits_now(tasks, read)
+                results = self.context.sink.write_splits_now(tasks, read)
             except Exception as exc:  # noqa: BLE001 - changed again: the next change of it tries again
                 if SchemaDrift.of(exc) is None:
                     from sluice.runtime.snapshot_phase import task_failure
@@ -152,5 +146,5 @@ class TablesJoining:
                 index = int(result.split_id.rsplit(":", 1)[1])
                 boundaries.high_watermarks[index] = result.high_watermark
             state.binlog = split
-            self.store.save(state)
+            self.context.store.save(state)
             sys.stderr.write(f"snapshot: read the {len(results)} deferred splits of {table_id} again\n")
