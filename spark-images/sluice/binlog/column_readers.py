@@ -1,7 +1,10 @@
 """One reader per column type: a value's binary form in a row image (MySQL's and MariaDB's
-log_event.cc, field.cc) read into the form the split reader's SELECT gives it. The common
-types' readers are Inline statements that row_image_decoder writes into its row loop; the
-others are calls."""
+log_event.cc, field.cc) read into the form the split reader's SELECT gives it.
+
+Each reader comes in the two forms the two row loops take: for the Python loop (the
+reference) the common types' Inline statements, written into the loop, and calls for the
+others; for the compiled loop (_row_images.c) an instruction, which for the rarer types is
+a call of the Python reader."""
 
 from __future__ import annotations
 
@@ -35,19 +38,33 @@ class Inline:
     names: dict[str, Any]
 
 
-# A column reader is Inline, or a function of the event body and the value's offset that
-# returns the value and the offset just past it.
+# A function of the event body and the value's offset that returns the value and the
+# offset just past it.
 Called = Callable[[bytes, int], tuple[Any, int]]
-ColumnReader = Inline | Called
+
+
+@dataclass(frozen=True)
+class ColumnReader:
+    """A column's reading for the Python row loop (`python`) and for the compiled one
+    (`instruction`: a tuple that starts with its name, as _row_images.c reads it)."""
+
+    python: Inline | Called
+    instruction: tuple
+
+
+def _called(read: Called) -> ColumnReader:
+    return ColumnReader(read, ("call", read))
+
 
 _DECIMAL_GROUP_BYTES = (0, 1, 1, 2, 2, 3, 3, 4, 4, 4)  # bytes for 0..9 leftover digits
 _DECIMAL_CONTEXT = Context(prec=65)  # DECIMAL's most digits: scaling never rounds
 
 
-def _fixed(fmt: str, convert: Callable[[Any], Any] | None = None) -> Inline:
-    value = "{convert}({unpack}(body, pos)[0])" if convert else "{unpack}(body, pos)[0]"
-    names = {"unpack": struct.Struct(fmt).unpack_from, "convert": convert}
-    return Inline(f"{{value}} = {value}; pos += {struct.calcsize(fmt)}", names)
+def _fixed(fmt: str, instruction: tuple) -> ColumnReader:
+    names = {"unpack": struct.Struct(fmt).unpack_from}
+    return ColumnReader(
+        Inline(f"{{value}} = {{unpack}}(body, pos)[0]; pos += {struct.calcsize(fmt)}", names), instruction
+    )
 
 
 def _little_endian(size: int, signed: bool) -> Called:
@@ -57,14 +74,18 @@ def _little_endian(size: int, signed: bool) -> Called:
     return read
 
 
-def _length_prefixed(prefix: int, finish: Callable[[bytes], Any]) -> Inline:
+def _length_prefixed(prefix: int, finish: Callable[[bytes], Any]) -> ColumnReader:
     """VARCHAR, CHAR, BLOB, TEXT, GEOMETRY, JSON: a little-endian length, then the bytes."""
     length = "body[pos]" if prefix == 1 else f"int.from_bytes(body[pos:pos + {prefix}], 'little')"
     raw = f"body[pos + {prefix}:end]"
     codec = getattr(finish, "codec", None)  # text is decoded in place, not through a call
     value = f"str({raw}, {{codec}}, {{errors}})" if codec else f"{{finish}}({raw})"
     names = {"codec": codec[0], "errors": codec[1]} if codec else {"finish": finish}
-    return Inline(f"end = pos + {prefix} + {length}; {{value}} = {value}; pos = end", names)
+    if codec:
+        instruction: tuple = ("text", prefix, *codec)
+    else:
+        instruction = ("bytes", prefix) if finish is bytes else ("prefixed", prefix, finish)
+    return ColumnReader(Inline(f"end = pos + {prefix} + {length}; {{value}} = {value}; pos = end", names), instruction)
 
 
 def _undefined_cp1252_bytes(error: UnicodeError) -> tuple[str, int]:
@@ -102,7 +123,7 @@ def _inflated(raw: bytes) -> bytes:
     return zlib.decompress(bytes(raw[1 + (header & 7) :]), -15 if header & 8 else 15)
 
 
-def _decimal(precision: int, scale: int) -> Inline:
+def _decimal(precision: int, scale: int) -> ColumnReader:
     """DECIMAL's binary form: big-endian groups of nine digits in four bytes, leftover digits
     in fewer, the integer part's leftover first and the fraction's last; the sign bit is
     flipped, and every bit inverted for negative values. The digits become one integer,
@@ -118,7 +139,7 @@ def _decimal(precision: int, scale: int) -> Inline:
     for bits, base in groups:
         shift -= bits
         unscaled = f"({unscaled}) * {base} + (packed >> {shift} & {(1 << bits) - 1})"
-    return Inline(
+    inline = Inline(
         f"packed = int.from_bytes(body[pos:pos + {size}], 'big'); pos += {size}\n"
         f"negative = not packed & {sign_bit}\n"
         f"packed ^= {negative_mask} if negative else {sign_bit}\n"
@@ -126,6 +147,7 @@ def _decimal(precision: int, scale: int) -> Inline:
         f"{{value}} = {{decimal}}(-unscaled if negative else unscaled).scaleb({-scale}, {{context}})",
         {"decimal": Decimal, "context": _DECIMAL_CONTEXT},
     )
+    return ColumnReader(inline, ("decimal", precision, scale, Decimal))
 
 
 def _fraction(fsp: int) -> tuple[int, int]:
@@ -134,11 +156,11 @@ def _fraction(fsp: int) -> tuple[int, int]:
     return size, 10 ** (6 - 2 * size)
 
 
-def _datetime2(fsp: int) -> Inline:
+def _datetime2(fsp: int) -> ColumnReader:
     """Year*13+month, day, hour, minute, second in 40 bits, big-endian, then the fraction."""
     frac_size, unit = _fraction(fsp)
     size, bits = 5 + frac_size, 8 * frac_size
-    return Inline(
+    inline = Inline(
         f"packed = int.from_bytes(body[pos:pos + {size}], 'big'); pos += {size}\n"
         f"year_month = packed >> {22 + bits} & 0x1FFFF\n"
         "try:\n"
@@ -151,6 +173,7 @@ def _datetime2(fsp: int) -> Inline:
         f"(packed & {(1 << bits) - 1}) * {unit}, {fsp})",
         {"datetime": datetime, "invalid": _invalid_datetime},
     )
+    return ColumnReader(inline, ("datetime2", fsp, _invalid_datetime))
 
 
 def _invalid_datetime(
@@ -161,7 +184,7 @@ def _invalid_datetime(
     return InvalidDate.of(year, month, day, f"{hour:02d}:{minute:02d}:{second:02d}{fraction}")
 
 
-def _timestamp2(fsp: int) -> Called:
+def _timestamp2(fsp: int) -> ColumnReader:
     """Seconds since the epoch, big-endian, shown in UTC as the scan's session shows them."""
     frac_size, unit = _fraction(fsp)
     size = 4 + frac_size
@@ -173,7 +196,7 @@ def _timestamp2(fsp: int) -> Called:
         micros = int.from_bytes(data[pos + 4 : pos + size], "big") * unit
         return (_EPOCH + timedelta(seconds=seconds, microseconds=micros) if seconds or micros else zero), pos + size
 
-    return read
+    return ColumnReader(read, ("timestamp2", fsp, zero))
 
 
 _EPOCH = datetime(1970, 1, 1)
@@ -320,6 +343,7 @@ def _uuid(raw: bytes) -> str:
 MARIADB_TEXT_TYPES = {"inet4": _inet4, "inet6": _inet6, "uuid": _uuid}
 
 _INTEGERS = {FIELD_TYPE.TINY: "b", FIELD_TYPE.SHORT: "h", FIELD_TYPE.LONG: "i", FIELD_TYPE.LONGLONG: "q"}
+_SIZES = {"b": 1, "h": 2, "i": 4, "q": 8}
 
 
 def column_reader(column: Any, data_type: str | None, where: str) -> ColumnReader:
@@ -331,13 +355,13 @@ def column_reader(column: Any, data_type: str | None, where: str) -> ColumnReade
         return _length_prefixed(1, lambda raw: text(bytes(raw).ljust(width, b"\0")))  # zeros stripped, as BINARY
     if kind in _INTEGERS:
         code = _INTEGERS[kind]
-        return _fixed("<" + (code.upper() if column.unsigned else code))
+        return _fixed("<" + (code.upper() if column.unsigned else code), ("int", _SIZES[code], not column.unsigned))
     if kind == FIELD_TYPE.INT24:
-        return _little_endian(3, signed=not column.unsigned)
+        return ColumnReader(_little_endian(3, signed=not column.unsigned), ("int", 3, not column.unsigned))
     if kind == FIELD_TYPE.FLOAT:
-        return _fixed("<f")  # exact, as the split reader selects it
+        return _fixed("<f", ("float",))  # exact, as the split reader selects it
     if kind == FIELD_TYPE.DOUBLE:
-        return _fixed("<d")
+        return _fixed("<d", ("double",))
     if kind == FIELD_TYPE.NEWDECIMAL:
         return _decimal(column.precision, column.decimals)
     if getattr(column, "compressed", False):  # MariaDB's VARCHAR or BLOB ... COMPRESSED
@@ -357,26 +381,34 @@ def column_reader(column: Any, data_type: str | None, where: str) -> ColumnReade
     if kind == FIELD_TYPE.JSON:
         return _length_prefixed(column.length_size, mysql_json_text)
     if kind == FIELD_TYPE.ENUM:
-        return _enum(column.size, _members(column.enum_values, where))
+        return _called(_enum(column.size, _members(column.enum_values, where)))
     if kind == FIELD_TYPE.SET:
-        return _set(column.size, _members(column.set_values, where))
+        return _called(_set(column.size, _members(column.set_values, where)))
     if kind == FIELD_TYPE.BIT:
-        return _bit(column.bytes)
+        return _called(_bit(column.bytes))
     if kind == FIELD_TYPE.YEAR:
-        return _year
+        return _called(_year)
     if kind == FIELD_TYPE.DATE:
-        return _date
+        return ColumnReader(_date, ("date", InvalidDate.of))
     if kind == FIELD_TYPE.DATETIME2:
         return _datetime2(column.fsp)
     if kind == FIELD_TYPE.TIMESTAMP2:
         return _timestamp2(column.fsp)
     if kind == FIELD_TYPE.TIME2:
-        return _time2(column.fsp)
+        return _called(_time2(column.fsp))
     if kind == FIELD_TYPE.TIME:
-        return _old_time
+        return _called(_old_time)
     if kind == FIELD_TYPE.DATETIME:
-        return _old_datetime
+        return _called(_old_datetime)
     if kind == FIELD_TYPE.TIMESTAMP:
-        zero = InvalidDate.of(0, 0, 0, "00:00:00")
-        return _fixed("<I", lambda seconds: _EPOCH + timedelta(seconds=seconds) if seconds else zero)
+        return _called(_old_timestamp)
     raise SourceError(f"{where}: binlog column type {kind} is not supported by Sluice")
+
+
+def _old_timestamp(data: bytes, pos: int) -> tuple[datetime | InvalidDate, int]:
+    """Pre-5.6 TIMESTAMP: seconds since the epoch, little-endian."""
+    seconds = int.from_bytes(data[pos : pos + 4], "little")
+    return (_EPOCH + timedelta(seconds=seconds) if seconds else _OLD_ZERO_TIMESTAMP), pos + 4
+
+
+_OLD_ZERO_TIMESTAMP = InvalidDate.of(0, 0, 0, "00:00:00")

@@ -2,11 +2,16 @@
 
 python-mysql-replication parses every column of every row through a chain of generic
 method calls, a few microseconds each; that was nine tenths of the reader's time. Here a
-table map is compiled once into one reader per column, and the readers into one row loop
-(Python source, compiled): the common types' readers are statements the loop runs in place,
-so most values cost no call at all. Each reader yields the value in the form the split
-reader's SELECT gives it (what the watermark fold and the emit rule compare), so there is
-no second pass to normalise SET, BIT, JSON, BINARY padding or negative TIME.
+table map is compiled once into one reader per column, and the readers into one row loop.
+Each reader yields the value in the form the split reader's SELECT gives it (what the
+watermark fold and the emit rule compare), so there is no second pass to normalise SET,
+BIT, JSON, BINARY padding or negative TIME.
+
+The loop is C (_row_images.c, built by `make install` and into the image) where it is
+built: decoding was still two fifths of the committing side's time in Python. The Python
+loop, written out as source and compiled, with the common types' readers as statements it
+runs in place, is the reference the tests hold the C one to, and what runs where the C one
+was not built (a warning says so).
 
 Row image layout (MySQL's rows_event.h): per image a null bitmap over the present columns,
 then the non-null values in column order, each in its column type's binary form.
@@ -14,6 +19,7 @@ then the non-null values in column order, each in its column type's binary form.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any
 
@@ -22,6 +28,18 @@ from sluice.binlog.system_versioning import row_end_column
 from sluice.event.schema_change import RenameTable, SchemaChangeEvent, apply_events
 from sluice.source.row_decoding import Row
 from sluice.source.schema import TableSchema
+
+try:
+    from sluice.binlog import _row_images
+except ImportError:  # a source tree nobody built: the Python loop decodes
+    _row_images = None  # type: ignore[assignment]
+
+log = logging.getLogger(__name__)
+
+# Whether decoders compile their loops to C; tests turn it off to run the reference loop.
+COMPILED = _row_images is not None
+if not COMPILED:
+    log.warning("the compiled row image decoder is not built (make install builds it): decoding in Python, slower")
 
 
 class RowImageDecoder:
@@ -83,9 +101,24 @@ class RowImageDecoder:
         )
 
     def _compile(self, present: Sequence[bytes]) -> Callable[[bytes], list[Row]]:
-        """The row loop for images of these columns, written out as Python and compiled
-        once: a loop over columns and a call per value cost more than decoding them. Per
-        value it is the reader's Inline statement, or else a call of the reader."""
+        """The row loop for images of these columns."""
+        slots = self._width + (self.row_end == self._width)
+        if COMPILED:
+            images = [
+                [(read.instruction, -1 if target is None else target) for read, target in self._in_image(bitmap)]
+                for bitmap in present
+            ]
+            return _row_images.Program(images, slots).decode
+        return self._python_loop(present, slots)
+
+    def _in_image(self, bitmap: bytes) -> list[tuple[ColumnReader, int | None]]:
+        """The readers of the columns an image carries, and their slots."""
+        return [reader for i, reader in enumerate(self._readers) if bitmap[i >> 3] >> (i & 7) & 1]
+
+    def _python_loop(self, present: Sequence[bytes], width: int) -> Callable[[bytes], list[Row]]:
+        """The row loop written out as Python and compiled once: a loop over columns and a
+        call per value cost more than decoding them. Per value it is the reader's Inline
+        statement, or else a call of the reader."""
         namespace: dict[str, Any] = {}
         lines = ["def images(body):", "    rows = []", "    pos = 0", "    while pos < len(body):"]
         for bitmap in present:
@@ -93,8 +126,9 @@ class RowImageDecoder:
             null_bytes = (len(in_image) + 7) >> 3
             nulls = "body[pos]" if null_bytes == 1 else f"int.from_bytes(body[pos:pos + {null_bytes}], 'little')"
             lines.append(f"        nulls = {nulls}; pos += {null_bytes}")
-            slots = ["None"] * (self._width + (self.row_end == self._width))
-            for bit, (i, read, target) in enumerate(in_image):
+            slots = ["None"] * width
+            for bit, (i, reader, target) in enumerate(in_image):
+                read = reader.python
                 if not isinstance(read, Inline):
                     read = Inline("{value}, pos = {read}(body, pos)", {"read": read})
                 bound = {name: f"c{i}_{name}" for name in read.names}

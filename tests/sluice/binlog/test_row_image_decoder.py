@@ -1,6 +1,7 @@
 """The row image decoder against a real MariaDB: random values of every column type, written
 by inserts, updates and deletes, decode from the binlog to exactly the rows the chunk
-SELECT gives (the watermark fold and the emit rule compare the two)."""
+SELECT gives (the watermark fold and the emit rule compare the two). Every test runs with
+both row loops: the compiled one (C) and the Python one it is held to."""
 
 from __future__ import annotations
 
@@ -9,6 +10,9 @@ import uuid
 from datetime import datetime
 from decimal import Decimal
 
+import pytest
+
+from sluice.binlog import row_image_decoder
 from sluice.binlog.column_readers import mysql_json_text
 from sluice.binlog.event_reader import read_window
 from sluice.event.row_change import RowKind
@@ -17,7 +21,19 @@ from sluice.source.schema import read_table_schema
 from tests.harness import compare
 from tests.harness.column_types import COLUMNS, placeholder, random_decimal, random_value
 
-SERVER_IDS = iter(range(6800, 6830))
+SERVER_IDS = iter(range(6800, 6860))
+
+
+@pytest.fixture(autouse=True, params=["compiled", "python"])
+def row_loop(request, monkeypatch):
+    """Which row loop decodes: the C one, or the Python reference."""
+    monkeypatch.setattr(row_image_decoder, "COMPILED", request.param == "compiled")
+    return request.param
+
+
+def test_the_compiled_row_loop_is_built():
+    """`make install` builds it: a test run that fell back to Python would hide its defects."""
+    assert row_image_decoder._row_images is not None
 
 
 def binlog_changes(mariadb, schema, start, end) -> list:

@@ -104,9 +104,23 @@ class JdbcDialect(ABC):
     @abstractmethod
     def upsert(self, conn: Any, schema: TableSchema, rows: Iterable[Row]) -> None: ...
 
-    def staged_upsert(self, conn: Any, schema: TableSchema, rows: Iterable[Row]) -> list[str]:
-        """upsert, up to statements it leaves to commit_later (PostgreSQL: those after its COPY)."""
-        self.upsert(conn, schema, rows)
+    def stage_changes(
+        self,
+        conn: Any,
+        schema: TableSchema,
+        deleted: Sequence[tuple[Any, ...]],
+        inserted: Sequence[Row],
+        upserted: Sequence[Row],
+        slice_rows: int,
+    ) -> list[str]:
+        """A table's share of a binlog batch: the keys it deletes, the rows it inserts first
+        (the target normally lacks them) and the rows it changes, written in statements of
+        at most `slice_rows` rows. Gives the statements it leaves to commit_later; here it
+        leaves none."""
+        self.delete(conn, schema, deleted)
+        for write, rows in ((self.insert_new, inserted), (self.upsert, upserted)):
+            for start in range(0, len(rows), slice_rows):
+                write(conn, schema, rows[start : start + slice_rows])
         return []
 
     def commit_later(self, conn: Any, statements: Sequence[str]) -> Callable[[], None]:

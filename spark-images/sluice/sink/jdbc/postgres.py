@@ -160,10 +160,27 @@ class PostgresDialect(JdbcDialect):
             self.upsert(conn, schema, rows)
 
     def upsert(self, conn: psycopg.Connection, schema: TableSchema, rows: Iterable[Row]) -> None:
-        for statement in self.staged_upsert(conn, schema, rows):
-            conn.execute(statement)
+        conn.execute(";".join(self._staged_upsert(conn, schema, rows)))
 
-    def staged_upsert(self, conn: psycopg.Connection, schema: TableSchema, rows: Iterable[Row]) -> list[str]:
+    def stage_changes(
+        self,
+        conn: psycopg.Connection,
+        schema: TableSchema,
+        deleted: Sequence[tuple[Any, ...]],
+        inserted: Sequence[Row],
+        upserted: Sequence[Row],
+        slice_rows: int,
+    ) -> list[str]:
+        """COPYs the batch's keys and rows into staging tables and leaves the DELETE and
+        the INSERT ... ON CONFLICT from them to commit_later, so that PostgreSQL applies
+        them while the next batch is read. The rows the batch inserts first go with the
+        rest: a COPY straight into the table would hold the reader up until it is done.
+        A staging table takes any number of rows: there are no slices."""
+        statements = self._staged_delete(conn, schema, deleted) if deleted else []
+        rows = [*inserted, *upserted]
+        return statements + (self._staged_upsert(conn, schema, rows) if rows else [])
+
+    def _staged_upsert(self, conn: psycopg.Connection, schema: TableSchema, rows: Iterable[Row]) -> list[str]:
         """COPYs the rows into the staging table; the upsert from there is left to run."""
         names = schema.column_names
         stage = self._staging(conn, schema, names)
@@ -200,8 +217,13 @@ class PostgresDialect(JdbcDialect):
         return committed
 
     def delete(self, conn: psycopg.Connection, schema: TableSchema, keys: Sequence[tuple[Any, ...]]) -> None:
-        if not keys:
-            return
+        if keys:
+            conn.execute(";".join(self._staged_delete(conn, schema, keys)))
+
+    def _staged_delete(
+        self, conn: psycopg.Connection, schema: TableSchema, keys: Sequence[tuple[Any, ...]]
+    ) -> list[str]:
+        """COPYs the keys into a staging table; the DELETE by them is left to run."""
         key = schema.row_key
         stage = self._staging(conn, schema, key)
         self._copy(conn, stage, schema, key, keys)
@@ -209,10 +231,12 @@ class PostgresDialect(JdbcDialect):
         # The staging table has no statistics, so the planner guesses thousands of keys and
         # hashes the whole target table for a batch's few: a nested loop probes the key's
         # index once a key. The transaction's other statements are all by key as well.
-        conn.execute(
-            "SET LOCAL enable_hashjoin = off; SET LOCAL enable_mergejoin = off; "
-            f"DELETE FROM {self.target_table(schema)} t USING {stage} s WHERE {match}; TRUNCATE {stage}"
-        )
+        return [
+            "SET LOCAL enable_hashjoin = off",
+            "SET LOCAL enable_mergejoin = off",
+            f"DELETE FROM {self.target_table(schema)} t USING {stage} s WHERE {match}",
+            f"TRUNCATE {stage}",
+        ]
 
     def delete_equal_sql(self, schema: TableSchema, nulls: Sequence[bool]) -> str:
         match = " AND ".join(self._equal(c, null) for c, null in zip(schema.columns, nulls, strict=True))

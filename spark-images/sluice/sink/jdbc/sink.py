@@ -99,8 +99,8 @@ class JdbcWriter(SinkWriter):
 
     def start_changes(self, batch: ChangeBatch, end: BinlogOffset, drop_split_records: bool) -> Callable[[], None]:
         """Collapses the batch to each key's last image, then deletes, inserts and upserts in
-        bulk; the last upsert and the commit may still run when this returns (see
-        dialect.commit_later). A bag's changes collapse to a count per distinct row: the
+        bulk; what the dialect leaves to run with the commit may still run when this
+        returns (see dialect.commit_later). A bag's changes collapse to a count per distinct row: the
         source only deletes rows it holds, so applying the net counts in any order gives
         the same table."""
         dialect = self.target.dialect
@@ -129,25 +129,21 @@ class JdbcWriter(SinkWriter):
                 images[key] = None if removes else row
         try:
             self._fence()
-            upserts: list[tuple[TableSchema, list[Row]]] = []  # keys apart from the deleted and inserted ones
+            statements: list[str] = []  # what the dialect leaves to run with the commit
             for schema, images, new in final.values():
                 deleted = [_key_tuple(k) for k, row in images.items() if row is None]
-                dialect.delete(self.conn, schema, deleted)
                 inserted = [row for k, row in images.items() if row is not None and k in new]
-                self._in_slices(dialect.insert_new, schema, inserted)
                 upserted = [row for k, row in images.items() if row is not None and k not in new]
-                size = self.target.batch_size
-                upserts += [(schema, upserted[i : i + size]) for i in range(0, len(upserted), size)]
+                statements += dialect.stage_changes(
+                    self.conn, schema, deleted, inserted, upserted, self.target.batch_size
+                )
             for schema, counts in bags.values():
                 dialect.delete_equal_rows(self.conn, schema, [(row, -n) for row, n in counts.items() if n < 0])
                 self._in_slices(dialect.upsert, schema, [row for row, n in counts.items() for _ in range(n)])
             dialect.save_offsets(self.conn, self.target.pipeline, {BINLOG_SPLIT_ID: end})
             if drop_split_records:
                 dialect.delete_offsets(self.conn, self.target.pipeline, exclude=BINLOG_SPLIT_ID)
-            for schema, rows in upserts[:-1]:
-                dialect.upsert(self.conn, schema, rows)
-            last = dialect.staged_upsert(self.conn, *upserts[-1]) if upserts else []
-            committed = dialect.commit_later(self.conn, last)
+            committed = dialect.commit_later(self.conn, statements)
         except Exception as exc:
             raise self._failed(end, exc) from exc
 
@@ -197,8 +193,8 @@ class JdbcWriter(SinkWriter):
     def _in_slices(
         self, write: Callable[[Any, TableSchema, list[Row]], None], schema: TableSchema, rows: list[Row]
     ) -> None:
-        """A dialect's upsert or insert_new in slices of sink.batch-size (a bag has no key:
-        its upserts are inserts)."""
+        """A dialect's write in slices of sink.batch-size (a bag's upserts: it has no key,
+        so they are inserts)."""
         for start in range(0, len(rows), self.target.batch_size):
             write(self.conn, schema, rows[start : start + self.target.batch_size])
 
