@@ -7,7 +7,7 @@ SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 install: $(VENV)/.installed
 
-$(VENV)/.installed: pyproject.toml spark-images/sluice/binlog/_row_images.c | system-deps
+$(VENV)/.installed: pyproject.toml setup.py spark-images/sluice/binlog/_row_images.c | system-deps
 	python3 -m venv $(VENV)
 	$(VENV)/bin/pip install --quiet --upgrade pip
 	$(VENV)/bin/pip install --quiet -e '.[dev]'
@@ -16,7 +16,8 @@ $(VENV)/.installed: pyproject.toml spark-images/sluice/binlog/_row_images.c | sy
 	touch $@
 
 # MariaDB and PostgreSQL binaries for the test harness (no system service is started),
-# libmariadb's headers for mysqlclient, the C driver the snapshot reads chunks with, npm and
+# libmariadb's headers for mysqlclient, the C driver the snapshot reads chunks with, a C
+# compiler and Python's headers for it and for Sluice's row image decoder, npm and
 # unzip for `make tools`, MariaDB's own test suite (the DDL corpus of the parser's tests), and
 # percona-toolkit's pt-online-schema-change (the online schema-change tests run the real tool),
 # and Prometheus with promtool (the metrics, dashboard and alert tests query a real one).
@@ -27,6 +28,9 @@ system-deps:
 	command -v mariadbd >/dev/null || missing="$$missing mariadb-server mariadb-client"; \
 	[ -x /usr/lib/postgresql/15/bin/initdb ] || missing="$$missing postgresql"; \
 	[ -f /usr/include/mariadb/mysql.h ] || missing="$$missing libmariadb-dev pkg-config"; \
+	command -v cc >/dev/null || missing="$$missing gcc"; \
+	python3 -c 'import os, sysconfig; assert os.path.exists(sysconfig.get_paths()["include"] + "/Python.h")' \
+		2>/dev/null || missing="$$missing python3-dev"; \
 	command -v npm >/dev/null || missing="$$missing npm"; \
 	command -v unzip >/dev/null || missing="$$missing unzip"; \
 	[ -d /usr/share/mysql/mysql-test/main ] || missing="$$missing mariadb-test"; \

@@ -1,11 +1,12 @@
-"""`make bench` (catch-up part): a streaming pipeline into PostgreSQL is stopped, the source
-takes a mix of row changes (UPDATEs of 1,000 rows a transaction, batches of INSERTs, range
-DELETEs, single-row UPDATE commits), then `sluice run` starts again and catches up, start
-included. Its rate is set against `mariadb-binlog -v` decoding the same range and the bare
-python-mysql-replication loop reading it, in the same run; peak RSS is the run's processes'
-largest.
+"""`make bench` (catch-up part): streaming pipelines into PostgreSQL, a MariaDB (the MySQL
+dialect) and Iceberg are stopped, the source takes a mix of row changes (UPDATEs of 1,000
+rows a transaction, batches of INSERTs, range DELETEs, single-row UPDATE commits), then each
+`sluice run` starts again in turn and catches up, start included. Then the same with
+single-row transactions only, into PostgreSQL. Each rate is set against `mariadb-binlog -v`
+decoding the same range and the bare python-mysql-replication loop reading it, in the same
+run; peak RSS is the largest of the runs' processes.
 
-Usage: python -m tests.bench.catchup_bench [--servers default|tuned] [--changes N].
+Usage: python -m tests.bench.catchup_bench [--servers default|tuned] [--changes N] [--singles N].
 A benchmark, not a test: it prints rates and ratios and asserts nothing.
 """
 
@@ -21,7 +22,9 @@ from sluice.source.connection import current_offset
 from sluice.source.offset import BinlogOffset
 from tests.bench.binlog_bench import bare_loop, mariadb_binlog
 from tests.harness.kills import caught_up
+from tests.harness.lakehouse import iceberg_sink
 from tests.harness.pipelines import (
+    mysql_sink,
     pipeline_yaml,
     postgres_sink,
     read_state,
@@ -37,6 +40,19 @@ TABLE_DDL = (
 )
 ROWS = 200_000  # the table's rows before the pipeline stops
 BATCH = 1_000  # rows a multi-row transaction changes
+
+
+def write_single_row_commits(mariadb, count: int) -> tuple[BinlogOffset, BinlogOffset, int]:
+    """`count` autocommitted one-row UPDATEs: an OLTP source, where per-transaction costs
+    (GTID, table map, XID events, a commit) outweigh the rows."""
+    conn = mariadb.connect("bench")
+    start = current_offset(conn)
+    with conn.cursor() as cur:
+        for i in range(count):
+            cur.execute("UPDATE orders SET qty = qty + 1 WHERE id = %s", (ROWS // 2 + i % (ROWS // 4),))
+    end = current_offset(conn)
+    conn.close()
+    return start, end, count
 
 
 def write_changes(mariadb, changes: int) -> tuple[BinlogOffset, BinlogOffset, int]:
@@ -73,55 +89,89 @@ def write_changes(mariadb, changes: int) -> tuple[BinlogOffset, BinlogOffset, in
     return start, end, written
 
 
+def catch_up(pipeline: Path, state: Path, env: dict[str, str], end: BinlogOffset) -> float:
+    """Seconds from `sluice run` starting to its state holding `end`; the run is then stopped."""
+    started = time.monotonic()
+    run = start_sluice(pipeline, state, env)
+    while not ("binlog" in (now := read_state(state)) and caught_up(now, end)):
+        if run.poll() is not None:
+            raise SystemExit(f"sluice run ended before catching up: {run.communicate()[1][-2000:]}")
+        time.sleep(0.05)
+    seconds = time.monotonic() - started
+    run.send_signal(signal.SIGTERM)
+    run.communicate(timeout=120)
+    return seconds
+
+
+def report(what: str, rows: int, written: int, tool_seconds: float, bare_seconds: float, runs: dict) -> None:
+    tool, bare = rows / tool_seconds, rows / bare_seconds
+    print(f"catch-up over {rows:,} row changes ({what}, {written:,} written), start included:")
+    print(f"  mariadb-binlog -v (C):              {tool:>10,.0f} rows/s")
+    print(f"  bare python-mysql-replication loop: {bare:>10,.0f} rows/s")
+    for target, seconds in runs.items():
+        rate = rows / seconds
+        print(
+            f"  sluice run into {target + ':':<19}{rate:>10,.0f} rows/s  ({rate / tool:.2f}x mariadb-binlog, "
+            f"{rate / bare:.2f}x the bare loop)"
+        )
+
+
 def main() -> None:
     from tests.bench.servers import add_servers_option, announce
-    from tests.harness.services import running_services, scratch_directory
+    from tests.harness.services import running_services, scratch_directory, start_mariadb
 
     parser = argparse.ArgumentParser()
     add_servers_option(parser)
     parser.add_argument("--changes", type=int, default=1_000_000)
+    parser.add_argument("--singles", type=int, default=100_000, help="single-row transactions (0: none)")
     args = parser.parse_args()
     base = scratch_directory("sluice-catchup-bench-")
     with running_services(base, args.servers) as (mariadb, postgresql):
         announce(args.servers, mariadb, postgresql)
-        mariadb.execute("CREATE DATABASE bench")
-        mariadb.execute(
-            TABLE_DDL,
-            "INSERT INTO bench.orders SELECT seq, CONCAT('customer-', seq % 9973), seq / 100, seq % 50, NOW(6), "
-            f"IF(seq % 3 = 0, NULL, CONCAT('note ', seq)) FROM seq_1_to_{ROWS}",
-            database="bench",
-        )
-        env = sluice_env(mariadb, postgresql)
-        definition = pipeline_yaml(mariadb, "bench.orders", postgres_sink(postgresql), name="catchup-bench")
-        definition["source"]["server-id"] = "7960-7963"
-        pipeline = write_pipeline(Path(base) / "catchup.yaml", definition)
-        state = Path(base) / "state"
-        first = start_sluice(pipeline, state, env)
-        wait_until_in_binlog_phase(first, state, time.monotonic() + 600)
-        first.send_signal(signal.SIGTERM)
-        first.communicate(timeout=120)
-        print(f"pipeline stopped; writing about {args.changes:,} row changes ...", flush=True)
-        start, end, written = write_changes(mariadb, args.changes)
-        rows, bare_seconds = bare_loop(mariadb.endpoint(), start, end)
-        tool_seconds = mariadb_binlog(mariadb, start, end)
-        started = time.monotonic()
-        run = start_sluice(pipeline, state, env)
-        while not ("binlog" in (now := read_state(state)) and caught_up(now, end)):
-            if run.poll() is not None:
-                raise SystemExit(f"sluice run ended before catching up: {run.communicate()[1][-2000:]}")
-            time.sleep(0.05)
-        seconds = time.monotonic() - started
-        run.send_signal(signal.SIGTERM)
-        run.communicate(timeout=120)
-        peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
-        tool, bare, sluice = rows / tool_seconds, rows / bare_seconds, rows / seconds
-        print(f"catch-up over {rows:,} row changes ({written:,} written), start included:")
-        print(f"  mariadb-binlog -v (C):              {tool:>10,.0f} rows/s")
-        print(f"  bare python-mysql-replication loop: {bare:>10,.0f} rows/s")
-        print(
-            f"  sluice run into PostgreSQL:         {sluice:>10,.0f} rows/s  ({sluice / tool:.2f}x mariadb-binlog, "
-            f"{sluice / bare:.2f}x the bare loop; peak RSS {peak:,.0f} MB)"
-        )
+        target = start_mariadb(base / "mysql-target", server_id=2, settings=args.servers)
+        try:
+            mariadb.execute("CREATE DATABASE bench")
+            mariadb.execute(
+                TABLE_DDL,
+                "INSERT INTO bench.orders SELECT seq, CONCAT('customer-', seq % 9973), seq / 100, seq % 50, "
+                f"NOW(6), IF(seq % 3 = 0, NULL, CONCAT('note ', seq)) FROM seq_1_to_{ROWS}",
+                database="bench",
+            )
+            env = sluice_env(mariadb, postgresql, target)
+            sinks = {
+                "PostgreSQL": postgres_sink(postgresql),
+                "MariaDB": mysql_sink(target),
+                "Iceberg": iceberg_sink(base / "iceberg"),
+            }
+            pipelines = {}
+            for i, (name, sink) in enumerate(sinks.items()):
+                definition = pipeline_yaml(mariadb, "bench.orders", sink, name=f"catchup-bench-{name.lower()}")
+                definition["source"]["server-id"] = f"{7960 + 4 * i}-{7963 + 4 * i}"
+                pipeline = write_pipeline(base / f"catchup-{name.lower()}.yaml", definition)
+                state = base / f"state-{name.lower()}"
+                first = start_sluice(pipeline, state, env)
+                wait_until_in_binlog_phase(first, state, time.monotonic() + 600)
+                first.send_signal(signal.SIGTERM)
+                first.communicate(timeout=120)
+                pipelines[name] = (pipeline, state)
+            print(f"pipelines stopped; writing about {args.changes:,} row changes ...", flush=True)
+            start, end, written = write_changes(mariadb, args.changes)
+            rows, bare_seconds = bare_loop(mariadb.endpoint(), start, end)
+            tool_seconds = mariadb_binlog(mariadb, start, end)
+            runs = {name: catch_up(pipeline, state, env, end) for name, (pipeline, state) in pipelines.items()}
+            report("mixed transactions", rows, written, tool_seconds, bare_seconds, runs)
+            if args.singles:
+                print(f"writing {args.singles:,} single-row transactions ...", flush=True)
+                start, end, written = write_single_row_commits(mariadb, args.singles)
+                rows, bare_seconds = bare_loop(mariadb.endpoint(), start, end)
+                tool_seconds = mariadb_binlog(mariadb, start, end)
+                pipeline, state = pipelines["PostgreSQL"]
+                runs = {"PostgreSQL": catch_up(pipeline, state, env, end)}
+                report("one row a transaction", rows, written, tool_seconds, bare_seconds, runs)
+            peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+            print(f"peak RSS of a sluice run: {peak:,.0f} MB")
+        finally:
+            target.stop()
 
 
 if __name__ == "__main__":

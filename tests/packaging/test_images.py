@@ -113,3 +113,12 @@ def test_final_layers_run_as_non_root_without_compilers():
 def test_the_driver_is_where_the_spark_application_runs_it():
     final = final_stage(ROOT / "spark-images" / "Dockerfile")
     assert f"COPY spark-images/driver.py {DRIVER.removeprefix('local://')}" in final
+
+
+def test_the_spark_image_builds_the_compiled_row_image_decoder():
+    """setup.py declares the C extension; the build stage has it and a compiler. (The
+    operator's image leaves it out: the operator decodes no binlog.)"""
+    build = re.split(r"^FROM ", (ROOT / "spark-images" / "Dockerfile").read_text(), flags=re.MULTILINE)[1]
+    copied = " ".join(re.findall(r"^COPY ([^\n]*)", build, re.M))
+    assert "setup.py" in copied.split() and "build-essential" in build
+    assert "_row_images.c" in (ROOT / "setup.py").read_text()

@@ -15,7 +15,7 @@ from typing import NamedTuple
 from pymysqlreplication.event import RotateEvent
 
 from sluice.binlog.event_stream import ROW_EVENTS, BinlogEventStream, BinlogRowsEvent
-from sluice.binlog.row_image_decoder import RowImageDecoder, RowImageDecoders
+from sluice.binlog.row_image_decoder import RowImageDecoder, RowImageDecoders, changelog_rows
 from sluice.binlog.system_versioning import current_changes
 from sluice.errors import SourceError
 from sluice.event.row_change import ChangeRow, RowChange, RowKind
@@ -137,19 +137,12 @@ class RowsEvent(NamedTuple):
         if self.decoder.row_end is not None:
             return [row for change in self.changes() for row in change.changelog(schema)]
         images, first = self._images(), self.first_row
-        timestamp, file, pos = self.timestamp, *self.start[:2]
-        new, row, offset = tuple.__new__, ChangeRow, BinlogOffset
         if self.kind is RowKind.UPDATE_AFTER:  # images alternate before (-U) and after (+U)
             kinds = (RowKind.UPDATE_BEFORE, RowKind.UPDATE_AFTER)
-            return [
-                new(row, (schema, kinds[i & 1], images[i], timestamp, new(offset, (file, pos, i >> 1, "", 0))))
-                for i in range(2 * first, len(images))
-            ]
-        kind = self.kind  # +I of the after images, or -D of the before images
-        return [
-            new(row, (schema, kind, images[i], timestamp, new(offset, (file, pos, i, "", 0))))
-            for i in range(first, len(images))
-        ]
+        else:  # +I of the after images, or -D of the before images
+            kinds = (self.kind, self.kind)
+        pairs = self.kind is RowKind.UPDATE_AFTER
+        return changelog_rows(images, first, pairs, schema, kinds, self.timestamp, *self.start[:2])
 
     def _images(self) -> list[Row]:
         try:

@@ -25,7 +25,9 @@ from typing import Any
 
 from sluice.binlog.column_readers import ColumnReader, Inline, column_reader
 from sluice.binlog.system_versioning import row_end_column
+from sluice.event.row_change import ChangeRow, RowKind
 from sluice.event.schema_change import RenameTable, SchemaChangeEvent, apply_events
+from sluice.source.offset import BinlogOffset
 from sluice.source.row_decoding import Row
 from sluice.source.schema import TableSchema
 
@@ -142,6 +144,34 @@ class RowImageDecoder:
         lines.append("    return rows")
         exec(compile("\n".join(lines), f"<row images of {self.schema.table_id}>", "exec"), namespace)  # noqa: S102
         return namespace["images"]
+
+
+def changelog_rows(
+    images: list[Row],
+    first: int,
+    pairs: bool,
+    schema: TableSchema,
+    kinds: tuple[RowKind, RowKind],
+    timestamp: int,
+    file: str,
+    pos: int,
+) -> list[ChangeRow]:
+    """A rows event's images as its changelog rows, from row `first` on. With `pairs` the
+    images alternate before (kinds[0]) and after (kinds[1]), an update's."""
+    if COMPILED:
+        return _row_images.changelog(images, first, pairs, schema, kinds, timestamp, file, pos, ChangeRow, BinlogOffset)
+    # Tuples made as tuples: a named tuple's own constructor is a Python call.
+    new, row, offset = tuple.__new__, ChangeRow, BinlogOffset
+    if pairs:
+        return [
+            new(row, (schema, kinds[i & 1], images[i], timestamp, new(offset, (file, pos, i >> 1, "", 0))))
+            for i in range(2 * first, len(images))
+        ]
+    kind = kinds[0]
+    return [
+        new(row, (schema, kind, images[i], timestamp, new(offset, (file, pos, i, "", 0))))
+        for i in range(first, len(images))
+    ]
 
 
 _SIGNATURE = ("type", "name", "unsigned", "character_set_name", "max_length", "length_size")

@@ -35,7 +35,7 @@ from sluice.errors import SluiceError
 from sluice.event.row_change import ChangeBatch, RowKind
 from sluice.route.routing import Routing
 from sluice.runtime.reader_process import END, ReaderProcess
-from sluice.sink.base import Sink, SinkWriter
+from sluice.sink.base import COMMITTED, Sink, SinkWriter
 from sluice.source.connection import connect, is_mariadb
 from sluice.source.endpoint import SourceEndpoint
 from sluice.source.offset import BinlogOffset
@@ -64,6 +64,7 @@ class BinlogSettings:
 
 
 RECONNECT_MAX_WAIT = 30.0
+BATCH_GROWTH = 10  # how many times sink.batch-size a batch grows to while the target is busy
 
 
 def resumes_by_gtid(split: BinlogSplit, stop_at: BinlogOffset | None) -> bool:
@@ -149,7 +150,8 @@ def run_binlog_phase(
     def lag() -> float:
         return 0.0 if caught_up or not latest_event_time else max(0.0, time.time() - latest_event_time)
 
-    in_flight: Callable[[], None] | None = None  # the commit the target may still be running
+    in_flight: Callable[[], None] | None = None  # records the commit the target may still be running
+    in_flight_ready: Callable[[], bool] = COMMITTED.ready
 
     def settle() -> None:
         """Waits for the commit in flight, then records it: never ahead of the target."""
@@ -158,23 +160,26 @@ def run_binlog_phase(
             done, in_flight = in_flight, None
             done()
 
+    def target_busy() -> bool:
+        return in_flight is not None and not in_flight_ready()
+
     def commit() -> None:
         """Starts committing the batch up to `end`, once the commit before it is done."""
-        nonlocal batch, in_flight
+        nonlocal batch, in_flight, in_flight_ready
         settle()
         entered, changes, committed = split.advance(end), batch.counts(), end
         started = time.monotonic()
-        wait = writer.start_changes(batch, end, drop_split_records=bool(entered) and not split.watermarks)
+        pending = writer.start_changes(batch, end, drop_split_records=bool(entered) and not split.watermarks)
         writing = time.monotonic() - started
 
         def done() -> None:
             waited = time.monotonic()
-            wait()
+            pending.wait()
             took = writing + time.monotonic() - waited  # what the commit held the reader up for
             on_commit(split, entered)
             on_progress(committed, changes, lag(), took)
 
-        in_flight, batch = done, ChangeBatch()
+        in_flight, in_flight_ready, batch = done, pending.ready, ChangeBatch()
 
     try:
         while True:
@@ -242,6 +247,11 @@ def run_binlog_phase(
             due = len(batch) >= settings.batch_rows or (
                 batch and time.monotonic() - first_pending >= settings.max_batch_delay
             )
+            # While the target still commits the batch before, a due batch grows for as long
+            # as the reader has more: behind, batches get bigger and commits fewer (each a
+            # wait for the target's durable write), and more changes fold into one image.
+            if due and isinstance(item, Transaction) and len(batch) < BATCH_GROWTH * settings.batch_rows:
+                due = not target_busy()
             if due or (not batch and end != split.offset and item is None):
                 commit()
             elif item is None and not batch:

@@ -32,8 +32,15 @@ class SchemaChangeRefused(SinkError):
         self.applied = applied
 
 
-def already_committed() -> None:
-    """The wait of a commit that was done when it returned."""
+class PendingCommit:
+    """A batch's commit that the target may still be running: `wait()` returns once it is
+    done (and raises if it failed); `ready()` says, without waiting, whether it is."""
+
+    def __init__(self, wait: Callable[[], None] = lambda: None, ready: Callable[[], bool] = lambda: True) -> None:
+        self.wait, self.ready = wait, ready
+
+
+COMMITTED = PendingCommit()  # a commit that was done when it was handed back
 
 
 class SinkWriter(ABC):
@@ -63,12 +70,11 @@ class SinkWriter(ABC):
         where the sink can. `drop_split_records`: every table is in pure binlog phase, so
         the per-split records can go."""
 
-    def start_changes(self, batch: ChangeBatch, end: BinlogOffset, drop_split_records: bool) -> Callable[[], None]:
-        """write_changes, whose last part may still run in the target when this returns:
-        the call returned waits until the batch is committed (and raises if it was not).
-        Nothing else may use the writer before that call."""
+    def start_changes(self, batch: ChangeBatch, end: BinlogOffset, drop_split_records: bool) -> PendingCommit:
+        """write_changes, whose last part may still run in the target when this returns.
+        Nothing else may use the writer before the commit's wait() returned."""
         self.write_changes(batch, end, drop_split_records)
-        return already_committed
+        return COMMITTED
 
     def committed_binlog_offset(self) -> BinlogOffset | None:
         """Where the binlog reader resumes according to the target (transactional sinks)."""

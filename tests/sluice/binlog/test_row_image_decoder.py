@@ -15,8 +15,10 @@ import pytest
 from sluice.binlog import row_image_decoder
 from sluice.binlog.column_readers import mysql_json_text
 from sluice.binlog.event_reader import read_window
-from sluice.event.row_change import RowKind
+from sluice.binlog.row_image_decoder import changelog_rows
+from sluice.event.row_change import ChangeRow, RowKind
 from sluice.source.connection import current_offset
+from sluice.source.offset import BinlogOffset
 from sluice.source.schema import read_table_schema
 from tests.harness import compare
 from tests.harness.column_types import COLUMNS, placeholder, random_decimal, random_value
@@ -212,3 +214,27 @@ def test_mysqls_binary_json_becomes_the_text_mysql_prints():
     raw = header + b"k" + bytes([2]) + "é".encode()
 
     assert mysql_json_text(raw) == '{"k": "é"}'
+
+
+def test_an_events_images_become_its_changelog_rows_from_the_first_uncommitted_row():
+    schema = object()  # carried as it is
+    images = [(1, "a"), (1, "b"), (2, "c"), (2, "d"), (3, "e"), (3, "f")]
+    before, after = RowKind.UPDATE_BEFORE, RowKind.UPDATE_AFTER
+
+    updates = changelog_rows(images, 1, True, schema, (before, after), 1700000000, "mysql-bin.000003", 4711)
+    inserts = changelog_rows(images, 4, False, schema, (RowKind.INSERT,) * 2, 1700000000, "mysql-bin.000003", 4711)
+
+    def offset(row: int) -> BinlogOffset:
+        return BinlogOffset("mysql-bin.000003", 4711, row)
+
+    assert updates == [
+        ChangeRow(schema, before, (2, "c"), 1700000000, offset(1)),
+        ChangeRow(schema, after, (2, "d"), 1700000000, offset(1)),
+        ChangeRow(schema, before, (3, "e"), 1700000000, offset(2)),
+        ChangeRow(schema, after, (3, "f"), 1700000000, offset(2)),
+    ]
+    assert inserts == [
+        ChangeRow(schema, RowKind.INSERT, (3, "e"), 1700000000, offset(4)),
+        ChangeRow(schema, RowKind.INSERT, (3, "f"), 1700000000, offset(5)),
+    ]
+    assert all(type(row) is ChangeRow and type(row.offset) is BinlogOffset for row in updates + inserts)

@@ -15,7 +15,7 @@ from typing import Any
 from sluice.errors import SinkError
 from sluice.event.snapshot_split import SnapshotSplit
 from sluice.pipeline.jdbc_url import JdbcUrl
-from sluice.sink.base import already_committed
+from sluice.sink.base import COMMITTED, PendingCommit
 from sluice.sink.jdbc.target_limits import (
     TargetNames,
 )
@@ -123,14 +123,14 @@ class JdbcDialect(ABC):
                 write(conn, schema, rows[start : start + slice_rows])
         return []
 
-    def commit_later(self, conn: Any, statements: Sequence[str]) -> Callable[[], None]:
+    def commit_later(self, conn: Any, statements: Sequence[str]) -> PendingCommit:
         """Runs the statements and commits. The call returned waits until that is done;
         here it is done at once."""
         with conn.cursor() as cur:
             for statement in statements:
                 cur.execute(statement)
         conn.commit()
-        return already_committed
+        return COMMITTED
 
     def insert_new(self, conn: Any, schema: TableSchema, rows: Iterable[Row]) -> None:
         """Writes rows whose keys the target normally lacks (a snapshot chunk, rows a binlog

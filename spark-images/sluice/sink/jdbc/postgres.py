@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import json
 import zlib
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import psycopg
 
 from sluice.pipeline.jdbc_url import JdbcUrl
+from sluice.sink.base import PendingCommit
 from sluice.sink.jdbc.dialect import META_SCHEMA, JdbcDialect
 from sluice.sink.jdbc.target_limits import (
     POSTGRES_COLUMNS,
@@ -199,9 +200,9 @@ class PostgresDialect(JdbcDialect):
             f"TRUNCATE {stage}",
         ]
 
-    def commit_later(self, conn: psycopg.Connection, statements: Sequence[str]) -> Callable[[], None]:
+    def commit_later(self, conn: psycopg.Connection, statements: Sequence[str]) -> PendingCommit:
         """Sends the statements and COMMIT as one query and returns at once: PostgreSQL runs
-        them while the binlog phase reads the next batch. The call returned reads their
+        them while the binlog phase reads the next batch. The commit's wait() reads their
         results; until then nothing else may use the connection."""
         pgconn = conn.pgconn
         pgconn.send_query(";".join([*statements, "COMMIT"]).encode(conn.info.encoding))
@@ -214,7 +215,14 @@ class PostgresDialect(JdbcDialect):
             if failure is not None:
                 raise psycopg.DatabaseError(failure)
 
-        return committed
+        def ready() -> bool:
+            try:
+                pgconn.consume_input()  # what arrived, without waiting (libpq's socket never blocks)
+            except psycopg.Error:
+                return True  # wait() says what failed
+            return not pgconn.is_busy()
+
+        return PendingCommit(committed, ready)
 
     def delete(self, conn: psycopg.Connection, schema: TableSchema, keys: Sequence[tuple[Any, ...]]) -> None:
         if keys:

@@ -101,7 +101,7 @@ def test_an_upsert_the_target_refuses_fails_the_commit_and_keeps_nothing_of_the_
     ]
 
     with pytest.raises(SinkError, match="refused|constraint|CONSTRAINT"):
-        writer.start_changes(ChangeBatch(batch), second, False)()
+        writer.start_changes(ChangeBatch(batch), second, False).wait()
 
     assert target_rows(source_db) == [(1, "ok")]
     assert writer.committed_binlog_offset() == first

@@ -1,0 +1,84 @@
+"""The binlog phase's batches against a real MariaDB: a batch is committed when it holds
+sink.batch-size rows (or is old enough), unless the target is still committing the batch
+before it, when it goes on growing while the reader has more, to ten times that size:
+behind, the pipeline commits less often, and nothing is lost or doubled either way."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+from sluice.binlog.binlog_split import BinlogSplit
+from sluice.runtime.binlog_phase import BATCH_GROWTH, BinlogSettings, run_binlog_phase
+from sluice.sink.base import PendingCommit, SinkWriter
+from sluice.source.connection import current_offset
+from sluice.source.schema import read_table_schema
+
+TRANSACTIONS, ROWS_EACH = 40, 500
+
+
+class TargetTakingItsTime(SinkWriter):
+    """Keeps each batch's rows; each commit is ready `seconds` after it was started."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+        self.batches: list[int] = []
+        self.keys: list[int] = []
+
+    def write_changes(self, batch, end, drop_split_records) -> None:  # noqa: ANN001
+        self.start_changes(batch, end, drop_split_records).wait()
+
+    def start_changes(self, batch, end, drop_split_records) -> PendingCommit:  # noqa: ANN001
+        self.batches.append(len(batch))
+        self.keys += [change.row[0] for change in batch]
+        done_at = time.monotonic() + self.seconds
+        return PendingCommit(
+            wait=lambda: time.sleep(max(0.0, done_at - time.monotonic())), ready=lambda: time.monotonic() >= done_at
+        )
+
+    def apply_schema_change(self, change_id, events, before) -> None:  # noqa: ANN001 - no DDL here
+        raise AssertionError("no schema change was written")
+
+
+def batches_into(writer: TargetTakingItsTime, mariadb, source_db: str, server_id: int) -> None:
+    mariadb.execute("CREATE TABLE t (id INT PRIMARY KEY, v VARCHAR(10))", database=source_db)
+    conn = mariadb.connect(source_db)
+    start = current_offset(conn)
+    with conn.cursor() as cur:
+        for i in range(TRANSACTIONS):
+            first = i * ROWS_EACH
+            cur.execute(f"INSERT INTO t SELECT seq, 'v' FROM seq_{first}_to_{first + ROWS_EACH - 1}")
+    end = current_offset(conn)
+    schema = read_table_schema(conn, source_db, "t", None)
+    conn.close()
+    settings = BinlogSettings(server_id=server_id, heartbeat_seconds=1.0, batch_rows=ROWS_EACH, max_batch_delay=5.0)
+    run_binlog_phase(
+        mariadb.endpoint(),
+        settings,
+        BinlogSplit(start),
+        {schema.table_id: schema},
+        writer,
+        end,
+        threading.Event(),
+        lambda *_: None,
+        lambda *_: None,
+    )
+
+
+def test_a_batch_is_committed_at_its_size_while_the_target_keeps_up(mariadb, source_db):
+    writer = TargetTakingItsTime(seconds=0.0)
+
+    batches_into(writer, mariadb, source_db, server_id=6901)
+
+    assert writer.batches == [ROWS_EACH] * TRANSACTIONS
+    assert sorted(writer.keys) == list(range(TRANSACTIONS * ROWS_EACH))
+
+
+def test_batches_grow_while_the_target_is_busy_and_every_row_arrives_once(mariadb, source_db):
+    writer = TargetTakingItsTime(seconds=0.3)
+
+    batches_into(writer, mariadb, source_db, server_id=6902)
+
+    assert sorted(writer.keys) == list(range(TRANSACTIONS * ROWS_EACH))
+    assert len(writer.batches) < TRANSACTIONS / 2
+    assert max(writer.batches) <= BATCH_GROWTH * ROWS_EACH
