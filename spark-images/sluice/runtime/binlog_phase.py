@@ -17,6 +17,7 @@ behind the same address finds its place.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 import time
@@ -151,7 +152,7 @@ def run_binlog_phase(
         return 0.0 if caught_up or not latest_event_time else max(0.0, time.time() - latest_event_time)
 
     in_flight: Callable[[], None] | None = None  # records the commit the target may still be running
-    in_flight_ready: Callable[[], bool] = COMMITTED.ready
+    pending = COMMITTED  # that commit
 
     def settle() -> None:
         """Waits for the commit in flight, then records it: never ahead of the target."""
@@ -161,11 +162,11 @@ def run_binlog_phase(
             done()
 
     def target_busy() -> bool:
-        return in_flight is not None and not in_flight_ready()
+        return in_flight is not None and not pending.ready()
 
     def commit() -> None:
         """Starts committing the batch up to `end`, once the commit before it is done."""
-        nonlocal batch, in_flight, in_flight_ready
+        nonlocal batch, in_flight, pending
         settle()
         entered, changes, committed = split.advance(end), batch.counts(), end
         started = time.monotonic()
@@ -179,7 +180,7 @@ def run_binlog_phase(
             on_commit(split, entered)
             on_progress(committed, changes, lag(), took)
 
-        in_flight, in_flight_ready, batch = done, pending.ready, ChangeBatch()
+        in_flight, batch = done, ChangeBatch()
 
     try:
         while True:
@@ -264,6 +265,9 @@ def run_binlog_phase(
             commit()  # also drops the snapshot's watermarks once the reader is past them
         settle()
     finally:
+        if in_flight is not None:  # failing: the commit is left unrecorded, but not running on
+            with contextlib.suppress(Exception):  # what failed is on its way up already
+                pending.wait()
         stopping.set()
         reader.stop()
         control.close()

@@ -6,6 +6,7 @@ connections lazily, on the side that uses them.
 
 from __future__ import annotations
 
+import threading
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
@@ -43,6 +44,28 @@ class PendingCommit:
 COMMITTED = PendingCommit()  # a commit that was done when it was handed back
 
 
+def in_background(commit: Callable[[], None]) -> PendingCommit:
+    """`commit` run in a thread of its own: the binlog phase reads on while the target
+    works (a driver waiting on its socket, pyarrow writing files: both let the reader run)."""
+    failure: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            commit()
+        except BaseException as exc:  # noqa: BLE001 - wait() raises it where the commit was asked for
+            failure.append(exc)
+
+    thread = threading.Thread(target=run, name="sink-commit", daemon=True)
+    thread.start()
+
+    def wait() -> None:
+        thread.join()
+        if failure:
+            raise failure[0]
+
+    return PendingCommit(wait, lambda: not thread.is_alive())
+
+
 class SinkWriter(ABC):
     """Executor side (snapshot splits) or driver side (binlog batches); closed after use."""
 
@@ -71,10 +94,9 @@ class SinkWriter(ABC):
         the per-split records can go."""
 
     def start_changes(self, batch: ChangeBatch, end: BinlogOffset, drop_split_records: bool) -> PendingCommit:
-        """write_changes, whose last part may still run in the target when this returns.
-        Nothing else may use the writer before the commit's wait() returned."""
-        self.write_changes(batch, end, drop_split_records)
-        return COMMITTED
+        """write_changes, which may still run when this returns: here in a thread of its
+        own. Nothing else may use the writer before the commit's wait() returned."""
+        return in_background(lambda: self.write_changes(batch, end, drop_split_records))
 
     def committed_binlog_offset(self) -> BinlogOffset | None:
         """Where the binlog reader resumes according to the target (transactional sinks)."""

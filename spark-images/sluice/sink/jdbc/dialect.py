@@ -123,6 +123,8 @@ class JdbcDialect(ABC):
                 write(conn, schema, rows[start : start + slice_rows])
         return []
 
+    commits_later = False  # whether commit_later returns before the target is done
+
     def commit_later(self, conn: Any, statements: Sequence[str]) -> PendingCommit:
         """Runs the statements and commits. The call returned waits until that is done;
         here it is done at once."""

@@ -29,6 +29,7 @@ class PostgresDialect(JdbcDialect):
     container = "SCHEMA"
     holds_mysql_values = False
     transactional_ddl = True
+    commits_later = True
     column_type = staticmethod(postgres_type)
 
     def connect(self, url: JdbcUrl, username: str, password: str) -> psycopg.Connection:

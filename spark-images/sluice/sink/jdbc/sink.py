@@ -23,7 +23,7 @@ from sluice.event.schema_change import AlterPrimaryKey, SchemaChangeEvent, apply
 from sluice.event.snapshot_split import SnapshotSplit, SplitRead
 from sluice.pipeline.jdbc_url import JdbcUrl
 from sluice.pipeline.sink_configs import JdbcSinkConfig
-from sluice.sink.base import PendingCommit, SchemaChangeRefused, Sink, SinkWriter
+from sluice.sink.base import PendingCommit, SchemaChangeRefused, Sink, SinkWriter, in_background
 from sluice.sink.jdbc.dialect import META_SCHEMA, STATES_TABLE, JdbcDialect
 from sluice.sink.jdbc.dialects import DIALECTS
 from sluice.sink.jdbc.metadata_applier import schema_change_statements
@@ -95,9 +95,16 @@ class JdbcWriter(SinkWriter):
             ) from exc
 
     def write_changes(self, batch: ChangeBatch, end: BinlogOffset, drop_split_records: bool) -> None:
-        self.start_changes(batch, end, drop_split_records).wait()
+        self._apply(batch, end, drop_split_records).wait()
 
     def start_changes(self, batch: ChangeBatch, end: BinlogOffset, drop_split_records: bool) -> PendingCommit:
+        """PostgreSQL's statements run in the server after this returns (commit_later); a
+        MySQL-dialect target's run in a thread, whose waits on the server let the reader run."""
+        if self.target.dialect.commits_later:
+            return self._apply(batch, end, drop_split_records)
+        return in_background(lambda: self.write_changes(batch, end, drop_split_records))
+
+    def _apply(self, batch: ChangeBatch, end: BinlogOffset, drop_split_records: bool) -> PendingCommit:
         """Collapses the batch to each key's last image, then deletes, inserts and upserts in
         bulk; what the dialect leaves to run with the commit may still run when this
         returns (see dialect.commit_later). A bag's changes collapse to a count per distinct row: the
