@@ -104,6 +104,8 @@ def catch_up(pipeline: Path, state: Path, env: dict[str, str], end: BinlogOffset
 
 
 def report(what: str, rows: int, written: int, tool_seconds: float, bare_seconds: float, runs: dict) -> None:
+    if not rows:
+        raise SystemExit(f"the bare loop read no rows of the {written:,} written ({what})")
     tool, bare = rows / tool_seconds, rows / bare_seconds
     print(f"catch-up over {rows:,} row changes ({what}, {written:,} written), start included:")
     print(f"  mariadb-binlog -v (C):              {tool:>10,.0f} rows/s")
@@ -163,6 +165,7 @@ def main() -> None:
             if args.singles:
                 print(f"writing {args.singles:,} single-row transactions ...", flush=True)
                 start, end, written = write_single_row_commits(mariadb, args.singles)
+                print(f"  from {start} to {end}", flush=True)
                 rows, bare_seconds = bare_loop(mariadb.endpoint(), start, end)
                 tool_seconds = mariadb_binlog(mariadb, start, end)
                 pipeline, state = pipelines["PostgreSQL"]

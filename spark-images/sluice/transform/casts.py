@@ -81,8 +81,11 @@ def to_date(value: Any) -> date:
 
 
 def to_datetime(value: Any) -> datetime:
+    """A TIME (a timedelta) is its time of day (Flink's TIME is one: 25:00 is 01:00) on 1970-01-01."""
     if isinstance(value, datetime):
         return value.replace(tzinfo=None)
+    if isinstance(value, timedelta):
+        return datetime(1970, 1, 1) + value % timedelta(days=1)
     if isinstance(value, date):
         return datetime(value.year, value.month, value.day)
     return datetime.fromisoformat(str(value).strip().replace("T", " "))

@@ -209,7 +209,7 @@ class _Compiler:
 
     def _interval_arithmetic(self, node: exp.Binary) -> tuple[Evaluate, SqlType]:
         (left,) = self._args([node.this])
-        self._expect(node, left, ("date", "datetime"), "what an INTERVAL is added to")
+        self._expect(node, left, ("date", "datetime", "time"), "what an INTERVAL is added to")
         interval = node.expression
         unit = interval.unit.name.upper() if interval.unit else "DAY"
         amount_node = interval.this
@@ -308,6 +308,14 @@ class _Compiler:
         if node.args.get("negate"):
             return (lambda row, meta: None if (v := like(row, meta)) is None else not v), BOOLEAN
         return like, BOOLEAN
+
+    def _escape(self, node: exp.Escape) -> tuple[Evaluate, SqlType]:
+        """`s LIKE p ESCAPE e`, which sqlglot reads around the LIKE."""
+        if not isinstance(node.this, exp.Like):
+            raise self.scope.refuse(node, "ESCAPE follows a LIKE pattern")
+        like = node.this.copy()
+        like.set("escape", node.expression)
+        return self._like(like)
 
     # -- conditionals ---------------------------------------------------------------------
 
@@ -440,6 +448,7 @@ _HANDLERS: dict[type, Callable[[_Compiler, Any], tuple[Evaluate, SqlType]]] = {
     exp.Between: _Compiler._between,
     exp.In: _Compiler._in,
     exp.Like: _Compiler._like,
+    exp.Escape: _Compiler._escape,
     exp.Case: _Compiler._case,
     exp.If: _Compiler._if,
     exp.Coalesce: _Compiler._coalesce,

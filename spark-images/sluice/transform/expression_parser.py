@@ -7,6 +7,7 @@ from __future__ import annotations
 import sqlglot
 from sqlglot import exp
 from sqlglot.dialects.spark import Spark
+from sqlglot.helper import seq_get
 from sqlglot.tokens import TokenType
 
 from sluice.errors import DefinitionError
@@ -17,6 +18,31 @@ class FlinkSql(Spark):
     CAST is read as a TRY_CAST without `safe`). Date patterns stay Java's, as written."""
 
     TIME_MAPPING: dict[str, str] = {}
+
+    class Parser(Spark.Parser):
+        """Where Flink's SQL reads otherwise: LTRIM/RTRIM(str[, characters]) (Spark puts the
+        characters first; alone they are a space), and POSITION(sub IN str FROM start)."""
+
+        FUNCTIONS = {
+            **Spark.Parser.FUNCTIONS,
+            "LTRIM": lambda args: _flink_trim(args, "LEADING"),
+            "RTRIM": lambda args: _flink_trim(args, "TRAILING"),
+        }
+        FUNCTION_PARSERS = {**Spark.Parser.FUNCTION_PARSERS, "POSITION": lambda self: self._parse_flink_position()}
+
+        def _parse_flink_position(self) -> exp.StrPosition:
+            needle = self._parse_bitwise()
+            if not self._match(TokenType.IN):
+                args = [needle, *(self._parse_csv(self._parse_bitwise) if self._match(TokenType.COMMA) else [])]
+                return self.expression(exp.StrPosition(this=seq_get(args, 1), substr=needle, position=seq_get(args, 2)))
+            haystack = self._parse_bitwise()
+            start = self._parse_bitwise() if self._match(TokenType.FROM) else None
+            return self.expression(exp.StrPosition(this=haystack, substr=needle, position=start))
+
+
+def _flink_trim(args: list, position: str) -> exp.Trim:
+    characters = seq_get(args, 1) or exp.Literal.string(" ")
+    return exp.Trim(this=seq_get(args, 0), expression=characters, position=position)
 
 
 DIALECT = FlinkSql

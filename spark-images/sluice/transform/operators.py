@@ -107,13 +107,22 @@ def add_months(value: date, months: int) -> date:
     return value.replace(year=year, month=month + 1, day=min(value.day, last))
 
 
+_DAY = timedelta(days=1)
+
+
 def plus_interval(value: Evaluate, unit: str, amount: int, error: Exception) -> Evaluate:
+    """A date or timestamp plus an interval; a TIME (a timedelta) is a time of day, as
+    Flink's TIME is: it wraps around midnight, and months and days leave it as it is."""
     if unit in UNIT_MONTHS:
         months = amount * UNIT_MONTHS[unit]
-        return strict(lambda v: temporal(v, lambda d: add_months(d, months)), [value])
+        return strict(
+            lambda v: v if isinstance(v, timedelta) else temporal(v, lambda d: add_months(d, months)), [value]
+        )
     if unit in UNIT_DAYS or unit in UNIT_SECONDS:
         step = timedelta(days=amount * UNIT_DAYS.get(unit, 0), seconds=amount * UNIT_SECONDS.get(unit, 0))
-        return strict(lambda v: temporal(v, lambda d: d + step), [value])
+        return strict(
+            lambda v: (v + step) % _DAY if isinstance(v, timedelta) else temporal(v, lambda d: d + step), [value]
+        )
     raise type(error)(
         f"{error} INTERVAL unit {unit} is not one of YEAR, QUARTER, MONTH, WEEK, DAY, HOUR, MINUTE, SECOND"
     )

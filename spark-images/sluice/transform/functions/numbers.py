@@ -1,4 +1,5 @@
-"""Numeric functions: ABS, CEIL, FLOOR, ROUND (half up, as SQL rounds)."""
+"""Numeric functions: ABS (in its argument's type, as Java's), CEIL, FLOOR, ROUND (half up,
+as SQL rounds)."""
 
 from __future__ import annotations
 
@@ -12,9 +13,26 @@ from sqlglot import exp
 from sluice.transform.functions.signature import (
     INT,
     NUM,
+    Evaluate,
     Signature,
     same_type,
 )
+from sluice.transform.operators import strict
+from sluice.transform.sql_types import SqlType
+
+# The Java type Flink CDC reads each signed MySQL integer as, by its width in bits.
+_JAVA_BITS = {"tinyint": 8, "smallint": 16, "mediumint": 32, "int": 32, "bigint": 64}
+
+
+def _abs(node: exp.Expression, args: list[Evaluate], kinds: list[SqlType]) -> Evaluate:
+    """ABS keeps its argument's type, so the type's least value stays itself, as Java's
+    Math.abs and Flink CDC's (short) cast leave it: ABS of SMALLINT -32768 is -32768."""
+    kind = kinds[0]
+    bits = _JAVA_BITS.get(kind.column_type.split("(")[0].split()[0]) if kind.family == "integer" else None
+    if bits is None or "unsigned" in kind.column_type:
+        return strict(abs, args)
+    least = -(1 << (bits - 1))
+    return strict(lambda v: v if v == least else abs(v), args)
 
 
 def _round(value: Any, places: int = 0) -> Any:
@@ -37,7 +55,7 @@ def _rounding(mode: str) -> Callable[[Any], Any]:
 
 
 SIGNATURES: dict[type, Signature] = {
-    exp.Abs: Signature("ABS", ("this",), (NUM,), same_type, abs),
+    exp.Abs: Signature("ABS", ("this",), (NUM,), same_type, builder=_abs),
     exp.Ceil: Signature("CEIL", ("this",), (NUM,), same_type, _rounding(ROUND_CEILING)),
     exp.Floor: Signature("FLOOR", ("this",), (NUM,), same_type, _rounding(ROUND_FLOOR)),
     exp.Round: Signature("ROUND", ("this", "decimals"), (NUM, INT), same_type, _round),

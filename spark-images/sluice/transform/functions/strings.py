@@ -51,12 +51,18 @@ def _concat_ws(node: exp.Expression, args: list[Evaluate], kinds: list[SqlType])
     return evaluate
 
 
+# What Java's String.trim removes (Flink CDC's TRIM): every character up to U+0020.
+_JAVA_WHITESPACE = "".join(map(chr, range(0x21)))
+
+
 def _trim(node: exp.Expression, args: list[Evaluate], kinds: list[SqlType]) -> Evaluate:
+    """TRIM([BOTH|LEADING|TRAILING] [characters] FROM s) and LTRIM/RTRIM(s[, characters]):
+    the characters given, or else whitespace as Java's String.trim counts it."""
     position = (node.args.get("position") or "BOTH").upper()
     strip = {"LEADING": str.lstrip, "TRAILING": str.rstrip}.get(position, str.strip)
     if len(args) == 1:
-        return strict(lambda s: strip(s, " "), args)
-    return strict(lambda s, chars: strip(s, chars), args)
+        return strict(lambda s: strip(s, _JAVA_WHITESPACE), args)
+    return strict(lambda s, chars: strip(s, chars) if chars else s, args)
 
 
 def _substring(value: str, start: int, length: int | None = None) -> str:
@@ -81,9 +87,14 @@ def _pad(node: exp.Expression, args: list[Evaluate], kinds: list[SqlType]) -> Ev
     return strict(pad, args)
 
 
-def _position(node: exp.Expression, args: list[Evaluate], kinds: list[SqlType]) -> Evaluate:
-    # sqlglot reads LOCATE(sub, s), POSITION(sub IN s) and INSTR(s, sub) into this=s, substr=sub
-    return strict(lambda s, sub: s.find(sub) + 1, args)
+def _position(value: str, sub: str, start: int = 1) -> int:
+    """LOCATE(sub, s[, start]), POSITION(sub IN s [FROM start]), INSTR(s, sub): sqlglot
+    reads each into this=s, substr=sub. An empty `sub` is found at 1, a start past the end
+    finds nothing, as Flink CDC's position() does."""
+    if not sub:
+        return 1
+    begin = max(start - 1, 0)
+    return 0 if begin > len(value) else value.find(sub, begin) + 1
 
 
 def _regexp_replace(value: str, pattern: str, replacement: str) -> str:
@@ -123,7 +134,9 @@ SIGNATURES: dict[type, Signature] = {
         lambda k: TEXT,
         _regexp_replace,
     ),
-    exp.StrPosition: Signature("LOCATE", ("this", "substr"), (STRING, STRING), integer_type, builder=_position),
+    exp.StrPosition: Signature(
+        "LOCATE", ("this", "substr", "position"), (STRING, STRING, INT), integer_type, _position
+    ),
     exp.ToBase64: Signature("TO_BASE64", ("this",), (("string", "binary"),), lambda k: TEXT, _base64),
     exp.Uuid: Signature(
         "UUID",

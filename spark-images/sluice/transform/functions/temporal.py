@@ -1,6 +1,7 @@
 """Date and time functions: EXTRACT and the part functions (YEAR ... SECOND), DATE_FORMAT,
 TO_DATE, TO_TIMESTAMP (Java's date patterns, as Flink CDC takes them), TIMESTAMPDIFF,
-TIMESTAMPADD, DATE_ADD, FROM_UNIXTIME, and TIMESTAMP '...'/DATE '...' literals."""
+TIMESTAMPADD, DATE_ADD, FROM_UNIXTIME, and TIMESTAMP '...'/DATE '...' literals. A TIME is a
+time of day, as Flink's TIME is (casts.to_datetime)."""
 
 from __future__ import annotations
 
@@ -38,6 +39,8 @@ from sluice.transform.sql_types import (
     SqlType,
     varchar,
 )
+
+_TIME_OF_DAY = (*TEMPORAL, "time")  # what the time-of-day functions take
 
 
 def _temporal_part(part: Callable[[datetime], int]) -> Callable[[Any], int | None]:
@@ -161,6 +164,36 @@ def _to_date_builder(node: exp.Expression, args: list[Evaluate], kinds: list[Sql
 _DIFF_SECONDS = {"SECOND": 1, "MINUTE": 60, "HOUR": 3600, "DAY": 86400, "WEEK": 604800}
 
 
+_GREGORIAN_CYCLE = timedelta(days=146097)  # 400 years: the calendar repeats
+
+
+def _date_add(value: Any, days: int) -> str | None:
+    """Flink CDC's DATE_ADD: the date of a date, a timestamp or their text (yyyy-MM-dd[
+    HH:mm:ss]) plus days, as yyyy-MM-dd text, past year 9999 as Java prints it (+10000-01-17).
+    Text it cannot read is NULL (Flink CDC fails the job)."""
+    if isinstance(value, InvalidDate):
+        return None
+    if isinstance(value, str):
+        text = value.strip()
+        try:
+            value = date.fromisoformat(text) if len(text) == 10 else datetime.fromisoformat(text)
+        except ValueError:
+            return None
+    start, cycles = to_date(value), 0
+    while True:
+        try:
+            result = start + timedelta(days=int(days))
+            break
+        except OverflowError:  # beyond 1..9999: move by whole 400-year cycles, which change no date
+            shift = 1 if days > 0 else -1
+            start, cycles = start - shift * _GREGORIAN_CYCLE, cycles + shift
+            if abs(cycles) > 25_000_000:
+                return None
+    year = result.year + 400 * cycles  # proleptic: year 0 is 1 BC, which yyyy (the year of its era) prints as 0001
+    shown = f"+{year}" if year > 9999 else f"{year:04d}" if year > 0 else f"{1 - year:04d}"
+    return f"{shown}-{result.month:02d}-{result.day:02d}"
+
+
 def _months_between(a: datetime, b: datetime) -> int:
     months = (b.year - a.year) * 12 + b.month - a.month
     if months > 0 and (b.day, b.time()) < (a.day, a.time()):
@@ -222,7 +255,7 @@ _TEMPORAL_PART_NODES = {
 
 SIGNATURES: dict[type, Signature] = {
     exp.Extract: Signature("EXTRACT", ("expression",), (TEMPORAL,), integer_type, builder=_extract),
-    exp.TimeToStr: Signature("DATE_FORMAT", ("this", "format"), (TEMPORAL, STRING), lambda k: TEXT, _date_format),
+    exp.TimeToStr: Signature("DATE_FORMAT", ("this", "format"), (_TIME_OF_DAY, STRING), lambda k: TEXT, _date_format),
     exp.TsOrDsToDate: Signature(
         "TO_DATE", ("this",), (("string", "date", "datetime"),), lambda k: DATE, builder=_to_date_builder
     ),
@@ -237,21 +270,18 @@ SIGNATURES: dict[type, Signature] = {
         builder=_timestamp_add,
     ),
     exp.TsOrDsAdd: Signature(
-        "DATE_ADD",
-        ("this", "expression"),
-        (TEMPORAL, INT),
-        lambda k: DATE,
-        lambda d, n: temporal(d, lambda v: to_date(v) + timedelta(days=int(n))),
+        "DATE_ADD", ("this", "expression"), ((*TEMPORAL, "string"), INT), lambda k: varchar(16), _date_add
     ),
     exp.UnixToStr: Signature("FROM_UNIXTIME", ("this",), (NUM,), lambda k: varchar(64), builder=_from_unixtime),
     exp.StrToTime: Signature("TO_TIMESTAMP", ("this",), (STRING,), lambda k: DATETIME, builder=_to_timestamp_builder),
     # sqlglot's reading of TIMESTAMP '...' and DATE '...' where a function takes them
     exp.TimeStrToTime: Signature(
-        "TIMESTAMP", ("this",), (("string", "date", "datetime"),), lambda k: DATETIME, to_datetime
+        "TIMESTAMP", ("this",), (("string", "date", "datetime", "time"),), lambda k: DATETIME, to_datetime
     ),
     exp.DateStrToDate: Signature("DATE", ("this",), (("string", "date", "datetime"),), lambda k: DATE, to_date),
 }
 
 for _node, _unit in _TEMPORAL_PART_NODES.items():
-    SIGNATURES[_node] = Signature(_unit, ("this",), (TEMPORAL,), integer_type, _temporal_part(_PARTS[_unit]))
-del _node, _unit
+    _takes = _TIME_OF_DAY if _unit in ("HOUR", "MINUTE", "SECOND") else TEMPORAL
+    SIGNATURES[_node] = Signature(_unit, ("this",), (_takes,), integer_type, _temporal_part(_PARTS[_unit]))
+del _node, _unit, _takes
