@@ -46,10 +46,13 @@ def write_single_row_commits(mariadb, count: int) -> tuple[BinlogOffset, BinlogO
     """`count` autocommitted one-row UPDATEs: an OLTP source, where per-transaction costs
     (GTID, table map, XID events, a commit) outweigh the rows."""
     conn = mariadb.connect("bench")
+    with conn.cursor() as cur:
+        cur.execute("SELECT id FROM orders ORDER BY id DESC LIMIT 50000")  # rows there (the mix deleted some)
+        ids = [row[0] for row in cur.fetchall()]
     start = current_offset(conn)
     with conn.cursor() as cur:
         for i in range(count):
-            cur.execute("UPDATE orders SET qty = qty + 1 WHERE id = %s", (ROWS // 2 + i % (ROWS // 4),))
+            cur.execute("UPDATE orders SET qty = qty + 1 WHERE id = %s", (ids[i % len(ids)],))
     end = current_offset(conn)
     conn.close()
     return start, end, count
@@ -165,7 +168,6 @@ def main() -> None:
             if args.singles:
                 print(f"writing {args.singles:,} single-row transactions ...", flush=True)
                 start, end, written = write_single_row_commits(mariadb, args.singles)
-                print(f"  from {start} to {end}", flush=True)
                 rows, bare_seconds = bare_loop(mariadb.endpoint(), start, end)
                 tool_seconds = mariadb_binlog(mariadb, start, end)
                 pipeline, state = pipelines["PostgreSQL"]

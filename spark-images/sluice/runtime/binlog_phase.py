@@ -18,6 +18,7 @@ behind the same address finds its place.
 from __future__ import annotations
 
 import contextlib
+import gc
 import logging
 import threading
 import time
@@ -66,6 +67,20 @@ class BinlogSettings:
 
 RECONNECT_MAX_WAIT = 30.0
 BATCH_GROWTH = 10  # how many times sink.batch-size a batch grows to while the target is busy
+
+
+@contextlib.contextmanager
+def collector_for_rows() -> Iterator[None]:
+    """Rows are tuples, made by the hundred thousand a second and held for a batch: at
+    Python's default thresholds the cyclic garbage collector runs every 700 of them and walks
+    the batch again and again, three fifths of the cost of making them. Rows make no cycles,
+    so it runs a hundred times less often while the binlog phase does."""
+    before = gc.get_threshold()
+    gc.set_threshold(100_000, 50, 100)
+    try:
+        yield
+    finally:
+        gc.set_threshold(*before)
 
 
 def resumes_by_gtid(split: BinlogSplit, stop_at: BinlogOffset | None) -> bool:

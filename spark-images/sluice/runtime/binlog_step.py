@@ -10,7 +10,13 @@ from typing import TYPE_CHECKING, Any
 
 from sluice.binlog.binlog_split import BinlogSplit
 from sluice.binlog.startup_offset import check_offset_available, startup_offset
-from sluice.runtime.binlog_phase import BinlogSettings, resumes_by_gtid, run_binlog_phase, target_needs
+from sluice.runtime.binlog_phase import (
+    BinlogSettings,
+    collector_for_rows,
+    resumes_by_gtid,
+    run_binlog_phase,
+    target_needs,
+)
 from sluice.runtime.pipeline_spark import PipelineSpark
 from sluice.runtime.progress import BinlogProgress
 from sluice.runtime.run_context import RunContext
@@ -77,24 +83,25 @@ class BinlogStep:
         )
         online = self._online_work()
         try:
-            run_binlog_phase(
-                self.context.endpoint,
-                settings,
-                split,
-                self.context.state.tables or {},
-                writer,
-                stop_at,
-                self.context.stopping,
-                self._binlog_committed,
-                progress.committed,
-                skip_before_millis=source.startup.timestamp_millis if source.startup.mode == "timestamp" else 0,
-                captured=source.tables.selects,
-                on_schema_change=changes.handle,
-                targets=self.context.state.targets,
-                migrations=self.context.state.migrations if source.online_schema_changes else None,
-                unread_tables=self.context.state.unread,
-                on_reconnect=progress.reconnected,
-            )
+            with collector_for_rows():
+                run_binlog_phase(
+                    self.context.endpoint,
+                    settings,
+                    split,
+                    self.context.state.tables or {},
+                    writer,
+                    stop_at,
+                    self.context.stopping,
+                    self._binlog_committed,
+                    progress.committed,
+                    skip_before_millis=source.startup.timestamp_millis if source.startup.mode == "timestamp" else 0,
+                    captured=source.tables.selects,
+                    on_schema_change=changes.handle,
+                    targets=self.context.state.targets,
+                    migrations=self.context.state.migrations if source.online_schema_changes else None,
+                    unread_tables=self.context.state.unread,
+                    on_reconnect=progress.reconnected,
+                )
         finally:
             if online is not None:
                 online.stop()
