@@ -81,7 +81,7 @@ BENCH_SERVERS = $(if $(SERVERS),--servers $(SERVERS))
 bench: install system-deps
 	$(PYTHON) -m tests.bench.snapshot_bench $(BENCH_SERVERS) $(if $(ROWS),--rows $(ROWS)) $(if $(ROUNDS),--rounds $(ROUNDS))
 	$(PYTHON) -m tests.bench.binlog_bench $(BENCH_SERVERS) $(if $(EVENTS),--events $(EVENTS))
-	$(PYTHON) -m tests.bench.catchup_bench $(BENCH_SERVERS) $(if $(CHANGES),--changes $(CHANGES))
+	$(PYTHON) -m tests.bench.catchup_bench $(BENCH_SERVERS) $(if $(CHANGES),--changes $(CHANGES)) $(if $(SINGLES),--singles $(SINGLES))
 	$(PYTHON) -m tests.bench.memory_bench $(BENCH_SERVERS) $(if $(BIG_ROWS),--rows $(BIG_ROWS)) $(if $(SPLITS),--splits $(SPLITS))
 	$(PYTHON) -m tests.bench.migration_bench $(BENCH_SERVERS) $(if $(MIGRATION_ROWS),--rows $(MIGRATION_ROWS))
 	$(PYTHON) -m tests.bench.lakehouse_bench $(BENCH_SERVERS) $(if $(LAKE_ROWS),--rows $(LAKE_ROWS)) $(if $(LAKE_BIG_ROWS),--big-rows $(LAKE_BIG_ROWS))

@@ -4,7 +4,7 @@ rows a transaction, batches of INSERTs, range DELETEs, single-row UPDATE commits
 `sluice run` starts again in turn and catches up, start included. Then the same with
 single-row transactions only, into PostgreSQL. Each rate is set against `mariadb-binlog -v`
 decoding the same range and the bare python-mysql-replication loop reading it, in the same
-run; peak RSS is the largest of the runs' processes.
+run; with each run its peak RSS (the larger of its driver's and its binlog reader's).
 
 Usage: python -m tests.bench.catchup_bench [--servers default|tuned] [--changes N] [--singles N].
 A benchmark, not a test: it prints rates and ratios and asserts nothing.
@@ -13,7 +13,7 @@ A benchmark, not a test: it prints rates and ratios and asserts nothing.
 from __future__ import annotations
 
 import argparse
-import resource
+import contextlib
 import signal
 import time
 from pathlib import Path
@@ -92,8 +92,9 @@ def write_changes(mariadb, changes: int) -> tuple[BinlogOffset, BinlogOffset, in
     return start, end, written
 
 
-def catch_up(pipeline: Path, state: Path, env: dict[str, str], end: BinlogOffset) -> float:
-    """Seconds from `sluice run` starting to its state holding `end`; the run is then stopped."""
+def catch_up(pipeline: Path, state: Path, env: dict[str, str], end: BinlogOffset) -> tuple[float, float]:
+    """Seconds from `sluice run` starting to its state holding `end`, and the largest peak
+    RSS (MB) of its processes (the driver, the binlog reader); the run is then stopped."""
     started = time.monotonic()
     run = start_sluice(pipeline, state, env)
     while not ("binlog" in (now := read_state(state)) and caught_up(now, end)):
@@ -101,9 +102,25 @@ def catch_up(pipeline: Path, state: Path, env: dict[str, str], end: BinlogOffset
             raise SystemExit(f"sluice run ended before catching up: {run.communicate()[1][-2000:]}")
         time.sleep(0.05)
     seconds = time.monotonic() - started
+    peak = max(_peak_rss_mb(pid) for pid in (run.pid, *_children(run.pid)))
     run.send_signal(signal.SIGTERM)
     run.communicate(timeout=120)
-    return seconds
+    return seconds, peak
+
+
+def _children(pid: int) -> list[int]:
+    with contextlib.suppress(OSError):
+        return [int(c) for c in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+    return []
+
+
+def _peak_rss_mb(pid: int) -> float:
+    """The process's high-water mark of resident memory, as Linux keeps it."""
+    with contextlib.suppress(OSError):
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    return 0.0
 
 
 def report(what: str, rows: int, written: int, tool_seconds: float, bare_seconds: float, runs: dict) -> None:
@@ -113,11 +130,11 @@ def report(what: str, rows: int, written: int, tool_seconds: float, bare_seconds
     print(f"catch-up over {rows:,} row changes ({what}, {written:,} written), start included:")
     print(f"  mariadb-binlog -v (C):              {tool:>10,.0f} rows/s")
     print(f"  bare python-mysql-replication loop: {bare:>10,.0f} rows/s")
-    for target, seconds in runs.items():
+    for target, (seconds, peak) in runs.items():
         rate = rows / seconds
         print(
             f"  sluice run into {target + ':':<19}{rate:>10,.0f} rows/s  ({rate / tool:.2f}x mariadb-binlog, "
-            f"{rate / bare:.2f}x the bare loop)"
+            f"{rate / bare:.2f}x the bare loop; peak RSS {peak:,.0f} MB)"
         )
 
 
@@ -173,8 +190,6 @@ def main() -> None:
                 pipeline, state = pipelines["PostgreSQL"]
                 runs = {"PostgreSQL": catch_up(pipeline, state, env, end)}
                 report("one row a transaction", rows, written, tool_seconds, bare_seconds, runs)
-            peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
-            print(f"peak RSS of a sluice run: {peak:,.0f} MB")
         finally:
             target.stop()
 
