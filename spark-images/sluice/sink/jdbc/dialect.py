@@ -10,7 +10,7 @@ import contextlib
 import json
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 from sluice.errors import SinkError
 from sluice.event.snapshot_split import SnapshotSplit
@@ -27,6 +27,15 @@ META_SCHEMA = "sluice_meta"
 OFFSETS_TABLE = "offsets"
 EPOCHS_TABLE = "epochs"  # per pipeline, bumped by every run: the fencing token of its writers
 STATES_TABLE = "states"  # per pipeline, its state as last saved: a lost state directory or status is adopted from it
+
+
+class TableChanges(NamedTuple):
+    """A table's share of a binlog batch, folded to each key's last image."""
+
+    schema: TableSchema
+    deleted: Sequence[tuple[Any, ...]]  # the keys it deletes
+    inserted: Sequence[Row]  # rows it inserts first: the target normally lacks them
+    upserted: Sequence[Row]  # rows it changes
 
 
 class JdbcDialect(ABC):
@@ -104,23 +113,13 @@ class JdbcDialect(ABC):
     @abstractmethod
     def upsert(self, conn: Any, schema: TableSchema, rows: Iterable[Row]) -> None: ...
 
-    def stage_changes(
-        self,
-        conn: Any,
-        schema: TableSchema,
-        deleted: Sequence[tuple[Any, ...]],
-        inserted: Sequence[Row],
-        upserted: Sequence[Row],
-        slice_rows: int,
-    ) -> list[str]:
-        """A table's share of a binlog batch: the keys it deletes, the rows it inserts first
-        (the target normally lacks them) and the rows it changes, written in statements of
-        at most `slice_rows` rows. Gives the statements it leaves to commit_later; here it
-        leaves none."""
-        self.delete(conn, schema, deleted)
-        for write, rows in ((self.insert_new, inserted), (self.upsert, upserted)):
+    def stage_changes(self, conn: Any, changes: TableChanges, slice_rows: int) -> list[str]:
+        """Writes a table's share of a binlog batch in statements of at most `slice_rows`
+        rows. Gives the statements it leaves to commit_later; here it leaves none."""
+        self.delete(conn, changes.schema, changes.deleted)
+        for write, rows in ((self.insert_new, changes.inserted), (self.upsert, changes.upserted)):
             for start in range(0, len(rows), slice_rows):
-                write(conn, schema, rows[start : start + slice_rows])
+                write(conn, changes.schema, rows[start : start + slice_rows])
         return []
 
     commits_later = False  # whether commit_later returns before the target is done

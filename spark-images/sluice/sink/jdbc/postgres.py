@@ -12,7 +12,7 @@ import psycopg
 
 from sluice.pipeline.jdbc_url import JdbcUrl
 from sluice.sink.base import PendingCommit
-from sluice.sink.jdbc.dialect import META_SCHEMA, JdbcDialect
+from sluice.sink.jdbc.dialect import META_SCHEMA, JdbcDialect, TableChanges
 from sluice.sink.jdbc.target_limits import (
     POSTGRES_COLUMNS,
     postgres_identifier,
@@ -164,22 +164,15 @@ class PostgresDialect(JdbcDialect):
     def upsert(self, conn: psycopg.Connection, schema: TableSchema, rows: Iterable[Row]) -> None:
         conn.execute(";".join(self._staged_upsert(conn, schema, rows)))
 
-    def stage_changes(
-        self,
-        conn: psycopg.Connection,
-        schema: TableSchema,
-        deleted: Sequence[tuple[Any, ...]],
-        inserted: Sequence[Row],
-        upserted: Sequence[Row],
-        slice_rows: int,
-    ) -> list[str]:
+    def stage_changes(self, conn: psycopg.Connection, changes: TableChanges, slice_rows: int) -> list[str]:
         """COPYs the batch's keys and rows into staging tables and leaves the DELETE and
         the INSERT ... ON CONFLICT from them to commit_later, so that PostgreSQL applies
         them while the next batch is read. The rows the batch inserts first go with the
         rest: a COPY straight into the table would hold the reader up until it is done.
         A staging table takes any number of rows: there are no slices."""
-        statements = self._staged_delete(conn, schema, deleted) if deleted else []
-        rows = [*inserted, *upserted]
+        schema = changes.schema
+        statements = self._staged_delete(conn, schema, changes.deleted) if changes.deleted else []
+        rows = [*changes.inserted, *changes.upserted]
         return statements + (self._staged_upsert(conn, schema, rows) if rows else [])
 
     def _staged_upsert(self, conn: psycopg.Connection, schema: TableSchema, rows: Iterable[Row]) -> list[str]:

@@ -24,7 +24,7 @@ from sluice.event.snapshot_split import SnapshotSplit, SplitRead
 from sluice.pipeline.jdbc_url import JdbcUrl
 from sluice.pipeline.sink_configs import JdbcSinkConfig
 from sluice.sink.base import PendingCommit, SchemaChangeRefused, Sink, SinkWriter, in_background
-from sluice.sink.jdbc.dialect import META_SCHEMA, STATES_TABLE, JdbcDialect
+from sluice.sink.jdbc.dialect import META_SCHEMA, STATES_TABLE, JdbcDialect, TableChanges
 from sluice.sink.jdbc.dialects import DIALECTS
 from sluice.sink.jdbc.metadata_applier import schema_change_statements
 from sluice.sink.jdbc.target_limits import name_clashes, names_held_otherwise
@@ -141,9 +141,8 @@ class JdbcWriter(SinkWriter):
                 deleted = [_key_tuple(k) for k, row in images.items() if row is None]
                 inserted = [row for k, row in images.items() if row is not None and k in new]
                 upserted = [row for k, row in images.items() if row is not None and k not in new]
-                statements += dialect.stage_changes(
-                    self.conn, schema, deleted, inserted, upserted, self.target.batch_size
-                )
+                changes = TableChanges(schema, deleted, inserted, upserted)
+                statements += dialect.stage_changes(self.conn, changes, self.target.batch_size)
             for schema, counts in bags.values():
                 dialect.delete_equal_rows(self.conn, schema, [(row, -n) for row, n in counts.items() if n < 0])
                 self._in_slices(dialect.upsert, schema, [row for row, n in counts.items() for _ in range(n)])
