@@ -1,6 +1,6 @@
 """Date and time functions: EXTRACT and the part functions (YEAR ... SECOND), DATE_FORMAT,
 TO_DATE, TO_TIMESTAMP (Java's date patterns, as Flink CDC takes them), TIMESTAMPDIFF,
-TIMESTAMPADD, DATE_ADD, FROM_UNIXTIME, and TIMESTAMP '...'/DATE '...' literals. A TIME is a
+TIMESTAMPADD, DATE_ADD, FROM_UNIXTIME, and TIMESTAMP '...' where a function takes one. A TIME is a
 time of day, as Flink's TIME is (casts.to_datetime)."""
 
 from __future__ import annotations
@@ -274,11 +274,10 @@ SIGNATURES: dict[type, Signature] = {
     ),
     exp.UnixToStr: Signature("FROM_UNIXTIME", ("this",), (NUM,), lambda k: varchar(64), builder=_from_unixtime),
     exp.StrToTime: Signature("TO_TIMESTAMP", ("this",), (STRING,), lambda k: DATETIME, builder=_to_timestamp_builder),
-    # sqlglot's reading of TIMESTAMP '...' and DATE '...' where a function takes them
+    # sqlglot's reading of TIMESTAMP '...' where a function takes one (DATE_FORMAT's argument)
     exp.TimeStrToTime: Signature(
         "TIMESTAMP", ("this",), (("string", "date", "datetime", "time"),), lambda k: DATETIME, to_datetime
     ),
-    exp.DateStrToDate: Signature("DATE", ("this",), (("string", "date", "datetime"),), lambda k: DATE, to_date),
 }
 
 for _node, _unit in _TEMPORAL_PART_NODES.items():
