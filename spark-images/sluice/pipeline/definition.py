@@ -106,8 +106,9 @@ def build_definition(document: Mapping[str, Any], env: Mapping[str, str]) -> Pip
         )
     routing = Routing(
         parse_routes(document.get("route"), pipeline["route-mode"]),
-        parse_transforms(document.get("transform")),
+        parse_transforms(document.get("transform"), pipeline["local-time-zone"]),
         (document.get("route"), document.get("transform")),
+        pipeline["local-time-zone"],
     )
     return PipelineDefinition(
         name=pipeline["name"],

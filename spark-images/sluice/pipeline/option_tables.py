@@ -17,8 +17,8 @@ from sluice.pipeline.options import (
 from sluice.pipeline.options import duration as duration_check
 from sluice.pipeline.partition_key import partition_key_check
 from sluice.pipeline.schema_change_types import event_types
-from sluice.pipeline.time_zone import parse_zone_id
 from sluice.route.route_rule import ROUTE_MODES
+from sluice.source.time_zone import parse_zone_id
 
 STARTUP_MODES = (
     "initial",
@@ -250,6 +250,14 @@ PIPELINE_OPTIONS = [
         "STREAMING",
         choices=("STREAMING", "BATCH"),
         description="Flink CDC's runtime mode: BATCH reads the snapshot and stops (with scan.startup.mode snapshot)",
+    ),
+    Option(
+        "local-time-zone",
+        str,
+        "UTC",
+        check=parsed_by(parse_zone_id),
+        description="the zone of LOCALTIMESTAMP, LOCALTIME, CURRENT_DATE and FROM_UNIXTIME in transforms (Flink "
+        "CDC's; Sluice's default is UTC, not the machine's zone)",
     ),
     Option(
         "route-mode",

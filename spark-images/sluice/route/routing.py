@@ -19,6 +19,7 @@ class Routing:
     router: TableRouter = TableRouter()
     transforms: tuple[TransformRule, ...] = ()
     texts: tuple[Any, Any] = (None, None)  # the blocks as written, for the state's identity
+    local_time_zone: str = "UTC"  # pipeline.local-time-zone, which transforms compute in
 
     @property
     def active(self) -> bool:
@@ -27,18 +28,25 @@ class Routing:
     def identity(self) -> dict[str, str]:
         """What the state's progress depends on (pipeline_runner checks it on every run)."""
         route, transform = self.texts
-        return {
+        identity = {
             ROUTE_KEY: json.dumps({"mode": self.router.mode, "rules": route or []}, sort_keys=True),
             TRANSFORM_KEY: json.dumps(transform or [], sort_keys=True),
         }
+        if self.local_time_zone != "UTC":  # states written before the option stay the same
+            identity[ZONE_KEY] = self.local_time_zone
+        return identity
 
     @classmethod
     def from_identity(cls, identity: Mapping[str, str]) -> Routing:
         """The routing a state was written under (its identity's blocks, read again)."""
         route = json.loads(identity.get(ROUTE_KEY) or '{"mode": "ALL_MATCH", "rules": []}')
         transform = json.loads(identity.get(TRANSFORM_KEY) or "[]")
+        zone = identity.get(ZONE_KEY) or "UTC"
         return cls(
-            parse_routes(route["rules"], route["mode"]), parse_transforms(transform), (route["rules"], transform)
+            parse_routes(route["rules"], route["mode"]),
+            parse_transforms(transform, zone),
+            (route["rules"], transform),
+            zone,
         )
 
     def changes_for(self, later: Routing, tables: Iterable[str]) -> list[str]:
@@ -61,7 +69,7 @@ class Routing:
         return changes
 
 
-ROUTE_KEY, TRANSFORM_KEY = "route", "transform"
+ROUTE_KEY, TRANSFORM_KEY, ZONE_KEY = "route", "transform", "local_time_zone"
 
 
 def _query_of(rule: TransformRule | None) -> tuple[Any, ...] | None:

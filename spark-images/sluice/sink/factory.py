@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from sluice.pipeline.definition import PipelineDefinition
-from sluice.pipeline.time_zone import parse_zone_id
 from sluice.sink.base import Sink
+from sluice.source.time_zone import parse_zone_id
 
 
 def create_sink(definition: PipelineDefinition) -> Sink:

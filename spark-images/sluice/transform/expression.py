@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timezone, tzinfo
 from decimal import Decimal
 from typing import Any
 
@@ -88,8 +88,10 @@ class Scope:
         computed: Mapping[str, Compiled] | None = None,
         where: str = "",
         text: str = "",
+        zone: tzinfo = timezone.utc,
     ) -> None:
         self.columns, self.computed, self.where, self.text = columns, dict(computed or {}), where, text
+        self.zone = zone  # pipeline.local-time-zone
 
     def refuse(self, node: exp.Expression, problem: str) -> ExpressionError:
         sql = node.sql(dialect=DIALECT)
@@ -166,7 +168,7 @@ class _Compiler:
             return (lambda row, meta: meta[index]), kind
         if name.upper() in ("LOCALTIMESTAMP", "CURRENT_TIME", "LOCALTIME"):
             self.deterministic = False
-            return operators.now_call(name.upper())
+            return operators.now_call(name.upper(), self.scope.zone)
         known = ", ".join(sorted(self.scope.columns)) or "none"
         raise self.scope.refuse(node, f"no column {name} in the table (its columns: {known})")
 
@@ -391,18 +393,18 @@ class _Compiler:
         if not signature.deterministic:
             self.deterministic = False
         kind = signature.result([a[1] for a in args])
-        return signature.build(node, [a[0] for a in args], [a[1] for a in args]), kind
+        return signature.build(node, [a[0] for a in args], [a[1] for a in args], self.scope.zone), kind
 
     def _anonymous(self, node: exp.Anonymous) -> tuple[Evaluate, SqlType]:
         name = str(node.this).upper()
         if name in _CURRENT_TIME and not node.expressions:
             self.deterministic = False
-            return operators.now_call(name)
+            return operators.now_call(name, self.scope.zone)
         raise _unknown_function(self.scope, node)
 
     def _current(self, node: exp.Expression) -> tuple[Evaluate, SqlType]:
         self.deterministic = False
-        return operators.now_call(type(node).__name__.upper())
+        return operators.now_call(type(node).__name__.upper(), self.scope.zone)
 
 
 _CURRENT_TIME = ("NOW", "CURRENT_TIMESTAMP", "LOCALTIMESTAMP")

@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Callable, Sequence
-from datetime import date, datetime, timedelta, timezone
+from datetime import date, datetime, timedelta, timezone, tzinfo
 from decimal import ROUND_DOWN, Decimal
 from typing import Any
 
@@ -263,10 +263,13 @@ def coalesce(values: Sequence[Evaluate]) -> Evaluate:
     return evaluate
 
 
-def now_call(name: str) -> tuple[Evaluate, SqlType]:
-    """The time a row is transformed (Flink CDC's processing time), in UTC."""
+def now_call(name: str, zone: tzinfo) -> tuple[Evaluate, SqlType]:
+    """The time a row is transformed (Flink CDC's processing time): LOCALTIMESTAMP, LOCALTIME
+    and CURRENT_DATE on the clock of `zone` (pipeline.local-time-zone); NOW() and
+    CURRENT_TIMESTAMP, instants, in UTC as every TIMESTAMP value is."""
     if name in ("CURRENTDATE", "CURRENT_DATE"):
-        return (lambda row, meta: datetime.now(timezone.utc).date()), DATE
+        return (lambda row, meta: datetime.now(zone).date()), DATE
     if name in ("CURRENT_TIME", "LOCALTIME"):
-        return (lambda row, meta: datetime.now(timezone.utc).replace(tzinfo=None).time()), TIME
-    return (lambda row, meta: datetime.now(timezone.utc).replace(tzinfo=None, microsecond=0)), DATETIME
+        return (lambda row, meta: datetime.now(zone).replace(tzinfo=None).time()), TIME
+    clock = zone if name == "LOCALTIMESTAMP" else timezone.utc
+    return (lambda row, meta: datetime.now(clock).replace(tzinfo=None, microsecond=0)), DATETIME

@@ -19,6 +19,7 @@ from sluice.errors import DefinitionError
 from sluice.source.row_decoding import Row
 from sluice.source.schema import Column, TableSchema
 from sluice.source.table_selector import TableSelector, parse_patterns
+from sluice.source.time_zone import parse_zone_id
 from sluice.transform.expression import (
     ROW_METADATA,
     Compiled,
@@ -54,6 +55,7 @@ class TransformRule:
     description: str
     index: int
     selector: TableSelector = field(compare=False, repr=False)
+    local_time_zone: str = "UTC"  # pipeline.local-time-zone
 
     @property
     def where(self) -> str:
@@ -63,15 +65,17 @@ class TransformRule:
         return TableTransform(self, schema)
 
 
-def parse_transforms(raw: Any) -> tuple[TransformRule, ...]:
+def parse_transforms(raw: Any, local_time_zone: str = "UTC") -> tuple[TransformRule, ...]:
+    """`local_time_zone`: the zone LOCALTIMESTAMP, LOCALTIME, CURRENT_DATE and FROM_UNIXTIME
+    compute in (pipeline.local-time-zone, checked with the pipeline's options)."""
     if raw is None:
         return ()
     if not isinstance(raw, Sequence) or isinstance(raw, str):
         raise DefinitionError("transform: expected a list of rules, each with source-table")
-    return tuple(_rule(i, item) for i, item in enumerate(raw))
+    return tuple(_rule(i, item, local_time_zone) for i, item in enumerate(raw))
 
 
-def _rule(index: int, item: Any) -> TransformRule:
+def _rule(index: int, item: Any, local_time_zone: str) -> TransformRule:
     where = f"transform[{index}]"
     if not isinstance(item, Mapping):
         raise DefinitionError(f"{where}: expected a mapping with source-table")
@@ -112,6 +116,7 @@ def _rule(index: int, item: Any) -> TransformRule:
         values["description"],
         index,
         selector,
+        local_time_zone,
     )
 
 
@@ -128,7 +133,8 @@ class TableTransform:
 
     def __init__(self, rule: TransformRule, schema: TableSchema) -> None:
         self.rule, self.source = rule, schema
-        scope = Scope({c.name: (i, type_of(c)) for i, c in enumerate(schema.columns)})
+        columns = {c.name: (i, type_of(c)) for i, c in enumerate(schema.columns)}
+        scope = Scope(columns, zone=parse_zone_id(rule.local_time_zone))
         items = self._items(scope)
         self.names = [name for name, _, _ in items]
         self.columns = tuple(column for _, column, _ in items)
@@ -140,7 +146,7 @@ class TableTransform:
         if rule.filter:
             where = f"{rule.where}.filter ({schema.table_id})"
             computed = {name: value for name, value in zip(self.names, self._values, strict=True)}
-            scope = Scope(scope.columns, computed, where, rule.filter)
+            scope = Scope(scope.columns, computed, where, rule.filter, scope.zone)
             self.filter = compile_expression(parse_filter(rule.filter, where), scope)
             if self.filter.type.family not in ("boolean", "null"):
                 raise DefinitionError(f"{where}: '{rule.filter}' is {self.filter.type.name}, not a condition")
@@ -160,7 +166,7 @@ class TableTransform:
     def _items(self, scope: Scope) -> list[tuple[str, Column, Compiled]]:
         rule, where = self.rule, f"{self.rule.where}.projection ({self.source.table_id})"
         nodes = parse_projection(rule.projection or "*", where)
-        scope = Scope(scope.columns, None, where, rule.projection or "*")
+        scope = Scope(scope.columns, None, where, rule.projection or "*", scope.zone)
         items: dict[str, tuple[str, Column, Compiled]] = {}
         for node in nodes:
             if isinstance(node, exp.Star):

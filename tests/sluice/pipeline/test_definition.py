@@ -98,6 +98,10 @@ def test_passwords_stay_out_of_repr():
         (("pipeline:", "route:\n  - source-table: a.b\npipeline:"), r"route\[0\]\.sink-table: required"),
         (("pipeline:", "transform:\n  - projection: id\npipeline:"), r"transform\[0\]\.source-table: required"),
         (("parallelism: 4", "parallelism: 4\n  route-mode: SOME"), r"pipeline\.route-mode: 'SOME' is not one of"),
+        (
+            ("parallelism: 4", "parallelism: 4\n  local-time-zone: Mars/Olympus"),
+            r"pipeline\.local-time-zone: .*Mars/Olympus",
+        ),
         (("pipeline:", "pipelines:"), r"pipelines: unknown section"),
         (
             ("key-column: shop.order_\\.*:order_id", "key-column: order_id"),
@@ -186,3 +190,19 @@ def test_a_delta_sink_takes_a_root_path_and_storage_options():
 def test_bad_lakehouse_sinks_are_refused_naming_the_key(sink, message):
     with pytest.raises(DefinitionError, match=message):
         parse(_with_sink(sink))
+
+
+def test_the_local_time_zone_reaches_the_transforms_and_the_states_identity():
+    """pipeline.local-time-zone, as Flink CDC's: transforms compute LOCALTIMESTAMP and
+    FROM_UNIXTIME in it; a state written without it (UTC) keeps its identity."""
+    utc = parse(VALID.replace("pipeline:", "transform:\n  - {source-table: app_db.t, projection: id}\npipeline:"))
+    shanghai = parse(
+        VALID.replace(
+            "pipeline:", "transform:\n  - {source-table: app_db.t, projection: id}\npipeline:\n  local-time-zone: UTC+8"
+        )
+    )
+    assert utc.routing.transforms[0].local_time_zone == "UTC"
+    assert shanghai.routing.transforms[0].local_time_zone == "UTC+8"
+    assert "local_time_zone" not in utc.routing.identity()
+    assert shanghai.routing.identity()["local_time_zone"] == "UTC+8"
+    assert type(shanghai.routing).from_identity(shanghai.routing.identity()).transforms[0].local_time_zone == "UTC+8"

@@ -4,7 +4,7 @@ a defect a Flink CDC user met, reproduced here first."""
 
 from __future__ import annotations
 
-from datetime import date, datetime, timedelta
+from datetime import date, datetime, timedelta, timezone
 from typing import Any
 
 import pytest
@@ -92,3 +92,19 @@ def test_date_add_is_text_as_in_flink_cdc():
     rules = parse_transforms(yaml.safe_load('- {source-table: db.types, projection: "id, DATE_ADD(date_, 1) AS v"}'))
     target = rule_for(rules, "db", "types").compile(TYPES).target()
     assert target.column("v").data_type == "varchar"
+
+
+def test_local_time_functions_compute_in_the_pipelines_local_time_zone():
+    """pipeline.local-time-zone: LOCALTIMESTAMP, CURRENT_DATE and FROM_UNIXTIME on its clock;
+    NOW() is an instant, kept in UTC as every TIMESTAMP value is."""
+    text = (
+        '- {source-table: db.types, projection: "id, FROM_UNIXTIME(smallint_) AS f, LOCALTIMESTAMP AS l, '
+        'NOW() AS n, CURRENT_DATE AS d"}'
+    )
+    transform = rule_for(parse_transforms(yaml.safe_load(text), "Asia/Shanghai"), "db", "types").compile(TYPES)
+    before = datetime.now(timezone.utc).replace(tzinfo=None)
+    _, unix, local, now, today = transform.project((1, 0, None, None, None, None), transform.row_meta())
+    shanghai = before + timedelta(hours=8)
+    assert unix == "1970-01-01 08:00:00"
+    assert abs(local - shanghai) < timedelta(seconds=5) and abs(now - before) < timedelta(seconds=5)
+    assert today in (shanghai.date(), (shanghai + timedelta(seconds=5)).date())

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import tzinfo
 from typing import Any
 
 from sqlglot import exp
@@ -41,10 +42,11 @@ class Signature:
     families: tuple[tuple[str, ...], ...]  # per argument; the last repeats for a variadic function
     result: Callable[[list[SqlType]], SqlType]
     implementation: Callable[..., Any] | None = None  # of the values, NULL-strict
-    builder: Callable[[exp.Expression, list[Evaluate], list[SqlType]], Evaluate] | None = None
+    builder: Callable[..., Evaluate] | None = None  # (node, args, kinds), and the zone where `zoned`
     variadic: bool = False
     deterministic: bool = True
     labels: tuple[str, ...] = field(default=())
+    zoned: bool = False  # its builder takes pipeline.local-time-zone
 
     def checks(self, count: int) -> list[tuple[str, tuple[str, ...]]]:
         families = list(self.families) + [self.families[-1]] * max(count - len(self.families), 0)
@@ -52,9 +54,9 @@ class Signature:
         labels += [f"argument {i + 1}" for i in range(len(labels), count)]
         return list(zip(labels, families[:count], strict=True))
 
-    def build(self, node: exp.Expression, args: list[Evaluate], kinds: list[SqlType]) -> Evaluate:
+    def build(self, node: exp.Expression, args: list[Evaluate], kinds: list[SqlType], zone: tzinfo) -> Evaluate:
         if self.builder is not None:
-            return self.builder(node, args, kinds)
+            return self.builder(node, args, kinds, zone) if self.zoned else self.builder(node, args, kinds)
         assert self.implementation is not None
         return strict(self.implementation, args)
 

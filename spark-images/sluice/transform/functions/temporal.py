@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from datetime import date, datetime, timedelta
+from datetime import date, datetime, timedelta, timezone, tzinfo
 from typing import Any
 
 from sqlglot import exp
@@ -232,10 +232,12 @@ def _timestamp_add(node: exp.Expression, args: list[Evaluate], kinds: list[SqlTy
     return strict(add, [value, amount])
 
 
-def _from_unixtime(node: exp.Expression, args: list[Evaluate], kinds: list[SqlType]) -> Evaluate:
+def _from_unixtime(node: exp.Expression, args: list[Evaluate], kinds: list[SqlType], zone: tzinfo) -> Evaluate:
+    """Seconds since the epoch as the clock of pipeline.local-time-zone shows them."""
     pattern = node.args.get("format")
     text = pattern.this if isinstance(pattern, exp.Literal) else "yyyy-MM-dd HH:mm:ss"
-    return strict(lambda n: java_format(datetime(1970, 1, 1) + timedelta(seconds=int(n)), text), args[:1])
+    epoch = datetime(1970, 1, 1, tzinfo=timezone.utc)
+    return strict(lambda n: java_format((epoch + timedelta(seconds=int(n))).astimezone(zone), text), args[:1])
 
 
 _TEMPORAL_PART_NODES = {
@@ -272,7 +274,9 @@ SIGNATURES: dict[type, Signature] = {
     exp.TsOrDsAdd: Signature(
         "DATE_ADD", ("this", "expression"), ((*TEMPORAL, "string"), INT), lambda k: varchar(16), _date_add
     ),
-    exp.UnixToStr: Signature("FROM_UNIXTIME", ("this",), (NUM,), lambda k: varchar(64), builder=_from_unixtime),
+    exp.UnixToStr: Signature(
+        "FROM_UNIXTIME", ("this",), (NUM,), lambda k: varchar(64), builder=_from_unixtime, zoned=True
+    ),
     exp.StrToTime: Signature("TO_TIMESTAMP", ("this",), (STRING,), lambda k: DATETIME, builder=_to_timestamp_builder),
     # sqlglot's reading of TIMESTAMP '...' where a function takes one (DATE_FORMAT's argument)
     exp.TimeStrToTime: Signature(

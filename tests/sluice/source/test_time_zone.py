@@ -9,7 +9,7 @@ import pytest
 
 from sluice.errors import DefinitionError
 from sluice.pipeline.definition import parse_definition
-from sluice.pipeline.time_zone import parse_zone_id
+from sluice.source.time_zone import parse_zone_id
 
 HOURS = timedelta(hours=1)
 

@@ -1,4 +1,5 @@
-"""`source.server-time-zone` in every form Java's ZoneId.of accepts, read on the client.
+"""Zone ids (`source.server-time-zone`, `pipeline.local-time-zone`) in every form Java's
+ZoneId.of accepts, read on the client.
 
 Flink CDC users write Asia/Shanghai, UTC, Z, UTC+8, GMT+08:00, +08:00 or -5. The server is
 never asked to understand them: most servers have no time-zone tables, and Sluice reads
