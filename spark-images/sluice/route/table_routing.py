@@ -127,7 +127,8 @@ class TableRouting:
 
     def change_rows(self, rows: Sequence[ChangeRow]) -> list[ChangeRow]:
         """Changelog rows in their targets' tables: an update pair (-U, +U) becomes a delete,
-        an insert or nothing where the filter takes the row out or in."""
+        an insert or nothing where the filter takes the row out or in; under a SOFT_DELETE
+        rule a delete becomes an update of the row to its deleted image."""
         out: list[ChangeRow] = []
         i = 0
         while i < len(rows):
@@ -141,8 +142,13 @@ class TableRouting:
                 continue
             i += 1
             image = _image(table, row, row.kind)
-            if image is not None:
-                out.append(ChangeRow(sink, row.kind, image, row.timestamp, row.offset))
+            if image is None:
+                continue
+            if row.kind is RowKind.DELETE and table.transform is not None and table.transform.rule.soft_delete:
+                if sink.row_key:  # the row stays, marked: an update of it (a keyless one stays as it is)
+                    out.append(ChangeRow(sink, RowKind.UPDATE_AFTER, image, row.timestamp, row.offset))
+                continue
+            out.append(ChangeRow(sink, row.kind, image, row.timestamp, row.offset))
         return out
 
     # -- schema changes ----------------------------------------------------------------------

@@ -39,8 +39,10 @@ _KEYS = (
     "partition-keys",
     "table-options",
     "table-options.delimiter",
+    "converter-after-transform",
     "description",
 )
+CONVERTERS = ("SOFT_DELETE",)  # converter-after-transform
 EVENT_METADATA = ("__data_event_type__", "op_ts")  # differ between the changes of one row
 
 
@@ -56,6 +58,9 @@ class TransformRule:
     index: int
     selector: TableSelector = field(compare=False, repr=False)
     local_time_zone: str = "UTC"  # pipeline.local-time-zone
+    # converter-after-transform SOFT_DELETE: a delete becomes an update of the row, its
+    # __data_event_type__ -D (the row stays in the target, marked)
+    soft_delete: bool = False
 
     @property
     def where(self) -> str:
@@ -80,17 +85,17 @@ def _rule(index: int, item: Any, local_time_zone: str) -> TransformRule:
     if not isinstance(item, Mapping):
         raise DefinitionError(f"{where}: expected a mapping with source-table")
     for key in item:
-        if key == "converter-after-transform":
-            raise DefinitionError(
-                f"{where}.converter-after-transform: not supported; a soft delete would keep rows the source "
-                "deleted, and Sluice's target equals the query over the source (project __data_event_type__ "
-                "into a column to see each change's type)"
-            )
         if key not in _KEYS:
             raise DefinitionError(f"{where}.{key}: unknown key; a transform rule has {', '.join(_KEYS)}")
     values = {key: "" if item.get(key) is None else str(item.get(key)).strip() for key in _KEYS}
     if not values["source-table"]:
         raise DefinitionError(f"{where}.source-table: required")
+    converter = values["converter-after-transform"].upper()
+    if converter and converter not in CONVERTERS:
+        raise DefinitionError(
+            f"{where}.converter-after-transform: '{values['converter-after-transform']}' is not one of "
+            f"{', '.join(CONVERTERS)}"
+        )
     selector = TableSelector(parse_patterns(f"{where}.source-table", values["source-table"]))
     if values["projection"]:
         for item in parse_projection(values["projection"], f"{where}.projection"):
@@ -117,6 +122,7 @@ def _rule(index: int, item: Any, local_time_zone: str) -> TransformRule:
         index,
         selector,
         local_time_zone,
+        converter == "SOFT_DELETE",
     )
 
 
@@ -159,6 +165,13 @@ class TableTransform:
                     "keeps or drops a row by its values, so that the target is the query over the source"
                 )
         self.primary_key = self._key()
+        if rule.soft_delete and not self.primary_key and self.metadata & set(EVENT_METADATA):
+            raise DefinitionError(
+                f"{rule.where}.converter-after-transform ({schema.table_id}): a soft delete marks the target's row, "
+                f"and a table without a key finds its row by all its values, which "
+                f"{', '.join(sorted(self.metadata & set(EVENT_METADATA)))} changed since it was written: give the "
+                "rule primary-keys"
+            )
         self._fast = (
             itemgetter(*[schema.position(self.passthrough[n]) for n in self.names]) if self._only_columns() else None
         )

@@ -205,7 +205,10 @@ def test_computed_column_types():
             {"projection": "id,, order_id"},
             r"transform\[0\]\.projection: 'id,, order_id' has an empty item between commas",
         ),
-        ({"projection": "id", "converter-after-transform": "SOFT_DELETE"}, r"converter-after-transform: not supported"),
+        (
+            {"projection": "id", "converter-after-transform": "HARD_DELETE"},
+            r"converter-after-transform: 'HARD_DELETE' is not one of SOFT_DELETE",
+        ),
         ({"projection": "id", "filters": "x"}, r"transform\[0\]\.filters: unknown key"),
     ],
 )
