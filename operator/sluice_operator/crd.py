@@ -45,6 +45,8 @@ def _property(option: Option) -> dict[str, Any]:
         schema = {"type": "array", "items": {"type": "string"}}
     elif option.kind is bool:
         schema = {"type": "boolean"}
+    elif option.kind is list:  # of mappings of strings
+        schema = {"type": "array", "items": {"type": "object", "additionalProperties": {"type": "string"}}}
     else:
         schema = {"type": "string"}
     if option.choices:

@@ -29,6 +29,7 @@ from sluice.route.routing import Routing
 from sluice.source.config import ServerIdRange, SourceConfig, StartupOptions
 from sluice.source.table_selector import TableSelector, is_tool_table, parse_patterns
 from sluice.transform.transform_rule import parse_transforms
+from sluice.transform.user_functions import UserFunction
 
 
 @dataclass(frozen=True)
@@ -64,22 +65,23 @@ def load_definition(path: str | Path, env: Mapping[str, str] | None = None) -> P
         text = path.read_text()
     except OSError as exc:
         raise DefinitionError(f"{path}: cannot read the pipeline definition: {exc.strerror}") from exc
-    return parse_definition(text, env=env, origin=str(path))
+    return parse_definition(text, env=env, origin=str(path), directory=str(path.resolve().parent))
 
 
 def parse_definition(
-    text: str, env: Mapping[str, str] | None = None, origin: str = "pipeline definition"
+    text: str, env: Mapping[str, str] | None = None, origin: str = "pipeline definition", directory: str = ""
 ) -> PipelineDefinition:
+    """`directory`: the definition file's, where user-defined functions' modules may be."""
     try:
         document = yaml.safe_load(text)
     except yaml.YAMLError as exc:
         raise DefinitionError(f"{origin}: not valid YAML: {exc}") from exc
     if not isinstance(document, Mapping):
         raise DefinitionError(f"{origin}: expected a mapping with source, sink and pipeline")
-    return build_definition(document, env=os.environ if env is None else env)
+    return build_definition(document, env=os.environ if env is None else env, directory=directory)
 
 
-def build_definition(document: Mapping[str, Any], env: Mapping[str, str]) -> PipelineDefinition:
+def build_definition(document: Mapping[str, Any], env: Mapping[str, str], directory: str = "") -> PipelineDefinition:
     """Builds the definition from an already-parsed mapping (a YAML file or a CR's spec)."""
     document = _substitute(document, env, "")
     for key in document:
@@ -104,11 +106,15 @@ def build_definition(document: Mapping[str, Any], env: Mapping[str, str]) -> Pip
             f"pipeline.execution.runtime-mode: BATCH reads a snapshot and stops; set source.scan.startup.mode: "
             f"snapshot (it is {source.startup.mode})"
         )
+    functions = tuple(
+        UserFunction(entry["name"], entry["classpath"], directory) for entry in pipeline["user-defined-function"]
+    )
     routing = Routing(
         parse_routes(document.get("route"), pipeline["route-mode"]),
-        parse_transforms(document.get("transform"), pipeline["local-time-zone"]),
+        parse_transforms(document.get("transform"), pipeline["local-time-zone"], functions),
         (document.get("route"), document.get("transform")),
         pipeline["local-time-zone"],
+        functions,
     )
     return PipelineDefinition(
         name=pipeline["name"],

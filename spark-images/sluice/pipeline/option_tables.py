@@ -19,6 +19,24 @@ from sluice.pipeline.partition_key import partition_key_check
 from sluice.pipeline.schema_change_types import event_types
 from sluice.route.route_rule import ROUTE_MODES
 from sluice.source.time_zone import parse_zone_id
+from sluice.transform.expression import is_free_function_name
+
+
+def user_function_entries(entries: tuple[dict[str, str], ...]) -> str | None:
+    """Each entry a name (an identifier no built-in function has) and a classpath."""
+    names: set[str] = set()
+    for item in entries:
+        name, classpath = item.get("name", ""), item.get("classpath", "")
+        extra = sorted(set(item) - {"name", "classpath"})
+        if extra or not name or not classpath:
+            return f"each entry has a name and a classpath (module.Class), got {item!r}"
+        if not name.isidentifier() or not is_free_function_name(name):
+            return f"'{name}' must be an identifier no built-in function has"
+        if name.upper() in names:
+            return f"'{name}' is named twice"
+        names.add(name.upper())
+    return None
+
 
 STARTUP_MODES = (
     "initial",
@@ -250,6 +268,14 @@ PIPELINE_OPTIONS = [
         "STREAMING",
         choices=("STREAMING", "BATCH"),
         description="Flink CDC's runtime mode: BATCH reads the snapshot and stops (with scan.startup.mode snapshot)",
+    ),
+    Option(
+        "user-defined-function",
+        list,
+        (),
+        check=user_function_entries,
+        description="Python classes transforms call by name: each {name, classpath: module.Class}, the module in "
+        "the image or beside the definition file",
     ),
     Option(
         "local-time-zone",

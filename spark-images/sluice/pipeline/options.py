@@ -142,6 +142,10 @@ def _coerce(where: str, value: Any, kind: type) -> Any:
         if isinstance(items, list) and all(isinstance(v, (str, int)) and not isinstance(v, bool) for v in items):
             return tuple(s for s in (str(v).strip() for v in items) if s)
         raise DefinitionError(f"{where}: expected a list of strings, got {value!r}")
+    if kind is list:  # of mappings of strings (pipeline.user-defined-function's entries)
+        if isinstance(value, list) and all(isinstance(item, Mapping) for item in value):
+            return tuple({str(k): "" if v is None else str(v) for k, v in item.items()} for item in value)
+        raise DefinitionError(f"{where}: expected a list of mappings, got {value!r}")
     raise AssertionError(f"unsupported option kind {kind}")
 
 

@@ -10,6 +10,7 @@ from typing import Any
 
 from sluice.route.route_rule import TableRouter, parse_routes
 from sluice.transform.transform_rule import TransformRule, parse_transforms, rule_for
+from sluice.transform.user_functions import UserFunction
 
 
 @dataclass(frozen=True)
@@ -20,6 +21,7 @@ class Routing:
     transforms: tuple[TransformRule, ...] = ()
     texts: tuple[Any, Any] = (None, None)  # the blocks as written, for the state's identity
     local_time_zone: str = "UTC"  # pipeline.local-time-zone, which transforms compute in
+    functions: tuple[UserFunction, ...] = ()  # pipeline.user-defined-function
 
     @property
     def active(self) -> bool:
@@ -34,6 +36,8 @@ class Routing:
         }
         if self.local_time_zone != "UTC":  # states written before the option stay the same
             identity[ZONE_KEY] = self.local_time_zone
+        if self.functions:  # by name and class: the directory they were found in may move
+            identity[FUNCTIONS_KEY] = json.dumps([[f.name, f.classpath] for f in self.functions])
         return identity
 
     @classmethod
@@ -42,11 +46,15 @@ class Routing:
         route = json.loads(identity.get(ROUTE_KEY) or '{"mode": "ALL_MATCH", "rules": []}')
         transform = json.loads(identity.get(TRANSFORM_KEY) or "[]")
         zone = identity.get(ZONE_KEY) or "UTC"
+        functions = tuple(
+            UserFunction(name, classpath) for name, classpath in json.loads(identity.get(FUNCTIONS_KEY) or "[]")
+        )
         return cls(
             parse_routes(route["rules"], route["mode"]),
-            parse_transforms(transform, zone),
+            parse_transforms(transform, zone, functions),
             (route["rules"], transform),
             zone,
+            functions,
         )
 
     def changes_for(self, later: Routing, tables: Iterable[str]) -> list[str]:
@@ -69,13 +77,23 @@ class Routing:
         return changes
 
 
-ROUTE_KEY, TRANSFORM_KEY, ZONE_KEY = "route", "transform", "local_time_zone"
+ROUTE_KEY, TRANSFORM_KEY, ZONE_KEY, FUNCTIONS_KEY = "route", "transform", "local_time_zone", "user_defined_functions"
 
 
 def _query_of(rule: TransformRule | None) -> tuple[Any, ...] | None:
     if rule is None:
         return None
-    return (rule.projection, rule.filter, rule.primary_keys, rule.partition_keys, dict(rule.table_options))
+    functions = sorted((f.name.upper(), f.classpath) for f in rule.functions)
+    return (
+        rule.projection,
+        rule.filter,
+        rule.primary_keys,
+        rule.partition_keys,
+        dict(rule.table_options),
+        rule.soft_delete,
+        rule.local_time_zone,
+        functions,
+    )
 
 
 def _described(rule: TransformRule | None) -> str:

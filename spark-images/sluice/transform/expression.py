@@ -13,7 +13,7 @@ SQL's pattern, not a Java regex; a division by zero is NULL); the README lists e
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone, tzinfo
 from decimal import Decimal
@@ -22,7 +22,7 @@ from typing import Any
 from sqlglot import exp
 
 from sluice.transform import casts, functions, operators
-from sluice.transform.expression_parser import DIALECT, ExpressionError
+from sluice.transform.expression_parser import DIALECT, ExpressionError, parse_filter
 from sluice.transform.sql_types import (
     BIGINT,
     BOOLEAN,
@@ -36,6 +36,7 @@ from sluice.transform.sql_types import (
     decimal_of,
     varchar,
 )
+from sluice.transform.user_functions import UserFunction, loaded
 
 # The values an expression sees besides the row's columns (Flink CDC's metadata columns).
 NAMESPACE, SCHEMA, TABLE, EVENT_TYPE, OP_TS = range(5)
@@ -63,14 +64,25 @@ class Compiled:
     metadata_column: str | None = None  # the metadata column it only names (`__table_name__ AS src`)
 
 
-def check_functions(node: exp.Expression, where: str, text: str) -> None:
-    """Refuses a function no transform has, before any table is known (so that a
-    CdcPipeline's conditions name it as soon as it is applied)."""
+def check_functions(node: exp.Expression, where: str, text: str, user_functions: Collection[str] = ()) -> None:
+    """Refuses a function no transform has (nor pipeline.user-defined-function, by
+    `user_functions`' upper-case names), before any table is known (so that a CdcPipeline's
+    conditions name it as soon as it is applied)."""
     scope = Scope({}, None, where, text)
     for sub in node.walk():
-        known = str(sub.this).upper() in _CURRENT_TIME if isinstance(sub, exp.Anonymous) else type(sub) in _HANDLERS
+        if isinstance(sub, exp.Anonymous):
+            known = str(sub.this).upper() in (*_CURRENT_TIME, *user_functions)
+        else:
+            known = type(sub) in _HANDLERS
         if isinstance(sub, exp.Func) and not known:
             raise _unknown_function(scope, sub)
+
+
+def is_free_function_name(name: str) -> bool:
+    """Whether a user-defined function may take `name`: no function of Sluice's has it (one
+    sqlglot only knows, such as FORMAT, the pipeline's expressions read as the user's)."""
+    call = parse_filter(f"{name}(1)", "name")
+    return name.upper() not in _CURRENT_TIME and (isinstance(call, exp.Anonymous) or type(call) not in _HANDLERS)
 
 
 def _unknown_function(scope: Scope, node: exp.Func) -> ExpressionError:
@@ -89,9 +101,11 @@ class Scope:
         where: str = "",
         text: str = "",
         zone: tzinfo = timezone.utc,
+        functions: Mapping[str, UserFunction] | None = None,
     ) -> None:
         self.columns, self.computed, self.where, self.text = columns, dict(computed or {}), where, text
         self.zone = zone  # pipeline.local-time-zone
+        self.functions = dict(functions or {})  # pipeline.user-defined-function, by upper-case name
 
     def refuse(self, node: exp.Expression, problem: str) -> ExpressionError:
         sql = node.sql(dialect=DIALECT)
@@ -400,7 +414,16 @@ class _Compiler:
         if name in _CURRENT_TIME and not node.expressions:
             self.deterministic = False
             return operators.now_call(name, self.scope.zone)
-        raise _unknown_function(self.scope, node)
+        declared = self.scope.functions.get(name)
+        if declared is None:
+            raise _unknown_function(self.scope, node)
+        function = loaded(declared)
+        args = self._args(node.expressions)
+        problem = function.refusal([kind for _, kind in args])
+        if problem:
+            raise self.scope.refuse(node, problem)
+        evaluates = [evaluate for evaluate, _ in args]
+        return (lambda row, meta: function.call([a(row, meta) for a in evaluates])), function.result
 
     def _current(self, node: exp.Expression) -> tuple[Evaluate, SqlType]:
         self.deterministic = False

@@ -4,6 +4,9 @@ expression and the character where it stops making sense."""
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable, Sequence
+
 import sqlglot
 from sqlglot import exp
 from sqlglot.dialects.spark import Spark
@@ -52,29 +55,46 @@ class ExpressionError(DefinitionError):
     pass
 
 
-def parse_projection(text: str, where: str) -> list[exp.Expression]:
+@functools.cache
+def _dialect_calling(names: tuple[str, ...]) -> type[FlinkSql]:
+    """FlinkSql reading these names as calls of user-defined functions, whatever sqlglot
+    knows them as (FORMAT, say)."""
+
+    def call(name: str) -> Callable[[list], exp.Anonymous]:
+        return lambda args: exp.Anonymous(this=name, expressions=args)
+
+    class Parser(FlinkSql.Parser):
+        FUNCTIONS = {**FlinkSql.Parser.FUNCTIONS, **{name: call(name) for name in names}}
+        FUNCTION_PARSERS = {k: v for k, v in FlinkSql.Parser.FUNCTION_PARSERS.items() if k not in names}
+
+    return type("FlinkSqlWithFunctions", (FlinkSql,), {"Parser": Parser})
+
+
+def parse_projection(text: str, where: str, functions: Sequence[str] = ()) -> list[exp.Expression]:
     """The projection's items; `\\*` (Flink CDC's escape for a leading star) is `*`."""
     text = text.replace("\\*", "*")
     commas = [token.token_type == TokenType.COMMA for token in DIALECT().tokenize(text)]
     if commas[:1] == [True] or commas[-1:] == [True] or any(a and b for a, b in zip(commas, commas[1:], strict=False)):
         raise ExpressionError(f"{where}: '{text}' has an empty item between commas")
-    tree = _parse(f"SELECT {text}", where, len("SELECT "))
+    tree = _parse(f"SELECT {text}", where, len("SELECT "), functions)
     if not isinstance(tree, exp.Select) or tree.args.get("from") or tree.args.get("where"):
         raise ExpressionError(f"{where}: '{text}' must be a list of expressions, as a SELECT clause has")
     return list(tree.expressions)
 
 
-def parse_filter(text: str, where: str) -> exp.Expression:
-    tree = _parse(f"SELECT 1 WHERE {text}", where, len("SELECT 1 WHERE "))
+def parse_filter(text: str, where: str, functions: Sequence[str] = ()) -> exp.Expression:
+    tree = _parse(f"SELECT 1 WHERE {text}", where, len("SELECT 1 WHERE "), functions)
     condition = tree.args.get("where")
     if not isinstance(tree, exp.Select) or condition is None:
         raise ExpressionError(f"{where}: '{text}' must be a condition, as a WHERE clause has")
     return condition.this
 
 
-def _parse(sql: str, where: str, offset: int) -> exp.Expression:
+def _parse(sql: str, where: str, offset: int, functions: Sequence[str] = ()) -> exp.Expression:
+    """`functions`: the upper-case names of the pipeline's user-defined functions."""
+    dialect = _dialect_calling(tuple(sorted(functions))) if functions else DIALECT
     try:
-        return sqlglot.parse_one(sql, read=DIALECT)
+        return sqlglot.parse_one(sql, read=dialect)
     except sqlglot.errors.ParseError as exc:
         detail = exc.errors[0] if exc.errors else {}
         column = detail.get("col")

@@ -16,7 +16,7 @@ from typing import Any
 from sqlglot import exp
 
 from sluice.errors import DefinitionError
-from sluice.source.row_decoding import Row
+from sluice.source.row_decoding import Row, RowDecoder
 from sluice.source.schema import Column, TableSchema
 from sluice.source.table_selector import TableSelector, parse_patterns
 from sluice.source.time_zone import parse_zone_id
@@ -30,6 +30,7 @@ from sluice.transform.expression import (
 )
 from sluice.transform.expression_parser import DIALECT, parse_filter, parse_projection
 from sluice.transform.sql_types import type_of
+from sluice.transform.user_functions import UserFunction, UserFunctionFailed
 
 _KEYS = (
     "source-table",
@@ -61,6 +62,7 @@ class TransformRule:
     # converter-after-transform SOFT_DELETE: a delete becomes an update of the row, its
     # __data_event_type__ -D (the row stays in the target, marked)
     soft_delete: bool = False
+    functions: tuple[UserFunction, ...] = ()  # pipeline.user-defined-function
 
     @property
     def where(self) -> str:
@@ -70,17 +72,20 @@ class TransformRule:
         return TableTransform(self, schema)
 
 
-def parse_transforms(raw: Any, local_time_zone: str = "UTC") -> tuple[TransformRule, ...]:
+def parse_transforms(
+    raw: Any, local_time_zone: str = "UTC", functions: Sequence[UserFunction] = ()
+) -> tuple[TransformRule, ...]:
     """`local_time_zone`: the zone LOCALTIMESTAMP, LOCALTIME, CURRENT_DATE and FROM_UNIXTIME
-    compute in (pipeline.local-time-zone, checked with the pipeline's options)."""
+    compute in (pipeline.local-time-zone, checked with the pipeline's options); `functions`
+    the pipeline's user-defined functions."""
     if raw is None:
         return ()
     if not isinstance(raw, Sequence) or isinstance(raw, str):
         raise DefinitionError("transform: expected a list of rules, each with source-table")
-    return tuple(_rule(i, item, local_time_zone) for i, item in enumerate(raw))
+    return tuple(_rule(i, item, local_time_zone, tuple(functions)) for i, item in enumerate(raw))
 
 
-def _rule(index: int, item: Any, local_time_zone: str) -> TransformRule:
+def _rule(index: int, item: Any, local_time_zone: str, functions: tuple[UserFunction, ...]) -> TransformRule:
     where = f"transform[{index}]"
     if not isinstance(item, Mapping):
         raise DefinitionError(f"{where}: expected a mapping with source-table")
@@ -97,11 +102,13 @@ def _rule(index: int, item: Any, local_time_zone: str) -> TransformRule:
             f"{', '.join(CONVERTERS)}"
         )
     selector = TableSelector(parse_patterns(f"{where}.source-table", values["source-table"]))
+    names = [f.name.upper() for f in functions]
     if values["projection"]:
-        for item in parse_projection(values["projection"], f"{where}.projection"):
-            check_functions(item, f"{where}.projection", values["projection"])
+        for item in parse_projection(values["projection"], f"{where}.projection", names):
+            check_functions(item, f"{where}.projection", values["projection"], names)
     if values["filter"]:
-        check_functions(parse_filter(values["filter"], f"{where}.filter"), f"{where}.filter", values["filter"])
+        condition = parse_filter(values["filter"], f"{where}.filter", names)
+        check_functions(condition, f"{where}.filter", values["filter"], names)
     delimiter = values["table-options.delimiter"] or ","
     options = {}
     for pair in (p.strip() for p in values["table-options"].split(delimiter)):
@@ -123,6 +130,7 @@ def _rule(index: int, item: Any, local_time_zone: str) -> TransformRule:
         selector,
         local_time_zone,
         converter == "SOFT_DELETE",
+        functions,
     )
 
 
@@ -140,7 +148,8 @@ class TableTransform:
     def __init__(self, rule: TransformRule, schema: TableSchema) -> None:
         self.rule, self.source = rule, schema
         columns = {c.name: (i, type_of(c)) for i, c in enumerate(schema.columns)}
-        scope = Scope(columns, zone=parse_zone_id(rule.local_time_zone))
+        functions = {f.name.upper(): f for f in rule.functions}
+        scope = Scope(columns, zone=parse_zone_id(rule.local_time_zone), functions=functions)
         items = self._items(scope)
         self.names = [name for name, _, _ in items]
         self.columns = tuple(column for _, column, _ in items)
@@ -152,8 +161,8 @@ class TableTransform:
         if rule.filter:
             where = f"{rule.where}.filter ({schema.table_id})"
             computed = {name: value for name, value in zip(self.names, self._values, strict=True)}
-            scope = Scope(scope.columns, computed, where, rule.filter, scope.zone)
-            self.filter = compile_expression(parse_filter(rule.filter, where), scope)
+            scope = Scope(scope.columns, computed, where, rule.filter, scope.zone, scope.functions)
+            self.filter = compile_expression(parse_filter(rule.filter, where, list(scope.functions)), scope)
             if self.filter.type.family not in ("boolean", "null"):
                 raise DefinitionError(f"{where}: '{rule.filter}' is {self.filter.type.name}, not a condition")
             varying = sorted(self.filter.metadata & set(EVENT_METADATA)) or (
@@ -178,8 +187,8 @@ class TableTransform:
 
     def _items(self, scope: Scope) -> list[tuple[str, Column, Compiled]]:
         rule, where = self.rule, f"{self.rule.where}.projection ({self.source.table_id})"
-        nodes = parse_projection(rule.projection or "*", where)
-        scope = Scope(scope.columns, None, where, rule.projection or "*", scope.zone)
+        nodes = parse_projection(rule.projection or "*", where, list(scope.functions))
+        scope = Scope(scope.columns, None, where, rule.projection or "*", scope.zone, scope.functions)
         items: dict[str, tuple[str, Column, Compiled]] = {}
         for node in nodes:
             if isinstance(node, exp.Star):
@@ -239,13 +248,26 @@ class TableTransform:
         return (None, self.source.database, self.source.table, event_type, op_ts)
 
     def keeps(self, row: Row, meta: Meta) -> bool:
-        return self.filter is None or bool(self.filter.evaluate(row, meta))
+        try:
+            return self.filter is None or bool(self.filter.evaluate(row, meta))
+        except UserFunctionFailed as exc:
+            raise self._failed(exc, row, "filter") from exc
 
     def project(self, row: Row, meta: Meta) -> Row:
         if self._fast is not None:
             value = self._fast(row)
             return value if isinstance(value, tuple) else (value,)
-        return tuple(v.evaluate(row, meta) for v in self._values)
+        try:
+            return tuple(v.evaluate(row, meta) for v in self._values)
+        except UserFunctionFailed as exc:
+            raise self._failed(exc, row, "projection") from exc
+
+    def _failed(self, exc: UserFunctionFailed, row: Row, where: str) -> UserFunctionFailed:
+        """The failure, naming the rule, the table and the row."""
+        key = RowDecoder(self.source).key_text(row)
+        return UserFunctionFailed(
+            exc.name, exc.__cause__ or exc, f"{self.rule.where}.{where} ({self.source.table_id}, {key})"
+        )
 
     @property
     def deterministic(self) -> bool:

@@ -7,7 +7,17 @@ from __future__ import annotations
 import signal
 import time
 
-from tests.harness.pipelines import run_sluice, sluice_env, start_sluice, wait_until_in_binlog_phase
+import pytest
+
+from tests.harness import compare
+from tests.harness.lakehouse import iceberg_sink, lakehouse_table
+from tests.harness.pipelines import (
+    run_sluice,
+    sluice_env,
+    start_sluice,
+    stream_until_equal,
+    wait_until_in_binlog_phase,
+)
 
 TABLES = (
     "CREATE TABLE TABLEALPHA (ID INT NOT NULL, VERSION VARCHAR(17), PRICEALPHA INT, AGEALPHA INT, "
@@ -99,3 +109,91 @@ def test_batch_mode_needs_a_snapshot_startup(tmp_path, mariadb, source_db):
     path.write_text(hetero_schema_transform(mariadb, source_db, "initial", "BATCH"))
     ran = run_sluice(path, tmp_path / "state", sluice_env(mariadb))
     assert ran.returncode != 0 and "pipeline.execution.runtime-mode: BATCH reads a snapshot and stops" in ran.stderr
+
+
+UDF_MODULE = """
+class AddOne:
+    def eval(self, value: int) -> int:
+        return value + 1
+
+
+class Format:
+    def eval(self, pattern: str, *values) -> str:
+        return pattern % values
+"""
+
+
+@pytest.mark.parametrize("target", ["postgresql", "iceberg"])
+def test_a_pipeline_with_python_functions_a_local_time_zone_and_soft_deletes(
+    tmp_path, mariadb, postgresql, source_db, target
+):
+    """A Flink CDC YAML with `pipeline.user-defined-function` (Python classes in a file beside
+    it, called on Spark's executors for the snapshot and in the binlog phase),
+    `pipeline.local-time-zone` and a SOFT_DELETE rule runs unchanged."""
+    mariadb.execute(
+        "CREATE TABLE orders (id INT PRIMARY KEY, qty INT, note VARCHAR(16))",
+        "INSERT INTO orders SELECT seq, seq * 10, CONCAT('n', seq) FROM seq_1_to_30",
+        database=source_db,
+    )
+    (tmp_path / "shop_udfs.py").write_text(UDF_MODULE)
+    sink = (
+        f"  type: jdbc\n  url: {postgresql.url}\n  username: {postgresql.user}\n  password: ${{TARGET_PASSWORD}}\n"
+        if target == "postgresql"
+        else f"  type: iceberg\n  catalog.properties.type: sql\n"
+        f"  catalog.properties.uri: sqlite:///{tmp_path}/catalog.db\n"
+        f"  catalog.properties.warehouse: file://{tmp_path}/warehouse\n"
+    )
+    path = tmp_path / "pipeline.yaml"
+    path.write_text(
+        "source:\n"
+        "  type: mysql\n"
+        f"  hostname: {mariadb.host}\n"
+        f"  port: {mariadb.port}\n"
+        f"  username: {mariadb.user}\n"
+        "  password: ${SOURCE_PASSWORD}\n"
+        f"  tables: {source_db}.orders\n"
+        "  server-id: 6960-6963\n"
+        "  scan.snapshot.read-on-driver: false\n"
+        "  scan.incremental.snapshot.chunk.size: 8\n"
+        f"sink:\n{sink}"
+        "transform:\n"
+        f"  - source-table: {source_db}.orders\n"
+        "    projection: id, addone(qty) AS qty_plus, format('%s/%s', note, qty) AS label, "
+        "__data_event_type__ AS op, FROM_UNIXTIME(0) AS epoch\n"
+        "    converter-after-transform: SOFT_DELETE\n"
+        "pipeline:\n"
+        f"  name: udf-{target}-{source_db}\n"
+        "  parallelism: 2\n"
+        "  local-time-zone: Asia/Shanghai\n"
+        "  user-defined-function:\n"
+        "    - name: addone\n"
+        "      classpath: shop_udfs.AddOne\n"
+        "    - name: format\n"
+        "      classpath: shop_udfs.Format\n"
+    )
+
+    def write() -> None:
+        mariadb.execute(
+            "UPDATE orders SET qty = 1 WHERE id = 1",
+            "DELETE FROM orders WHERE id = 2",
+            "INSERT INTO orders VALUES (31, 5, 'late')",
+            database=source_db,
+        )
+
+    epoch = "1970-01-01 08:00:00"  # the epoch on Shanghai's clock
+    expected = sorted(
+        [(1, 2, "n1/1", "+U", epoch), (2, 21, "n2/20", "-D", epoch), (31, 6, "late/5", "+I", epoch)]
+        + [(i, i * 10 + 1, f"n{i}/{i * 10}", "+I", epoch) for i in range(3, 31)]
+    )
+
+    def rows() -> list[tuple] | None:
+        if target == "postgresql":
+            found = compare.postgres_rows_once_created(postgresql, source_db, "orders")
+            return None if found is None else sorted(found)
+        table = lakehouse_table(iceberg_sink(tmp_path), f"{source_db}.orders")
+        columns = ("id", "qty_plus", "label", "op", "epoch")
+        return None if table is None else sorted(zip(*(table.column(c).to_pylist() for c in columns), strict=True))
+
+    stream_until_equal(
+        {target: (path, tmp_path / "state")}, sluice_env(mariadb, postgresql), write, lambda: expected, {target: rows}
+    )
