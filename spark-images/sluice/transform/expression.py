@@ -26,14 +26,15 @@ from sluice.transform.expression_parser import DIALECT, ExpressionError, parse_f
 from sluice.transform.sql_types import (
     BIGINT,
     BOOLEAN,
+    COMPARISON_CLASS,
     DOUBLE,
     NULL,
     NUMERIC,
     TEXT,
     SqlType,
+    arithmetic_type,
     common_type,
     decimal,
-    decimal_of,
     varchar,
 )
 from sluice.transform.user_functions import UserFunction, loaded
@@ -71,7 +72,7 @@ def check_functions(node: exp.Expression, where: str, text: str, user_functions:
     scope = Scope({}, None, where, text)
     for sub in node.walk():
         if isinstance(sub, exp.Anonymous):
-            known = str(sub.this).upper() in (*_CURRENT_TIME, *user_functions)
+            known = str(sub.this).upper() in (*_CURRENT_TIME, *functions.NAMED_SIGNATURES, *user_functions)
         else:
             known = type(sub) in _HANDLERS
         if isinstance(sub, exp.Func) and not known:
@@ -82,7 +83,9 @@ def is_free_function_name(name: str) -> bool:
     """Whether a user-defined function may take `name`: no function of Sluice's has it (one
     sqlglot only knows, such as FORMAT, the pipeline's expressions read as the user's)."""
     call = parse_filter(f"{name}(1)", "name")
-    return name.upper() not in _CURRENT_TIME and (isinstance(call, exp.Anonymous) or type(call) not in _HANDLERS)
+    if name.upper() in (*_CURRENT_TIME, *functions.NAMED_SIGNATURES):
+        return False
+    return isinstance(call, exp.Anonymous) or type(call) not in _HANDLERS
 
 
 def _unknown_function(scope: Scope, node: exp.Func) -> ExpressionError:
@@ -220,7 +223,7 @@ class _Compiler:
         left, right = self._args([node.this, node.expression])
         for side, what in ((left, "the left operand"), (right, "the right operand")):
             self._expect(node, side, NUMERIC, what)
-        kind = _arithmetic_type(type(node), left[1], right[1])
+        kind = arithmetic_type(type(node).__name__, left[1], right[1])
         return operators.arithmetic(type(node).__name__, left[0], right[0], kind.family), kind
 
     def _interval_arithmetic(self, node: exp.Binary) -> tuple[Evaluate, SqlType]:
@@ -269,7 +272,7 @@ class _Compiler:
     def _comparable(self, node: exp.Expression, kinds: Sequence[SqlType]) -> None:
         """Values compare within one class: numbers (and truth values), strings, binary
         strings, dates with timestamps, times."""
-        classes = {_COMPARISON_CLASS.get(k.family, k.family) for k in kinds if k.family != "null"}
+        classes = {COMPARISON_CLASS.get(k.family, k.family) for k in kinds if k.family != "null"}
         if len(classes) > 1:
             raise self.scope.refuse(node, f"cannot compare {' with '.join(k.name for k in kinds)}")
 
@@ -396,10 +399,15 @@ class _Compiler:
 
     # -- functions ------------------------------------------------------------------------
 
-    def _call(self, node: exp.Func) -> tuple[Evaluate, SqlType]:
-        signature = functions.SIGNATURES[type(node)]
+    def _call(self, node: exp.Func, signature: functions.Signature | None = None) -> tuple[Evaluate, SqlType]:
+        """A built-in function: by its node's type, or the `signature` of one sqlglot does not know."""
+        signature = signature or functions.SIGNATURES[type(node)]
         nodes = [node.args.get(name) for name in signature.args]
-        if signature.variadic:
+        if isinstance(node, exp.Anonymous):  # its arguments in order: at least one, at most one per family
+            nodes = list(node.expressions)
+            if not 0 < len(nodes) <= len(signature.families):
+                raise self.scope.refuse(node, f"{signature.name} takes 1 to {len(signature.families)} arguments")
+        elif signature.variadic:
             nodes = [*nodes[:-1], *(node.args.get(signature.args[-1]) or [])]
         args = self._args(nodes)
         for (name, families), arg in zip(signature.checks(len(args)), args, strict=False):
@@ -414,6 +422,8 @@ class _Compiler:
         if name in _CURRENT_TIME and not node.expressions:
             self.deterministic = False
             return operators.now_call(name, self.scope.zone)
+        if name in functions.NAMED_SIGNATURES:
+            return self._call(node, functions.NAMED_SIGNATURES[name])
         declared = self.scope.functions.get(name)
         if declared is None:
             raise _unknown_function(self.scope, node)
@@ -431,31 +441,6 @@ class _Compiler:
 
 
 _CURRENT_TIME = ("NOW", "CURRENT_TIMESTAMP", "LOCALTIMESTAMP")
-_COMPARISON_CLASS = {
-    "integer": "number",
-    "decimal": "number",
-    "float": "number",
-    "boolean": "number",
-    "date": "temporal",
-    "datetime": "temporal",
-}
-
-
-def _arithmetic_type(operator: type, left: SqlType, right: SqlType) -> SqlType:
-    families = {left.family, right.family} - {"null"}
-    nullable = True
-    if "float" in families:
-        return SqlType("float", DOUBLE.column_type, nullable)
-    if "decimal" in families:
-        (lp, ls), (rp, rs) = decimal_of(left), decimal_of(right)
-        if operator is exp.Mul:
-            return decimal(lp + rp, ls + rs)
-        if operator is exp.Div:
-            return decimal(65, ls)
-        return decimal(max(lp - ls, rp - rs) + max(ls, rs) + 1, max(ls, rs))
-    return SqlType("integer", BIGINT.column_type, nullable)
-
-
 _HANDLERS: dict[type, Callable[[_Compiler, Any], tuple[Evaluate, SqlType]]] = {
     exp.Column: _Compiler._column,
     exp.Literal: _Compiler._literal,

@@ -141,3 +141,31 @@ def _width(kind: SqlType) -> tuple[int, int]:
     if "(" in kind.column_type:
         return 1, int(kind.column_type.split("(")[1].split(")")[0].split(",")[0] or 0)
     return 1, 0
+
+
+# The classes of families whose values compare with each other.
+COMPARISON_CLASS = {
+    "integer": "number",
+    "decimal": "number",
+    "float": "number",
+    "boolean": "number",
+    "date": "temporal",
+    "datetime": "temporal",
+}
+
+
+def arithmetic_type(operator: str, left: SqlType, right: SqlType) -> SqlType:
+    """The type of `left <operator> right` (sqlglot's node names: Add, Mul, Div ...), as
+    Flink's type rules widen it."""
+    families = {left.family, right.family} - {"null"}
+    nullable = True
+    if "float" in families:
+        return SqlType("float", DOUBLE.column_type, nullable)
+    if "decimal" in families:
+        (lp, ls), (rp, rs) = decimal_of(left), decimal_of(right)
+        if operator == "Mul":
+            return decimal(lp + rp, ls + rs)
+        if operator == "Div":
+            return decimal(65, ls)
+        return decimal(max(lp - ls, rp - rs) + max(ls, rs) + 1, max(ls, rs))
+    return SqlType("integer", BIGINT.column_type, nullable)

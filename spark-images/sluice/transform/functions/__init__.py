@@ -4,7 +4,9 @@ decoded values. NULL in gives NULL out except where SQL says otherwise (CONCAT_W
 
 from __future__ import annotations
 
-from sluice.transform.functions import numbers, strings, temporal
+from sluice.transform.functions import masking, numbers, strings, temporal
 from sluice.transform.functions.signature import Signature
 
 SIGNATURES: dict[type, Signature] = {**strings.SIGNATURES, **numbers.SIGNATURES, **temporal.SIGNATURES}
+# The functions sqlglot does not know, by their upper-case names.
+NAMED_SIGNATURES: dict[str, Signature] = {**masking.NAMED_SIGNATURES}
