@@ -225,6 +225,16 @@ def _spec_schema() -> dict[str, Any]:
                 },
             },
             "suspend": {"type": "boolean", "description": "Stops the pipeline's Spark job; its state is kept."},
+            "secretEnv": {
+                "type": "array",
+                "description": "Environment variables the driver and the executors get from Secrets: the keys "
+                "HMAC_SHA256 names in transforms.",
+                "items": {
+                    "type": "object",
+                    "required": ["name", "secretKeyRef"],
+                    "properties": {"name": {"type": "string"}, "secretKeyRef": _SECRET_REF},
+                },
+            },
             "verification": {
                 "type": "object",
                 "description": "Verifies the target against the source, range by range, while the pipeline streams "

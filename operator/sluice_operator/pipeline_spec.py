@@ -8,6 +8,7 @@ SparkApplication fills from the referenced Secrets.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -25,12 +26,13 @@ SPARK_ONLY_SINKS = ("parquet",)  # sinks that write changes with Spark: streamin
 class SecretKey:
     name: str
     key: str
+    where: str = ""  # the spec field that names it, for messages
 
     @classmethod
     def from_spec(cls, ref: Mapping[str, Any], where: str) -> SecretKey:
         if not isinstance(ref, Mapping) or not ref.get("name") or not ref.get("key"):
             raise DefinitionError(f"{where}: expected a Secret reference with name and key")
-        return cls(str(ref["name"]), str(ref["key"]))
+        return cls(str(ref["name"]), str(ref["key"]), where)
 
 
 @dataclass(frozen=True)
@@ -60,6 +62,23 @@ class PipelineSpec:
         return build_definition(self.definition, dict.fromkeys(self.secrets, "checked-without-the-secret"))
 
 
+def _secret_env(entries: Any, taken: set[str]) -> dict[str, SecretKey]:
+    """spec.secretEnv: environment variables the driver and the executors get from Secrets
+    (HMAC_SHA256's keys), by name, never by value."""
+    found: dict[str, SecretKey] = {}
+    if not isinstance(entries, list):
+        raise DefinitionError("spec.secretEnv: expected a list of {name, secretKeyRef}")
+    for i, entry in enumerate(entries):
+        where = f"spec.secretEnv[{i}]"
+        name = str(entry.get("name", "")) if isinstance(entry, Mapping) else ""
+        if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
+            raise DefinitionError(f"{where}.name: '{name}' must be an environment variable's name")
+        if name in taken or name in found:
+            raise DefinitionError(f"{where}.name: {name} is given twice (or is one of Sluice's own)")
+        found[name] = SecretKey.from_spec(entry.get("secretKeyRef"), f"{where}.secretKeyRef")
+    return found
+
+
 def read_pipeline(cdc_pipeline: Mapping[str, Any]) -> PipelineSpec | DefinitionError:
     """A CdcPipeline's spec, read once a pass, or what is wrong with it (reconcile reports it)."""
     meta = cdc_pipeline["metadata"]
@@ -82,6 +101,7 @@ def read_spec(name: str, namespace: str, spec: Mapping[str, Any]) -> PipelineSpe
             secrets[variable] = SecretKey.from_spec(ref, f"spec.{section}.passwordSecretRef")
             options["password"] = f"${{{variable}}}"
         definition[section] = options
+    secrets.update(_secret_env(spec.get("secretEnv") or [], set(secrets)))
     pipeline = dict(spec.get("pipeline") or {})
     # Targets keep their offsets per pipeline name: one per CdcPipeline, unless given.
     pipeline.setdefault("name", f"{namespace}.{name}")

@@ -305,13 +305,12 @@ def _new_degradation(status: dict[str, Any], found: list[conditions.Condition]) 
 
 def _missing_secrets(pipeline: PipelineSpec, observation: Observation) -> str:
     namespace = observation.cdc_pipeline["metadata"]["namespace"]
-    for variable, ref in sorted(pipeline.secrets.items()):
+    for _, ref in sorted(pipeline.secrets.items()):
         keys = observation.secret_keys.get(ref.name)
-        side = "source" if "SOURCE" in variable else "sink"
         if keys is None:
-            return f"spec.{side}.passwordSecretRef: Secret {namespace}/{ref.name} does not exist"
+            return f"{ref.where}: Secret {namespace}/{ref.name} does not exist"
         if ref.key not in keys:
-            return f"spec.{side}.passwordSecretRef: Secret {namespace}/{ref.name} has no key '{ref.key}'"
+            return f"{ref.where}: Secret {namespace}/{ref.name} has no key '{ref.key}'"
     return ""
 
 

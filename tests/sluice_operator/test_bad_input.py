@@ -49,6 +49,11 @@ def test_each_bad_input_is_a_degraded_condition_and_a_warning_and_the_operator_g
         "Secret {ns}/wrong-key has no key 'password'",
         lambda s: s["sink"].update(passwordSecretRef={"name": "wrong-key", "key": "password"}),
     )
+    case(
+        "no-mask-secret",
+        "spec.secretEnv[0].secretKeyRef: Secret {ns}/absent-mask does not exist",
+        lambda s: s.update(secretEnv=[{"name": "MASK_KEY", "secretKeyRef": {"name": "absent-mask", "key": "k"}}]),
+    )
     case("bad-option", "source.server-time-zone", lambda s: s["source"].update({"server-time-zone": "Mars/Olympus"}))
     case("unreachable", "source.hostname", lambda s: s["source"].update(port=free_port()))
     case(

@@ -114,6 +114,24 @@ def test_passwords_come_only_from_secret_references():
         read_spec("orders", "data", literal)
 
 
+def test_secret_env_gives_the_driver_and_the_executors_variables_from_secrets_by_reference():
+    """spec.secretEnv: HMAC_SHA256's keys, as environment variables from Secrets; their values
+    are never in the SparkApplication or the mounted definition."""
+    spec = {**CDC_PIPELINE["spec"], "secretEnv": [{"name": "EMAIL_KEY", "secretKeyRef": {"name": "mask", "key": "k"}}]}
+    application, config, _ = _rendered({**CDC_PIPELINE, "spec": spec})
+    env = {e["name"]: e["valueFrom"]["secretKeyRef"] for e in application["spec"]["driver"]["env"]}
+    assert env["EMAIL_KEY"] == {"name": "mask", "key": "k"}
+    assert application["spec"]["executor"]["env"] == application["spec"]["driver"]["env"]
+    assert "EMAIL_KEY" not in config["data"]["pipeline.yaml"]
+    for entries, message in (
+        ([{"name": "1BAD", "secretKeyRef": {"name": "m", "key": "k"}}], r"spec.secretEnv\[0\].name: '1BAD'"),
+        ([{"name": SOURCE_PASSWORD_ENV, "secretKeyRef": {"name": "m", "key": "k"}}], r"given twice"),
+        ([{"name": "K"}], r"spec.secretEnv\[0\].secretKeyRef: expected a Secret reference"),
+    ):
+        with pytest.raises(DefinitionError, match=message):
+            read_spec("orders", "data", {**CDC_PIPELINE["spec"], "secretEnv": entries})
+
+
 def test_the_mounted_definition_is_the_pipeline_sluice_run_would_take():
     _, config, _ = _rendered()
     document = yaml.safe_load(config["data"]["pipeline.yaml"])

@@ -4,6 +4,8 @@ sink, give the rows Flink CDC's tests expect of them."""
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import signal
 import time
 
@@ -129,7 +131,8 @@ def test_a_pipeline_with_python_functions_a_local_time_zone_and_soft_deletes(
 ):
     """A Flink CDC YAML with `pipeline.user-defined-function` (Python classes in a file beside
     it, called on Spark's executors for the snapshot and in the binlog phase),
-    `pipeline.local-time-zone` and a SOFT_DELETE rule runs unchanged."""
+    `pipeline.local-time-zone`, a SOFT_DELETE rule and a hashed column (its key from the
+    environment) runs unchanged."""
     mariadb.execute(
         "CREATE TABLE orders (id INT PRIMARY KEY, qty INT, note VARCHAR(16))",
         "INSERT INTO orders SELECT seq, seq * 10, CONCAT('n', seq) FROM seq_1_to_30",
@@ -159,7 +162,7 @@ def test_a_pipeline_with_python_functions_a_local_time_zone_and_soft_deletes(
         "transform:\n"
         f"  - source-table: {source_db}.orders\n"
         "    projection: id, addone(qty) AS qty_plus, format('%s/%s', note, qty) AS label, "
-        "__data_event_type__ AS op, FROM_UNIXTIME(0) AS epoch\n"
+        "__data_event_type__ AS op, FROM_UNIXTIME(0) AS epoch, HMAC_SHA256(note, 'NOTE_KEY') AS note_hash\n"
         "    converter-after-transform: SOFT_DELETE\n"
         "pipeline:\n"
         f"  name: udf-{target}-{source_db}\n"
@@ -181,9 +184,17 @@ def test_a_pipeline_with_python_functions_a_local_time_zone_and_soft_deletes(
         )
 
     epoch = "1970-01-01 08:00:00"  # the epoch on Shanghai's clock
+
+    def hashed(note: str) -> str:
+        return hmac.new(b"note-key", note.encode(), hashlib.sha256).hexdigest()
+
     expected = sorted(
-        [(1, 2, "n1/1", "+U", epoch), (2, 21, "n2/20", "-D", epoch), (31, 6, "late/5", "+I", epoch)]
-        + [(i, i * 10 + 1, f"n{i}/{i * 10}", "+I", epoch) for i in range(3, 31)]
+        [
+            (1, 2, "n1/1", "+U", epoch, hashed("n1")),
+            (2, 21, "n2/20", "-D", epoch, hashed("n2")),
+            (31, 6, "late/5", "+I", epoch, hashed("late")),
+        ]
+        + [(i, i * 10 + 1, f"n{i}/{i * 10}", "+I", epoch, hashed(f"n{i}")) for i in range(3, 31)]
     )
 
     def rows() -> list[tuple] | None:
@@ -191,9 +202,8 @@ def test_a_pipeline_with_python_functions_a_local_time_zone_and_soft_deletes(
             found = compare.postgres_rows_once_created(postgresql, source_db, "orders")
             return None if found is None else sorted(found)
         table = lakehouse_table(iceberg_sink(tmp_path), f"{source_db}.orders")
-        columns = ("id", "qty_plus", "label", "op", "epoch")
+        columns = ("id", "qty_plus", "label", "op", "epoch", "note_hash")
         return None if table is None else sorted(zip(*(table.column(c).to_pylist() for c in columns), strict=True))
 
-    stream_until_equal(
-        {target: (path, tmp_path / "state")}, sluice_env(mariadb, postgresql), write, lambda: expected, {target: rows}
-    )
+    env = {**sluice_env(mariadb, postgresql), "NOTE_KEY": "note-key"}  # on Kubernetes: spec.secretEnv
+    stream_until_equal({target: (path, tmp_path / "state")}, env, write, lambda: expected, {target: rows})
