@@ -111,7 +111,12 @@ def build_definition(document: Mapping[str, Any], env: Mapping[str, str], direct
     )
     routing = Routing(
         parse_routes(document.get("route"), pipeline["route-mode"]),
-        parse_transforms(document.get("transform"), pipeline["local-time-zone"], functions),
+        parse_transforms(
+            document.get("transform"),
+            pipeline["local-time-zone"],
+            functions,
+            tinyint1_as_boolean=source_values["treat-tinyint1-as-boolean.enabled"],
+        ),
         (document.get("route"), document.get("transform")),
         pipeline["local-time-zone"],
         functions,

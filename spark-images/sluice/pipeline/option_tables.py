@@ -82,6 +82,13 @@ SOURCE_OPTIONS = [
         description="the driver reads snapshot splits while Spark starts (false: executors read every split)",
     ),
     Option(
+        "treat-tinyint1-as-boolean.enabled",
+        bool,
+        True,
+        description="transforms read TINYINT(1) columns as BOOLEAN (0 false, else true), as Flink CDC's source "
+        "does; the column itself reaches its target as it is",
+    ),
+    Option(
         "scan.parse.online.schema.changes.enabled",
         bool,
         False,

@@ -134,6 +134,9 @@ class _Compiler:
         while isinstance(named, exp.Alias | exp.Paren):
             named = named.this
         name = named.name if isinstance(named, exp.Column) and named.name not in self.scope.computed else None
+        if name in self.scope.columns:  # a column named as it is reaches its target with its own values
+            position = self.scope.columns[name][0]
+            evaluate = lambda row, meta: row[position]  # noqa: E731
         return Compiled(
             evaluate,
             kind,
@@ -174,10 +177,15 @@ class _Compiler:
             computed = self.scope.computed[name]
             self.columns |= computed.columns
             self.metadata |= computed.metadata
+            if computed.column and computed.type.family == "boolean":  # a TINYINT(1) named as it is
+                raw = computed.evaluate
+                return (lambda row, meta: None if (v := raw(row, meta)) is None else bool(v)), computed.type
             return computed.evaluate, computed.type
         if name in self.scope.columns:
             position, kind = self.scope.columns[name]
             self.columns.add(name)
+            if kind.family == "boolean":  # a TINYINT(1) holds 0, 1 or any other number: read as truth
+                return (lambda row, meta: None if (v := row[position]) is None else bool(v)), kind
             return (lambda row, meta: row[position]), kind
         if name in METADATA:
             index, kind = METADATA[name]

@@ -50,10 +50,12 @@ class SqlType:
         return Column(name, data_type, column_type, self.nullable, None, length, precision, scale)
 
 
-def type_of(column: Column) -> SqlType:
+def type_of(column: Column, tinyint1_as_boolean: bool = False) -> SqlType:
+    """A source column's type in expressions; TINYINT(1) is BOOLEAN where the source says so
+    (treat-tinyint1-as-boolean.enabled), its values read as truth values."""
     family = FAMILY_OF.get(column.data_type, "string")
     if column.column_type.lower() == "tinyint(1)":
-        family = "integer"
+        family = "boolean" if tinyint1_as_boolean else "integer"
     return SqlType(family, column.column_type, column.nullable)
 
 

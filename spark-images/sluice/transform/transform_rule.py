@@ -63,6 +63,7 @@ class TransformRule:
     # __data_event_type__ -D (the row stays in the target, marked)
     soft_delete: bool = False
     functions: tuple[UserFunction, ...] = ()  # pipeline.user-defined-function
+    tinyint1_as_boolean: bool = False  # source.treat-tinyint1-as-boolean.enabled
 
     @property
     def where(self) -> str:
@@ -73,16 +74,18 @@ class TransformRule:
 
 
 def parse_transforms(
-    raw: Any, local_time_zone: str = "UTC", functions: Sequence[UserFunction] = ()
+    raw: Any, local_time_zone: str = "UTC", functions: Sequence[UserFunction] = (), tinyint1_as_boolean: bool = False
 ) -> tuple[TransformRule, ...]:
     """`local_time_zone`: the zone LOCALTIMESTAMP, LOCALTIME, CURRENT_DATE and FROM_UNIXTIME
     compute in (pipeline.local-time-zone, checked with the pipeline's options); `functions`
-    the pipeline's user-defined functions."""
+    the pipeline's user-defined functions; `tinyint1_as_boolean`: whether expressions read
+    TINYINT(1) columns as BOOLEAN."""
     if raw is None:
         return ()
     if not isinstance(raw, Sequence) or isinstance(raw, str):
         raise DefinitionError("transform: expected a list of rules, each with source-table")
-    return tuple(_rule(i, item, local_time_zone, tuple(functions)) for i, item in enumerate(raw))
+    rules = (_rule(i, item, local_time_zone, tuple(functions)) for i, item in enumerate(raw))
+    return tuple(dataclasses.replace(rule, tinyint1_as_boolean=tinyint1_as_boolean) for rule in rules)
 
 
 def _rule(index: int, item: Any, local_time_zone: str, functions: tuple[UserFunction, ...]) -> TransformRule:
@@ -147,7 +150,7 @@ class TableTransform:
 
     def __init__(self, rule: TransformRule, schema: TableSchema) -> None:
         self.rule, self.source = rule, schema
-        columns = {c.name: (i, type_of(c)) for i, c in enumerate(schema.columns)}
+        columns = {c.name: (i, type_of(c, rule.tinyint1_as_boolean)) for i, c in enumerate(schema.columns)}
         functions = {f.name.upper(): f for f in rule.functions}
         scope = Scope(columns, zone=parse_zone_id(rule.local_time_zone), functions=functions)
         items = self._items(scope)

@@ -202,6 +202,7 @@ def test_the_local_time_zone_reaches_the_transforms_and_the_states_identity():
         )
     )
     assert utc.routing.transforms[0].local_time_zone == "UTC"
+    assert utc.routing.transforms[0].tinyint1_as_boolean  # source.treat-tinyint1-as-boolean.enabled, as Flink's
     assert shanghai.routing.transforms[0].local_time_zone == "UTC+8"
     assert "local_time_zone" not in utc.routing.identity()
     assert shanghai.routing.identity()["local_time_zone"] == "UTC+8"

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 import yaml
 
+from sluice.errors import DefinitionError
 from sluice.source.schema import Column, TableSchema
 from sluice.transform.transform_rule import parse_transforms, rule_for
 
@@ -108,3 +109,37 @@ def test_local_time_functions_compute_in_the_pipelines_local_time_zone():
     assert unix == "1970-01-01 08:00:00"
     assert abs(local - shanghai) < timedelta(seconds=5) and abs(now - before) < timedelta(seconds=5)
     assert today in (shanghai.date(), (shanghai + timedelta(seconds=5)).date())
+
+
+FLAGS = TableSchema(
+    "db",
+    "flags",
+    (Column("id", "int", "int(11)", False), Column("active", "tinyint", "tinyint(1)", True)),
+    ("id",),
+    "id",
+)
+
+
+def flag_rule(projection: str, filter_: str = "", as_boolean: bool = True):
+    rule = {"source-table": "db.flags", "projection": projection, **({"filter": filter_} if filter_ else {})}
+    return rule_for(parse_transforms([rule], tinyint1_as_boolean=as_boolean), "db", "flags").compile(FLAGS)
+
+
+def test_a_tinyint1_column_is_boolean_in_expressions_as_flink_cdcs_source_reads_it():
+    """10. treat-tinyint1-as-boolean.enabled (true by default, as Flink CDC's): `active OR
+    TRUE` is a condition; any number but 0 is true. The column named as it is reaches its
+    target as it is, value and type."""
+    transform = flag_rule("id, active, active OR FALSE AS on_, NOT active AS off", filter_="active OR id > 100")
+    meta = transform.row_meta()
+    assert transform.project((1, 5), meta) == (1, 5, True, False)
+    assert transform.project((2, 0), meta) == (2, 0, False, True)
+    assert transform.keeps((1, 5), meta) and not transform.keeps((2, 0), meta) and transform.keeps((101, 0), meta)
+    target = {c.name: c for c in transform.target().columns}
+    assert target["active"].column_type == "tinyint(1)" and target["on_"].data_type == "tinyint"
+
+
+def test_without_treat_tinyint1_as_boolean_a_tinyint1_column_is_an_integer():
+    with pytest.raises(DefinitionError, match=r"each operand of AND and OR must be BOOLEAN, not INTEGER"):
+        flag_rule("id, active OR TRUE AS a", as_boolean=False)
+    arithmetic = flag_rule("id, active + 1 AS n", as_boolean=False)
+    assert arithmetic.project((1, 5), arithmetic.row_meta())[1] == 6
