@@ -13,6 +13,7 @@ from decimal import ROUND_DOWN, Decimal
 from typing import Any
 
 from sluice.source.row_decoding import InvalidDate
+from sluice.transform.far_dates import FarDatetime, changed
 from sluice.transform.sql_types import (
     DATE,
     DATETIME,
@@ -113,19 +114,31 @@ _DAY = timedelta(days=1)
 def plus_interval(value: Evaluate, unit: str, amount: int, error: Exception) -> Evaluate:
     """A date or timestamp plus an interval; a TIME (a timedelta) is a time of day, as
     Flink's TIME is: it wraps around midnight, and months and days leave it as it is."""
+    forward = amount >= 0
     if unit in UNIT_MONTHS:
         months = amount * UNIT_MONTHS[unit]
         return strict(
-            lambda v: v if isinstance(v, timedelta) else temporal(v, lambda d: add_months(d, months)), [value]
+            lambda v: v if isinstance(v, timedelta) else moved(v, lambda d: add_months(d, months), forward), [value]
         )
     if unit in UNIT_DAYS or unit in UNIT_SECONDS:
         step = timedelta(days=amount * UNIT_DAYS.get(unit, 0), seconds=amount * UNIT_SECONDS.get(unit, 0))
         return strict(
-            lambda v: (v + step) % _DAY if isinstance(v, timedelta) else temporal(v, lambda d: d + step), [value]
+            lambda v: (v + step) % _DAY if isinstance(v, timedelta) else moved(v, lambda d: d + step, forward), [value]
         )
     raise type(error)(
         f"{error} INTERVAL unit {unit} is not one of YEAR, QUARTER, MONTH, WEEK, DAY, HOUR, MINUTE, SECOND"
     )
+
+
+def moved(value: Any, change: Callable[[Any], Any], forward: bool) -> Any:
+    """A date or timestamp after date arithmetic that moves it `forward` (or back), past year
+    9999 as Flink CDC's Java dates go (far_dates); an invalid (zero) date stays NULL."""
+    if isinstance(value, InvalidDate):
+        return None
+    try:
+        return changed(value, change, forward)
+    except OverflowError:  # past Java's dates too
+        return None
 
 
 def temporal(value: Any, change: Callable[[Any], Any]) -> Any:
@@ -143,6 +156,8 @@ def comparable(value: Any) -> Any:
     start of its day, an invalid (zero) date before every date, booleans as numbers."""
     if isinstance(value, InvalidDate):
         return datetime.min
+    if isinstance(value, FarDatetime):  # compares with dates and timestamps itself
+        return value
     if isinstance(value, datetime):
         return value.replace(tzinfo=None)
     if isinstance(value, date):

@@ -16,7 +16,7 @@ from typing import Any
 from sqlglot import exp
 
 from sluice.errors import DefinitionError
-from sluice.source.row_decoding import Row, RowDecoder
+from sluice.source.row_decoding import InvalidDate, Row, RowDecoder
 from sluice.source.schema import Column, TableSchema
 from sluice.source.table_selector import TableSelector, parse_patterns
 from sluice.source.time_zone import parse_zone_id
@@ -29,6 +29,7 @@ from sluice.transform.expression import (
     compile_expression,
 )
 from sluice.transform.expression_parser import DIALECT, parse_filter, parse_projection
+from sluice.transform.far_dates import FarDatetime
 from sluice.transform.sql_types import type_of
 from sluice.transform.user_functions import UserFunction, UserFunctionFailed
 
@@ -157,6 +158,7 @@ class TableTransform:
         self.names = [name for name, _, _ in items]
         self.columns = tuple(column for _, column, _ in items)
         self._values = [compiled for _, _, compiled in items]
+        self._dated = [i for i, v in enumerate(self._values) if v.type.family in ("date", "datetime")]
         # target column -> the source column it holds as it is
         self.passthrough = {name: compiled.column for name, _, compiled in items if compiled.column}
         self.metadata = frozenset(m for c in self._values for m in c.metadata)
@@ -261,9 +263,13 @@ class TableTransform:
             value = self._fast(row)
             return value if isinstance(value, tuple) else (value,)
         try:
-            return tuple(v.evaluate(row, meta) for v in self._values)
+            values = tuple(v.evaluate(row, meta) for v in self._values)
         except UserFunctionFailed as exc:
             raise self._failed(exc, row, "projection") from exc
+        if any(isinstance(values[i], FarDatetime) for i in self._dated):
+            # past year 9999: its text, which each target takes as it takes any date its type cannot hold
+            values = tuple(InvalidDate(str(v)) if isinstance(v, FarDatetime) else v for v in values)
+        return values
 
     def _failed(self, exc: UserFunctionFailed, row: Row, where: str) -> UserFunctionFailed:
         """The failure, naming the rule, the table and the row."""

@@ -143,3 +143,47 @@ def test_without_treat_tinyint1_as_boolean_a_tinyint1_column_is_an_integer():
         flag_rule("id, active OR TRUE AS a", as_boolean=False)
     arithmetic = flag_rule("id, active + 1 AS n", as_boolean=False)
     assert arithmetic.project((1, 5), arithmetic.row_meta())[1] == 6
+
+
+LAST_SECOND = datetime(9999, 12, 31, 23, 59, 59)
+
+
+def test_a_filter_keeps_a_row_whose_date_arithmetic_passes_year_9999():
+    """1. Flink CDC's dates reach year 999999999: `ts + INTERVAL '1' DAY > ts` is true for
+    9999-12-31 23:59:59, so the filter keeps the row (it was NULL, and the row dropped)."""
+    rule = {
+        "source-table": "db.types",
+        "projection": "id",
+        "filter": "timestamp_0_ + INTERVAL '1' DAY > timestamp_0_ OR timestamp_0_ IS NULL",
+    }
+    transform = rule_for(parse_transforms([rule]), "db", "types").compile(TYPES)
+    row = tuple(LAST_SECOND if c.name == "timestamp_0_" else 1 if c.name == "id" else None for c in TYPES.columns)
+    assert transform.keeps(row, transform.row_meta())
+
+
+@pytest.mark.parametrize(
+    ("expression", "values", "expected"),
+    [
+        ("YEAR(timestamp_0_ + INTERVAL '1' DAY)", {"timestamp_0_": LAST_SECOND}, 10000),
+        ("MONTH(date_ + INTERVAL '2' MONTH)", {"date_": date(9999, 12, 31)}, 2),
+        ("CAST(date_ + INTERVAL '1' DAY AS STRING)", {"date_": date(9999, 12, 31)}, "+10000-01-01"),
+        (
+            "DATE_FORMAT(timestamp_0_ + INTERVAL '1' SECOND, 'yyyy-MM-dd HH:mm')",
+            {"timestamp_0_": LAST_SECOND},
+            "10000-01-01 00:00",
+        ),
+        ("date_ + INTERVAL '1' DAY - INTERVAL '1' DAY", {"date_": date(9999, 12, 31)}, date(9999, 12, 31)),
+        ("TIMESTAMPDIFF(DAY, date_, date_ + INTERVAL '400' YEAR)", {"date_": date(9999, 1, 1)}, 146097),
+        ("date_ - INTERVAL '1' DAY < date_", {"date_": date(1, 1, 1)}, True),
+    ],
+)
+def test_date_arithmetic_past_year_9999_computes_as_flink_cdcs_java_dates(expression, values, expected):
+    value = projected(expression, **values)
+    assert value == expected and type(value) is type(expected)
+
+
+def test_a_target_column_gets_a_date_past_year_9999_as_text_its_invalid_date_rule_takes():
+    from sluice.source.row_decoding import InvalidDate
+
+    value = projected("date_ + INTERVAL '1' DAY", date_=date(9999, 12, 31))
+    assert type(value) is InvalidDate and value == "+10000-01-01"

@@ -14,6 +14,7 @@ from sqlglot import exp
 
 from sluice.source.row_decoding import InvalidDate
 from sluice.transform.casts import to_date, to_datetime
+from sluice.transform.far_dates import FarDatetime, Shifted, span
 from sluice.transform.functions.signature import (
     INT,
     NUM,
@@ -27,8 +28,8 @@ from sluice.transform.operators import (
     UNIT_MONTHS,
     UNIT_SECONDS,
     add_months,
+    moved,
     strict,
-    temporal,
     truncated,
 )
 from sluice.transform.sql_types import (
@@ -44,7 +45,12 @@ _TIME_OF_DAY = (*TEMPORAL, "time")  # what the time-of-day functions take
 
 
 def _temporal_part(part: Callable[[datetime], int]) -> Callable[[Any], int | None]:
-    return lambda v: None if isinstance(v, InvalidDate) else part(to_datetime(v))
+    def of(value: Any) -> int | None:
+        if isinstance(value, InvalidDate):
+            return None
+        return part(Shifted(value) if isinstance(value, FarDatetime) else to_datetime(value))  # type: ignore[arg-type]
+
+    return of
 
 
 _PARTS: dict[str, Callable[[datetime], int]] = {
@@ -141,12 +147,14 @@ def _to_timestamp_builder(node: exp.Expression, args: list[Evaluate], kinds: lis
 def _date_format(value: Any, pattern: str) -> str | None:
     if isinstance(value, InvalidDate):
         return None
-    return java_format(to_datetime(value), pattern)
+    return java_format(Shifted(value) if isinstance(value, FarDatetime) else to_datetime(value), pattern)  # type: ignore[arg-type]
 
 
-def _to_date_of(value: Any, pattern: str | None = None) -> date | None:
+def _to_date_of(value: Any, pattern: str | None = None) -> date | FarDatetime | None:
     if isinstance(value, InvalidDate):
         return None
+    if isinstance(value, FarDatetime):
+        return FarDatetime(to_date(value.base), value.cycles)
     if isinstance(value, date):
         return to_date(value)
     try:
@@ -159,6 +167,15 @@ def _to_date_builder(node: exp.Expression, args: list[Evaluate], kinds: list[Sql
     pattern = node.args.get("format")
     text = pattern.this if isinstance(pattern, exp.Literal) else None
     return strict(lambda v: _to_date_of(v, text), args[:1])
+
+
+def _timestamp_of(value: Any) -> datetime | FarDatetime:
+    """sqlglot's TIMESTAMP(...) around a function's argument: a far value stays far."""
+    return FarDatetime(to_datetime(value.base), value.cycles) if isinstance(value, FarDatetime) else to_datetime(value)
+
+
+def _unshifted(value: Any) -> Any:
+    return value.far if isinstance(value, Shifted) else value
 
 
 _DIFF_SECONDS = {"SECOND": 1, "MINUTE": 60, "HOUR": 3600, "DAY": 86400, "WEEK": 604800}
@@ -210,10 +227,11 @@ def _timestamp_diff(node: exp.Expression, args: list[Evaluate], kinds: list[SqlT
     def diff(a: Any, b: Any) -> int | None:
         if isinstance(a, InvalidDate) or isinstance(b, InvalidDate):
             return None
-        a, b = to_datetime(a), to_datetime(b)
+        a, b = (Shifted(v) if isinstance(v, FarDatetime) else to_datetime(v) for v in (a, b))
         if unit in _DIFF_SECONDS:
-            return truncated(int((b - a).total_seconds() * 1_000_000), _DIFF_SECONDS[unit] * 1_000_000)
-        months = _months_between(a, b)
+            microseconds = int(span(_unshifted(a), _unshifted(b)).total_seconds() * 1_000_000)
+            return truncated(microseconds, _DIFF_SECONDS[unit] * 1_000_000)
+        months = _months_between(a, b)  # type: ignore[arg-type]
         return truncated(months, {"MONTH": 1, "QUARTER": 3, "YEAR": 12}[unit])
 
     return strict(diff, [start, end])
@@ -225,9 +243,9 @@ def _timestamp_add(node: exp.Expression, args: list[Evaluate], kinds: list[SqlTy
 
     def add(v: Any, n: int) -> Any:
         if unit in UNIT_MONTHS:
-            return temporal(v, lambda d: add_months(d, int(n) * UNIT_MONTHS[unit]))
+            return moved(v, lambda d: add_months(d, int(n) * UNIT_MONTHS[unit]), n >= 0)
         step = timedelta(days=int(n) * UNIT_DAYS.get(unit, 0), seconds=int(n) * UNIT_SECONDS.get(unit, 0))
-        return temporal(v, lambda d: d + step)
+        return moved(v, lambda d: d + step, n >= 0)
 
     return strict(add, [value, amount])
 
@@ -280,7 +298,7 @@ SIGNATURES: dict[type, Signature] = {
     exp.StrToTime: Signature("TO_TIMESTAMP", ("this",), (STRING,), lambda k: DATETIME, builder=_to_timestamp_builder),
     # sqlglot's reading of TIMESTAMP '...' where a function takes one (DATE_FORMAT's argument)
     exp.TimeStrToTime: Signature(
-        "TIMESTAMP", ("this",), (("string", "date", "datetime", "time"),), lambda k: DATETIME, to_datetime
+        "TIMESTAMP", ("this",), (("string", "date", "datetime", "time"),), lambda k: DATETIME, _timestamp_of
     ),
 }
 
