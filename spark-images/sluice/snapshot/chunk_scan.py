@@ -102,4 +102,6 @@ class ChunkScan:
         before the connection takes another statement."""
         cur, self._cursor = self._cursor, None
         if cur is not None:
-            cur.close()  # reads the rest in C, undecoded
+            # (If the connection went first, as a failure that ended the read closes it, nothing is left.)
+            with contextlib.suppress(MySQLdb.OperationalError):
+                cur.close()  # reads the rest in C, undecoded

@@ -207,3 +207,53 @@ def test_a_pipeline_with_python_functions_a_local_time_zone_and_soft_deletes(
 
     env = {**sluice_env(mariadb, postgresql), "NOTE_KEY": "note-key"}  # on Kubernetes: spec.secretEnv
     stream_until_equal({target: (path, tmp_path / "state")}, env, write, lambda: expected, {target: rows})
+
+
+@pytest.mark.parametrize("on_executors", [True, False])
+def test_a_python_function_that_raises_stops_the_pipeline_naming_it_the_table_and_the_row(
+    tmp_path, mariadb, postgresql, source_db, on_executors
+):
+    mariadb.execute(
+        "CREATE TABLE orders (id INT PRIMARY KEY, qty INT)",
+        "INSERT INTO orders SELECT seq, seq FROM seq_1_to_20",
+        database=source_db,
+    )
+    (tmp_path / "picky_udfs.py").write_text(
+        "class Picky:\n"
+        "    def eval(self, qty: int) -> int:\n"
+        "        if qty == 13:\n"
+        "            raise ValueError('unlucky')\n"
+        "        return qty\n"
+    )
+    path = tmp_path / "pipeline.yaml"
+    path.write_text(
+        "source:\n"
+        "  type: mysql\n"
+        f"  hostname: {mariadb.host}\n"
+        f"  port: {mariadb.port}\n"
+        f"  username: {mariadb.user}\n"
+        "  password: ${SOURCE_PASSWORD}\n"
+        f"  tables: {source_db}.orders\n"
+        "  server-id: 6966-6969\n"
+        "  scan.startup.mode: snapshot\n"
+        f"  scan.snapshot.read-on-driver: {str(not on_executors).lower()}\n"
+        "  scan.incremental.snapshot.chunk.size: 5\n"
+        "sink:\n"
+        "  type: jdbc\n"
+        f"  url: {postgresql.url}\n"
+        f"  username: {postgresql.user}\n"
+        "  password: ${TARGET_PASSWORD}\n"
+        "transform:\n"
+        f"  - source-table: {source_db}.orders\n"
+        "    projection: id, picky(qty) AS q\n"
+        "pipeline:\n"
+        f"  name: picky-{on_executors}-{source_db}\n"
+        "  user-defined-function:\n"
+        "    - name: picky\n"
+        "      classpath: picky_udfs.Picky\n"
+    )
+    ran = run_sluice(path, tmp_path / "state", sluice_env(mariadb, postgresql))
+    assert ran.returncode != 0
+    said = ran.stderr.strip().splitlines()[-1]  # the exit line, and nothing after it
+    assert f"transform[0].projection ({source_db}.orders, id=13): user-defined function picky failed: " in said
+    assert "ValueError: unlucky" in said
