@@ -33,21 +33,27 @@ TABLES = (
 )
 
 
+def source_block(mariadb, tables: str, server_ids: str, **options: str) -> str:
+    """A Flink CDC YAML's `source:` block as users write it, its password from the environment."""
+    lines = [
+        "source:",
+        "  type: mysql",
+        f"  hostname: {mariadb.host}",
+        f"  port: {mariadb.port}",
+        f"  username: {mariadb.user}",
+        "  password: ${SOURCE_PASSWORD}",
+        f"  tables: {tables}",
+        f"  server-id: {server_ids}",
+        *(f"  {key}: {value}" for key, value in options.items()),
+    ]
+    return "\n".join(lines) + "\n"
+
+
 def hetero_schema_transform(mariadb, db: str, startup: str, runtime: str) -> str:
     """testHeteroSchemaTransform's pipeline, as Flink CDC's test writes it (its values filled in)."""
+    options = {"scan.startup.mode": startup, "server-time-zone": "UTC", "metadata.list": "op_ts"}
     return (
-        "source:\n"
-        "  type: mysql\n"
-        f"  hostname: {mariadb.host}\n"
-        f"  port: {mariadb.port}\n"
-        f"  username: {mariadb.user}\n"
-        "  password: ${SOURCE_PASSWORD}\n"
-        f"  scan.startup.mode: {startup}\n"
-        f"  tables: {db}.\\.*\n"
-        "  server-id: 5400-5404\n"
-        "  server-time-zone: UTC\n"
-        "  metadata.list: op_ts\n"
-        "sink:\n"
+        source_block(mariadb, f"{db}.\\.*", "5400-5404", **options) + "sink:\n"
         "  type: values\n"
         "route:\n"
         f"  - source-table: {db}.\\.*\n"
@@ -147,18 +153,9 @@ def test_a_pipeline_with_python_functions_a_local_time_zone_and_soft_deletes(
         f"  catalog.properties.warehouse: file://{tmp_path}/warehouse\n"
     )
     path = tmp_path / "pipeline.yaml"
+    options = {"scan.snapshot.read-on-driver": "false", "scan.incremental.snapshot.chunk.size": "8"}
     path.write_text(
-        "source:\n"
-        "  type: mysql\n"
-        f"  hostname: {mariadb.host}\n"
-        f"  port: {mariadb.port}\n"
-        f"  username: {mariadb.user}\n"
-        "  password: ${SOURCE_PASSWORD}\n"
-        f"  tables: {source_db}.orders\n"
-        "  server-id: 6960-6963\n"
-        "  scan.snapshot.read-on-driver: false\n"
-        "  scan.incremental.snapshot.chunk.size: 8\n"
-        f"sink:\n{sink}"
+        source_block(mariadb, f"{source_db}.orders", "6960-6963", **options) + f"sink:\n{sink}"
         "transform:\n"
         f"  - source-table: {source_db}.orders\n"
         "    projection: id, addone(qty) AS qty_plus, format('%s/%s', note, qty) AS label, "
@@ -226,19 +223,13 @@ def test_a_python_function_that_raises_stops_the_pipeline_naming_it_the_table_an
         "        return qty\n"
     )
     path = tmp_path / "pipeline.yaml"
+    options = {
+        "scan.startup.mode": "snapshot",
+        "scan.snapshot.read-on-driver": str(not on_executors).lower(),
+        "scan.incremental.snapshot.chunk.size": "5",
+    }
     path.write_text(
-        "source:\n"
-        "  type: mysql\n"
-        f"  hostname: {mariadb.host}\n"
-        f"  port: {mariadb.port}\n"
-        f"  username: {mariadb.user}\n"
-        "  password: ${SOURCE_PASSWORD}\n"
-        f"  tables: {source_db}.orders\n"
-        "  server-id: 6966-6969\n"
-        "  scan.startup.mode: snapshot\n"
-        f"  scan.snapshot.read-on-driver: {str(not on_executors).lower()}\n"
-        "  scan.incremental.snapshot.chunk.size: 5\n"
-        "sink:\n"
+        source_block(mariadb, f"{source_db}.orders", "6966-6969", **options) + "sink:\n"
         "  type: jdbc\n"
         f"  url: {postgresql.url}\n"
         f"  username: {postgresql.user}\n"
