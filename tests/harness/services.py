@@ -149,10 +149,15 @@ SETTINGS = ("tuned", "default")
 
 
 def start_mariadb(base: Path, server_id: int = 1, options: Sequence[str] = (), settings: str = "tuned") -> MariaDB:
-    datadir = base / "mariadb"
-    if datadir.exists():
-        shutil.rmtree(datadir)
-    datadir.mkdir(parents=True)
+    datadir, tmpdir = base / "mariadb", base / "mariadb-tmp"
+    for directory in (datadir, tmpdir):
+        if directory.exists():
+            shutil.rmtree(directory)
+        directory.mkdir(parents=True)
+    # A directory of its own for temporary tables: a MariaDB starting removes every #sql*
+    # file in its tmpdir, and in a shared /tmp those were another server's tables in use
+    # (a test failed on "Error on delete of '/tmp/#sql-temptable-...MAI'").
+    private_tmp = f"--tmpdir={tmpdir}"
     install = shutil.which("mariadb-install-db") or shutil.which("mysql_install_db")
     if not install:
         raise RuntimeError("mariadb-install-db not found: install the mariadb-server package")
@@ -163,6 +168,7 @@ def start_mariadb(base: Path, server_id: int = 1, options: Sequence[str] = (), s
         "--user=root",
         "--auth-root-authentication-method=normal",
         "--skip-test-db",
+        private_tmp,
     ]
     for _ in range(2):  # seen failing once under two busy test workers, without a cause it printed
         installed = subprocess.run(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
@@ -185,6 +191,7 @@ def start_mariadb(base: Path, server_id: int = 1, options: Sequence[str] = (), s
             "--bind-address=127.0.0.1",
             f"--socket={datadir}/mysqld.sock",
             f"--pid-file={datadir}/mysqld.pid",
+            private_tmp,
             f"--server-id={server_id}",
             "--log-bin=mysql-bin",
             "--binlog-format=ROW",

@@ -163,16 +163,11 @@ def executed_gtids(conn: Any, offset: BinlogOffset) -> BinlogOffset:
     if offset.gtid or not is_mariadb(conn):
         return offset
     with conn.cursor() as cur:
-        # BINLOG_GTID_POS reads the binlog file up to the position; under load the last
-        # group commit may not be in the file yet when SHOW MASTER STATUS already counts it
-        # (seen: an empty answer for a server that has GTIDs), so an empty one is asked again.
-        for attempt in range(_GTID_POS_ATTEMPTS):
-            cur.execute("SELECT BINLOG_GTID_POS(%s, %s), @@gtid_binlog_pos", (offset.file, offset.pos))
-            gtid, server_has = cur.fetchone()
-            if gtid or not server_has or current_offset(conn)[:2] != offset[:2]:
-                break  # an earlier position than the binlog's end is in the file: its answer stands
-            time.sleep(0.05 * (attempt + 1))
+        cur.execute("SELECT BINLOG_GTID_POS(%s, %s), @@gtid_binlog_pos", (offset.file, offset.pos))
+        gtid, state = cur.fetchone()
+    # BINLOG_GTID_POS can answer nothing for the binlog's very end (seen under load, on a
+    # server with GTIDs). There the server's binlog state is the set before it, as long as
+    # the end has not moved since: nothing was logged between the two reads.
+    if not gtid and state and current_offset(conn)[:2] == offset[:2]:
+        gtid = state
     return BinlogOffset(offset.file, offset.pos, offset.row, gtid or "")
-
-
-_GTID_POS_ATTEMPTS = 10  # about 2.7 s in all
