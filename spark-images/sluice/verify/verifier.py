@@ -293,10 +293,14 @@ EXAMPLES = 3
 
 
 def _examples(schema: TableSchema, missing: list[Row], unexpected: list[Row]) -> tuple[str, ...]:
-    """For a keyed table, a few differing rows by key: which columns differ, or which side lacks the row."""
-    if schema.is_bag:
-        return ()
+    """A few differing rows: for a keyed table by key, which columns differ or which side
+    lacks the row; for a keyless one by its values, which side lacks it."""
     decoder = RowDecoder(schema)
+    if schema.is_bag:
+        half = (EXAMPLES + 1) // 2
+        shown = [f"{decoder.key_text(row)} not in the target" for row in missing[:half]]
+        shown += [f"{decoder.key_text(row)} not at the source" for row in unexpected[: EXAMPLES - len(shown)]]
+        return tuple(shown)
     by_key = {decoder.row_key(row): row for row in unexpected}
     found = []
     for row in missing[:EXAMPLES]:

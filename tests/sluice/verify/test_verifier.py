@@ -238,3 +238,15 @@ def test_resnapshot_reads_again_the_rows_matching_a_condition(streaming, mariadb
     refused = sluice("resnapshot", pipeline, env, "--table", f"{source_db}.notes", "--where", "author = 1")
     assert refused.returncode == 1
     assert f"{source_db}.notes has no key to find the rows matching 'author = 1' by" in refused.stderr
+
+
+def test_a_keyless_tables_mismatch_shows_example_rows_by_their_values(streaming, source_db):
+    """Issue 46, point 4: a keyed table's mismatch names keys; a keyless one had no example."""
+    pipeline, env, target, _ = streaming
+    target.execute(f"DELETE FROM {source_db}.notes WHERE author = 7")
+    target.execute(f"INSERT INTO {source_db}.notes VALUES (7, 'planted')")
+    found = sluice("verify", pipeline, env, "--table", f"{source_db}.notes")
+    assert found.returncode == 3, found.stderr  # ranges differ
+    line = next(line for line in found.stdout.splitlines() if line.startswith(f"mismatch: {source_db}.notes"))
+    assert "12 source rows missing or different in the target, 1 target rows not at the source" in line
+    assert "e.g. row (7, 'same') not in the target" in line and "row (7, 'planted') not at the source" in line
