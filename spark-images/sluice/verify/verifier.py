@@ -25,6 +25,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TextIO, runtime_checkable
 
+import pymysql
+
 from sluice.errors import SchemaDrift, SluiceError
 from sluice.event.snapshot_split import SnapshotSplit, SplitTask
 from sluice.pipeline.definition import PipelineDefinition
@@ -35,6 +37,7 @@ from sluice.source.endpoint import SourceEndpoint
 from sluice.source.offset import BinlogOffset
 from sluice.source.row_decoding import Row, RowDecoder
 from sluice.source.schema import TableSchema
+from sluice.source.sql import qualified
 from sluice.state.compact_state import expand
 from sluice.state.pipeline_state import PipelineState
 from sluice.verify.normal_form import normal_value, row_digest
@@ -198,6 +201,8 @@ class Verifier:
         replaces the target's (Debezium's execute-snapshot signal). With `where`, only the
         rows matching it at the source, by key (its additional-conditions). Returns the rows read."""
         if where:
+            for table_id in tables:  # every table takes the condition, or none is read again
+                self._check_condition(table_id, where)
             return sum(self._resnapshot_matching(table_id, where) for table_id in tables)
         ranges = {table_id: self.ranges(table_id) for table_id in tables}
         total, done, rows = sum(len(r) for r in ranges.values()), 0, 0
@@ -208,10 +213,22 @@ class Verifier:
             self.out.write(f"resnapshot: {table_id} read again ({done}/{total} ranges, {rows:,} rows)\n")
         return rows
 
-    def _resnapshot_matching(self, table_id: str, where: str) -> int:
-        source, target = self._schemas(table_id)
+    def _check_condition(self, table_id: str, where: str) -> None:
+        """The table has a key to find the matching rows by, and the source takes the condition on it."""
+        source, _ = self._schemas(table_id)
         if source.is_bag:
             raise SluiceError(f"{table_id} has no key to find the rows matching '{where}' by: read it again whole")
+        conn = connect(self.endpoint)
+        try:
+            with conn.cursor() as cur:
+                cur.execute(f"SELECT 1 FROM {qualified(source.database, source.table)} WHERE ({where}) LIMIT 0")
+        except pymysql.MySQLError as exc:
+            raise SluiceError(f"{table_id}: the condition '{where}' failed at the source: {exc.args[-1]}") from exc
+        finally:
+            conn.close()
+
+    def _resnapshot_matching(self, table_id: str, where: str) -> int:
+        _, target = self._schemas(table_id)
         task = self._task(SnapshotSplit(table_id, 0, None, None))
         for _ in _attempts():
             try:

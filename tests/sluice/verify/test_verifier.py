@@ -250,3 +250,40 @@ def test_a_keyless_tables_mismatch_shows_example_rows_by_their_values(streaming,
     line = next(line for line in found.stdout.splitlines() if line.startswith(f"mismatch: {source_db}.notes"))
     assert "12 source rows missing or different in the target, 1 target rows not at the source" in line
     assert "e.g. row (7, 'same') not in the target" in line and "row (7, 'planted') not at the source" in line
+
+
+def test_resnapshot_checks_its_condition_against_every_table_before_it_reads_any(
+    tmp_path, mariadb, postgresql, source_db
+):
+    """Issue 46, point 5: it read the first table again, then failed on the second (which
+    lacks the condition's column)."""
+    mariadb.execute(
+        "CREATE TABLE a_orders (id INT PRIMARY KEY, total INT)",
+        "INSERT INTO a_orders SELECT seq, seq FROM seq_1_to_50",
+        "CREATE TABLE b_items (id INT PRIMARY KEY, price INT)",
+        "INSERT INTO b_items SELECT seq, seq FROM seq_1_to_50",
+        database=source_db,
+    )
+    definition = pipeline_yaml(
+        mariadb, f"{source_db}.(a_orders|b_items)", postgres_sink(postgresql), **{"server-id": "6974-6975"}
+    )
+    pipeline, env, state = (
+        write_pipeline(tmp_path / "p.yaml", definition),
+        sluice_env(mariadb, postgresql),
+        tmp_path / "s",
+    )
+    process = start_sluice(pipeline, state, env)
+    try:
+        wait_until_in_binlog_phase(process, state, time.monotonic() + 180)
+        mariadb.execute("INSERT INTO a_orders VALUES (51, 51)", database=source_db)  # past the watermarks
+        deadline = time.monotonic() + 60
+        while "snapshot" in read_state(state):
+            assert time.monotonic() < deadline, "the pipeline kept its snapshot's watermarks"
+            time.sleep(0.1)
+        tables = ("--table", f"{source_db}.a_orders", "--table", f"{source_db}.b_items")
+        refused = sluice("resnapshot", pipeline, env, *tables, "--where", "total > 40")
+        assert refused.returncode == 1
+        assert f"{source_db}.b_items: the condition 'total > 40' failed at the source: Unknown column" in refused.stderr
+        assert "read again" not in refused.stderr
+    finally:
+        kill_pipeline(process)
