@@ -125,6 +125,7 @@ class Verifier:
         self.out = out or sys.stderr
         self.state = state or self._streaming_state()
         self.server_id = definition.source.server_ids.verifier
+        self._lower_case_table_names: int | None = None  # the server's, once a name needs it
 
     def _streaming_state(self) -> PipelineState:
         recorded = self.sink.recorded_state()
@@ -140,11 +141,30 @@ class Verifier:
         return state
 
     def tables(self, wanted: list[str] | None = None) -> list[str]:
+        """The captured tables, or those of `wanted` (named as the server resolves names)."""
         known = sorted(self.state.tables or {})
-        unknown = [t for t in wanted or [] if t not in known]
+        wanted = [self._resolved(t, known) for t in wanted or []]
+        unknown = [t for t in wanted if t not in known]
         if unknown:
             raise SluiceError(f"--table: {', '.join(unknown)} not captured by pipeline '{self.definition.name}'")
         return [t for t in known if not wanted or t in wanted]
+
+    def _resolved(self, table_id: str, known: list[str]) -> str:
+        """A captured table named in another case, where the server's lower_case_table_names
+        compares names in lower case (as the pipeline's DDL reader does)."""
+        if table_id in known:
+            return table_id
+        if self._lower_case_table_names is None:
+            conn = connect(self.endpoint)
+            try:
+                with conn.cursor() as cur:
+                    cur.execute("SELECT @@lower_case_table_names")
+                    self._lower_case_table_names = int(cur.fetchone()[0])
+            finally:
+                conn.close()
+        if not self._lower_case_table_names:
+            return table_id
+        return next((t for t in known if t.lower() == table_id.lower()), table_id)
 
     def ranges(self, table_id: str) -> list[SnapshotSplit]:
         """The table's chunks where the target orders the chunk key as the source does,

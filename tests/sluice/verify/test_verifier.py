@@ -6,6 +6,7 @@ again without stopping the stream. `sluice resnapshot` reads whole tables again 
 
 from __future__ import annotations
 
+import os
 import re
 import signal
 import subprocess
@@ -29,6 +30,7 @@ from tests.harness.pipelines import (
     wait_until_target_is,
     write_pipeline,
 )
+from tests.harness.services import start_mariadb
 
 pytestmark = pytest.mark.slow
 
@@ -287,3 +289,36 @@ def test_resnapshot_checks_its_condition_against_every_table_before_it_reads_any
         assert "read again" not in refused.stderr
     finally:
         kill_pipeline(process)
+
+
+def test_a_table_named_in_another_case_is_the_one_the_server_resolves_it_to(tmp_path, postgresql):
+    """Issue 46, point 6: `--table VRPG.ORDERS` was "not captured" though a server with
+    lower_case_table_names resolves it to vrpg.orders, as the pipeline does."""
+    server = start_mariadb(tmp_path / "lower-case", server_id=3, options=["--lower-case-table-names=1"])
+    try:
+        server.execute("CREATE DATABASE vrpg", "CREATE TABLE vrpg.orders (id INT PRIMARY KEY, total INT)")
+        server.execute("INSERT INTO vrpg.orders SELECT seq, seq FROM seq_1_to_30", database="vrpg")
+        definition = pipeline_yaml(
+            server, "vrpg.orders", postgres_sink(postgresql), name=f"lower-case-{os.getpid()}", **{"server-id": "6976-6977"}
+        )
+        definition["pipeline"]["parallelism"] = 1
+        pipeline, env, state = (
+            write_pipeline(tmp_path / "p.yaml", definition),
+            sluice_env(server, postgresql),
+            tmp_path / "s",
+        )
+        process = start_sluice(pipeline, state, env)
+        try:
+            wait_until_in_binlog_phase(process, state, time.monotonic() + 180)
+            server.execute("INSERT INTO vrpg.orders VALUES (31, 31)", database="vrpg")  # past the watermarks
+            deadline = time.monotonic() + 60
+            while "snapshot" in read_state(state):
+                assert time.monotonic() < deadline, "the pipeline kept its snapshot's watermarks"
+                time.sleep(0.1)
+            found = sluice("verify", pipeline, env, "--table", "VRPG.ORDERS")
+            assert found.returncode == 0, found.stdout + found.stderr
+            assert "0 differ" in found.stdout
+        finally:
+            kill_pipeline(process)
+    finally:
+        server.stop()
