@@ -298,10 +298,9 @@ def test_a_table_named_in_another_case_is_the_one_the_server_resolves_it_to(tmp_
     try:
         server.execute("CREATE DATABASE vrpg", "CREATE TABLE vrpg.orders (id INT PRIMARY KEY, total INT)")
         server.execute("INSERT INTO vrpg.orders SELECT seq, seq FROM seq_1_to_30", database="vrpg")
-        definition = pipeline_yaml(
-            server, "vrpg.orders", postgres_sink(postgresql), name=f"lower-case-{os.getpid()}", **{"server-id": "6976-6977"}
-        )
-        definition["pipeline"]["parallelism"] = 1
+        ids = {"server-id": "6976-6977"}
+        sink, name = postgres_sink(postgresql), f"lower-case-{os.getpid()}"
+        definition = pipeline_yaml(server, "vrpg.orders", sink, name=name, parallelism=1, **ids)
         pipeline, env, state = (
             write_pipeline(tmp_path / "p.yaml", definition),
             sluice_env(server, postgresql),
