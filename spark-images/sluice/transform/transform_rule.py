@@ -85,11 +85,12 @@ def parse_transforms(
         return ()
     if not isinstance(raw, Sequence) or isinstance(raw, str):
         raise DefinitionError("transform: expected a list of rules, each with source-table")
-    rules = (_rule(i, item, local_time_zone, tuple(functions)) for i, item in enumerate(raw))
-    return tuple(dataclasses.replace(rule, tinyint1_as_boolean=tinyint1_as_boolean) for rule in rules)
+    return tuple(_rule(i, item, local_time_zone, tuple(functions), tinyint1_as_boolean) for i, item in enumerate(raw))
 
 
-def _rule(index: int, item: Any, local_time_zone: str, functions: tuple[UserFunction, ...]) -> TransformRule:
+def _rule(
+    index: int, item: Any, local_time_zone: str, functions: tuple[UserFunction, ...], tinyint1_as_boolean: bool
+) -> TransformRule:
     where = f"transform[{index}]"
     if not isinstance(item, Mapping):
         raise DefinitionError(f"{where}: expected a mapping with source-table")
@@ -135,6 +136,7 @@ def _rule(index: int, item: Any, local_time_zone: str, functions: tuple[UserFunc
         local_time_zone,
         converter == "SOFT_DELETE",
         functions,
+        tinyint1_as_boolean,
     )
 
 

@@ -12,7 +12,8 @@ import signal
 import subprocess
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import pytest
 
@@ -70,6 +71,18 @@ def source_rows(mariadb, db: str) -> list[tuple]:
     return sorted((t, *row) for t in ("orders", "notes") for row in compare.source_rows(mariadb, db, t))
 
 
+def wait_until_streaming(process, state: Path, write_past_watermarks: Callable[[], None]) -> None:  # noqa: ANN001
+    """Until the pipeline streams with no snapshot watermarks left (verify compares at one
+    position only then): once in the binlog phase, `write_past_watermarks` gives it a change
+    past them, and the state drops them."""
+    deadline = time.monotonic() + 180
+    wait_until_in_binlog_phase(process, state, deadline)
+    write_past_watermarks()
+    while "snapshot" in read_state(state):  # kept in the target before the state directory
+        assert time.monotonic() < deadline, "the pipeline kept its snapshot's watermarks"
+        time.sleep(0.1)
+
+
 @pytest.fixture
 def streaming(request, tmp_path, mariadb, postgresql, mariadb_target, source_db) -> Iterator[tuple]:
     """A pipeline streaming orders (3,000 rows, chunks of 200 ids) and the bag notes (600
@@ -100,13 +113,9 @@ def streaming(request, tmp_path, mariadb, postgresql, mariadb_target, source_db)
     env = sluice_env(mariadb, postgresql, mariadb_target)
     process = start_sluice(pipeline, tmp_path / "state", env)
     try:
-        wait_until_in_binlog_phase(process, tmp_path / "state", time.monotonic() + 180)
-        mariadb.execute("INSERT INTO orders VALUES (3001, 1)", database=source_db)  # past the watermarks
+        past = lambda: mariadb.execute("INSERT INTO orders VALUES (3001, 1)", database=source_db)  # noqa: E731
+        wait_until_streaming(process, tmp_path / "state", past)
         wait_until_target_is(process, source_rows(mariadb, source_db), target.rows, time.monotonic() + 120)
-        deadline = time.monotonic() + 30
-        while "snapshot" in read_state(tmp_path / "state"):  # kept in the target before the state directory
-            assert time.monotonic() < deadline, "the pipeline kept its snapshot's watermarks"
-            time.sleep(0.1)
         yield pipeline, env, target, process
         process.send_signal(signal.SIGTERM)
         _, err = process.communicate(timeout=60)
@@ -276,12 +285,9 @@ def test_resnapshot_checks_its_condition_against_every_table_before_it_reads_any
     )
     process = start_sluice(pipeline, state, env)
     try:
-        wait_until_in_binlog_phase(process, state, time.monotonic() + 180)
-        mariadb.execute("INSERT INTO a_orders VALUES (51, 51)", database=source_db)  # past the watermarks
-        deadline = time.monotonic() + 60
-        while "snapshot" in read_state(state):
-            assert time.monotonic() < deadline, "the pipeline kept its snapshot's watermarks"
-            time.sleep(0.1)
+        wait_until_streaming(
+            process, state, lambda: mariadb.execute("INSERT INTO a_orders VALUES (51, 51)", database=source_db)
+        )
         tables = ("--table", f"{source_db}.a_orders", "--table", f"{source_db}.b_items")
         refused = sluice("resnapshot", pipeline, env, *tables, "--where", "total > 40")
         assert refused.returncode == 1
@@ -308,12 +314,7 @@ def test_a_table_named_in_another_case_is_the_one_the_server_resolves_it_to(tmp_
         )
         process = start_sluice(pipeline, state, env)
         try:
-            wait_until_in_binlog_phase(process, state, time.monotonic() + 180)
-            server.execute("INSERT INTO vrpg.orders VALUES (31, 31)", database="vrpg")  # past the watermarks
-            deadline = time.monotonic() + 60
-            while "snapshot" in read_state(state):
-                assert time.monotonic() < deadline, "the pipeline kept its snapshot's watermarks"
-                time.sleep(0.1)
+            wait_until_streaming(process, state, lambda: server.execute("INSERT INTO vrpg.orders VALUES (31, 31)"))
             found = sluice("verify", pipeline, env, "--table", "VRPG.ORDERS")
             assert found.returncode == 0, found.stdout + found.stderr
             assert "0 differ" in found.stdout
