@@ -9,9 +9,13 @@ import signal
 import sys
 import traceback
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from sluice.errors import DefinitionError, SluiceError
 from sluice.pipeline.definition import PipelineDefinition, load_definition
+
+if TYPE_CHECKING:
+    from sluice.verify.verifier import VerifiedSink, Verifier
 
 EXIT_FAILED = 1
 EXIT_BAD_DEFINITION = 2
@@ -42,6 +46,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     verify.add_argument("pipeline", type=Path, help="pipeline YAML (Flink CDC 3 keys)")
     verify.add_argument("--table", action="append", metavar="DB.TABLE", help="only this table (repeatable)")
+    verify.add_argument(
+        "--range",
+        action="append",
+        metavar="'DB.TABLE [START, END)'",
+        help="only this range, as a verify run printed it (repeatable)",
+    )
     verify.add_argument("--repair", action="store_true", help="read each range that differs again")
     verify.add_argument(
         "--pace",
@@ -209,7 +219,6 @@ def status(args: argparse.Namespace, definition: PipelineDefinition | None) -> N
 def verify_or_resnapshot(args: argparse.Namespace, definition: PipelineDefinition) -> bool:
     """False if verify found ranges that differ (and did not repair them)."""
     from sluice.sink.factory import create_sink
-    from sluice.sink.lakehouse.sink import LakehouseSink
     from sluice.verify.verifier import VerifiedSink, Verifier
 
     if definition.routing.active:
@@ -222,11 +231,19 @@ def verify_or_resnapshot(args: argparse.Namespace, definition: PipelineDefinitio
         raise SluiceError(
             f"sluice {args.command}: sink.type {definition.sink.type} is not supported (jdbc, iceberg and delta are)"
         )
-    verifier = Verifier(definition, sink, definition.source.endpoint())
+    with Verifier(definition, sink, definition.source.endpoint()) as verifier:
+        return _verify_or_resnapshot(args, definition, sink, verifier)
+
+
+def _verify_or_resnapshot(
+    args: argparse.Namespace, definition: PipelineDefinition, sink: VerifiedSink, verifier: Verifier
+) -> bool:
+    from sluice.sink.lakehouse.sink import LakehouseSink
+
     tables = verifier.tables(args.table)
     if isinstance(sink, LakehouseSink) and (args.command == "resnapshot" or args.repair):
         # A lakehouse table takes commits from a run of the pipeline only: this is one.
-        sink.prepare([verifier.state.targets[t] for t in verifier.tables()])  # type: ignore[index]
+        sink.prepare([verifier.state.targets[t] for t in verifier.tables()])
         print(
             f"sluice {args.command}: committing as run {sink.epoch} of pipeline '{definition.name}'; a run still going "
             "is fenced off and stops (on Kubernetes, ask its driver instead: spec.verification, spec.resnapshots)",
@@ -235,7 +252,8 @@ def verify_or_resnapshot(args: argparse.Namespace, definition: PipelineDefinitio
     if args.command == "resnapshot":
         verifier.resnapshot(tables, args.where)
         return True
-    result = verifier.verify(tables, repair=args.repair, pace=args.pace)
+    ranges = verifier.named_ranges(args.range) if args.range else None
+    result = verifier.verify(tables, repair=args.repair, pace=args.pace, ranges=ranges)
     for mismatch in result.mismatches:
         print(f"mismatch: {mismatch.describe()}")
     for mismatch in result.repaired:

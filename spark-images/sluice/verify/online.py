@@ -115,8 +115,8 @@ class OnlineWork:
         started = stamp()
         self.desk.report_resnapshot(request.id, {"id": request.id, "state": "Running", "startedAt": started})
         try:
-            verifier = self._verifier()
-            rows = verifier.resnapshot(verifier.tables(list(request.tables)), request.where or None)
+            with self._verifier() as verifier:
+                rows = verifier.resnapshot(verifier.tables(list(request.tables)), request.where or None)
         except NotStreamingYet:
             raise
         except SluiceError as exc:
@@ -128,17 +128,17 @@ class OnlineWork:
 
     def _verify(self, spec: VerificationSpec) -> None:
         started = stamp()
-        verifier = self._verifier()
-        try:
-            tables = verifier.tables(list(spec.tables) or None)
-        except SluiceError as exc:
-            self.desk.report_verification(
-                {"id": spec.id, "startedAt": started, "finishedAt": stamp(), "error": str(exc)[:1000]}, now=True
-            )
-            return
+        with self._verifier() as verifier:
+            try:
+                tables = verifier.tables(list(spec.tables) or None)
+            except SluiceError as exc:
+                self.desk.report_verification(
+                    {"id": spec.id, "startedAt": started, "finishedAt": stamp(), "error": str(exc)[:1000]}, now=True
+                )
+                return
 
-        def progress(result: VerificationResult) -> None:
-            self.desk.report_verification(result_status(spec, result, started))
+            def progress(result: VerificationResult) -> None:
+                self.desk.report_verification(result_status(spec, result, started))
 
-        result = verifier.verify(tables, repair=spec.repair, on_progress=progress, pace=PACE)
+            result = verifier.verify(tables, repair=spec.repair, on_progress=progress, pace=PACE)
         self.desk.report_verification({**result_status(spec, result, started), "finishedAt": stamp()}, now=True)

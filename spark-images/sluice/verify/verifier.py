@@ -31,7 +31,6 @@ from sluice.errors import SchemaDrift, SluiceError
 from sluice.event.snapshot_split import SnapshotSplit, SplitTask
 from sluice.pipeline.definition import PipelineDefinition
 from sluice.sink.target_values import TargetValues
-from sluice.snapshot.chunk_splitter import split_table
 from sluice.source.connection import connect
 from sluice.source.endpoint import SourceEndpoint
 from sluice.source.offset import BinlogOffset
@@ -41,6 +40,8 @@ from sluice.source.sql import qualified
 from sluice.state.compact_state import expand
 from sluice.state.pipeline_state import PipelineState
 from sluice.verify.normal_form import normal_value, row_digest
+from sluice.verify.range_planner import plan_ranges
+from sluice.verify.range_text import bound_value, parse_range, range_text
 from sluice.verify.source_rows import PositionInsideTransaction, rows_matching_as_of, source_rows_as_of
 
 RETRIES = 20  # a range whose target position sits inside a huge transaction is tried again
@@ -84,18 +85,10 @@ class RangeMismatch:
     def describe(self) -> str:
         examples = f"; e.g. {'; '.join(self.examples)}" if self.examples else ""
         return (
-            f"{self.table_id} {key_range(self.split)}: {self.missing} source rows missing or different in the "
+            f"{self.table_id} {range_text(self.split)}: {self.missing} source rows missing or different in the "
             f"target, {self.unexpected} target rows not at the source ({self.source_rows} rows at the source, "
             f"{self.target_rows} in the target){examples}"
         )
-
-
-def key_range(split: SnapshotSplit) -> str:
-    if split.start is None and split.end is None:
-        return "(whole table)"
-    start = "-inf" if split.start is None else repr(split.start)
-    end = "+inf" if split.end is None else repr(split.end)
-    return f"[{start}, {end})"
 
 
 @dataclass
@@ -126,6 +119,7 @@ class Verifier:
         self.state = state or self._streaming_state()
         self.server_id = definition.source.server_ids.verifier
         self._lower_case_table_names: int | None = None  # the server's, once a name needs it
+        self._source_conn: pymysql.connections.Connection | None = None
 
     def _streaming_state(self) -> PipelineState:
         recorded = self.sink.recorded_state()
@@ -155,28 +149,50 @@ class Verifier:
         if table_id in known:
             return table_id
         if self._lower_case_table_names is None:
-            conn = connect(self.endpoint)
-            try:
-                with conn.cursor() as cur:
-                    cur.execute("SELECT @@lower_case_table_names")
-                    self._lower_case_table_names = int(cur.fetchone()[0])
-            finally:
-                conn.close()
+            with self._source().cursor() as cur:
+                cur.execute("SELECT @@lower_case_table_names")
+                self._lower_case_table_names = int(cur.fetchone()[0])
         if not self._lower_case_table_names:
             return table_id
         return next((t for t in known if t.lower() == table_id.lower()), table_id)
 
     def ranges(self, table_id: str) -> list[SnapshotSplit]:
-        """The table's chunks where the target orders the chunk key as the source does,
-        else the whole table as one range (see snapshot/range_replacement)."""
+        """The table's ranges, each at most a chunk of rows (verify/range_planner), where the
+        target orders the chunk key as the source does; else the whole table as one range
+        (see snapshot/range_replacement)."""
         schema = self.state.tables[table_id]  # type: ignore[index]
         if not schema.column(schema.chunk_key).orders_like_python:
             return [SnapshotSplit(table_id, 0, None, None)]
-        conn = connect(self.endpoint)
-        try:
-            return split_table(conn, schema, self.definition.source.chunk_size)
-        finally:
-            conn.close()
+        return plan_ranges(self._source(), schema, self.definition.source.chunk_size)
+
+    def named_ranges(self, texts: list[str]) -> dict[str, list[SnapshotSplit]]:
+        """Ranges as verify prints them (`db.t [1000, 2000)`), by table."""
+        named: dict[str, list[SnapshotSplit]] = {}
+        for text in texts:
+            table_text, start, end = parse_range(text)
+            (table_id,) = self.tables([table_text])
+            key = self.state.tables[table_id].column(self.state.tables[table_id].chunk_key)  # type: ignore[index]
+            bounds = bound_value(start, key, "start"), bound_value(end, key, "end")
+            splits = named.setdefault(table_id, [])
+            splits.append(SnapshotSplit(table_id, len(splits), *bounds))
+        return named
+
+    def _source(self) -> pymysql.connections.Connection:
+        """The verification's one metadata connection to the source."""
+        if self._source_conn is None:
+            self._source_conn = connect(self.endpoint)
+        return self._source_conn
+
+    def __enter__(self) -> Verifier:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        if self._source_conn is not None:
+            self._source_conn.close()
+            self._source_conn = None
 
     def verify(
         self,
@@ -184,12 +200,14 @@ class Verifier:
         repair: bool = False,
         on_progress: Callable[[VerificationResult], None] | None = None,
         pace: float = 0.0,
+        ranges: dict[str, list[SnapshotSplit]] | None = None,
     ) -> VerificationResult:
-        """Compares (and with `repair` mends) the tables' ranges; `on_progress` hears after
-        each. `pace`: after each range, wait this many times as long as it took (1.0: the
-        verifier works half the time), as pt-table-checksum's chunk time bounds its load."""
+        """Compares (and with `repair` mends) the tables' ranges, or just `ranges` (see
+        named_ranges); `on_progress` hears after each. `pace`: after each range, wait this
+        many times as long as it took (1.0: the verifier works half the time), as
+        pt-table-checksum's chunk time bounds its load."""
         result = VerificationResult()
-        plans = {table_id: self.ranges(table_id) for table_id in tables}
+        plans = ranges or {table_id: self.ranges(table_id) for table_id in tables}
         result.ranges = sum(len(p) for p in plans.values())
         progress = _Progress(self.out, result)
         for table_id, splits in plans.items():
@@ -203,7 +221,7 @@ class Verifier:
                         if repair:
                             self.repair(split)
                             result.repaired.append(mismatch)
-                            self.out.write(f"verify: repaired {mismatch.table_id} {key_range(split)}\n")
+                            self.out.write(f"verify: repaired {mismatch.table_id} {range_text(split)}\n")
                         else:
                             result.mismatches.append(mismatch)
                     progress.show()
@@ -238,14 +256,11 @@ class Verifier:
         source, _ = self._schemas(table_id)
         if source.is_bag:
             raise SluiceError(f"{table_id} has no key to find the rows matching '{where}' by: read it again whole")
-        conn = connect(self.endpoint)
         try:
-            with conn.cursor() as cur:
+            with self._source().cursor() as cur:
                 cur.execute(f"SELECT 1 FROM {qualified(source.database, source.table)} WHERE ({where}) LIMIT 0")
         except pymysql.MySQLError as exc:
             raise SluiceError(f"{table_id}: the condition '{where}' failed at the source: {exc.args[-1]}") from exc
-        finally:
-            conn.close()
 
     def _resnapshot_matching(self, table_id: str, where: str) -> int:
         _, target = self._schemas(table_id)
@@ -280,7 +295,7 @@ class Verifier:
                 continue
             fit = self.sink.values.for_table(target)  # what the target holds of them
             return _compare(split, target, source_rows if fit is None else list(map(fit, source_rows)), target_rows)
-        raise SluiceError(f"{split.table_id} {key_range(split)}: the target stayed inside one transaction")
+        raise SluiceError(f"{split.table_id} {range_text(split)}: the target stayed inside one transaction")
 
     def repair(self, split: SnapshotSplit) -> int:
         """Replaces the range in the target by the source's rows as of the target's position."""
@@ -292,7 +307,7 @@ class Verifier:
                 )
             except PositionInsideTransaction:
                 continue
-        raise SluiceError(f"{split.table_id} {key_range(split)}: the target stayed inside one transaction")
+        raise SluiceError(f"{split.table_id} {range_text(split)}: the target stayed inside one transaction")
 
 
 def _attempts() -> Iterator[int]:

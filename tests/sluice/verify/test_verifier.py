@@ -322,3 +322,64 @@ def test_a_table_named_in_another_case_is_the_one_the_server_resolves_it_to(tmp_
             kill_pipeline(process)
     finally:
         server.stop()
+
+
+def mismatch_lines(output: str) -> dict[str, int]:
+    """Each reported range (as printed) and the source rows it held."""
+    found = re.findall(r"^mismatch: (\S+ \[.*?\)): .*?\((\d+) rows at the source", output, re.MULTILINE)
+    return {named: int(rows) for named, rows in found}
+
+
+def test_a_skewed_keys_ranges_hold_a_chunk_at_most_and_stay_put_to_be_checked_again(
+    tmp_path, mariadb, postgresql, source_db
+):
+    """Issue 46, points 1 and 3: ids 1-6,000 then from 1,000,000 (an id jump) made one
+    range of 6,000 rows at chunk size 500, whose repair replaced them all; and ranges were
+    planned afresh from the row count each run, so a range a run named could not be named
+    again."""
+    mariadb.execute(
+        "CREATE TABLE orders (id BIGINT PRIMARY KEY, total INT)",
+        "INSERT INTO orders SELECT seq, seq FROM seq_1_to_6000",
+        "INSERT INTO orders SELECT seq, seq FROM seq_1000000_to_1001000",
+        database=source_db,
+    )
+    options = {"server-id": "6978-6979", "scan.incremental.snapshot.chunk.size": 500}
+    definition = pipeline_yaml(mariadb, f"{source_db}.orders", postgres_sink(postgresql), **options)
+    pipeline, env, state = (
+        write_pipeline(tmp_path / "p.yaml", definition),
+        sluice_env(mariadb, postgresql),
+        tmp_path / "s",
+    )
+    process = start_sluice(pipeline, state, env)
+    try:
+        wait_until_streaming(
+            process, state, lambda: mariadb.execute("INSERT INTO orders VALUES (1001001, 0)", database=source_db)
+        )
+        planted = (100, 1700, 2900, 4100, 5300, 1000100)
+        with postgresql.connect() as conn:
+            conn.execute(f"UPDATE {source_db}.orders SET total = -1 WHERE id IN {planted}")
+        found = sluice("verify", pipeline, env)
+        assert found.returncode == 3, found.stderr
+        named = mismatch_lines(found.stdout)
+        assert len(named) == len(planted), found.stdout  # one range each: none holds two
+        assert all(rows <= 500 for rows in named.values()), found.stdout
+
+        # The table changes elsewhere (new ids, updates): the same ranges are named.
+        mariadb.execute(
+            "INSERT INTO orders SELECT seq, 0 FROM seq_1001002_to_1001100",
+            "UPDATE orders SET total = total + 1 WHERE id BETWEEN 3000 AND 3010",
+            database=source_db,
+        )
+        again = sluice("verify", pipeline, env)
+        assert set(mismatch_lines(again.stdout)) == set(named), again.stdout
+
+        first = sorted(named)[0]
+        one = sluice("verify", pipeline, env, "--range", first)
+        assert list(mismatch_lines(one.stdout)) == [first], one.stdout
+        mended = sluice("verify", pipeline, env, "--range", first, "--repair")
+        assert mended.returncode == 0, mended.stdout + mended.stderr
+        assert f"repaired: {first}: " in mended.stdout
+        assert sluice("verify", pipeline, env, "--range", first).returncode == 0
+        assert len(mismatch_lines(sluice("verify", pipeline, env).stdout)) == len(planted) - 1
+    finally:
+        kill_pipeline(process)
