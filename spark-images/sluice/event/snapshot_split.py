@@ -115,3 +115,10 @@ class ProjectedRows:
 # How a sink gets a Spark task's splits read: the split reader's read_splits, handed in by
 # the runtime, so that sinks depend on these values and not on the reader.
 ReadSplits = Callable[[list[SplitTask]], Iterator[SplitRead]]
+
+
+def chunk_keys_of(schema: TableSchema, rows: Iterable[Row], also: Iterable[Any] = ()) -> list[Any]:
+    """The distinct chunk keys of rows (in the table's columns) and of `also`: a range's
+    keys, where a target cannot order the chunk key as the source does."""
+    at = schema.position(schema.chunk_key)
+    return list(dict.fromkeys([*(row[at] for row in rows), *also]))

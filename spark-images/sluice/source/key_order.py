@@ -40,7 +40,9 @@ def _text(value: Any) -> Any:
 
 
 class ServerKeyOrder:
-    """Counts, on the server, how many boundaries are <= each key under the column's collation."""
+    """Counts, on the server, how many boundaries are <= each key under the column's
+    collation: a binary search over the boundaries, each step one query for a batch of keys
+    (so a table of many chunks costs a few queries a batch, not keys x boundaries)."""
 
     def __init__(self, conn: Any, column: Column) -> None:
         self._conn = conn
@@ -48,22 +50,29 @@ class ServerKeyOrder:
         self._value = f"CONVERT(%s USING {charset}) COLLATE {column.collation}"
 
     def chunk_indexes(self, keys: Sequence[Any], boundaries: Sequence[Any]) -> list[int]:
-        if not boundaries:
-            return [0] * len(keys)
         result: list[int] = []
         for offset in range(0, len(keys), _BATCH):
             batch = keys[offset : offset + _BATCH]
-            count = " + ".join(f"({self._value} >= {self._value})" for _ in boundaries)
-            sql = " UNION ALL ".join(f"SELECT {i}, {count}" for i in range(len(batch)))
-            params: list[Any] = []
-            for key in batch:
-                for boundary in boundaries:
-                    params.extend((key, boundary))
-            with self._conn.cursor() as cur:
-                cur.execute(sql, params)
-                counts = dict(cur.fetchall())
-            result.extend(0 if key is None else int(counts[i]) for i, key in enumerate(batch))
+            # Boundaries below low are <= the key, those from high on are after it.
+            low = [0] * len(batch)
+            high = [0 if key is None else len(boundaries) for key in batch]  # NULL sorts first
+            while pending := [i for i in range(len(batch)) if low[i] < high[i]]:
+                middle = {i: (low[i] + high[i]) // 2 for i in pending}
+                answers = self._not_before([(batch[i], boundaries[middle[i]]) for i in pending])
+                for i, not_before in zip(pending, answers, strict=True):
+                    if not_before:
+                        low[i] = middle[i] + 1
+                    else:
+                        high[i] = middle[i]
+            result.extend(low)
         return result
+
+    def _not_before(self, pairs: list[tuple[Any, Any]]) -> list[bool]:
+        """For each (key, boundary): key >= boundary, in one query."""
+        sql = "SELECT " + ", ".join(f"{self._value} >= {self._value}" for _ in pairs)
+        with self._conn.cursor() as cur:
+            cur.execute(sql, [value for pair in pairs for value in pair])
+            return [bool(answer) for answer in cur.fetchone()]
 
 
 class EnumKeyOrder:

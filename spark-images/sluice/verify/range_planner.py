@@ -33,6 +33,27 @@ def plan_ranges(conn: Any, schema: TableSchema, chunk_size: int) -> list[Snapsho
     return [SnapshotSplit(schema.table_id, i, edges[i], edges[i + 1]) for i in range(len(edges) - 1)]
 
 
+def place_keys(order: KeyOrder, keys: list[Any], splits: list[SnapshotSplit]) -> list[list[Any]]:
+    """For each range, the keys in it (a key in none of them is left out)."""
+    placed: list[list[Any]] = [[] for _ in splits]
+    if not keys:
+        return placed
+    if _contiguous(splits):  # a table's plan: the inner bounds index the ranges
+        for key, index in zip(keys, order.chunk_indexes(keys, [s.end for s in splits[:-1]]), strict=True):
+            placed[index].append(key)
+        return placed
+    for split, inside in zip(splits, placed, strict=True):  # ranges named one by one
+        after_start = [1] * len(keys) if split.start is None else order.chunk_indexes(keys, [split.start])
+        before_end = [0] * len(keys) if split.end is None else order.chunk_indexes(keys, [split.end])
+        inside += [k for k, a, b in zip(keys, after_start, before_end, strict=True) if a == 1 and b == 0]
+    return placed
+
+
+def _contiguous(splits: list[SnapshotSplit]) -> bool:
+    ends = [s.end for s in splits[:-1]]
+    return splits[0].start is None and splits[-1].end is None and ends == [s.start for s in splits[1:]]
+
+
 def order_of(conn: Any, schema: TableSchema) -> KeyOrder:
     """How the chunk key's values compare: as Python compares them, else as the server's
     collation does. (An ENUM's or a BIT's boundaries are its number.)"""

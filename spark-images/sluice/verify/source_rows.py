@@ -6,6 +6,7 @@ comparison wrong, and the pipeline is never asked to wait."""
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any
 
 import MySQLdb
@@ -22,7 +23,7 @@ from sluice.snapshot.split_reader import (
     read_split,
     unfold,
 )
-from sluice.source.connection import connect_scan, is_mariadb
+from sluice.source.connection import is_mariadb
 from sluice.source.key_order import key_order_for
 from sluice.source.offset import BinlogOffset
 from sluice.source.row_decoding import Row, RowDecoder
@@ -42,11 +43,11 @@ def _check_windable(position: BinlogOffset) -> None:
         raise PositionInsideTransaction(f"the target's position {position} is inside a transaction")
 
 
-def source_rows_as_of(task: SplitTask, position: BinlogOffset, target: TableSchema) -> list[Row]:
-    """The split's rows at the source as of `position`, in the target's columns."""
+def source_rows_as_of(task: SplitTask, position: BinlogOffset, target: TableSchema, conn: Any) -> list[Row]:
+    """The split's rows at the source as of `position`, in the target's columns. `conn`: a
+    scan connection (connect_scan) left as it was given."""
     _check_windable(position)
     schema = task.schema
-    conn = connect_scan(task.endpoint)
     try:
         rows, read_at, _ = read_split(task, conn)
         rows = list(rows)
@@ -64,20 +65,21 @@ def source_rows_as_of(task: SplitTask, position: BinlogOffset, target: TableSche
             order = key_order_for(schema.column(schema.chunk_key), conn)
             rows = unfold(rows, changes_in_chunk(changes, task.split, decoder, order), decoder)
     finally:
-        conn.close()
+        with contextlib.suppress(MySQLdb.Error):  # a connection gone says so above
+            end_split(conn)
     project = projection(schema, target)
     return rows if project is None else [project(row) for row in rows]
 
 
 def rows_matching_as_of(
-    task: SplitTask, where: str, position: BinlogOffset, target: TableSchema
+    task: SplitTask, where: str, position: BinlogOffset, target: TableSchema, conn: Any
 ) -> tuple[list[tuple[Any, ...]], list[Row]]:
     """The keys of the source's rows that match `where` (SQL of the source's dialect, as
     Debezium's additional-conditions), and those rows as of `position` in the target's
-    columns (a key without a row there: made after it). Needs MariaDB's exact read view."""
+    columns (a key without a row there: made after it). Needs MariaDB's exact read view.
+    `conn`: a scan connection, left as it was given."""
     _check_windable(position)
     schema = task.schema
-    conn = connect_scan(task.endpoint)
     try:
         if not is_mariadb(conn):
             raise SluiceError(
@@ -106,7 +108,8 @@ def rows_matching_as_of(
                     touching.append((change, before_in, after_in))
             rows = unfold(rows, touching, decoder)
     finally:
-        conn.close()
+        with contextlib.suppress(MySQLdb.Error):  # a connection gone says so above
+            end_split(conn)
     project = projection(schema, target)
     as_tuples = [key if isinstance(key, tuple) else (key,) for key in keys]
     return as_tuples, rows if project is None else [project(row) for row in rows]

@@ -19,28 +19,30 @@ is the truth), so neither needs the pipeline's state directory or status.
 from __future__ import annotations
 
 import collections
+import contextlib
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TextIO, runtime_checkable
 
 import pymysql
 
 from sluice.errors import SchemaDrift, SluiceError
-from sluice.event.snapshot_split import SnapshotSplit, SplitTask
+from sluice.event.snapshot_split import SnapshotSplit, SplitTask, chunk_keys_of
 from sluice.pipeline.definition import PipelineDefinition
 from sluice.sink.target_values import TargetValues
-from sluice.source.connection import connect
+from sluice.source.connection import connect, connect_scan
 from sluice.source.endpoint import SourceEndpoint
+from sluice.source.key_order import key_order_for
 from sluice.source.offset import BinlogOffset
 from sluice.source.row_decoding import Row, RowDecoder
 from sluice.source.schema import TableSchema
-from sluice.source.sql import qualified
+from sluice.source.sql import qualified, quote
 from sluice.state.compact_state import expand
 from sluice.state.pipeline_state import PipelineState
 from sluice.verify.normal_form import normal_value, row_digest
-from sluice.verify.range_planner import plan_ranges
+from sluice.verify.range_planner import place_keys, plan_ranges
 from sluice.verify.range_text import bound_value, parse_range, range_text
 from sluice.verify.source_rows import PositionInsideTransaction, rows_matching_as_of, source_rows_as_of
 
@@ -56,16 +58,31 @@ class VerifiedSink(Protocol):
 
     def recorded_state(self) -> tuple[int, dict[str, Any]] | None: ...
 
-    def read_range(self, schema: TableSchema, split: SnapshotSplit) -> tuple[list[Row], BinlogOffset | None]:
-        """A key range's rows and the position they are as of, read consistently."""
+    def read_range(
+        self,
+        schema: TableSchema,
+        split: SnapshotSplit,
+        keys_as_of: Callable[[BinlogOffset], Sequence[Any]] | None = None,
+    ) -> tuple[list[Row], BinlogOffset | None]:
+        """A key range's rows and the position they are as of, read consistently; with
+        `keys_as_of`, the rows of the chunk keys it gives for that position."""
 
     def replace_range(
-        self, schema: TableSchema, split: SnapshotSplit, rows_as_of: Callable[[BinlogOffset], list[Row]]
+        self,
+        schema: TableSchema,
+        split: SnapshotSplit,
+        rows_as_of: Callable[[BinlogOffset], list[Row]],
+        keys_also: Sequence[Any] | None = None,
     ) -> int: ...
 
     def replace_keys(
         self, schema: TableSchema, rows_as_of: Callable[[BinlogOffset], tuple[list[tuple[Any, ...]], list[Row]]]
     ) -> int: ...
+
+    def chunk_keys(self, schema: TableSchema) -> Iterator[list[Any]]: ...
+
+    def release(self) -> None:
+        """Closes what verification opened."""
 
 
 class NotStreamingYet(SluiceError):
@@ -120,6 +137,10 @@ class Verifier:
         self.server_id = definition.source.server_ids.verifier
         self._lower_case_table_names: int | None = None  # the server's, once a name needs it
         self._source_conn: pymysql.connections.Connection | None = None
+        self._scan_conn: Any = None  # the one the source's rows of each range are read on
+        # Ranges of a key the target orders otherwise than the source are read by chunk
+        # keys: each range's own, and these of the target's that the source lacks.
+        self._strays: dict[tuple[str, int], list[Any]] = {}
 
     def _streaming_state(self) -> PipelineState:
         recorded = self.sink.recorded_state()
@@ -157,13 +178,37 @@ class Verifier:
         return next((t for t in known if t.lower() == table_id.lower()), table_id)
 
     def ranges(self, table_id: str) -> list[SnapshotSplit]:
-        """The table's ranges, each at most a chunk of rows (verify/range_planner), where the
-        target orders the chunk key as the source does; else the whole table as one range
-        (see snapshot/range_replacement)."""
+        """The table's ranges, each at most a chunk of rows (verify/range_planner)."""
+        return plan_ranges(self._source(), self.state.tables[table_id], self.definition.source.chunk_size)  # type: ignore[index]
+
+    def _by_keys(self, table_id: str) -> bool:
+        """Whether the target cannot select the table's ranges itself: strings under a
+        collation (PostgreSQL has no utf8mb4_unicode_ci) and ENUMs (held as their text)."""
         schema = self.state.tables[table_id]  # type: ignore[index]
-        if not schema.column(schema.chunk_key).orders_like_python:
-            return [SnapshotSplit(table_id, 0, None, None)]
-        return plan_ranges(self._source(), schema, self.definition.source.chunk_size)
+        column = schema.column(schema.chunk_key)
+        return not column.orders_like_python or column.data_type == "enum"
+
+    def _find_strays(self, table_id: str, splits: list[SnapshotSplit]) -> None:
+        """The target's chunk keys the source does not hold (rows planted, or deleted since
+        the target's position), each placed into its range by the source's order: a range
+        read by keys reads them too, so no target row goes unseen."""
+        if not self._by_keys(table_id):
+            return
+        source, target = self._schemas(table_id)
+        key, table = quote(source.chunk_key), qualified(source.database, source.table)
+        strays: list[Any] = []
+        for batch in self.sink.chunk_keys(target):
+            present = [k for k in batch if k is not None]
+            found: set[Any] = set()
+            if present:
+                with self._source().cursor() as cur:
+                    listed = ", ".join(["%s"] * len(present))
+                    cur.execute(f"SELECT {key} FROM {table} WHERE {key} IN ({listed})", present)
+                    found = {row[0] for row in cur.fetchall()}
+            strays += [k for k in batch if k not in found]
+        order = key_order_for(source.column(source.chunk_key), self._source())
+        for split, keys in zip(splits, place_keys(order, strays, splits), strict=True):
+            self._strays[(table_id, split.index)] = keys
 
     def named_ranges(self, texts: list[str]) -> dict[str, list[SnapshotSplit]]:
         """Ranges as verify prints them (`db.t [1000, 2000)`), by table."""
@@ -193,6 +238,27 @@ class Verifier:
         if self._source_conn is not None:
             self._source_conn.close()
             self._source_conn = None
+        self._close_scan()
+        self.sink.release()
+
+    def _scan(self) -> Any:
+        if self._scan_conn is None:
+            self._scan_conn = connect_scan(self.endpoint)
+        return self._scan_conn
+
+    def _close_scan(self) -> None:
+        if self._scan_conn is not None:
+            with contextlib.suppress(Exception):  # it may be gone already
+                self._scan_conn.close()
+            self._scan_conn = None
+
+    def _source_rows(self, split: SnapshotSplit, position: BinlogOffset, target: TableSchema) -> list[Row]:
+        """The range's rows at the source as of `position`, on the verification's one scan connection."""
+        try:
+            return source_rows_as_of(self._task(split), position, target, self._scan())
+        except BaseException:
+            self._close_scan()  # the next range starts on a fresh connection
+            raise
 
     def verify(
         self,
@@ -212,6 +278,7 @@ class Verifier:
         progress = _Progress(self.out, result)
         for table_id, splits in plans.items():
             try:
+                self._find_strays(table_id, splits)
                 for split in splits:
                     began = time.monotonic()
                     mismatch = self.check(split)
@@ -245,6 +312,7 @@ class Verifier:
         ranges = {table_id: self.ranges(table_id) for table_id in tables}
         total, done, rows = sum(len(r) for r in ranges.values()), 0, 0
         for table_id, splits in ranges.items():
+            self._find_strays(table_id, splits)
             for split in splits:
                 rows += self.repair(split)
                 done += 1
@@ -268,7 +336,7 @@ class Verifier:
         for _ in _attempts():
             try:
                 rows = self.sink.replace_keys(
-                    target, lambda position: rows_matching_as_of(task, where, position, target)
+                    target, lambda position: rows_matching_as_of(task, where, position, target, self._scan())
                 )
             except PositionInsideTransaction:
                 continue
@@ -285,12 +353,20 @@ class Verifier:
 
     def check(self, split: SnapshotSplit) -> RangeMismatch | None:
         _, target = self._schemas(split.table_id)
+        strays = self._strays.get((split.table_id, split.index))
+        held: list[list[Row]] = []  # the source's rows that keys_as_of read
+
+        def keys_as_of(position: BinlogOffset) -> list[Any]:
+            held.append(self._source_rows(split, position, target))
+            return chunk_keys_of(target, held[-1], strays or ())
+
         for _ in _attempts():
-            target_rows, position = self.sink.read_range(target, split)
-            if position is None:
-                raise SluiceError(f"pipeline '{self.definition.name}' has no binlog position in its target")
+            held.clear()
             try:
-                source_rows = source_rows_as_of(self._task(split), position, target)
+                target_rows, position = self.sink.read_range(target, split, None if strays is None else keys_as_of)
+                if position is None:
+                    raise SluiceError(f"pipeline '{self.definition.name}' has no binlog position in its target")
+                source_rows = held[-1] if held else self._source_rows(split, position, target)
             except PositionInsideTransaction:
                 continue
             fit = self.sink.values.for_table(target)  # what the target holds of them
@@ -300,10 +376,11 @@ class Verifier:
     def repair(self, split: SnapshotSplit) -> int:
         """Replaces the range in the target by the source's rows as of the target's position."""
         _, target = self._schemas(split.table_id)
+        strays = self._strays.get((split.table_id, split.index))
         for _ in _attempts():
             try:
                 return self.sink.replace_range(
-                    target, split, lambda position: source_rows_as_of(self._task(split), position, target)
+                    target, split, lambda position: self._source_rows(split, position, target), strays
                 )
             except PositionInsideTransaction:
                 continue

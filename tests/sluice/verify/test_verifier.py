@@ -383,3 +383,51 @@ def test_a_skewed_keys_ranges_hold_a_chunk_at_most_and_stay_put_to_be_checked_ag
         assert len(mismatch_lines(sluice("verify", pipeline, env).stdout)) == len(planted) - 1
     finally:
         kill_pipeline(process)
+
+
+@pytest.mark.parametrize("kind", ["postgres", "mariadb"])
+def test_an_email_keyed_table_is_verified_and_repaired_range_by_range_in_the_sources_collation(
+    kind, tmp_path, mariadb, postgresql, mariadb_target, source_db
+):
+    """Issue 46, point 2: a key led by a string under a case-insensitive collation was one
+    range for the whole table, and its repair rewrote the table while the pipeline waited."""
+    mariadb.execute(
+        "CREATE TABLE people (email VARCHAR(100) COLLATE utf8mb4_unicode_ci PRIMARY KEY, visits INT)",
+        "INSERT INTO people SELECT CONCAT(IF(seq % 2, 'User', 'user'), seq, '@example.com'), seq FROM seq_1_to_3000",
+        "INSERT INTO people SELECT CONCAT('Émile', seq, '@example.com'), seq FROM seq_1_to_300",
+        database=source_db,
+    )
+    target = Target(kind, postgresql, mariadb_target, source_db)
+    options = {"server-id": "6980-6981", "scan.incremental.snapshot.chunk.size": 400}
+    definition = pipeline_yaml(
+        mariadb, f"{source_db}.people", target.sink(), name=f"email-{kind}-{source_db}", **options
+    )
+    pipeline, env = write_pipeline(tmp_path / "p.yaml", definition), sluice_env(mariadb, postgresql, mariadb_target)
+    process = start_sluice(pipeline, tmp_path / "s", env)
+    try:
+        wait_until_streaming(
+            process,
+            tmp_path / "s",
+            lambda: mariadb.execute("INSERT INTO people VALUES ('new@example.com', 0)", database=source_db),
+        )
+        table = f"{source_db}.people"
+        target.execute(
+            f"UPDATE {table} SET visits = -1 WHERE email = 'user100@example.com'",  # a value changed
+            f"DELETE FROM {table} WHERE email = 'Émile7@example.com'",  # a row lost
+            f"INSERT INTO {table} VALUES ('zz-planted@example.com', 1)",  # a row the source never had
+            f"UPDATE {table} SET email = 'USER2001@example.com' WHERE email = 'User2001@example.com'",  # its case
+        )
+        found = sluice("verify", pipeline, env)
+        assert found.returncode == 3, found.stderr
+        named = mismatch_lines(found.stdout)
+        assert len(named) == 4 and all(rows <= 400 for rows in named.values()), found.stdout
+        assert "(whole table)" not in found.stdout
+
+        repaired = sluice("verify", pipeline, env, "--repair")
+        assert repaired.returncode == 0, repaired.stdout + repaired.stderr
+        assert len(re.findall(r"^repaired: ", repaired.stdout, re.MULTILINE)) == 4, repaired.stdout
+        again = sluice("verify", pipeline, env, "--range", sorted(named)[0])
+        assert again.returncode == 0 and "1 ranges checked, 0 differ" in again.stdout, again.stdout
+        assert sluice("verify", pipeline, env).returncode == 0
+    finally:
+        kill_pipeline(process)

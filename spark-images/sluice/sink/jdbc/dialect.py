@@ -9,7 +9,7 @@ from __future__ import annotations
 import contextlib
 import json
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any, NamedTuple
 
 from sluice.errors import SinkError
@@ -26,6 +26,7 @@ from sluice.source.schema import Column, TableSchema
 META_SCHEMA = "sluice_meta"
 OFFSETS_TABLE = "offsets"
 EPOCHS_TABLE = "epochs"  # per pipeline, bumped by every run: the fencing token of its writers
+KEYS_A_STATEMENT = 5000  # chunk keys one statement selects or deletes (PostgreSQL takes 65,535 parameters)
 STATES_TABLE = "states"  # per pipeline, its state as last saved: a lost state directory or status is adopted from it
 
 
@@ -158,14 +159,34 @@ class JdbcDialect(ABC):
     def delete_equal_sql(self, schema: TableSchema, nulls: Sequence[bool]) -> str:
         """DELETE of at most %s rows whose columns equal the parameters (IS NULL where `nulls`)."""
 
-    def select_range(self, conn: Any, schema: TableSchema, split: SnapshotSplit) -> list[Row]:
-        """The target's rows in a chunk's key range (the target's columns, in order)."""
-        key = schema.column(schema.chunk_key)
-        where, params = split.key_condition(self.quote(key.name), self._parameter(key))
+    def select_range(
+        self, conn: Any, schema: TableSchema, split: SnapshotSplit, keys: Sequence[Any] | None = None
+    ) -> list[Row]:
+        """The target's rows in a chunk's key range (the target's columns, in order); with
+        `keys`, those of these chunk keys instead (the range's, where the target cannot
+        order the key as the source does)."""
         columns = ", ".join(self._selected(c) for c in schema.columns)
+        rows: list[Row] = []
         with contextlib.closing(conn.cursor()) as cur:
-            cur.execute(f"SELECT {columns} FROM {self.target_table(schema)}{where}", params)
-            return [tuple(row) for row in cur.fetchall()]
+            for where, params in self._in_range(schema, split, keys):
+                cur.execute(f"SELECT {columns} FROM {self.target_table(schema)}{where}", params)
+                rows.extend(tuple(row) for row in cur.fetchall())
+        return rows
+
+    def _in_range(
+        self, schema: TableSchema, split: SnapshotSplit, keys: Sequence[Any] | None
+    ) -> Iterator[tuple[str, list[Any]]]:
+        """WHERE clauses (with their parameters) that together select a range's rows."""
+        key = schema.column(schema.chunk_key)
+        if keys is None:
+            yield split.key_condition(self.quote(key.name), self._parameter(key))
+            return
+        if None in keys:
+            yield f" WHERE {self.quote(key.name)} IS NULL", []
+        values = [k for k in keys if k is not None]
+        for start in range(0, len(values), KEYS_A_STATEMENT):
+            part = values[start : start + KEYS_A_STATEMENT]
+            yield f" WHERE {self.quote(key.name)} IN ({', '.join([self._parameter(key)] * len(part))})", part
 
     def _selected(self, column: Column) -> str:
         return self.quote(column.name)
@@ -181,12 +202,14 @@ class JdbcDialect(ABC):
         with contextlib.closing(conn.cursor()) as cur:
             cur.execute(f"SELECT epoch FROM {self.epochs_table()} WHERE pipeline = %s FOR UPDATE", (pipeline,))
 
-    def delete_range(self, conn: Any, schema: TableSchema, split: SnapshotSplit) -> None:
-        """Removes the target's rows in a chunk's key range, which the chunk's rows replace."""
-        key = schema.column(schema.chunk_key)
-        where, params = split.key_condition(self.quote(key.name), self._parameter(key))
+    def delete_range(
+        self, conn: Any, schema: TableSchema, split: SnapshotSplit, keys: Sequence[Any] | None = None
+    ) -> None:
+        """Removes the target's rows in a chunk's key range (or of `keys`, see select_range),
+        which the chunk's rows replace."""
         with contextlib.closing(conn.cursor()) as cur:
-            cur.execute(f"DELETE FROM {self.target_table(schema)}{where}", params)
+            for where, params in self._in_range(schema, split, keys):
+                cur.execute(f"DELETE FROM {self.target_table(schema)}{where}", params)
 
     def _equal(self, column: Column, null: bool) -> str:
         return (

@@ -20,7 +20,7 @@ from typing import Any
 from sluice.errors import SinkError, SinkUnavailable
 from sluice.event.row_change import ChangeBatch, RowKind
 from sluice.event.schema_change import AlterPrimaryKey, SchemaChangeEvent, apply_events, is_reflected
-from sluice.event.snapshot_split import SnapshotSplit, SplitRead
+from sluice.event.snapshot_split import SnapshotSplit, SplitRead, chunk_keys_of
 from sluice.pipeline.jdbc_url import JdbcUrl
 from sluice.pipeline.sink_configs import JdbcSinkConfig
 from sluice.sink.base import PendingCommit, SchemaChangeRefused, Sink, SinkWriter, in_background
@@ -251,6 +251,7 @@ class JdbcSink(Sink):
     def __init__(self, config: JdbcSinkConfig, pipeline: str) -> None:
         self.target = JdbcTarget(config, pipeline)
         self._meta_tables = False  # created in this process (the first state is kept before `prepare`)
+        self._reads: Any = None  # verification's connection (read_range)
 
     @property
     def values(self) -> TargetValues:
@@ -411,26 +412,56 @@ class JdbcSink(Sink):
                 cur.execute(f"DELETE FROM {table} WHERE {key} IN ({', '.join(['%s'] * len(part))})", part)
             conn.commit()
 
-    def read_range(self, schema: TableSchema, split: SnapshotSplit) -> tuple[list[Row], BinlogOffset | None]:
+    def read_range(
+        self,
+        schema: TableSchema,
+        split: SnapshotSplit,
+        keys_as_of: Callable[[BinlogOffset], Sequence[Any]] | None = None,
+    ) -> tuple[list[Row], BinlogOffset | None]:
         """The target's rows in a key range and the binlog position they are as of (the
-        pipeline's committed one), read in one consistent view: nothing waits for it."""
+        pipeline's committed one), read in one consistent view: nothing waits for it. With
+        `keys_as_of`, the rows of the chunk keys it gives for that position instead (a
+        range of a key the target orders otherwise than the source)."""
         dialect = self.target.dialect
-        with contextlib.closing(self.target.connect()) as conn:
+        conn = self._reading()
+        try:
             dialect.begin_consistent_read(conn)
             position = dialect.load_offsets(conn, self.target.pipeline).get(BINLOG_SPLIT_ID)
-            rows = dialect.select_range(conn, schema, split)
+            keys = None if keys_as_of is None or position is None else keys_as_of(position)
+            rows = dialect.select_range(conn, schema, split, keys)
             conn.rollback()
             return rows, position
+        except BaseException:
+            self.release()  # the next read starts on a fresh connection
+            raise
+
+    def _reading(self) -> Any:
+        """The one connection verification reads the target on."""
+        if self._reads is None:
+            self._reads = self.target.connect()
+        return self._reads
+
+    def release(self) -> None:
+        """Closes the connection verification read on."""
+        if self._reads is not None:
+            self._reads.close()
+            self._reads = None
 
     def replace_range(
-        self, schema: TableSchema, split: SnapshotSplit, rows_as_of: Callable[[BinlogOffset], list[Row]]
+        self,
+        schema: TableSchema,
+        split: SnapshotSplit,
+        rows_as_of: Callable[[BinlogOffset], list[Row]],
+        keys_also: Sequence[Any] | None = None,
     ) -> int:
         """Replaces the target's rows in a key range by `rows_as_of(position)`, the source's
-        rows as of the pipeline's committed position. Returns the rows written."""
+        rows as of the pipeline's committed position. With `keys_also`, the range is the
+        rows' chunk keys and these (see read_range). Returns the rows written."""
 
         def replace(conn: Any, position: BinlogOffset) -> int:
             rows = rows_as_of(position)
-            self.target.dialect.delete_range(conn, schema, split)
+            keys = None if keys_also is None else chunk_keys_of(schema, rows, keys_also)
+            self.target.dialect.delete_range(conn, schema, split, keys)
             self.target.dialect.insert_new(conn, schema, self.target.values.rows(schema, rows))
             return len(rows)
 

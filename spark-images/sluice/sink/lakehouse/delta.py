@@ -25,6 +25,7 @@ from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.dataset as ds
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 from deltalake import DeltaTable, write_deltalake
@@ -132,10 +133,11 @@ class DeltaTables(TableFormat):
     def _commit(
         self, table: DeltaTable, schema: TableSchema, commit: TableCommit, properties: CommitProperties
     ) -> None:
-        """Rows by key through one MERGE; otherwise the rows cleared first, then the data
-        files and rows added (two commits: a crash between them leaves the splits unrecorded,
-        read again)."""
-        if commit.rows is not None and commit.key_columns and not (commit.cleared_ranges or commit.clear_all):
+        """Rows by their row key through one MERGE; otherwise the rows cleared first, then
+        the data files and rows added (two commits: a crash between them leaves the splits
+        unrecorded, read again)."""
+        by_row_key = commit.key_columns and commit.key_columns == schema.row_key
+        if commit.rows is not None and by_row_key and not (commit.cleared_ranges or commit.clear_all):
             _merge(table, schema, commit, properties)
             return
         deleted = _deletion(schema, commit)
@@ -158,12 +160,16 @@ class DeltaTables(TableFormat):
         columns: Sequence[str] | None = None,
         split: SnapshotSplit | None = None,
         version: int | None = None,
+        keys: Sequence[Any] | None = None,
     ) -> pa.Table:
         table = self._table(schema.table_id)
         if version is not None:
             table.load_as_version(version)
         dataset = table.to_pyarrow_dataset()
-        rows = dataset.to_table(filter=None if split is None else _range_filter(schema, split))
+        if keys is not None:
+            rows = _of_keys(dataset, schema, keys)
+        else:
+            rows = dataset.to_table(filter=None if split is None else _range_filter(schema, split))
         return rows.select(list(columns)) if columns else rows
 
     def maintain(
@@ -407,6 +413,15 @@ def _range_filter(schema: TableSchema, split: SnapshotSplit) -> pc.Expression | 
         below = key < pa.scalar(arrow_value(column, split.end), kind)
         conditions.append(below | key.is_null() if split.start is None else below)
     return functools.reduce(operator.and_, conditions) if conditions else None
+
+
+def _of_keys(dataset: ds.Dataset, schema: TableSchema, keys: Sequence[Any]) -> pa.Table:
+    """The rows of these chunk keys (None: a NULL key). The key is cast to its own type:
+    pyarrow cannot yet match a set of strings against files' string_view statistics."""
+    column = schema.column(schema.chunk_key)
+    key, kind = pc.field(column.name), arrow_type(column)
+    found = key.cast(kind).isin(pa.array([arrow_value(column, k) for k in keys if k is not None], kind))
+    return dataset.to_table(filter=found | key.is_null() if None in keys else found)
 
 
 def _literal(column: Column, value: Any) -> str:

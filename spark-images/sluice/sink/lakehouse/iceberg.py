@@ -174,10 +174,15 @@ class IcebergTables(TableFormat):
         columns: Sequence[str] | None = None,
         split: SnapshotSplit | None = None,
         version: int | None = None,
+        keys: Sequence[Any] | None = None,
     ) -> pa.Table:
         table = self.catalog.load_table(schema.table_id)
+        if keys is not None:
+            found = _of_keys(schema, keys)
+        else:
+            found = AlwaysTrue() if split is None else _in_range(schema, split)
         return table.scan(
-            row_filter=AlwaysTrue() if split is None else _in_range(schema, split),
+            row_filter=found,
             selected_fields=tuple(columns) if columns else ("*",),
             snapshot_id=version,
         ).to_arrow()
@@ -394,6 +399,14 @@ def _deletion(schema: TableSchema, commit: TableCommit) -> BooleanExpression:
                 parts.append(functools.reduce(And, equal))
     parts += [_in_range(schema, split) for split in commit.cleared_ranges]
     return functools.reduce(Or, parts) if parts else AlwaysFalse()
+
+
+def _of_keys(schema: TableSchema, keys: Sequence[Any]) -> BooleanExpression:
+    """Rows of these chunk keys (None: a NULL key)."""
+    column = schema.column(schema.chunk_key)
+    values = {arrow_value(column, k) for k in keys if k is not None}
+    found: BooleanExpression = In(column.name, values) if values else AlwaysFalse()
+    return Or(found, IsNull(column.name)) if None in keys else found
 
 
 def _in_range(schema: TableSchema, split: SnapshotSplit) -> BooleanExpression:

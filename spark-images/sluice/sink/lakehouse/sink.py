@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from sluice.errors import SinkError, SinkUnavailable, SluiceError
 from sluice.event.row_change import ChangeBatch, RowKind
 from sluice.event.schema_change import AddColumn, AlterColumnType, SchemaChangeEvent, apply_events
-from sluice.event.snapshot_split import ReadSplits, SnapshotSplit, SplitResult, SplitTask
+from sluice.event.snapshot_split import ReadSplits, SnapshotSplit, SplitResult, SplitTask, chunk_keys_of
 from sluice.pipeline.partition_key import PartitionField
 from sluice.pipeline.sink_configs import LakehouseSinkConfig
 from sluice.sink.arrow_rows import ArrowRows, arrow_schema, source_rows, widens
@@ -130,15 +130,28 @@ class LakehouseSink(Sink):
                     break
         return versions
 
-    def read_range(self, schema: TableSchema, split: SnapshotSplit) -> tuple[list[Row], BinlogOffset | None]:
+    def read_range(
+        self,
+        schema: TableSchema,
+        split: SnapshotSplit,
+        keys_as_of: Callable[[BinlogOffset], Sequence[Any]] | None = None,
+    ) -> tuple[list[Row], BinlogOffset | None]:
         """A key range's rows and the binlog position they are as of: the table at its
         newest commit that records an end (verification compares them with the source's
-        rows as of that position). Nothing waits for it."""
+        rows as of that position). With `keys_as_of`, the rows of the chunk keys it gives
+        for that position instead (see JdbcSink.read_range). Nothing waits for it."""
         for version, record in self._versions(schema.table_id):
             if record.get(END):
-                rows = source_rows(schema, self.tables.scan(schema, split=split, version=version))
-                return rows, BinlogOffset.from_json(json.loads(record[END]))
+                position = BinlogOffset.from_json(json.loads(record[END]))
+                if keys_as_of is None:
+                    found = self.tables.scan(schema, split=split, version=version)
+                else:
+                    found = self.tables.scan(schema, keys=keys_as_of(position), version=version)
+                return source_rows(schema, found), position
         return [], None
+
+    def release(self) -> None:
+        """Verification holds nothing open here."""
 
     def _fence(self, table_id: str) -> Callable[[int], None]:
         """What a format calls with the newest epoch the table holds (as it loaded the table
@@ -298,12 +311,26 @@ class LakehouseSink(Sink):
             self.commit(schema, TableCommit({}, (schema.chunk_key,), [(k,) for k in keys]))
 
     def replace_range(
-        self, schema: TableSchema, split: SnapshotSplit, rows_as_of: Callable[[BinlogOffset], list[Row]]
+        self,
+        schema: TableSchema,
+        split: SnapshotSplit,
+        rows_as_of: Callable[[BinlogOffset], list[Row]],
+        keys_also: Sequence[Any] | None = None,
     ) -> int:
         """A key range replaced by the source's rows as of the table's last commit (a table
-        read again after a change that gave its rows values without row events). Only the
-        pipeline's own binlog phase calls it, between two of its batches."""
-        return self._replace(schema, rows_as_of, cleared_ranges=[split])
+        read again after a change that gave its rows values without row events, or a
+        verification's repair). With `keys_also`, the range is the rows' chunk keys and
+        these (see JdbcSink.read_range)."""
+        if keys_also is None:
+            return self._replace(schema, rows_as_of, cleared_ranges=[split])
+
+        def rows(position: BinlogOffset) -> list[Row]:
+            found = rows_as_of(position)
+            cleared.extend((key,) for key in chunk_keys_of(schema, found, keys_also))
+            return found
+
+        cleared: list[tuple[Any, ...]] = []
+        return self._replace(schema, rows, key_columns=(schema.chunk_key,), deleted_keys=cleared)
 
     def replace_keys(
         self,

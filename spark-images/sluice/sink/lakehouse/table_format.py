@@ -96,9 +96,10 @@ class TableFormat(ABC):
         columns: Sequence[str] | None = None,
         split: SnapshotSplit | None = None,
         version: int | None = None,
+        keys: Sequence[Any] | None = None,
     ) -> pa.Table:
-        """The table's rows (of `columns`, in the key range of `split`) as of `version`
-        (one of recorded_versions'; None: the current one)."""
+        """The table's rows (of `columns`, in the key range of `split` or of these chunk
+        `keys`) as of `version` (one of recorded_versions'; None: the current one)."""
 
     @abstractmethod
     def apply(self, event: SchemaChangeEvent, before: Mapping[str, TableSchema]) -> None:

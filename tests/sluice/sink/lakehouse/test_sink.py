@@ -456,3 +456,30 @@ def test_a_table_skips_what_it_committed_by_gtid_and_never_a_promoted_servers_ch
     inside = BinlogOffset("mysql-bin.000009", 4800, 0, "0-1-100", transaction=4500)  # a huge one, in pieces
     assert holds_already(BinlogOffset("mysql-bin.000009", 4600), inside, done)
     assert not holds_already(BinlogOffset("mysql-bin.000009", 5100), BinlogOffset("mysql-bin.000009", 5200), done)
+
+
+@pytest.mark.parametrize("target", FORMATS)
+def test_a_range_of_a_key_under_a_collation_is_read_and_replaced_by_its_chunk_keys(tmp_path, target):
+    """Verification's ranges of a key the target cannot order as the source does: the rows
+    of the chunk keys given for the position read (every row of a key several rows share),
+    and a repair clears the rows' keys and the ones given besides, no other."""
+    email = Column("email", "varchar", "varchar(20)", False, "utf8mb4_unicode_ci")
+    schema = TableSchema("db", "t", (email, Column("v", "int", "int", False)), ("email", "v"), "email")
+    sink = lakehouse_sink(json.dumps(pipeline_yaml_for(FORMATS[target](tmp_path / "lake"))), {})
+    sink.prepare([schema])
+    rows = [("a@x", 1), ("B@x", 2), ("B@x", 5), ("c@x", 3)]
+    end = BinlogOffset("b.1", 100)
+    inserts = [ChangeRow(schema, RowKind.INSERT, row, 0, BinlogOffset("b.1", 4 + i)) for i, row in enumerate(rows)]
+    sink.writer().write_changes(ChangeBatch(inserts), end, False)
+    whole = SnapshotSplit("db.t", 0, None, None)
+    asked: list[BinlogOffset] = []
+
+    def keys_as_of(position: BinlogOffset) -> list:
+        asked.append(position)
+        return ["B@x", None]
+
+    found, position = sink.read_range(schema, whole, keys_as_of)
+    assert sorted(found) == [("B@x", 2), ("B@x", 5)] and asked == [position] and position == end
+
+    sink.replace_range(schema, whole, lambda _: [("B@x", 20)], keys_also=["a@x", None])
+    assert sorted(source_rows(schema, sink.tables.scan(schema))) == [("B@x", 20), ("c@x", 3)]
