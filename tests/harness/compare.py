@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import collections
 from datetime import date
-from decimal import Decimal
+from decimal import Context, Decimal
 from typing import Any
 
 import psycopg
@@ -19,8 +19,8 @@ from tests.harness.services import MariaDB, PostgreSQL
 
 
 def _normal(value: Any) -> Any:
-    if isinstance(value, Decimal):
-        return value.normalize()
+    if isinstance(value, Decimal):  # every digit kept (a DECIMAL(65,30) has 65; the context's default is 28)
+        return value.normalize(Context(prec=max(28, len(value.as_tuple().digits))))
     if hasattr(value, "tzinfo") and getattr(value, "tzinfo", None) is not None:
         return value.replace(tzinfo=None)
     if isinstance(value, memoryview):

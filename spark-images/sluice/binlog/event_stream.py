@@ -32,6 +32,7 @@ from sluice.binlog.binlog_format import BinlogFormat, table_id
 from sluice.binlog.event_types import AS_SENT
 from sluice.binlog.packet_bytes import length_coded
 from sluice.event.row_change import RowKind
+from sluice.source.connection import SharedTlsConnection
 
 ROW_EVENTS = (WriteRowsEvent, UpdateRowsEvent, DeleteRowsEvent)
 _HEADER = struct.Struct("<IBIIIH")  # timestamp, type, server id, event size, next position, flags
@@ -91,7 +92,7 @@ class ParsedMariadbGtid(MariadbGtidEvent):
         self.packet, self.timestamp, self.gtid, self.flags = header, header.timestamp, gtid, flags
 
 
-class PushbackConnection(pymysql.connections.Connection):
+class PushbackConnection(SharedTlsConnection):
     """A replication connection that takes back the packet (or the error) just read from
     it, and gives it again at the next read. On the stream's connection every packet read
     is made readable first (binlog/binlog_format.py), but those taken as sent (most)."""

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import ssl
 import time
 from collections.abc import Callable, Iterator
 from datetime import date, datetime
-from typing import Any
+from typing import Any, ClassVar
 
 import MySQLdb
 import MySQLdb.converters
@@ -25,12 +26,27 @@ from sluice.source.row_decoding import InvalidDate
 log = logging.getLogger(__name__)
 
 
+class SharedTlsConnection(pymysql.connections.Connection):
+    """PyMySQL's connection, whose TLS-if-offered ("preferred") connections share one client
+    context: PyMySQL builds one per connection, loading the system's CA store each time,
+    which cost a verification range's binlog read more than its rows."""
+
+    _preferred: ClassVar[ssl.SSLContext | None] = None
+
+    def _create_ssl_ctx(self, sslp: Any) -> ssl.SSLContext:
+        if sslp:  # options of the caller's own
+            return super()._create_ssl_ctx(sslp)
+        if SharedTlsConnection._preferred is None:
+            SharedTlsConnection._preferred = super()._create_ssl_ctx({})
+        return SharedTlsConnection._preferred
+
+
 def connect(endpoint: SourceEndpoint, streaming: bool = False) -> pymysql.connections.Connection:
     """Opens a pymysql connection (metadata, watermarks, binlog), retrying while unreachable."""
     settings = endpoint.settings()
     if streaming:
         settings["cursorclass"] = pymysql.cursors.SSCursor
-    return _with_retry(endpoint, lambda: with_surrogates(pymysql.connect(autocommit=True, **settings)))
+    return _with_retry(endpoint, lambda: with_surrogates(SharedTlsConnection(autocommit=True, **settings)))
 
 
 def with_surrogates(conn: pymysql.connections.Connection) -> pymysql.connections.Connection:

@@ -41,7 +41,7 @@ from sluice.source.schema import TableSchema
 from sluice.source.sql import qualified, quote
 from sluice.state.compact_state import expand
 from sluice.state.pipeline_state import PipelineState
-from sluice.verify.normal_form import normal_value, row_digest
+from sluice.verify.normal_form import normal_row, normal_value
 from sluice.verify.range_planner import place_keys, plan_ranges
 from sluice.verify.range_text import bound_value, parse_range, range_text
 from sluice.verify.source_rows import PositionInsideTransaction, rows_matching_as_of, source_rows_as_of
@@ -397,9 +397,9 @@ def _attempts() -> Iterator[int]:
 def _compare(
     split: SnapshotSplit, schema: TableSchema, source_rows: list[Row], target_rows: list[Row]
 ) -> RangeMismatch | None:
-    digest: Callable[[Row], bytes] = row_digest(schema)
-    source = collections.Counter(map(digest, source_rows))
-    target = collections.Counter(map(digest, target_rows))
+    normal = normal_row(schema)
+    source = collections.Counter(map(normal, source_rows))
+    target = collections.Counter(map(normal, target_rows))
     if source == target:
         return None
     missing, unexpected = source - target, target - source
@@ -412,8 +412,8 @@ def _compare(
         sum(unexpected.values()),
         _examples(
             schema,
-            [r for r in source_rows if digest(r) in missing],
-            [r for r in target_rows if digest(r) in unexpected],
+            [r for r in source_rows if normal(r) in missing],
+            [r for r in target_rows if normal(r) in unexpected],
         ),
     )
 
@@ -440,7 +440,7 @@ def _examples(schema: TableSchema, missing: list[Row], unexpected: list[Row]) ->
         differ = [
             c.name
             for c, a, b in zip(schema.columns, row, other, strict=True)
-            if repr(normal_value(c.data_type, a)) != repr(normal_value(c.data_type, b))
+            if normal_value(c.data_type, a) != normal_value(c.data_type, b)
         ]
         found.append(f"{decoder.key_text(row)} differs in {', '.join(differ)}")
     found += [f"{decoder.key_text(row)} not at the source" for row in list(by_key.values())[: EXAMPLES - len(found)]]
