@@ -6,6 +6,8 @@ again without stopping the stream. `sluice resnapshot` reads whole tables again 
 
 from __future__ import annotations
 
+import collections
+import io
 import os
 import re
 import signal
@@ -431,3 +433,33 @@ def test_an_email_keyed_table_is_verified_and_repaired_range_by_range_in_the_sou
         assert sluice("verify", pipeline, env).returncode == 0
     finally:
         kill_pipeline(process)
+
+
+def test_a_verify_reads_each_side_on_one_connection(streaming, monkeypatch):
+    """Issue 46, point 6: verify opened new source, target and binlog connections for every
+    range. (The binlog is read only where the target lags the source's read; none here.)"""
+    from sluice.pipeline.definition import load_definition
+    from sluice.sink.factory import create_sink
+    from sluice.verify import verifier as verifier_module
+
+    pipeline, env, _, _ = streaming
+    definition = load_definition(pipeline, env=env)
+    sink = create_sink(definition)
+    opened: collections.Counter[str] = collections.Counter()
+
+    def counted(owner: object, name: str, side: str) -> None:
+        real = getattr(owner, name)
+
+        def opening(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
+            opened[side] += 1
+            return real(*args, **kwargs)
+
+        monkeypatch.setattr(owner, name, opening)
+
+    counted(verifier_module, "connect", "source")
+    counted(verifier_module, "connect_scan", "source scan")
+    counted(sink.target, "connect", "target")
+    with verifier_module.Verifier(definition, sink, definition.source.endpoint(), out=io.StringIO()) as verifier:
+        result = verifier.verify(verifier.tables())
+    assert result.equal and result.checked > 10
+    assert opened == {"source": 1, "source scan": 1, "target": 2}  # target: its records, then every range
