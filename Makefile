@@ -3,7 +3,7 @@ VENV   := .venv
 PYTHON := $(VENV)/bin/python
 SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: install system-deps tools test soak demo bench dashboard-picture images argocd-cm lint format clean
+.PHONY: install system-deps tools test soak demo bench dashboard-picture images argocd-cm lint format docs clean
 
 install: $(VENV)/.installed
 
@@ -70,7 +70,7 @@ soak: install system-deps
 demo: install system-deps
 	$(PYTHON) -m tests.harness.demo
 
-# The README's picture of the chart's dashboard, drawn from a real run scraped by a real
+# The docs' picture of the chart's dashboard, drawn from a real run scraped by a real
 # Prometheus (charts/sluice/dashboards/sluice.png).
 dashboard-picture: install system-deps
 	$(PYTHON) -m tests.harness.dashboard_picture
@@ -99,13 +99,19 @@ argocd-cm: install
 	$(PYTHON) -m tests.harness.argocd > charts/argocd/argocd-cm.yaml
 
 lint: install
-	$(VENV)/bin/ruff check spark-images operator tests
-	$(VENV)/bin/ruff format --check spark-images operator tests
+	$(VENV)/bin/ruff check spark-images operator tests docs
+	$(VENV)/bin/ruff format --check spark-images operator tests docs
 	$(VENV)/bin/lint-imports
 
+# The documentation site (mkdocs-material) at .site/: the references generated from the code
+# first (docs/generate.py); a broken link or a missing page fails it (make test checks both).
+docs: install
+	$(PYTHON) docs/generate.py
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict
+
 format: install
-	$(VENV)/bin/ruff format spark-images operator tests
+	$(VENV)/bin/ruff format spark-images operator tests docs
 	$(VENV)/bin/ruff check --fix spark-images operator tests
 
 clean:
-	rm -rf $(VENV) .tools .sluice .demo .bench
+	rm -rf $(VENV) .tools .sluice .demo .bench .site

@@ -24,7 +24,10 @@ _SECRET_REF = {
     "type": "object",
     "description": "The Secret key holding the password (passwords never go in the spec).",
     "required": ["name", "key"],
-    "properties": {"name": {"type": "string", "minLength": 1}, "key": {"type": "string", "minLength": 1}},
+    "properties": {
+        "name": {"type": "string", "minLength": 1, "description": "The Secret's name, in the pipeline's namespace."},
+        "key": {"type": "string", "minLength": 1, "description": "The key in it."},
+    },
 }
 _NO_LITERAL_PASSWORD = {
     "rule": "!has(self.password)",
@@ -70,7 +73,7 @@ def _sink_schema() -> dict[str, Any]:
             merged.setdefault(option.key, option)
     families = sorted(key for key, option in merged.items() if option.prefix)
     properties = _options((o for o in merged.values() if not o.prefix), {"passwordSecretRef": _SECRET_REF})
-    properties["type"] = {"type": "string", "enum": sorted(SINK_OPTIONS)}
+    properties["type"] = {"type": "string", "enum": sorted(SINK_OPTIONS), "description": "The sink."}
     rules = [_NO_LITERAL_PASSWORD]
     for sink_type, options in SINK_OPTIONS.items():
         required = [o.key for o in options if o.required and o.key != "type"]
@@ -185,18 +188,18 @@ def _spec_schema() -> dict[str, Any]:
                 "x-kubernetes-validations": [_NO_LITERAL_PASSWORD],
             },
             "sink": _sink_schema(),
-            "pipeline": {"type": "object", "properties": pipeline},
+            "pipeline": {"type": "object", "description": "Flink CDC pipeline options.", "properties": pipeline},
             "route": _route_schema(),
             "transform": _transform_schema(),
             "spark": {
                 "type": "object",
                 "description": "How the SparkApplication runs.",
                 "properties": {
-                    "image": {"type": "string"},
-                    "driverCores": {"type": "integer", "minimum": 1},
-                    "driverMemory": {"type": "string"},
-                    "executorCores": {"type": "integer", "minimum": 1},
-                    "executorMemory": {"type": "string"},
+                    "image": {"type": "string", "description": "The Spark image (spark-images/Dockerfile)."},
+                    "driverCores": {"type": "integer", "minimum": 1, "description": "The driver pod's cores."},
+                    "driverMemory": {"type": "string", "description": "The driver's memory, as Spark writes it (1g)."},
+                    "executorCores": {"type": "integer", "minimum": 1, "description": "Each executor's cores."},
+                    "executorMemory": {"type": "string", "description": "Each executor's memory (2g)."},
                     "snapshotExecutors": {
                         "type": "integer",
                         "minimum": 1,
@@ -213,12 +216,16 @@ def _spec_schema() -> dict[str, Any]:
                         "description": "The Spark Operator's retries of a failed run (its restartPolicy, type "
                         "OnFailure; intervals in seconds), before the operator resubmits with backoff.",
                         "properties": {
-                            name: {"type": "integer", "minimum": 0 if name.endswith("Retries") else 1}
-                            for name in (
-                                "onFailureRetries",
-                                "onFailureRetryInterval",
-                                "onSubmissionFailureRetries",
-                                "onSubmissionFailureRetryInterval",
+                            name: {
+                                "type": "integer",
+                                "minimum": 0 if name.endswith("Retries") else 1,
+                                "description": text,
+                            }
+                            for name, text in (
+                                ("onFailureRetries", "Retries of a driver that failed."),
+                                ("onFailureRetryInterval", "Seconds between them (times the attempt)."),
+                                ("onSubmissionFailureRetries", "Retries of a submission that failed."),
+                                ("onSubmissionFailureRetryInterval", "Seconds between them."),
                             )
                         },
                     },
@@ -232,7 +239,10 @@ def _spec_schema() -> dict[str, Any]:
                 "items": {
                     "type": "object",
                     "required": ["name", "secretKeyRef"],
-                    "properties": {"name": {"type": "string"}, "secretKeyRef": _SECRET_REF},
+                    "properties": {
+                        "name": {"type": "string", "description": "The environment variable's name."},
+                        "secretKeyRef": {**_SECRET_REF, "description": "The Secret key holding its value."},
+                    },
                 },
             },
             "verification": {
@@ -259,8 +269,13 @@ def _spec_schema() -> dict[str, Any]:
                     "type": "object",
                     "required": ["id", "tables"],
                     "properties": {
-                        "id": {"type": "string", "minLength": 1},
-                        "tables": {"type": "array", "minItems": 1, "items": {"type": "string"}},
+                        "id": {"type": "string", "minLength": 1, "description": "The request's name: done once."},
+                        "tables": {
+                            "type": "array",
+                            "minItems": 1,
+                            "items": {"type": "string"},
+                            "description": "DB.TABLE names to read again.",
+                        },
                         "where": {
                             "type": "string",
                             "description": "Only the rows matching this SQL condition at the source (keyed tables).",
@@ -270,6 +285,7 @@ def _spec_schema() -> dict[str, Any]:
             },
             "schemaChanges": {
                 "type": "object",
+                "description": "Decisions on schema changes the pipeline waits for.",
                 "properties": {
                     "approved": {
                         "type": "array",

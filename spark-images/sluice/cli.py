@@ -11,7 +11,7 @@ import traceback
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from sluice.errors import DefinitionError, SluiceError
+from sluice.errors import TROUBLESHOOTING, DefinitionError, SluiceError
 from sluice.pipeline.definition import PipelineDefinition, load_definition
 
 if TYPE_CHECKING:
@@ -24,6 +24,7 @@ EXIT_MISMATCH = 3  # verify: the target differs from the source
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="sluice", description="MySQL/MariaDB CDC on Apache Spark")
+    parser.add_argument("--version", action="version", version=f"sluice {_version()}")
     commands = parser.add_subparsers(dest="command", required=True)
     run = commands.add_parser("run", help="run a pipeline definition with local Spark")
     run.add_argument("pipeline", type=Path, help="pipeline YAML (Flink CDC 3 keys)")
@@ -97,6 +98,16 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _version() -> str:
+    """The installed distribution's (pyproject.toml's version)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("sluice")
+    except PackageNotFoundError:  # run from the source tree without an install
+        return "unknown (not installed)"
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     logging.basicConfig(
@@ -109,7 +120,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         definition = _definition(args)
     except DefinitionError as exc:
-        print(f"sluice: error: {exc}", file=sys.stderr)
+        print(f"sluice: error: {exc} (see {exc.see})", file=sys.stderr)
         return EXIT_BAD_DEFINITION
     try:
         if args.command == "status":
@@ -121,7 +132,7 @@ def main(argv: list[str] | None = None) -> int:
         elif verify_or_resnapshot(args, definition) is False:
             return EXIT_MISMATCH
     except SluiceError as exc:
-        print(f"sluice: error: {exc}", file=sys.stderr)
+        print(f"sluice: error: {exc} (see {exc.see})", file=sys.stderr)
         return EXIT_FAILED
     except KeyboardInterrupt:
         print("sluice: interrupted", file=sys.stderr)
@@ -131,6 +142,7 @@ def main(argv: list[str] | None = None) -> int:
             traceback.print_exc()
         first = (str(exc).strip().splitlines() or [""])[0]
         hint = "" if args.verbose else " (run with -v for the stack trace, and report it)"
+        hint += f" (see {TROUBLESHOOTING}#internal-error)"
         print(f"sluice: internal error: {type(exc).__name__}: {first}{hint}", file=sys.stderr)
         return EXIT_FAILED
     return 0

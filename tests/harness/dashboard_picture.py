@@ -1,4 +1,4 @@
-"""`make dashboard-picture`: the chart's Grafana dashboard drawn from real data, for the README.
+"""`make dashboard-picture`: the chart's Grafana dashboard drawn from real data, for the docs (Operating).
 
 A local MariaDB and PostgreSQL, a pipeline run with --metrics-port, and a real Prometheus
 scraping it every second. The pipeline snapshots a table, then streams an application's

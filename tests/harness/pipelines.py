@@ -6,6 +6,7 @@ import contextlib
 import fcntl
 import itertools
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -239,3 +240,16 @@ def stream_until_equal(
         for process in processes.values():
             if process.poll() is None:
                 kill_pipeline(process)
+
+
+TROUBLESHOOTING = (Path(__file__).parents[2] / "docs" / "troubleshooting.md").read_text()
+
+
+def exit_message(stderr: str) -> str:
+    """The CLI's exit line, without the link to the troubleshooting entry every error line
+    ends with (checked: the page has the entry it names)."""
+    line = stderr.strip().splitlines()[-1]
+    found = re.fullmatch(r"(.*) \(see docs/troubleshooting\.md(?:#([a-z-]+))?\)", line)
+    assert found is not None, f"no troubleshooting link: {line}"
+    assert not found[2] or f"{{#{found[2]}}}" in TROUBLESHOOTING, f"no entry {found[2]} in docs/troubleshooting.md"
+    return found[1]

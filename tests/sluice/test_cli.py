@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.harness.pipelines import pipeline_yaml, postgres_sink, run_sluice, sluice_env, write_pipeline
+from tests.harness.pipelines import exit_message, pipeline_yaml, postgres_sink, run_sluice, sluice_env, write_pipeline
 
 SECRET = "s3cr3t-pw"
 
@@ -15,7 +15,7 @@ def one_line_failure(result, code: int = 1) -> str:
     assert "Traceback" not in result.stderr and "Exception" not in result.stderr, result.stderr
     assert "at org.apache" not in result.stderr and "py4j" not in result.stderr, result.stderr
     assert SECRET not in result.stderr
-    return result.stderr.strip().splitlines()[-1]
+    return exit_message(result.stderr)
 
 
 def _run(tmp_path, mariadb, postgresql, definition, **env):
@@ -140,3 +140,13 @@ def test_a_target_database_that_does_not_exist_is_named(tmp_path, mariadb, postg
         f"sluice: error: sink JdbcTarget(postgresql://{postgresql.host}:{postgresql.port}/no_such_db)"
     )
     assert 'database "no_such_db" does not exist' in last
+
+
+def test_the_version_is_the_installed_distributions():
+    import subprocess
+    from importlib.metadata import version
+
+    from tests.harness.pipelines import SLUICE
+
+    said = subprocess.run([*SLUICE, "--version"], capture_output=True, text=True, timeout=60)
+    assert said.returncode == 0 and said.stdout.strip() == f"sluice {version('sluice')}"

@@ -62,6 +62,8 @@ _SIZES_KEPT = 64  # inflated events whose size in the file is kept: the ones sti
 class UnknownEvent(SourceError):
     """An event the reader can neither read nor pass over: reading on could lose changes."""
 
+    troubleshooting = "unknown-event"
+
 
 class BinlogFormat:
     """One replication stream's view of the file it reads: checksums, post-header lengths,

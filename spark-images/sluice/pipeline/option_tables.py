@@ -58,23 +58,99 @@ def _metadata_list(text: str) -> str | None:
 
 
 SOURCE_OPTIONS = [
-    Option("type", str, choices=("mysql",)),
-    Option("hostname", str),
-    Option("port", int, 3306, check=port_number),
-    Option("username", str),
-    Option("password", str, ""),
-    Option("tables", str),
-    Option("tables.exclude", str, ""),
-    Option("server-id", str, "5400-5499"),
-    Option("server-time-zone", str, "UTC", check=parsed_by(parse_zone_id)),
-    Option("scan.startup.mode", str, "initial", choices=STARTUP_MODES),
-    Option("scan.startup.specific-offset.file", str, ""),
-    Option("scan.startup.specific-offset.pos", int, 4, check=positive),
-    Option("scan.startup.specific-offset.gtid-set", str, ""),
-    Option("scan.startup.timestamp-millis", int, 0),
-    Option("scan.incremental.snapshot.chunk.size", int, 8096, check=positive),
-    Option("scan.incremental.snapshot.chunk.key-column", str, ""),
-    Option("scan.snapshot.fetch.size", int, 1024, check=positive),
+    Option(
+        "type",
+        str,
+        choices=("mysql",),
+        description="the source connector: mysql (MySQL 5.7+ and 8, MariaDB 10.x and 11)",
+    ),
+    Option("hostname", str, description="the source server's host name or address"),
+    Option("port", int, 3306, check=port_number, description="the source server's port"),
+    Option(
+        "username",
+        str,
+        description="the user Sluice connects as: REPLICATION SLAVE, BINLOG MONITOR (REPLICATION CLIENT before "
+        "MariaDB 10.5 and on MySQL) and SELECT on the captured tables",
+    ),
+    Option(
+        "password",
+        str,
+        "",
+        description="the user's password: ${NAME} reads it from the environment (on Kubernetes: passwordSecretRef)",
+    ),
+    Option(
+        "tables",
+        str,
+        description="the captured tables: comma-separated db.table regexes (the first . parts database and table; "
+        "\\. is "
+        "the regex's any character, as in Flink CDC)",
+    ),
+    Option("tables.exclude", str, "", description="tables left out of those `tables` selects, as regexes on db.table"),
+    Option(
+        "server-id",
+        str,
+        "5400-5499",
+        description="replication server ids, one or a range (5400-5404): the binlog reader takes the first, "
+        "verification and re-reads the next",
+    ),
+    Option(
+        "server-time-zone",
+        str,
+        "UTC",
+        check=parsed_by(parse_zone_id),
+        description="the zone the values sink shows TIMESTAMPs in (a Java ZoneId); TIMESTAMPs reach every target as "
+        "the same instant whatever it says",
+    ),
+    Option(
+        "scan.startup.mode",
+        str,
+        "initial",
+        choices=STARTUP_MODES,
+        description="where a new pipeline starts: a snapshot then the binlog (initial), a snapshot alone, or the "
+        "binlog from now, its oldest file, a position or a time",
+    ),
+    Option("scan.startup.specific-offset.file", str, "", description="specific-offset: the binlog file to start in"),
+    Option(
+        "scan.startup.specific-offset.pos",
+        int,
+        4,
+        check=positive,
+        description="specific-offset: the position in that file",
+    ),
+    Option(
+        "scan.startup.specific-offset.gtid-set",
+        str,
+        "",
+        description="specific-offset: start after this GTID set (MariaDB 0-1-42, MySQL uuid:1-42) instead of a file "
+        "and position",
+    ),
+    Option(
+        "scan.startup.timestamp-millis",
+        int,
+        0,
+        description="timestamp: start at the first binlog event of this second (milliseconds since the epoch)",
+    ),
+    Option(
+        "scan.incremental.snapshot.chunk.size",
+        int,
+        8096,
+        check=positive,
+        description="rows a snapshot chunk (and a verification range) holds at most",
+    ),
+    Option(
+        "scan.incremental.snapshot.chunk.key-column",
+        str,
+        "",
+        description="the column a table's chunks are ranges of, per table (db.tbl:col;db.other:col2); default: the "
+        "first primary-key column",
+    ),
+    Option(
+        "scan.snapshot.fetch.size",
+        int,
+        1024,
+        check=positive,
+        description="rows fetched from the source at a time while a chunk streams",
+    ),
     Option(
         "scan.snapshot.read-on-driver",
         bool,
@@ -101,9 +177,24 @@ SOURCE_OPTIONS = [
         check=_metadata_list,
         description="Flink CDC's metadata columns to read: op_ts (transforms may always use it in Sluice)",
     ),
-    Option("heartbeat.interval", str, "30s", check=duration_check),
-    Option("connect.timeout", str, "30s", check=duration_check),
-    Option("connect.max-retries", int, 3, check=lambda v: None if v >= 0 else "must be >= 0"),
+    Option(
+        "heartbeat.interval",
+        str,
+        "30s",
+        check=duration_check,
+        description="how often the server sends a heartbeat on a quiet binlog: the reader knows the connection is "
+        "alive and moves its position",
+    ),
+    Option(
+        "connect.timeout", str, "30s", check=duration_check, description="how long opening a source connection may take"
+    ),
+    Option(
+        "connect.max-retries",
+        int,
+        3,
+        check=lambda v: None if v >= 0 else "must be >= 0",
+        description="how often opening a connection at start is tried again before the run fails",
+    ),
     Option(
         "connect.reconnect.timeout",
         str,
@@ -122,10 +213,30 @@ def _schema_change_types(names: tuple[str, ...]) -> str | None:
     return None
 
 
+SINK_TYPE = Option("type", str, description="the sink: " + ", ".join(SINK_TYPES))
+
+
+def sink_name(default: str) -> Option:
+    return Option("name", str, default, description="the sink's name, as logs and messages show it")
+
+
 # Which schema change event types the sink's metadata applier is given (Flink CDC's options).
 SCHEMA_CHANGE_FILTERS = [
-    Option("include.schema.changes", tuple, (), check=_schema_change_types),
-    Option("exclude.schema.changes", tuple, (), check=_schema_change_types),
+    Option(
+        "include.schema.changes",
+        tuple,
+        (),
+        check=_schema_change_types,
+        description="schema change types the sink is given (Flink CDC's names and families: add.column, drop, "
+        "column, table, ...); default: all",
+    ),
+    Option(
+        "exclude.schema.changes",
+        tuple,
+        (),
+        check=_schema_change_types,
+        description="schema change types the sink is not given, after include.schema.changes",
+    ),
 ]
 
 ZERO_DATE_OPTION = Option(
@@ -139,15 +250,39 @@ ZERO_DATE_OPTION = Option(
 )
 
 SINK_OPTIONS = {
-    "values": [Option("type", str), Option("name", str, "values"), *SCHEMA_CHANGE_FILTERS],
-    "jdbc": [
-        Option("type", str),
-        Option("name", str, "jdbc"),
+    "values": [
+        SINK_TYPE,
+        sink_name("values"),
         *SCHEMA_CHANGE_FILTERS,
-        Option("url", str),
-        Option("username", str),
-        Option("password", str, ""),
-        Option("sink.batch-size", int, 5000, check=positive),
+    ],
+    "jdbc": [
+        SINK_TYPE,
+        sink_name("jdbc"),
+        *SCHEMA_CHANGE_FILTERS,
+        Option(
+            "url",
+            str,
+            description="the target database: postgresql://host:5432/db or mysql://host:3306/db (jdbc: prefixes "
+            "accepted)",
+        ),
+        Option(
+            "username", str, description="the target user: creates the target's tables and sluice_meta, and writes them"
+        ),
+        Option(
+            "password",
+            str,
+            "",
+            description="the target user's password: ${NAME} reads it from the environment (on Kubernetes: "
+            "passwordSecretRef)",
+        ),
+        Option(
+            "sink.batch-size",
+            int,
+            5000,
+            check=positive,
+            description="changes a binlog batch commits at most (it grows to ten times this while the target is "
+            "still committing the one before)",
+        ),
         Option(
             "sink.nul-replacement",
             str,
@@ -158,8 +293,8 @@ SINK_OPTIONS = {
         ZERO_DATE_OPTION,
     ],
     "parquet": [
-        Option("type", str),
-        Option("name", str, "parquet"),
+        SINK_TYPE,
+        sink_name("parquet"),
         *SCHEMA_CHANGE_FILTERS,
         Option("path", str, description="directory of the changelog; a local path or a mounted volume"),
         ZERO_DATE_OPTION,
@@ -188,7 +323,7 @@ COMMIT_INTERVAL = Option(
     "means less latency and more, smaller files, which sink.maintenance compacts)",
 )
 LAKEHOUSE_OPTIONS = [
-    Option("type", str),
+    SINK_TYPE,
     *SCHEMA_CHANGE_FILTERS,
     Option("table.properties.", dict, {}, description="properties of the tables Sluice creates"),
     Option(
@@ -233,7 +368,7 @@ LAKEHOUSE_OPTIONS = [
 ]
 SINK_OPTIONS["iceberg"] = [
     *LAKEHOUSE_OPTIONS,
-    Option("name", str, "iceberg"),
+    sink_name("iceberg"),
     Option(
         "catalog.name",
         str,
@@ -258,17 +393,35 @@ SINK_OPTIONS["iceberg"] = [
 ]
 SINK_OPTIONS["delta"] = [
     *LAKEHOUSE_OPTIONS,
-    Option("name", str, "delta"),
+    sink_name("delta"),
     Option("path", str, description="root URI of the tables: db.tbl is at <path>/db/tbl"),
     Option("storage.options.", dict, {}, description="delta-rs storage options (credentials, endpoint, ...)"),
 ]
 
 PIPELINE_OPTIONS = [
-    Option("name", str, "sluice-pipeline"),
-    Option("parallelism", int, 1, check=positive),
-    Option("schema.change.behavior", str, "lenient", choices=SCHEMA_CHANGE_BEHAVIORS),
+    Option(
+        "name",
+        str,
+        "sluice-pipeline",
+        description="the pipeline's name: the target keeps its records (offsets, state) under it; a new name starts "
+        "afresh",
+    ),
+    Option("parallelism", int, 1, check=positive, description="snapshot chunks read at a time"),
+    Option(
+        "schema.change.behavior",
+        str,
+        "lenient",
+        choices=SCHEMA_CHANGE_BEHAVIORS,
+        description="what a schema change at the source does to the target (Flink CDC's meanings; lenient loses "
+        "nothing the target holds)",
+    ),
     # Ids of the changes a `manual` pipeline may apply; re-read while a change waits.
-    Option("schema-change.approved", tuple, ()),
+    Option(
+        "schema-change.approved",
+        tuple,
+        (),
+        description="manual: ids of the schema changes the pipeline may apply (read again while a change waits)",
+    ),
     Option(
         "execution.runtime-mode",
         str,

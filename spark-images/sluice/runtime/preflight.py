@@ -61,6 +61,8 @@ class Finding:
 class PreflightFailed(SluiceError):
     """A first run's checks found errors: one line each."""
 
+    troubleshooting = "preflight-failed"
+
     reason = "PreflightFailed"
 
     def __init__(self, errors: list[Finding]) -> None:

@@ -28,6 +28,8 @@ if TYPE_CHECKING:
 class SchemaChangeRefused(SinkError):
     """The target refused a schema change event; `applied` events before it took effect."""
 
+    troubleshooting = "schema-change-refused"
+
     def __init__(self, applied: int, message: str) -> None:
         super().__init__(message)
         self.applied = applied

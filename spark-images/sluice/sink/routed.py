@@ -124,12 +124,17 @@ class RoutedSink(Sink):
         self.inner.delete_chunk_keys(self.routed.sink(schema.table_id), keys)
 
     def replace_range(
-        self, schema: TableSchema, split: SnapshotSplit, rows_as_of: Callable[[BinlogOffset], list[Row]]
+        self,
+        schema: TableSchema,
+        split: SnapshotSplit,
+        rows_as_of: Callable[[BinlogOffset], list[Row]],
+        keys_also: Sequence[Any] | None = None,
     ) -> int:
         """A table read again after a schema change gave its rows values (verify/verifier's
         resnapshot), in its target's table and columns: a table that fills its target alone
-        replaces the range there; a merged member's rows replace the rows of their keys, and
-        the other members' rows stay as they are."""
+        replaces the range there (by its chunk keys and `keys_also`, where the target orders
+        the key otherwise); a merged member's rows replace the rows of their keys, and the
+        other members' rows stay as they are."""
         routed = self.routed
         target = routed.sink(schema.table_id)
 
@@ -137,7 +142,8 @@ class RoutedSink(Sink):
             return list(routed.snapshot_rows(schema.table_id, rows_as_of(position)))
 
         if routed.replaceable(schema.table_id):
-            return self.inner.replace_range(target, dataclasses.replace(split, table_id=target.table_id), routed_rows)
+            in_target = dataclasses.replace(split, table_id=target.table_id)
+            return self.inner.replace_range(target, in_target, routed_rows, keys_also)
         if not target.row_key:
             raise SinkError(
                 f"{schema.table_id}: read again into {target.table_id}, which has no key to replace its rows by and "

@@ -1,5 +1,5 @@
 """Values MySQL holds that a target's types cannot, and what each becomes. No such value
-stops a pipeline without a decision: each case has a rule (the README says which), the
+stops a pipeline without a decision: each case has a rule (docs/sinks/jdbc.md says which), the
 values it changed are counted per table and column, and a warning names the table, column
 and key the first time in each column.
 

@@ -11,7 +11,7 @@ Other servers (MySQL): SHOW MASTER STATUS can run ahead of what a new read view 
 high watermark → if the binlog moved, read the window [low, high) for this table, keep the
 changes whose key is in the chunk, and fold them into the chunk rows. The result is the
 chunk as of the high watermark. A transaction in group commit at the low watermark can
-still be missed there: the residual window documented in the README.
+still be missed there: the residual window documented in docs/concepts.md.
 """
 
 from __future__ import annotations

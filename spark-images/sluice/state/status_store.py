@@ -53,6 +53,8 @@ CONFLICT_RETRIES = 20
 class StateFenced(SluiceError):
     """Another driver run has claimed this pipeline's status."""
 
+    troubleshooting = "fenced"
+
 
 class StatusStateStore(StateStore):
     def __init__(self, api: Any, namespace: str, name: str, interval: float = 3.0) -> None:

@@ -8,7 +8,7 @@ A name, function or type the expression cannot take is refused here, at start, w
 rule, the expression and its position.
 
 Values follow SQL where Flink CDC's Java code differs from it (NULL in, NULL out; `LIKE` is
-SQL's pattern, not a Java regex; a division by zero is NULL); the README lists each case.
+SQL's pattern, not a Java regex; a division by zero is NULL); docs/route-and-transform.md lists each case.
 """
 
 from __future__ import annotations
@@ -90,7 +90,7 @@ def is_free_function_name(name: str) -> bool:
 
 def _unknown_function(scope: Scope, node: exp.Func) -> ExpressionError:
     name = str(node.this).upper() if isinstance(node, exp.Anonymous) else node.sql_name()
-    return scope.refuse(node, f"{name} is not a function Sluice's transform has (see the README)")
+    return scope.refuse(node, f"{name} is not a function Sluice's transform has (see docs/reference/functions.md)")
 
 
 class Scope:

@@ -52,7 +52,7 @@ DIALECT = FlinkSql
 
 
 class ExpressionError(DefinitionError):
-    pass
+    troubleshooting = "expression-error"
 
 
 @functools.cache

@@ -61,6 +61,8 @@ _FAMILIES: dict[Any, tuple[str, ...]] = {
 class UserFunctionFailed(SluiceError):
     """A user-defined function raised; TableTransform names the rule, the table and the row."""
 
+    troubleshooting = "user-function-failed"
+
     def __init__(self, name: str, cause: BaseException, where: str = "") -> None:
         at = f"{where}: " if where else ""
         super().__init__(f"{at}user-defined function {name} failed: {type(cause).__name__}: {cause}")

@@ -35,6 +35,8 @@ class PositionInsideTransaction(SluiceError):
     """The target committed part of a huge transaction: its position is not a place the
     binlog can be wound back to. Retried once the pipeline has committed the rest."""
 
+    troubleshooting = "position-inside-transaction"
+
     transient = True
 
 

@@ -88,6 +88,8 @@ class VerifiedSink(Protocol):
 class NotStreamingYet(SluiceError):
     """The pipeline has not streamed past its snapshot: there is no one position to compare at."""
 
+    troubleshooting = "not-streaming-yet"
+
 
 @dataclass(frozen=True)
 class RangeMismatch:

@@ -7,14 +7,14 @@ from __future__ import annotations
 import pytest
 
 from tests.harness import compare
-from tests.harness.pipelines import pipeline_yaml, postgres_sink, run_sluice, sluice_env, write_pipeline
+from tests.harness.pipelines import exit_message, pipeline_yaml, postgres_sink, run_sluice, sluice_env, write_pipeline
 
 
 def last_line_of_a_refusal(result) -> str:
     """The CLI's exit line of a refused run: exit 1, one line, no stack trace."""
     assert result.returncode == 1, result.stderr
     assert "Traceback" not in result.stderr and "Exception" not in result.stderr, result.stderr
-    return result.stderr.strip().splitlines()[-1]
+    return exit_message(result.stderr)
 
 
 @pytest.fixture

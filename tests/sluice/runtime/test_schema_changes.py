@@ -9,6 +9,7 @@ import time
 
 from tests.harness import compare
 from tests.harness.pipelines import (
+    exit_message,
     pipeline_yaml,
     postgres_sink,
     read_state,
@@ -21,7 +22,7 @@ from tests.harness.pipelines import (
 
 
 def _last_line(stderr: str) -> str:
-    return stderr.strip().splitlines()[-1]
+    return exit_message(stderr)
 
 
 def test_exception_stops_at_the_ddl_after_committing_all_before_it(tmp_path, mariadb, postgresql, source_db):

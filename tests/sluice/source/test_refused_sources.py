@@ -20,6 +20,7 @@ from sluice.source.checks import (
 )
 from tests.harness import compare
 from tests.harness.pipelines import (
+    exit_message,
     pipeline_yaml,
     postgres_sink,
     run_sluice,
@@ -168,7 +169,7 @@ def _one_clear_line(result) -> str:
     assert "Traceback" not in result.stderr and "Exception" not in result.stderr, result.stderr
     assert "retrying" not in result.stderr, "a configuration error is not retried"
     assert "snapshot:" not in result.stderr, "refused before Spark starts"
-    return result.stderr.strip().splitlines()[-1]
+    return exit_message(result.stderr)
 
 
 def test_a_user_without_replication_privileges_is_told_the_grant_to_run(tmp_path, mariadb, postgresql, source_db):

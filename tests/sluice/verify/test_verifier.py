@@ -7,6 +7,7 @@ again without stopping the stream. `sluice resnapshot` reads whole tables again 
 from __future__ import annotations
 
 import collections
+import contextlib
 import io
 import os
 import re
@@ -83,6 +84,19 @@ def wait_until_streaming(process, state: Path, write_past_watermarks: Callable[[
     while "snapshot" in read_state(state):  # kept in the target before the state directory
         assert time.monotonic() < deadline, "the pipeline kept its snapshot's watermarks"
         time.sleep(0.1)
+
+
+@contextlib.contextmanager
+def streaming_pipeline(tmp_path: Path, server, definition: dict, env: dict, past: str) -> Iterator[Path]:  # noqa: ANN001
+    """The pipeline file of `definition`, its run streaming past its snapshot (`past`: a write
+    at the source that takes it past the watermarks) until the block ends, then killed."""
+    pipeline, state = write_pipeline(tmp_path / "p.yaml", definition), tmp_path / "s"
+    process = start_sluice(pipeline, state, env)
+    try:
+        wait_until_streaming(process, state, lambda: server.execute(past))
+        yield pipeline
+    finally:
+        kill_pipeline(process)
 
 
 @pytest.fixture
@@ -280,23 +294,13 @@ def test_resnapshot_checks_its_condition_against_every_table_before_it_reads_any
     definition = pipeline_yaml(
         mariadb, f"{source_db}.(a_orders|b_items)", postgres_sink(postgresql), **{"server-id": "6974-6975"}
     )
-    pipeline, env, state = (
-        write_pipeline(tmp_path / "p.yaml", definition),
-        sluice_env(mariadb, postgresql),
-        tmp_path / "s",
-    )
-    process = start_sluice(pipeline, state, env)
-    try:
-        wait_until_streaming(
-            process, state, lambda: mariadb.execute("INSERT INTO a_orders VALUES (51, 51)", database=source_db)
-        )
+    env, past = sluice_env(mariadb, postgresql), f"INSERT INTO {source_db}.a_orders VALUES (51, 51)"
+    with streaming_pipeline(tmp_path, mariadb, definition, env, past) as pipeline:
         tables = ("--table", f"{source_db}.a_orders", "--table", f"{source_db}.b_items")
         refused = sluice("resnapshot", pipeline, env, *tables, "--where", "total > 40")
         assert refused.returncode == 1
         assert f"{source_db}.b_items: the condition 'total > 40' failed at the source: Unknown column" in refused.stderr
         assert "read again" not in refused.stderr
-    finally:
-        kill_pipeline(process)
 
 
 def test_a_table_named_in_another_case_is_the_one_the_server_resolves_it_to(tmp_path, postgresql):
@@ -309,19 +313,13 @@ def test_a_table_named_in_another_case_is_the_one_the_server_resolves_it_to(tmp_
         ids = {"server-id": "6976-6977"}
         sink, name = postgres_sink(postgresql), f"lower-case-{os.getpid()}"
         definition = pipeline_yaml(server, "vrpg.orders", sink, name=name, parallelism=1, **ids)
-        pipeline, env, state = (
-            write_pipeline(tmp_path / "p.yaml", definition),
-            sluice_env(server, postgresql),
-            tmp_path / "s",
-        )
-        process = start_sluice(pipeline, state, env)
-        try:
-            wait_until_streaming(process, state, lambda: server.execute("INSERT INTO vrpg.orders VALUES (31, 31)"))
+        env = sluice_env(server, postgresql)
+        with streaming_pipeline(
+            tmp_path, server, definition, env, "INSERT INTO vrpg.orders VALUES (31, 31)"
+        ) as pipeline:
             found = sluice("verify", pipeline, env, "--table", "VRPG.ORDERS")
             assert found.returncode == 0, found.stdout + found.stderr
             assert "0 differ" in found.stdout
-        finally:
-            kill_pipeline(process)
     finally:
         server.stop()
 
@@ -347,16 +345,8 @@ def test_a_skewed_keys_ranges_hold_a_chunk_at_most_and_stay_put_to_be_checked_ag
     )
     options = {"server-id": "6978-6979", "scan.incremental.snapshot.chunk.size": 500}
     definition = pipeline_yaml(mariadb, f"{source_db}.orders", postgres_sink(postgresql), **options)
-    pipeline, env, state = (
-        write_pipeline(tmp_path / "p.yaml", definition),
-        sluice_env(mariadb, postgresql),
-        tmp_path / "s",
-    )
-    process = start_sluice(pipeline, state, env)
-    try:
-        wait_until_streaming(
-            process, state, lambda: mariadb.execute("INSERT INTO orders VALUES (1001001, 0)", database=source_db)
-        )
+    env, past = sluice_env(mariadb, postgresql), f"INSERT INTO {source_db}.orders VALUES (1001001, 0)"
+    with streaming_pipeline(tmp_path, mariadb, definition, env, past) as pipeline:
         planted = (100, 1700, 2900, 4100, 5300, 1000100)
         with postgresql.connect() as conn:
             conn.execute(f"UPDATE {source_db}.orders SET total = -1 WHERE id IN {planted}")
@@ -383,8 +373,6 @@ def test_a_skewed_keys_ranges_hold_a_chunk_at_most_and_stay_put_to_be_checked_ag
         assert f"repaired: {first}: " in mended.stdout
         assert sluice("verify", pipeline, env, "--range", first).returncode == 0
         assert len(mismatch_lines(sluice("verify", pipeline, env).stdout)) == len(planted) - 1
-    finally:
-        kill_pipeline(process)
 
 
 @pytest.mark.parametrize("kind", ["postgres", "mariadb"])
@@ -404,14 +392,9 @@ def test_an_email_keyed_table_is_verified_and_repaired_range_by_range_in_the_sou
     definition = pipeline_yaml(
         mariadb, f"{source_db}.people", target.sink(), name=f"email-{kind}-{source_db}", **options
     )
-    pipeline, env = write_pipeline(tmp_path / "p.yaml", definition), sluice_env(mariadb, postgresql, mariadb_target)
-    process = start_sluice(pipeline, tmp_path / "s", env)
-    try:
-        wait_until_streaming(
-            process,
-            tmp_path / "s",
-            lambda: mariadb.execute("INSERT INTO people VALUES ('new@example.com', 0)", database=source_db),
-        )
+    env = sluice_env(mariadb, postgresql, mariadb_target)
+    past = f"INSERT INTO {source_db}.people VALUES ('new@example.com', 0)"
+    with streaming_pipeline(tmp_path, mariadb, definition, env, past) as pipeline:
         table = f"{source_db}.people"
         target.execute(
             f"UPDATE {table} SET visits = -1 WHERE email = 'user100@example.com'",  # a value changed
@@ -431,8 +414,6 @@ def test_an_email_keyed_table_is_verified_and_repaired_range_by_range_in_the_sou
         again = sluice("verify", pipeline, env, "--range", sorted(named)[0])
         assert again.returncode == 0 and "1 ranges checked, 0 differ" in again.stdout, again.stdout
         assert sluice("verify", pipeline, env).returncode == 0
-    finally:
-        kill_pipeline(process)
 
 
 def test_a_verify_reads_each_side_on_one_connection(streaming, monkeypatch):

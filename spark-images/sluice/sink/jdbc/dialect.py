@@ -23,6 +23,7 @@ from sluice.source.offset import BinlogOffset
 from sluice.source.row_decoding import Row
 from sluice.source.schema import Column, TableSchema
 
+BINLOG_SPLIT_ID = "binlog"  # the offsets table's row of the binlog position
 META_SCHEMA = "sluice_meta"
 OFFSETS_TABLE = "offsets"
 EPOCHS_TABLE = "epochs"  # per pipeline, bumped by every run: the fencing token of its writers

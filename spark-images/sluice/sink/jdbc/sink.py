@@ -20,49 +20,18 @@ from typing import Any
 from sluice.errors import SinkError, SinkUnavailable
 from sluice.event.row_change import ChangeBatch, RowKind
 from sluice.event.schema_change import AlterPrimaryKey, SchemaChangeEvent, apply_events, is_reflected
-from sluice.event.snapshot_split import SnapshotSplit, SplitRead, chunk_keys_of
-from sluice.pipeline.jdbc_url import JdbcUrl
+from sluice.event.snapshot_split import SplitRead
 from sluice.pipeline.sink_configs import JdbcSinkConfig
 from sluice.sink.base import PendingCommit, SchemaChangeRefused, Sink, SinkWriter, in_background
-from sluice.sink.jdbc.dialect import META_SCHEMA, STATES_TABLE, JdbcDialect, TableChanges
-from sluice.sink.jdbc.dialects import DIALECTS
+from sluice.sink.jdbc.dialect import BINLOG_SPLIT_ID, META_SCHEMA, STATES_TABLE, TableChanges
 from sluice.sink.jdbc.metadata_applier import schema_change_statements
+from sluice.sink.jdbc.target import JdbcTarget, first_line
 from sluice.sink.jdbc.target_limits import name_clashes, names_held_otherwise
+from sluice.sink.jdbc.target_ranges import TargetRanges
 from sluice.sink.target_values import TargetValues
 from sluice.source.offset import BinlogOffset
 from sluice.source.row_decoding import Row, RowDecoder
 from sluice.source.schema import TableSchema
-
-BINLOG_SPLIT_ID = "binlog"
-
-
-class JdbcTarget:
-    """Connection details; picklable, and the password stays out of repr."""
-
-    def __init__(self, config: JdbcSinkConfig, pipeline: str) -> None:
-        self.url: JdbcUrl = config.url
-        self.username = config.username
-        self._password = config.password
-        self.pipeline = pipeline
-        self.batch_size = config.batch_size
-        mysql = self.dialect.holds_mysql_values
-        self.values = TargetValues(
-            None if mysql else config.nul_replacement, None if mysql else config.zero_date, not mysql
-        )
-        self.epoch: int | None = None  # taken by JdbcSink.prepare, before writers ship
-
-    def __repr__(self) -> str:
-        return f"JdbcTarget({self.url.dialect}://{self.url.host}:{self.url.port}/{self.url.database})"
-
-    @property
-    def dialect(self) -> JdbcDialect:
-        return DIALECTS[self.url.dialect]
-
-    def connect(self) -> Any:
-        try:
-            return self.dialect.connect(self.url, self.username, self._password)
-        except Exception as exc:  # driver errors differ per dialect
-            raise SinkUnavailable(f"sink {self!r}: cannot connect: {_first_line(exc)}") from exc
 
 
 class JdbcWriter(SinkWriter):
@@ -91,7 +60,7 @@ class JdbcWriter(SinkWriter):
         except Exception as exc:
             self._abort()
             raise SinkError(
-                f"sink {self.target!r}: writing snapshot splits into {read.schema.table_id} failed: {_first_line(exc)}"
+                f"sink {self.target!r}: writing snapshot splits into {read.schema.table_id} failed: {first_line(exc)}"
             ) from exc
 
     def write_changes(self, batch: ChangeBatch, end: BinlogOffset, drop_split_records: bool) -> None:
@@ -163,7 +132,7 @@ class JdbcWriter(SinkWriter):
 
     def _failed(self, end: BinlogOffset, exc: Exception) -> SinkError:
         self._abort()
-        return SinkError(f"sink {self.target!r}: committing changes up to {end} failed: {_first_line(exc)}")
+        return SinkError(f"sink {self.target!r}: committing changes up to {end} failed: {first_line(exc)}")
 
     def apply_schema_change(
         self, change_id: str, events: Sequence[SchemaChangeEvent], before: Mapping[str, TableSchema]
@@ -184,7 +153,7 @@ class JdbcWriter(SinkWriter):
             except Exception as exc:
                 self._abort()
                 done = 0 if dialect.transactional_ddl else applied
-                raise SchemaChangeRefused(done, f"{event} on sink {self.target!r}: {_first_line(exc)}") from exc
+                raise SchemaChangeRefused(done, f"{event} on sink {self.target!r}: {first_line(exc)}") from exc
             schemas = apply_events(schemas, [event])
         self.conn.commit()
 
@@ -245,13 +214,12 @@ class JdbcWriter(SinkWriter):
 _RECREATE = "or drop the table for the pipeline to create it"
 
 
-class JdbcSink(Sink):
+class JdbcSink(TargetRanges, Sink):
     replaces_key_ranges = True
 
     def __init__(self, config: JdbcSinkConfig, pipeline: str) -> None:
         self.target = JdbcTarget(config, pipeline)
         self._meta_tables = False  # created in this process (the first state is kept before `prepare`)
-        self._reads: Any = None  # verification's connection (read_range)
 
     @property
     def values(self) -> TargetValues:
@@ -314,7 +282,7 @@ class JdbcSink(Sink):
                 try:
                     cur.execute(statement)
                 except Exception as exc:
-                    raise SinkError(f"sink {self.target!r}: '{statement[:120]}' failed: {_first_line(exc)}") from exc
+                    raise SinkError(f"sink {self.target!r}: '{statement[:120]}' failed: {first_line(exc)}") from exc
             conn.commit()
             self.target.epoch = dialect.begin_epoch(conn, self.target.pipeline)
             conn.commit()
@@ -355,7 +323,7 @@ class JdbcSink(Sink):
             conn.commit()
             self._meta_tables = True  # after the commit: PostgreSQL rolls DDL back with the rest
         except Exception as exc:
-            raise SinkError(f"sink {self.target!r}: keeping the pipeline's state failed: {_first_line(exc)}") from exc
+            raise SinkError(f"sink {self.target!r}: keeping the pipeline's state failed: {first_line(exc)}") from exc
         finally:
             conn.close()
 
@@ -364,156 +332,9 @@ class JdbcSink(Sink):
             self.target.dialect.delete_offsets(conn, self.target.pipeline)
             conn.commit()
 
-    def tables_holding_rows(self, schemas: Sequence[TableSchema]) -> set[str]:
-        """The tables whose target holds rows: their chunks replace their key ranges
-        (snapshot/range_replacement)."""
-        table = self.target.dialect.target_table
-        with contextlib.closing(self.target.connect()) as conn, contextlib.closing(conn.cursor()) as cur:
-            holding = set()
-            for schema in schemas:
-                cur.execute(f"SELECT 1 FROM {table(schema)} LIMIT 1")
-                if cur.fetchone() is not None:
-                    holding.add(schema.table_id)
-            conn.commit()
-            return holding
-
-    def chunk_keys(self, schema: TableSchema) -> Iterator[list[Any]]:
-        """The target's distinct chunk keys, a batch at a time in the target's own order
-        (NULL, if any, alone first)."""
-        dialect = self.target.dialect
-        key, table = dialect.quote(schema.chunk_key), dialect.target_table(schema)
-        with contextlib.closing(self.target.connect()) as conn, contextlib.closing(conn.cursor()) as cur:
-            cur.execute(f"SELECT 1 FROM {table} WHERE {key} IS NULL LIMIT 1")
-            if cur.fetchone() is not None:
-                yield [None]
-            after: list[Any] = []
-            while True:
-                where = f"{key} IS NOT NULL" + (f" AND {key} > %s" if after else "")
-                cur.execute(f"SELECT DISTINCT {key} FROM {table} WHERE {where} ORDER BY {key} LIMIT {KEY_BATCH}", after)
-                keys = [row[0] for row in cur.fetchall()]
-                conn.commit()
-                if not keys:
-                    return
-                yield keys
-                after = [keys[-1]]
-
-    def delete_chunk_keys(self, schema: TableSchema, keys: Sequence[Any] | None) -> None:
-        """Deletes the target's rows with these chunk keys (every row, for None), committed."""
-        dialect = self.target.dialect
-        key, table = dialect.quote(schema.chunk_key), dialect.target_table(schema)
-        with contextlib.closing(self.target.connect()) as conn, contextlib.closing(conn.cursor()) as cur:
-            if keys is None:
-                cur.execute(f"DELETE FROM {table}")
-            if None in (keys or ()):
-                cur.execute(f"DELETE FROM {table} WHERE {key} IS NULL")
-            values = [k for k in keys or () if k is not None]
-            for start in range(0, len(values), KEY_BATCH):
-                part = values[start : start + KEY_BATCH]
-                cur.execute(f"DELETE FROM {table} WHERE {key} IN ({', '.join(['%s'] * len(part))})", part)
-            conn.commit()
-
-    def read_range(
-        self,
-        schema: TableSchema,
-        split: SnapshotSplit,
-        keys_as_of: Callable[[BinlogOffset], Sequence[Any]] | None = None,
-    ) -> tuple[list[Row], BinlogOffset | None]:
-        """The target's rows in a key range and the binlog position they are as of (the
-        pipeline's committed one), read in one consistent view: nothing waits for it. With
-        `keys_as_of`, the rows of the chunk keys it gives for that position instead (a
-        range of a key the target orders otherwise than the source)."""
-        dialect = self.target.dialect
-        conn = self._reading()
-        try:
-            dialect.begin_consistent_read(conn)
-            position = dialect.load_offsets(conn, self.target.pipeline).get(BINLOG_SPLIT_ID)
-            keys = None if keys_as_of is None or position is None else keys_as_of(position)
-            rows = dialect.select_range(conn, schema, split, keys)
-            conn.rollback()
-            return rows, position
-        except BaseException:
-            self.release()  # the next read starts on a fresh connection
-            raise
-
-    def _reading(self) -> Any:
-        """The one connection verification reads the target on."""
-        if self._reads is None:
-            self._reads = self.target.connect()
-        return self._reads
-
-    def release(self) -> None:
-        """Closes the connection verification read on."""
-        if self._reads is not None:
-            self._reads.close()
-            self._reads = None
-
-    def replace_range(
-        self,
-        schema: TableSchema,
-        split: SnapshotSplit,
-        rows_as_of: Callable[[BinlogOffset], list[Row]],
-        keys_also: Sequence[Any] | None = None,
-    ) -> int:
-        """Replaces the target's rows in a key range by `rows_as_of(position)`, the source's
-        rows as of the pipeline's committed position. With `keys_also`, the range is the
-        rows' chunk keys and these (see read_range). Returns the rows written."""
-
-        def replace(conn: Any, position: BinlogOffset) -> int:
-            rows = rows_as_of(position)
-            keys = None if keys_also is None else chunk_keys_of(schema, rows, keys_also)
-            self.target.dialect.delete_range(conn, schema, split, keys)
-            self.target.dialect.insert_new(conn, schema, self.target.values.rows(schema, rows))
-            return len(rows)
-
-        return self._at_committed_position(replace)
-
-    def replace_keys(
-        self,
-        schema: TableSchema,
-        rows_as_of: Callable[[BinlogOffset], tuple[list[tuple[Any, ...]], list[Row]]],
-    ) -> int:
-        """Replaces the target's rows of the keys `rows_as_of(position)` gives by the rows it
-        gives with them (the source's as of the pipeline's committed position)."""
-
-        def replace(conn: Any, position: BinlogOffset) -> int:
-            keys, rows = rows_as_of(position)
-            for start in range(0, len(keys), self.target.batch_size):
-                self.target.dialect.delete(conn, schema, keys[start : start + self.target.batch_size])
-            self.target.dialect.insert_new(conn, schema, self.target.values.rows(schema, rows))
-            return len(rows)
-
-        return self._at_committed_position(replace)
-
-    def _at_committed_position(self, write: Callable[[Any, BinlogOffset], int]) -> int:
-        """Runs `write` in a transaction at the pipeline's committed binlog position: its
-        writes wait meanwhile (the epoch row is locked), so the position holds until the
-        rows are in; the pipeline pauses for as long as one write takes."""
-        dialect = self.target.dialect
-        with contextlib.closing(self.target.connect()) as conn:
-            try:
-                dialect.lock_epoch(conn, self.target.pipeline)
-                position = dialect.load_offsets(conn, self.target.pipeline).get(BINLOG_SPLIT_ID)
-                if position is None:
-                    raise SinkError(f"sink {self.target!r}: pipeline {self.target.pipeline!r} has no binlog position")
-                written = write(conn, position)
-                conn.commit()
-                return written
-            except Exception:
-                with contextlib.suppress(Exception):
-                    conn.rollback()
-                raise
-
     def writer(self) -> JdbcWriter:
         return JdbcWriter(self.target)
 
 
-KEY_BATCH = 1000  # chunk keys per query when a collation-keyed table's unread chunks are cleared
-
-
 def _key_tuple(key: Any) -> tuple[Any, ...]:
     return key if isinstance(key, tuple) else (key,)
-
-
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip() or type(exc).__name__
-    return text.splitlines()[0]

@@ -8,7 +8,7 @@ gained a commit of a newer run meanwhile fails delta-rs's conflict check and com
 
 Delta-rs (1.6) writes no table with column mapping correctly, and without it a column can
 only be added in place: a dropped, renamed or retyped column rewrites the table (its size
-decides the cost; the README says so)."""
+decides the cost; docs/sinks/delta.md says so)."""
 
 from __future__ import annotations
 

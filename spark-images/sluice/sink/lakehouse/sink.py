@@ -36,6 +36,7 @@ from sluice.sink.arrow_rows import ArrowRows, arrow_schema, source_rows, widens
 from sluice.sink.base import SchemaChangeRefused, Sink, SinkWriter
 from sluice.sink.columnar_types import arrow_type
 from sluice.sink.jdbc.dialect import META_SCHEMA, STATES_TABLE
+from sluice.sink.lakehouse.commit_records import holds_already, recorded_end
 from sluice.sink.lakehouse.data_files import write_data_files, write_data_files_on_executor
 from sluice.sink.lakehouse.table_format import (
     END,
@@ -49,7 +50,6 @@ from sluice.sink.lakehouse.table_format import (
     TableFormat,
 )
 from sluice.sink.target_values import TargetValues
-from sluice.source.gtid_state import contains
 from sluice.source.offset import BinlogOffset
 from sluice.source.row_decoding import Row, RowDecoder
 from sluice.source.schema import Column, TableSchema
@@ -168,7 +168,7 @@ class LakehouseSink(Sink):
 
     def table_end(self, table_id: str) -> BinlogOffset | None:
         """Where the binlog reader was after the table's last commit of this pipeline."""
-        return _end(self._records(table_id))
+        return recorded_end(self._records(table_id))
 
     def commit(self, schema: TableSchema, commit: TableCommit) -> None:
         """One commit of this run into a table."""
@@ -244,7 +244,7 @@ class LakehouseSink(Sink):
         records = {s.table_id: self._records(s.table_id) for s in schemas}
         self.epoch = max((int(r[0][EPOCH]) for r in records.values() if r), default=0) + 1
         for schema in schemas:
-            end = _end(records[schema.table_id])  # carried on, so the newest record has it
+            end = recorded_end(records[schema.table_id])  # carried on, so the newest record has it
             self.commit(schema, TableCommit({END: json.dumps(end.to_json())} if end else {}))
 
     def committed_splits(self) -> dict[str, BinlogOffset]:
@@ -369,25 +369,6 @@ class LakehouseSink(Sink):
 
     def writer(self) -> LakehouseWriter:
         return LakehouseWriter(self)
-
-
-def _end(records: Sequence[Mapping[str, str]]) -> BinlogOffset | None:
-    """The end of the newest of a table's records that has one."""
-    return next((BinlogOffset.from_json(json.loads(r[END])) for r in records if r.get(END)), None)
-
-
-def holds_already(change: BinlogOffset, batch_end: BinlogOffset, table_end: BinlogOffset | None) -> bool:
-    """Whether the table's commits hold a change of a batch already. By GTID sets where
-    both ends have one and neither is inside a transaction (they mean the same on every
-    server: after a failover a position on the promoted server says nothing of one on the
-    old), the whole batch or none of it; else by position, on the one server a resume
-    inside a transaction or without GTIDs reads. (A batch partly in and partly past the
-    table's end is applied whole: a key's last image upserted again changes nothing.)"""
-    if table_end is None:
-        return False
-    if batch_end.gtid and table_end.gtid and not (batch_end.transaction or table_end.transaction):
-        return contains(table_end.gtid, batch_end.gtid)
-    return change.is_before(table_end)
 
 
 def _nulls_first(key: Any) -> tuple[bool, Any]:

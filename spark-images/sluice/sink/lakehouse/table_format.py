@@ -29,6 +29,8 @@ PIPELINE, EPOCH, END, SPLITS = "sluice.pipeline", "sluice.epoch", "sluice.end", 
 class Fenced(SinkError):
     """A newer run of the pipeline committed into the table: this writer commits nothing."""
 
+    troubleshooting = "fenced"
+
 
 DataFile = Any  # a data file a format's file writer wrote, in no commit yet
 

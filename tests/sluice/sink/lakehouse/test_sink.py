@@ -25,8 +25,9 @@ from sluice.event.row_change import ChangeBatch, ChangeRow, RowKind
 from sluice.event.schema_change import DropColumn, RenameColumn, RenameTable, apply_events
 from sluice.event.snapshot_split import SnapshotSplit
 from sluice.sink.arrow_rows import ArrowRows, source_rows
+from sluice.sink.lakehouse.commit_records import holds_already
 from sluice.sink.lakehouse.iceberg import IcebergTables, with_secret
-from sluice.sink.lakehouse.sink import LakehouseSink, holds_already
+from sluice.sink.lakehouse.sink import LakehouseSink
 from sluice.sink.lakehouse.table_format import EPOCH, PIPELINE, Fenced, TableCommit
 from sluice.source.offset import BinlogOffset
 from sluice.source.schema import Column, TableSchema, read_table_schema
