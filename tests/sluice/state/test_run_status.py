@@ -11,6 +11,7 @@ import time
 from sluice.state.state_store import DirectoryStateStore
 from tests.harness.pipelines import (
     SLUICE,
+    exit_message,
     kill_pipeline,
     pipeline_yaml,
     postgres_sink,
@@ -100,7 +101,7 @@ def test_status_shows_the_last_runs_error_and_refuses_a_directory_without_state(
 
     shown = sluice_status(str(path), "--state-dir", str(state))
     assert shown.returncode == 0, shown.stderr
-    error = failed.stderr.strip().splitlines()[-1].removeprefix("sluice: error: ")
+    error = exit_message(failed.stderr).removeprefix("sluice: error: ")
     assert shown.stdout.splitlines()[0].split(": ", 1)[1].startswith("Streaming, stopped ")
     assert shown.stdout.splitlines()[-1].endswith(f"): {error}"), shown.stdout
     assert "s3cr3t" not in shown.stdout  # the password never
