@@ -62,7 +62,7 @@ SOURCE_OPTIONS = [
         "type",
         str,
         choices=("mysql",),
-        description="the source connector: mysql (MySQL 5.7+ and 8, MariaDB 10.x and 11)",
+        description="the source connector: mysql (MySQL 8.0.14+ and MariaDB 10.5+, which log full row metadata)",
     ),
     Option("hostname", str, description="the source server's host name or address"),
     Option("port", int, 3306, check=port_number, description="the source server's port"),
