@@ -12,7 +12,7 @@ import struct
 from collections.abc import Iterator, Mapping
 from typing import NamedTuple
 
-from pymysqlreplication.event import RotateEvent
+from pymysqlreplication.event import HeartbeatLogEvent, QueryEvent, RotateEvent, XidEvent
 
 from sluice.binlog.event_stream import ROW_EVENTS, BinlogEventStream, BinlogRowsEvent
 from sluice.binlog.row_image_decoder import RowImageDecoder, RowImageDecoders, changelog_rows
@@ -204,3 +204,76 @@ def read_window(
                 yield from rows.changes()
     finally:
         stream.close()
+
+
+class ForwardWindows:
+    """Row changes of the given tables in windows [start, stop) that only move forward, all
+    read on one replication connection: verification's, whose ranges' windows start at the
+    target's committed position, which never moves back. What one window read past the
+    next one's start is kept for it.
+
+    The stream blocks at the binlog's end. A window ends at the first event at or past its
+    stop; where none comes (the source went quiet), at a heartbeat that says the server
+    has sent everything up to it (other tables' events are passed over unseen, so each
+    transaction's end, XID or COMMIT, is read to see the position move)."""
+
+    def __init__(
+        self,
+        endpoint: SourceEndpoint,
+        server_id: int,
+        schemas: Mapping[str, TableSchema],
+        mariadb: bool,
+        heartbeat_seconds: float = 0.5,
+    ) -> None:
+        self._endpoint, self._server_id, self._schemas, self._mariadb = endpoint, server_id, schemas, mariadb
+        self._heartbeat = heartbeat_seconds
+        self._decoders = RowImageDecoders(schemas)
+        self._stream: BinlogEventStream | None = None
+        self._began = self._reached = BinlogOffset("", 0)  # the stream's start; everything before reached is read
+        self._read: list[tuple[BinlogOffset, list[RowChange]]] = []  # rows events read, by their start
+
+    def window(self, start: BinlogOffset, stop: BinlogOffset, table_id: str) -> list[RowChange]:
+        """The table's row changes in [start, stop)."""
+        if self._stream is None or start.is_before(self._began):
+            self._open(start)
+        self._read = [(at, changes) for at, changes in self._read if not at.is_before(start)]
+        stream = self._stream
+        assert stream is not None
+        while self._reached.is_before(stop):
+            event = stream.fetchone()
+            if event is None:
+                raise SourceError(f"the binlog stream ended at {self._reached}, before {stop}")
+            if isinstance(event, RotateEvent):
+                continue  # its position belongs to the file it closes
+            end = BinlogOffset(stream.log_file, event.packet.log_pos)
+            if not isinstance(event, HeartbeatLogEvent):  # a heartbeat: idle, every event up to it was sent
+                self._take(event_start(stream, event), event)
+            self._reached = max(self._reached, end)
+        inside = (changes for at, changes in self._read if not at.is_before(start) and at.is_before(stop))
+        return [change for changes in inside for change in changes if change.table_id == table_id]
+
+    def _take(self, at: BinlogOffset, event: object) -> None:
+        if isinstance(event, BinlogRowsEvent) and (rows := rows_event(event, at, self._decoders)) is not None:
+            if rows.is_partial:
+                raise partial_images_stop(rows, "a window of changes folded onto a range needs every column")
+            self._read.append((at, rows.changes()))
+
+    def _open(self, start: BinlogOffset) -> None:
+        self.close()
+        self._stream = open_stream(
+            self._endpoint,
+            self._server_id,
+            start,
+            self._schemas,
+            self._mariadb,
+            blocking=True,
+            heartbeat_seconds=self._heartbeat,
+            extra_events=(HeartbeatLogEvent, XidEvent, QueryEvent),
+        )
+        self._began = self._reached = BinlogOffset(start.file, start.pos)
+        self._read = []
+
+    def close(self) -> None:
+        if self._stream is not None:
+            self._stream.close()
+            self._stream = None

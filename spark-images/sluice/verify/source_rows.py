@@ -7,13 +7,15 @@ comparison wrong, and the pipeline is never asked to wait."""
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Iterable
 from typing import Any
 
 import MySQLdb
 
-from sluice.binlog.event_reader import read_window
+from sluice.binlog.event_reader import ForwardWindows, read_window
 from sluice.errors import SluiceError
 from sluice.event.projection import projection
+from sluice.event.row_change import RowChange
 from sluice.event.snapshot_split import SplitTask
 from sluice.snapshot.chunk_scan import ChunkScan
 from sluice.snapshot.split_reader import (
@@ -45,9 +47,12 @@ def _check_windable(position: BinlogOffset) -> None:
         raise PositionInsideTransaction(f"the target's position {position} is inside a transaction")
 
 
-def source_rows_as_of(task: SplitTask, position: BinlogOffset, target: TableSchema, conn: Any) -> list[Row]:
+def source_rows_as_of(
+    task: SplitTask, position: BinlogOffset, target: TableSchema, conn: Any, windows: ForwardWindows | None = None
+) -> list[Row]:
     """The split's rows at the source as of `position`, in the target's columns. `conn`: a
-    scan connection (connect_scan) left as it was given."""
+    scan connection (connect_scan) left as it was given; `windows`: where the changes since
+    `position` are read (else on a connection of their own)."""
     _check_windable(position)
     schema = task.schema
     try:
@@ -61,9 +66,12 @@ def source_rows_as_of(task: SplitTask, position: BinlogOffset, target: TableSche
             )
         if read_at.is_after(position):
             decoder = RowDecoder(schema)
-            changes = read_window(
-                task.endpoint, task.server_id, position, read_at, {schema.table_id: schema}, is_mariadb(conn)
-            )
+            if windows is not None:
+                changes: Iterable[RowChange] = windows.window(position, read_at, schema.table_id)
+            else:
+                changes = read_window(
+                    task.endpoint, task.server_id, position, read_at, {schema.table_id: schema}, is_mariadb(conn)
+                )
             order = key_order_for(schema.column(schema.chunk_key), conn)
             rows = unfold(rows, changes_in_chunk(changes, task.split, decoder, order), decoder)
     finally:

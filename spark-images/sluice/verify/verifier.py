@@ -28,11 +28,12 @@ from typing import Any, Protocol, TextIO, runtime_checkable
 
 import pymysql
 
+from sluice.binlog.event_reader import ForwardWindows
 from sluice.errors import SchemaDrift, SluiceError
 from sluice.event.snapshot_split import SnapshotSplit, SplitTask, chunk_keys_of
 from sluice.pipeline.definition import PipelineDefinition
 from sluice.sink.target_values import TargetValues
-from sluice.source.connection import connect, connect_scan
+from sluice.source.connection import connect, connect_scan, is_mariadb
 from sluice.source.endpoint import SourceEndpoint
 from sluice.source.key_order import key_order_for
 from sluice.source.offset import BinlogOffset
@@ -140,6 +141,7 @@ class Verifier:
         self._lower_case_table_names: int | None = None  # the server's, once a name needs it
         self._source_conn: pymysql.connections.Connection | None = None
         self._scan_conn: Any = None  # the one the source's rows of each range are read on
+        self._windows: ForwardWindows | None = None  # the binlog since the target's position, read on one stream
         # Ranges of a key the target orders otherwise than the source are read by chunk
         # keys: each range's own, and these of the target's that the source lacks.
         self._strays: dict[tuple[str, int], list[Any]] = {}
@@ -241,6 +243,7 @@ class Verifier:
             self._source_conn.close()
             self._source_conn = None
         self._close_scan()
+        self._close_windows()
         self.sink.release()
 
     def _scan(self) -> Any:
@@ -254,12 +257,25 @@ class Verifier:
                 self._scan_conn.close()
             self._scan_conn = None
 
+    def _close_windows(self) -> None:
+        if self._windows is not None:
+            self._windows.close()
+            self._windows = None
+
     def _source_rows(self, split: SnapshotSplit, position: BinlogOffset, target: TableSchema) -> list[Row]:
-        """The range's rows at the source as of `position`, on the verification's one scan connection."""
+        """The range's rows at the source as of `position`, on the verification's one scan
+        connection and one binlog stream."""
         try:
-            return source_rows_as_of(self._task(split), position, target, self._scan())
+            conn = self._scan()
+            if self._windows is None:
+                tables = self.state.tables or {}
+                self._windows = ForwardWindows(self.endpoint, self.server_id, tables, is_mariadb(conn))
+            return source_rows_as_of(self._task(split), position, target, conn, self._windows)
+        except PositionInsideTransaction:
+            raise  # tried again on the same connections
         except BaseException:
-            self._close_scan()  # the next range starts on a fresh connection
+            self._close_scan()  # the next range starts on fresh connections
+            self._close_windows()
             raise
 
     def verify(

@@ -416,9 +416,11 @@ def test_an_email_keyed_table_is_verified_and_repaired_range_by_range_in_the_sou
         assert sluice("verify", pipeline, env).returncode == 0
 
 
-def test_a_verify_reads_each_side_on_one_connection(streaming, monkeypatch):
+def test_a_verify_reads_each_side_on_one_connection(streaming, mariadb, source_db, monkeypatch):
     """Issue 46, point 6: verify opened new source, target and binlog connections for every
-    range. (The binlog is read only where the target lags the source's read; none here.)"""
+    range. The binlog since the target's position (it lags while the source writes) is
+    read on one stream that only moves forward, and every range still compares equal."""
+    from sluice.binlog import event_reader
     from sluice.pipeline.definition import load_definition
     from sluice.sink.factory import create_sink
     from sluice.verify import verifier as verifier_module
@@ -439,8 +441,20 @@ def test_a_verify_reads_each_side_on_one_connection(streaming, monkeypatch):
 
     counted(verifier_module, "connect", "source")
     counted(verifier_module, "connect_scan", "source scan")
+    counted(event_reader, "open_stream", "binlog")
+    counted(event_reader.ForwardWindows, "window", "binlog windows read")
     counted(sink.target, "connect", "target")
-    with verifier_module.Verifier(definition, sink, definition.source.endpoint(), out=io.StringIO()) as verifier:
+    with (
+        SourceWrites(mariadb, source_db),
+        verifier_module.Verifier(definition, sink, definition.source.endpoint(), out=io.StringIO()) as verifier,
+    ):
         result = verifier.verify(verifier.tables())
-    assert result.equal and result.checked > 10
-    assert opened == {"source": 1, "source scan": 1, "target": 2}  # target: its records, then every range
+    assert result.equal and result.checked > 10, result
+    assert opened["binlog windows read"] > 1  # the target lagged the source's reads
+    assert opened == {
+        "source": 1,
+        "source scan": 1,
+        "binlog": 1,
+        "binlog windows read": opened["binlog windows read"],
+        "target": 2,  # its records, then every range
+    }
