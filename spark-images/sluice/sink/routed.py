@@ -118,6 +118,11 @@ class RoutedSink(Sink):
         return {sinks[t] for t in holding}
 
     def chunk_keys(self, schema: TableSchema) -> Iterator[list[Any]]:
+        """The target's chunk keys, where the table's rows are its target's alone; none for
+        a merged member, whose rows are replaced by their keys (the other members' keys in
+        the target are not its own to clear)."""
+        if not self.routed.replaceable(schema.table_id):
+            return iter(())
         return self.inner.chunk_keys(self.routed.sink(schema.table_id))
 
     def delete_chunk_keys(self, schema: TableSchema, keys: Sequence[Any] | None) -> None:
