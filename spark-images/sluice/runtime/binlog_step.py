@@ -175,8 +175,9 @@ class BinlogStep:
         """Reads tables again into the target, range by range, as of its position."""
         from sluice.verify.verifier import Verifier
 
-        verifier = Verifier(self.context.definition, self.context.sink, self.context.endpoint, state=self.context.state)  # type: ignore[arg-type]
-        return verifier.resnapshot(list(tables))
+        context = self.context
+        with Verifier(context.definition, context.sink, context.endpoint, state=context.state) as verifier:  # type: ignore[arg-type]
+            return verifier.resnapshot(list(tables))
 
     def _after_schema_change(self, split: BinlogSplit) -> bool:
         """What waited on a schema change; True if the binlog reader must start again."""

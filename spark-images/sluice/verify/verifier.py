@@ -18,7 +18,6 @@ is the truth), so neither needs the pipeline's state directory or status.
 
 from __future__ import annotations
 
-import collections
 import contextlib
 import sys
 import time
@@ -37,12 +36,12 @@ from sluice.source.connection import connect, connect_scan, is_mariadb
 from sluice.source.endpoint import SourceEndpoint
 from sluice.source.key_order import key_order_for
 from sluice.source.offset import BinlogOffset
-from sluice.source.row_decoding import Row, RowDecoder
+from sluice.source.row_decoding import Row
 from sluice.source.schema import TableSchema
 from sluice.source.sql import qualified, quote
 from sluice.state.compact_state import expand
 from sluice.state.pipeline_state import PipelineState
-from sluice.verify.normal_form import normal_row, normal_value
+from sluice.verify.range_compare import RangeMismatch, compare
 from sluice.verify.range_planner import place_keys, plan_ranges
 from sluice.verify.range_text import bound_value, parse_range, range_text
 from sluice.verify.source_rows import PositionInsideTransaction, rows_matching_as_of, source_rows_as_of
@@ -64,9 +63,10 @@ class VerifiedSink(Protocol):
         schema: TableSchema,
         split: SnapshotSplit,
         keys_as_of: Callable[[BinlogOffset], Sequence[Any]] | None = None,
+        conn: Any = None,
     ) -> tuple[list[Row], BinlogOffset | None]:
         """A key range's rows and the position they are as of, read consistently; with
-        `keys_as_of`, the rows of the chunk keys it gives for that position."""
+        `keys_as_of`, the rows of the chunk keys it gives for that position; on `conn`."""
 
     def replace_range(
         self,
@@ -82,33 +82,14 @@ class VerifiedSink(Protocol):
 
     def chunk_keys(self, schema: TableSchema) -> Iterator[list[Any]]: ...
 
-    def release(self) -> None:
-        """Closes what verification opened."""
+    def reading_connection(self) -> Any:
+        """A connection to read every range on (None where the target needs none)."""
 
 
 class NotStreamingYet(SluiceError):
     """The pipeline has not streamed past its snapshot: there is no one position to compare at."""
 
     troubleshooting = "not-streaming-yet"
-
-
-@dataclass(frozen=True)
-class RangeMismatch:
-    table_id: str
-    split: SnapshotSplit
-    source_rows: int
-    target_rows: int
-    missing: int  # source rows the target lacks or holds otherwise
-    unexpected: int  # target rows the source does not hold
-    examples: tuple[str, ...] = ()  # a few rows that differ, by key
-
-    def describe(self) -> str:
-        examples = f"; e.g. {'; '.join(self.examples)}" if self.examples else ""
-        return (
-            f"{self.table_id} {range_text(self.split)}: {self.missing} source rows missing or different in the "
-            f"target, {self.unexpected} target rows not at the source ({self.source_rows} rows at the source, "
-            f"{self.target_rows} in the target){examples}"
-        )
 
 
 @dataclass
@@ -141,7 +122,11 @@ class Verifier:
         self._lower_case_table_names: int | None = None  # the server's, once a name needs it
         self._source_conn: pymysql.connections.Connection | None = None
         self._scan_conn: Any = None  # the one the source's rows of each range are read on
-        self._windows: ForwardWindows | None = None  # the binlog since the target's position, read on one stream
+        self._target_conn: Any = None  # the one the target's rows of each range are read on
+        # verify()'s binlog since the target's position, read on one stream; a read-again
+        # (resnapshot) beside the binlog reader reads each range's window on its own.
+        self._windows: ForwardWindows | None = None
+        self._verifying = False
         # Ranges of a key the target orders otherwise than the source are read by chunk
         # keys: each range's own, and these of the target's that the source lacks.
         self._strays: dict[tuple[str, int], list[Any]] = {}
@@ -244,7 +229,13 @@ class Verifier:
             self._source_conn = None
         self._close_scan()
         self._close_windows()
-        self.sink.release()
+        self._close_target()
+
+    def _close_target(self) -> None:
+        if self._target_conn is not None:
+            with contextlib.suppress(Exception):  # it may be gone already
+                self._target_conn.close()
+            self._target_conn = None
 
     def _scan(self) -> Any:
         if self._scan_conn is None:
@@ -267,7 +258,7 @@ class Verifier:
         connection and one binlog stream."""
         try:
             conn = self._scan()
-            if self._windows is None:
+            if self._windows is None and self._verifying:
                 tables = self.state.tables or {}
                 self._windows = ForwardWindows(self.endpoint, self.server_id, tables, is_mariadb(conn))
             return source_rows_as_of(self._task(split), position, target, conn, self._windows)
@@ -290,6 +281,21 @@ class Verifier:
         named_ranges); `on_progress` hears after each. `pace`: after each range, wait this
         many times as long as it took (1.0: the verifier works half the time), as
         pt-table-checksum's chunk time bounds its load."""
+        self._verifying = True
+        try:
+            return self._verify(tables, repair, on_progress, pace, ranges)
+        finally:
+            self._verifying = False
+            self._close_windows()
+
+    def _verify(
+        self,
+        tables: list[str],
+        repair: bool,
+        on_progress: Callable[[VerificationResult], None] | None,
+        pace: float,
+        ranges: dict[str, list[SnapshotSplit]] | None,
+    ) -> VerificationResult:
         result = VerificationResult()
         plans = ranges or {table_id: self.ranges(table_id) for table_id in tables}
         result.ranges = sum(len(p) for p in plans.values())
@@ -381,14 +387,20 @@ class Verifier:
         for _ in _attempts():
             held.clear()
             try:
-                target_rows, position = self.sink.read_range(target, split, None if strays is None else keys_as_of)
+                if self._target_conn is None:
+                    self._target_conn = self.sink.reading_connection()
+                by_keys = None if strays is None else keys_as_of
+                target_rows, position = self.sink.read_range(target, split, by_keys, self._target_conn)
                 if position is None:
                     raise SluiceError(f"pipeline '{self.definition.name}' has no binlog position in its target")
                 source_rows = held[-1] if held else self._source_rows(split, position, target)
             except PositionInsideTransaction:
                 continue
+            except BaseException:
+                self._close_target()  # the next range starts on a fresh connection
+                raise
             fit = self.sink.values.for_table(target)  # what the target holds of them
-            return _compare(split, target, source_rows if fit is None else list(map(fit, source_rows)), target_rows)
+            return compare(split, target, source_rows if fit is None else list(map(fit, source_rows)), target_rows)
         raise SluiceError(f"{split.table_id} {range_text(split)}: the target stayed inside one transaction")
 
     def repair(self, split: SnapshotSplit) -> int:
@@ -410,59 +422,6 @@ def _attempts() -> Iterator[int]:
         if attempt:
             time.sleep(RETRY_SECONDS)
         yield attempt
-
-
-def _compare(
-    split: SnapshotSplit, schema: TableSchema, source_rows: list[Row], target_rows: list[Row]
-) -> RangeMismatch | None:
-    normal = normal_row(schema)
-    source = collections.Counter(map(normal, source_rows))
-    target = collections.Counter(map(normal, target_rows))
-    if source == target:
-        return None
-    missing, unexpected = source - target, target - source
-    return RangeMismatch(
-        split.table_id,
-        split,
-        len(source_rows),
-        len(target_rows),
-        sum(missing.values()),
-        sum(unexpected.values()),
-        _examples(
-            schema,
-            [r for r in source_rows if normal(r) in missing],
-            [r for r in target_rows if normal(r) in unexpected],
-        ),
-    )
-
-
-EXAMPLES = 3
-
-
-def _examples(schema: TableSchema, missing: list[Row], unexpected: list[Row]) -> tuple[str, ...]:
-    """A few differing rows: for a keyed table by key, which columns differ or which side
-    lacks the row; for a keyless one by its values, which side lacks it."""
-    decoder = RowDecoder(schema)
-    if schema.is_bag:
-        half = (EXAMPLES + 1) // 2
-        shown = [f"{decoder.key_text(row)} not in the target" for row in missing[:half]]
-        shown += [f"{decoder.key_text(row)} not at the source" for row in unexpected[: EXAMPLES - len(shown)]]
-        return tuple(shown)
-    by_key = {decoder.row_key(row): row for row in unexpected}
-    found = []
-    for row in missing[:EXAMPLES]:
-        other = by_key.pop(decoder.row_key(row), None)
-        if other is None:
-            found.append(f"{decoder.key_text(row)} not in the target")
-            continue
-        differ = [
-            c.name
-            for c, a, b in zip(schema.columns, row, other, strict=True)
-            if normal_value(c.data_type, a) != normal_value(c.data_type, b)
-        ]
-        found.append(f"{decoder.key_text(row)} differs in {', '.join(differ)}")
-    found += [f"{decoder.key_text(row)} not at the source" for row in list(by_key.values())[: EXAMPLES - len(found)]]
-    return tuple(found)
 
 
 class _Progress:

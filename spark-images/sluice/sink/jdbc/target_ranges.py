@@ -23,7 +23,6 @@ class TargetRanges:
     """The key-range operations of JdbcSink, over its `target`."""
 
     target: JdbcTarget
-    _reads: Any = None  # verification's connection (read_range)
 
     def tables_holding_rows(self, schemas: Sequence[TableSchema]) -> set[str]:
         """The tables whose target holds rows: their chunks replace their key ranges
@@ -78,35 +77,29 @@ class TargetRanges:
         schema: TableSchema,
         split: SnapshotSplit,
         keys_as_of: Callable[[BinlogOffset], Sequence[Any]] | None = None,
+        conn: Any = None,
     ) -> tuple[list[Row], BinlogOffset | None]:
         """The target's rows in a key range and the binlog position they are as of (the
         pipeline's committed one), read in one consistent view: nothing waits for it. With
         `keys_as_of`, the rows of the chunk keys it gives for that position instead (a
-        range of a key the target orders otherwise than the source)."""
+        range of a key the target orders otherwise than the source). `conn`: the caller's
+        (reading_connection), left open; else one of its own."""
+        if conn is None:
+            with contextlib.closing(self.target.connect()) as own:
+                return self.read_range(schema, split, keys_as_of, own)
         dialect = self.target.dialect
-        conn = self._reading()
         try:
             dialect.begin_consistent_read(conn)
             position = dialect.load_offsets(conn, self.target.pipeline).get(BINLOG_SPLIT_ID)
             keys = None if keys_as_of is None or position is None else keys_as_of(position)
-            rows = dialect.select_range(conn, schema, split, keys)
-            conn.rollback()
-            return rows, position
-        except BaseException:
-            self.release()  # the next read starts on a fresh connection
-            raise
+            return dialect.select_range(conn, schema, split, keys), position
+        finally:
+            with contextlib.suppress(Exception):  # a connection gone says so above
+                conn.rollback()
 
-    def _reading(self) -> Any:
-        """The one connection verification reads the target on."""
-        if self._reads is None:
-            self._reads = self.target.connect()
-        return self._reads
-
-    def release(self) -> None:
-        """Closes the connection verification read on."""
-        if self._reads is not None:
-            self._reads.close()
-            self._reads = None
+    def reading_connection(self) -> Any:
+        """A connection a verification reads every range on (read_range's `conn`)."""
+        return self.target.connect()
 
     def replace_range(
         self,

@@ -135,11 +135,13 @@ class LakehouseSink(Sink):
         schema: TableSchema,
         split: SnapshotSplit,
         keys_as_of: Callable[[BinlogOffset], Sequence[Any]] | None = None,
+        conn: Any = None,
     ) -> tuple[list[Row], BinlogOffset | None]:
         """A key range's rows and the binlog position they are as of: the table at its
         newest commit that records an end (verification compares them with the source's
         rows as of that position). With `keys_as_of`, the rows of the chunk keys it gives
-        for that position instead (see JdbcSink.read_range). Nothing waits for it."""
+        for that position instead (see JdbcSink.read_range). Nothing waits for it; no
+        connection is held (`conn`: reading_connection's None)."""
         for version, record in self._versions(schema.table_id):
             if record.get(END):
                 position = BinlogOffset.from_json(json.loads(record[END]))
@@ -150,8 +152,9 @@ class LakehouseSink(Sink):
                 return source_rows(schema, found), position
         return [], None
 
-    def release(self) -> None:
-        """Verification holds nothing open here."""
+    def reading_connection(self) -> None:
+        """Tables are read through the catalog: there is no connection to hold."""
+        return None
 
     def _fence(self, table_id: str) -> Callable[[int], None]:
         """What a format calls with the newest epoch the table holds (as it loaded the table
