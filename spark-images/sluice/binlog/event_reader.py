@@ -199,11 +199,16 @@ def read_window(
             if not start.is_before(stop):
                 return
             if isinstance(event, BinlogRowsEvent) and (rows := rows_event(event, start, decoders)) is not None:
-                if rows.is_partial:
-                    raise partial_images_stop(rows, "a window of changes folded onto a range needs every column")
-                yield from rows.changes()
+                yield from _window_changes(rows)
     finally:
         stream.close()
+
+
+def _window_changes(rows: RowsEvent) -> list[RowChange]:
+    """A rows event's changes, folded onto a range: every column is needed."""
+    if rows.is_partial:
+        raise partial_images_stop(rows, "a window of changes folded onto a range needs every column")
+    return rows.changes()
 
 
 class ForwardWindows:
@@ -230,13 +235,13 @@ class ForwardWindows:
         self._decoders = RowImageDecoders(schemas)
         self._stream: BinlogEventStream | None = None
         self._began = self._reached = BinlogOffset("", 0)  # the stream's start; everything before reached is read
-        self._read: list[tuple[BinlogOffset, list[RowChange]]] = []  # rows events read, by their start
+        self._read: list[RowsEvent] = []  # captured tables' rows events read, undecoded until a window asks
 
     def window(self, start: BinlogOffset, stop: BinlogOffset, table_id: str) -> list[RowChange]:
         """The table's row changes in [start, stop)."""
         if self._stream is None or start.is_before(self._began):
             self._open(start)
-        self._read = [(at, changes) for at, changes in self._read if not at.is_before(start)]
+        self._read = [rows for rows in self._read if not rows.start.is_before(start)]
         stream = self._stream
         assert stream is not None
         while self._reached.is_before(stop):
@@ -246,17 +251,14 @@ class ForwardWindows:
             if isinstance(event, RotateEvent):
                 continue  # its position belongs to the file it closes
             end = BinlogOffset(stream.log_file, event.packet.log_pos)
-            if not isinstance(event, HeartbeatLogEvent):  # a heartbeat: idle, every event up to it was sent
-                self._take(event_start(stream, event), event)
+            # A heartbeat says the server is idle: every event up to it was sent.
+            if isinstance(event, BinlogRowsEvent):
+                rows = rows_event(event, event_start(stream, event), self._decoders)
+                if rows is not None:
+                    self._read.append(rows)
             self._reached = max(self._reached, end)
-        inside = (changes for at, changes in self._read if not at.is_before(start) and at.is_before(stop))
-        return [change for changes in inside for change in changes if change.table_id == table_id]
-
-    def _take(self, at: BinlogOffset, event: object) -> None:
-        if isinstance(event, BinlogRowsEvent) and (rows := rows_event(event, at, self._decoders)) is not None:
-            if rows.is_partial:
-                raise partial_images_stop(rows, "a window of changes folded onto a range needs every column")
-            self._read.append((at, rows.changes()))
+        inside = [rows for rows in self._read if rows.table_id == table_id and rows.start.is_before(stop)]
+        return [change for rows in inside for change in _window_changes(rows)]
 
     def _open(self, start: BinlogOffset) -> None:
         self.close()
