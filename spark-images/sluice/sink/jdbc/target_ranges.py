@@ -59,17 +59,9 @@ class TargetRanges:
 
     def delete_chunk_keys(self, schema: TableSchema, keys: Sequence[Any] | None) -> None:
         """Deletes the target's rows with these chunk keys (every row, for None), committed."""
-        dialect = self.target.dialect
-        key, table = dialect.quote(schema.chunk_key), dialect.target_table(schema)
-        with contextlib.closing(self.target.connect()) as conn, contextlib.closing(conn.cursor()) as cur:
-            if keys is None:
-                cur.execute(f"DELETE FROM {table}")
-            if None in (keys or ()):
-                cur.execute(f"DELETE FROM {table} WHERE {key} IS NULL")
-            values = [k for k in keys or () if k is not None]
-            for start in range(0, len(values), KEY_BATCH):
-                part = values[start : start + KEY_BATCH]
-                cur.execute(f"DELETE FROM {table} WHERE {key} IN ({', '.join(['%s'] * len(part))})", part)
+        whole = SnapshotSplit(schema.table_id, 0, None, None)
+        with contextlib.closing(self.target.connect()) as conn:
+            self.target.dialect.delete_range(conn, schema, whole, None if keys is None else list(keys))
             conn.commit()
 
     def read_range(
