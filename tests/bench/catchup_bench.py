@@ -6,7 +6,11 @@ single-row transactions only, into PostgreSQL. Each rate is set against `mariadb
 decoding the same range and the bare python-mysql-replication loop reading it, in the same
 run; with each run its peak RSS (the larger of its driver's and its binlog reader's).
 
-Usage: python -m tests.bench.catchup_bench [--servers default|tuned] [--changes N] [--singles N].
+Usage: python -m tests.bench.catchup_bench [--servers default|tuned] [--changes N] [--singles N]
+[--targets PostgreSQL,MariaDB,Iceberg] [--profile DIR [--profile-format raw|speedscope]].
+With --profile, py-spy samples each catch-up (the driver and its binlog reader, every
+thread, waits included) into DIR, one file per run: collapsed stacks, or speedscope's
+timeline (which shows when each thread waited for which). The performance page quotes them.
 A benchmark, not a test: it prints rates and ratios and asserts nothing.
 """
 
@@ -15,12 +19,15 @@ from __future__ import annotations
 import argparse
 import contextlib
 import signal
+import subprocess
+import sys
 import time
 from pathlib import Path
 
 from sluice.source.connection import current_offset
 from sluice.source.offset import BinlogOffset
 from tests.bench.binlog_bench import bare_loop, mariadb_binlog
+from tests.bench.cpu_use import cpu_summary, read_cpu, servers
 from tests.harness.kills import caught_up
 from tests.harness.lakehouse import iceberg_sink
 from tests.harness.pipelines import (
@@ -92,20 +99,43 @@ def write_changes(mariadb, changes: int) -> tuple[BinlogOffset, BinlogOffset, in
     return start, end, written
 
 
-def catch_up(pipeline: Path, state: Path, env: dict[str, str], end: BinlogOffset) -> tuple[float, float]:
-    """Seconds from `sluice run` starting to its state holding `end`, and the largest peak
-    RSS (MB) of its processes (the driver, the binlog reader); the run is then stopped."""
+def catch_up(
+    pipeline: Path,
+    state: Path,
+    env: dict[str, str],
+    end: BinlogOffset,
+    servers: dict[str, int],
+    profile: Path | None = None,
+) -> tuple[float, float, str]:
+    """Seconds from `sluice run` starting to its state holding `end`, the largest peak RSS
+    (MB) of its processes (the driver, the binlog reader), and where the machine's CPU time
+    went meanwhile (`servers`: the root pid of each server); the run is then stopped.
+    With `profile`, py-spy samples the run into that file as it goes (it slows the run)."""
+    cpu_before = read_cpu(servers)
     started = time.monotonic()
     run = start_sluice(pipeline, state, env)
+    sampler = _sample(run.pid, profile) if profile is not None else None
     while not ("binlog" in (now := read_state(state)) and caught_up(now, end)):
         if run.poll() is not None:
             raise SystemExit(f"sluice run ended before catching up: {run.communicate()[1][-2000:]}")
         time.sleep(0.05)
     seconds = time.monotonic() - started
+    cpu = cpu_summary(cpu_before, read_cpu(servers), seconds)
     peak = max(_peak_rss_mb(pid) for pid in (run.pid, *_children(run.pid)))
+    if sampler is not None:
+        sampler.send_signal(signal.SIGINT)  # py-spy writes what it sampled
+        sampler.communicate(timeout=120)
     run.send_signal(signal.SIGTERM)
     run.communicate(timeout=120)
-    return seconds, peak
+    return seconds, peak, cpu
+
+
+def _sample(pid: int, into: Path) -> subprocess.Popen:
+    into.parent.mkdir(parents=True, exist_ok=True)
+    py_spy = Path(sys.executable).with_name("py-spy")
+    command = [str(py_spy), "record", "--pid", str(pid), "--subprocesses", "--idle", "--threads"]
+    command += ["--format", into.suffix[1:], "--output", str(into)]
+    return subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
 def _children(pid: int) -> list[int]:
@@ -130,12 +160,17 @@ def report(what: str, rows: int, written: int, tool_seconds: float, bare_seconds
     print(f"catch-up over {rows:,} row changes ({what}, {written:,} written), start included:")
     print(f"  mariadb-binlog -v (C):              {tool:>10,.0f} rows/s")
     print(f"  bare python-mysql-replication loop: {bare:>10,.0f} rows/s")
-    for target, (seconds, peak) in runs.items():
+    for target, (seconds, peak, cpu) in runs.items():
         rate = rows / seconds
         print(
             f"  sluice run into {target + ':':<19}{rate:>10,.0f} rows/s  ({rate / tool:.2f}x mariadb-binlog, "
             f"{rate / bare:.2f}x the bare loop; peak RSS {peak:,.0f} MB)"
         )
+        print(f"    {cpu}")
+
+
+def profile_file(args: argparse.Namespace, run: str) -> Path | None:
+    return args.profile / f"{run}.{args.profile_format}" if args.profile else None
 
 
 def main() -> None:
@@ -146,6 +181,11 @@ def main() -> None:
     add_servers_option(parser)
     parser.add_argument("--changes", type=int, default=1_000_000)
     parser.add_argument("--singles", type=int, default=100_000, help="single-row transactions (0: none)")
+    parser.add_argument("--profile", type=Path, help="a directory for py-spy's samples of each catch-up")
+    parser.add_argument(
+        "--profile-format", default="raw", choices=("raw", "speedscope"), help="collapsed stacks, or a timeline"
+    )
+    parser.add_argument("--targets", default="PostgreSQL,MariaDB,Iceberg", help="the targets to catch up into")
     args = parser.parse_args()
     base = scratch_directory("sluice-catchup-bench-")
     with running_services(base, args.servers) as (mariadb, postgresql):
@@ -160,11 +200,13 @@ def main() -> None:
                 database="bench",
             )
             env = sluice_env(mariadb, postgresql, target)
+            pids = servers(mariadb, postgresql, target)
             sinks = {
                 "PostgreSQL": postgres_sink(postgresql),
                 "MariaDB": mysql_sink(target),
                 "Iceberg": iceberg_sink(base / "iceberg"),
             }
+            sinks = {name: sinks[name] for name in args.targets.split(",")}
             pipelines = {}
             for i, (name, sink) in enumerate(sinks.items()):
                 definition = pipeline_yaml(mariadb, "bench.orders", sink, name=f"catchup-bench-{name.lower()}")
@@ -180,15 +222,19 @@ def main() -> None:
             start, end, written = write_changes(mariadb, args.changes)
             rows, bare_seconds = bare_loop(mariadb.endpoint(), start, end)
             tool_seconds = mariadb_binlog(mariadb, start, end)
-            runs = {name: catch_up(pipeline, state, env, end) for name, (pipeline, state) in pipelines.items()}
+            runs = {
+                name: catch_up(pipeline, state, env, end, pids, profile_file(args, f"mixed-{name.lower()}"))
+                for name, (pipeline, state) in pipelines.items()
+            }
             report("mixed transactions", rows, written, tool_seconds, bare_seconds, runs)
-            if args.singles:
+            if args.singles and "PostgreSQL" in pipelines:
                 print(f"writing {args.singles:,} single-row transactions ...", flush=True)
                 start, end, written = write_single_row_commits(mariadb, args.singles)
                 rows, bare_seconds = bare_loop(mariadb.endpoint(), start, end)
                 tool_seconds = mariadb_binlog(mariadb, start, end)
                 pipeline, state = pipelines["PostgreSQL"]
-                runs = {"PostgreSQL": catch_up(pipeline, state, env, end)}
+                profile = profile_file(args, "singles-postgresql")
+                runs = {"PostgreSQL": catch_up(pipeline, state, env, end, pids, profile)}
                 report("one row a transaction", rows, written, tool_seconds, bare_seconds, runs)
         finally:
             target.stop()

@@ -54,6 +54,13 @@ class CpuReading:
     trees: dict[str, float]
 
 
+def servers(mariadb, postgresql, target=None) -> dict[str, int]:  # noqa: ANN001 - the harness's servers
+    """The root process of each server in the run: their trees' CPU time is told apart."""
+    postmaster = int((postgresql.datadir / "postmaster.pid").read_text().split()[0])
+    named = {"source MariaDB": mariadb.process.pid, "PostgreSQL": postmaster}
+    return named if target is None else {**named, "target MariaDB": target.process.pid}
+
+
 def read_cpu(servers: dict[str, int]) -> CpuReading:
     """Now: the machine's busy seconds and each named server tree's (by its root pid)."""
     children = _children()

@@ -30,7 +30,7 @@ import time
 import pymysql.cursors
 
 from sluice.sink.jdbc.dialect import META_SCHEMA
-from tests.bench.cpu_use import cpu_summary, read_cpu
+from tests.bench.cpu_use import cpu_summary, read_cpu, servers
 from tests.bench.scraper import INTERVAL, Scraper
 from tests.bench.servers import add_servers_option, announce
 from tests.harness.pipelines import mysql_sink, pipeline_yaml, postgres_sink, run_sluice, sluice_env, write_pipeline
@@ -112,13 +112,6 @@ def pipe_copy(mariadb, postgresql, lanes: int = 1) -> tuple[int, float, str]:
 def client_read(mariadb, query: str) -> str:
     """The pipes' read side: the mariadb client's tab-separated rows of `query` on bench."""
     return f"mariadb --quick -B -N -h {mariadb.host} -P {mariadb.port} -u {mariadb.user} bench -e '{query}'"
-
-
-def servers(mariadb, postgresql, target=None) -> dict[str, int]:
-    """The root process of each server in the run: their trees' CPU time is told apart."""
-    postmaster = int((postgresql.datadir / "postmaster.pid").read_text().split()[0])
-    named = {"source MariaDB": mariadb.process.pid, "PostgreSQL": postmaster}
-    return named if target is None else {**named, "target MariaDB": target.process.pid}
 
 
 def pipe_load_data(mariadb, postgresql, target) -> tuple[int, float, str]:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import collections
 import enum
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -75,7 +74,3 @@ class ChangeBatch:
 
     def __iter__(self) -> Iterator[ChangeRow]:
         return iter(self.rows)
-
-    def counts(self) -> collections.Counter[tuple[str, RowKind]]:
-        """Rows by table and kind, for progress and metrics."""
-        return collections.Counter((row.schema.table_id, row.kind) for row in self.rows)

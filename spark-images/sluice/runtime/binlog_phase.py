@@ -34,6 +34,7 @@ from sluice.binlog.image_completion import TargetNeeds
 from sluice.binlog.transaction_reader import Heartbeat, Transaction, read_transactions
 from sluice.coordinator.schema_change import short_statement
 from sluice.errors import SluiceError
+from sluice.event.change_fold import kind_counts
 from sluice.event.row_change import ChangeBatch, RowKind
 from sluice.route.routing import Routing
 from sluice.runtime.reader_process import END, ReaderProcess
@@ -67,6 +68,10 @@ class BinlogSettings:
 
 RECONNECT_MAX_WAIT = 30.0
 BATCH_GROWTH = 10  # how many times sink.batch-size a batch grows to while the target is busy
+# How long the reader is waited on, with no batch gathering, before the commit in flight is
+# awaited: a reader with nothing more (caught up) then has its last commit recorded as soon
+# as the target is done, not after an idle wait of its own.
+IDLE_WITH_COMMIT_IN_FLIGHT = 0.005
 
 
 @contextlib.contextmanager
@@ -183,7 +188,7 @@ def run_binlog_phase(
         """Starts committing the batch up to `end`, once the commit before it is done."""
         nonlocal batch, in_flight, pending
         settle()
-        entered, changes, committed = split.advance(end), batch.counts(), end
+        entered, changes, committed = split.advance(end), kind_counts(batch.rows), end
         started = time.monotonic()
         pending = writer.start_changes(batch, end, drop_split_records=bool(entered) and not split.watermarks)
         writing = time.monotonic() - started
@@ -199,7 +204,10 @@ def run_binlog_phase(
 
     try:
         while True:
-            timeout = max(0.0, first_pending + settings.max_batch_delay - time.monotonic()) if batch else 0.5
+            if batch:
+                timeout = max(0.0, first_pending + settings.max_batch_delay - time.monotonic())
+            else:
+                timeout = 0.5 if in_flight is None else IDLE_WITH_COMMIT_IN_FLIGHT
             item = reader.get(timeout)
             if item is END:
                 lost = reader.failure[0] if reader.failure else None

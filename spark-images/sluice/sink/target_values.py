@@ -27,6 +27,7 @@ from datetime import date, datetime
 from typing import Any
 
 from sluice.errors import SinkError
+from sluice.event.change_fold import Screen
 from sluice.event.snapshot_split import SplitResult
 from sluice.source.copy_text import RendersCopyText
 from sluice.source.row_decoding import InvalidDate, Row, RowDecoder
@@ -74,6 +75,25 @@ def _has_surrogates(text: str) -> bool:
     return not text.isascii() and _SURROGATE.search(text) is not None  # isascii is a flag's read
 
 
+class RowFit:
+    """What one table's rows become in a target. Its `screen` picks the rows it may change:
+    any other it gives back as it is, so the change fold calls it on those alone."""
+
+    def __init__(self, rules: list[tuple[int, Callable[[Any, Row], Any]]], screen: Screen, unicode_text: bool) -> None:
+        self.rules, self.screen, self.unicode_text = rules, screen, unicode_text
+
+    def __call__(self, row: Row) -> Row:
+        values: list[Any] | None = None
+        for i, rule in self.rules:
+            value = row[i]
+            if value.__class__ is InvalidDate or (
+                value.__class__ is str and (NUL in value or (self.unicode_text and _has_surrogates(value)))
+            ):
+                values = values or list(row)
+                values[i] = rule(value, row)
+        return row if values is None else tuple(values)
+
+
 class TargetValues:
     """The rules of one target: `nul_replacement` None where it holds NUL, `zero_date`
     None where it holds MySQL's invalid dates (else sink.zero-date's value), `unicode_text`
@@ -82,7 +102,7 @@ class TargetValues:
     def __init__(self, nul_replacement: str | None, zero_date: str | None, unicode_text: bool = True) -> None:
         self.nul_replacement, self.zero_date, self.unicode_text = nul_replacement, zero_date, unicode_text
 
-    def for_table(self, schema: TableSchema) -> Callable[[Row], Row] | None:
+    def for_table(self, schema: TableSchema) -> RowFit | None:
         """What each row of the table becomes in the target; None where rows go as they are."""
         rules: list[tuple[int, Callable[[Any, Row], Any]]] = []
         if self.nul_replacement is not None or self.unicode_text:
@@ -91,19 +111,7 @@ class TargetValues:
             rules += [(i, self._date_rule(schema, c)) for i, c in enumerate(schema.columns) if c.data_type in DATES]
         if not rules:
             return None
-
-        def fit(row: Row) -> Row:
-            values: list[Any] | None = None
-            for i, rule in rules:
-                value = row[i]
-                if value.__class__ is InvalidDate or (
-                    value.__class__ is str and (NUL in value or (self.unicode_text and _has_surrogates(value)))
-                ):
-                    values = values or list(row)
-                    values[i] = rule(value, row)
-            return row if values is None else tuple(values)
-
-        return fit
+        return RowFit(rules, Screen(tuple(i for i, _ in rules), self.unicode_text, InvalidDate), self.unicode_text)
 
     def _text_rule(self, schema: TableSchema, column: Column) -> Callable[[Any, Row], Any]:
         nuls, replacement = self.nul_replacement is not None, self.nul_replacement or ""

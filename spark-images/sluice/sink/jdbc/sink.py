@@ -18,7 +18,8 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 from sluice.errors import SinkError, SinkUnavailable
-from sluice.event.row_change import ChangeBatch, RowKind
+from sluice.event.change_fold import fold_run
+from sluice.event.row_change import ChangeBatch, ChangeRow, RowKind
 from sluice.event.schema_change import AlterPrimaryKey, SchemaChangeEvent, apply_events, is_reflected
 from sluice.event.snapshot_split import SplitRead
 from sluice.pipeline.sink_configs import JdbcSinkConfig
@@ -30,7 +31,7 @@ from sluice.sink.jdbc.target_limits import name_clashes, names_held_otherwise
 from sluice.sink.jdbc.target_ranges import TargetRanges
 from sluice.sink.target_values import TargetValues
 from sluice.source.offset import BinlogOffset
-from sluice.source.row_decoding import Row, RowDecoder
+from sluice.source.row_decoding import Row
 from sluice.source.schema import TableSchema
 
 
@@ -38,7 +39,7 @@ class JdbcWriter(SinkWriter):
     def __init__(self, target: JdbcTarget) -> None:
         self.target = target
         self._conn: Any = None
-        self._decoders: dict[str, RowDecoder] = {}  # per table, for row keys
+        self._keys: dict[str, tuple[TableSchema, tuple[int, ...]]] = {}  # per table, its row key's positions
         self._fits: dict[str, tuple[TableSchema, Callable[[Row], Row] | None]] = {}
 
     @property
@@ -82,27 +83,15 @@ class JdbcWriter(SinkWriter):
         dialect = self.target.dialect
         final: dict[str, tuple[TableSchema, dict[Any, Row | None], set[Any]]] = {}
         bags: dict[str, tuple[TableSchema, collections.Counter[Row]]] = {}
-        current: TableSchema | None = None
-        for schema, kind, row, _, _ in batch:
-            if schema is not current:  # batches come in runs of one table's changes
-                current = schema
-                fit = self._fit(schema)
-                if schema.is_bag:
-                    images = None
-                    counts = bags.setdefault(schema.table_id, (schema, collections.Counter()))[1]
-                else:
-                    images, new = final.setdefault(schema.table_id, (schema, {}, set()))[1:]
-                    row_key = self._row_key(schema)
-            removes = kind is RowKind.DELETE or kind is RowKind.UPDATE_BEFORE
-            if fit is not None:
-                row = fit(row)
-            if images is None:
-                counts[row] += -1 if removes else 1
+        rows, at = batch.rows, 0
+        while at < len(rows):  # batches come in runs of one table's changes
+            schema = rows[at].schema
+            if schema.is_bag:
+                counts = bags.setdefault(schema.table_id, (schema, collections.Counter()))[1]
+                at = _count_bag_run(rows, at, self._fit(schema), counts)
             else:
-                key = row_key(row)
-                if kind is RowKind.INSERT and key not in images:
-                    new.add(key)  # the batch inserts it first: the target normally lacks it
-                images[key] = None if removes else row
+                images, new = final.setdefault(schema.table_id, (schema, {}, set()))[1:]
+                at = fold_run(rows, at, self._key_positions(schema), self._fit(schema), images, new)
         try:
             self._fence()
             statements: list[str] = []  # what the dialect leaves to run with the commit
@@ -141,7 +130,6 @@ class JdbcWriter(SinkWriter):
         each DDL on its own, so what a crash left applied is found by `is_applied`."""
         dialect = self.target.dialect
         schemas = dict(before)
-        self._decoders.clear()
         self._fence()
         cur = self.conn.cursor()
         for applied, event in enumerate(events):
@@ -180,11 +168,11 @@ class JdbcWriter(SinkWriter):
             known = self._fits[schema.table_id] = (schema, self.target.values.for_table(schema))
         return known[1]
 
-    def _row_key(self, schema: TableSchema) -> Callable[[Row], Any]:
-        decoder = self._decoders.get(schema.table_id)
-        if decoder is None:
-            decoder = self._decoders[schema.table_id] = RowDecoder(schema)
-        return decoder.row_key
+    def _key_positions(self, schema: TableSchema) -> tuple[int, ...]:
+        known = self._keys.get(schema.table_id)
+        if known is None or known[0] != schema:
+            known = self._keys[schema.table_id] = (schema, tuple(schema.position(k) for k in schema.row_key))
+        return known[1]
 
     def _fence(self) -> None:
         held = self.target.dialect.held_epoch(self.conn, self.target.pipeline)
@@ -334,6 +322,19 @@ class JdbcSink(TargetRanges, Sink):
 
     def writer(self) -> JdbcWriter:
         return JdbcWriter(self.target)
+
+
+def _count_bag_run(
+    rows: list[ChangeRow], start: int, fit: Callable[[Row], Row] | None, counts: collections.Counter[Row]
+) -> int:
+    """Counts the run of a bag's changes from `start` into `counts` (+1 an added row, -1 a
+    removed one); gives the index after the run."""
+    schema, end = rows[start].schema, start
+    while end < len(rows) and rows[end].schema is schema:
+        _, kind, row, _, _ = rows[end]
+        counts[row if fit is None else fit(row)] += -1 if kind in (RowKind.DELETE, RowKind.UPDATE_BEFORE) else 1
+        end += 1
+    return end
 
 
 def _key_tuple(key: Any) -> tuple[Any, ...]:
