@@ -187,11 +187,14 @@ def run_binlog_phase(
     def commit() -> None:
         """Starts committing the batch up to `end`, once the commit before it is done."""
         nonlocal batch, in_flight, pending
+        started = time.monotonic()
+        start = writer.prepare_changes(batch, end)  # while the target may still commit the batch before
+        writing = time.monotonic() - started
         settle()
         entered, changes, committed = split.advance(end), kind_counts(batch.rows), end
         started = time.monotonic()
-        pending = writer.start_changes(batch, end, drop_split_records=bool(entered) and not split.watermarks)
-        writing = time.monotonic() - started
+        pending = start(bool(entered) and not split.watermarks)  # drop_split_records
+        writing += time.monotonic() - started
 
         def done() -> None:
             waited = time.monotonic()

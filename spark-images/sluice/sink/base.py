@@ -44,6 +44,7 @@ class PendingCommit:
 
 
 COMMITTED = PendingCommit()  # a commit that was done when it was handed back
+StartCommit = Callable[[bool], PendingCommit]  # a prepared batch's commit: start(drop_split_records)
 
 
 def in_background(commit: Callable[[], None]) -> PendingCommit:
@@ -99,6 +100,13 @@ class SinkWriter(ABC):
         """write_changes, which may still run when this returns: here in a thread of its
         own. Nothing else may use the writer before the commit's wait() returned."""
         return in_background(lambda: self.write_changes(batch, end, drop_split_records))
+
+    def prepare_changes(self, batch: ChangeBatch, end: BinlogOffset) -> StartCommit:
+        """What of committing `batch` needs nothing of the target, done now: the binlog
+        phase calls this while the target may still commit the batch before, and awaits that
+        commit before it calls the start this gives, start(drop_split_records), which is
+        start_changes' commit. Here nothing is done before the start."""
+        return lambda drop_split_records: self.start_changes(batch, end, drop_split_records)
 
     def committed_binlog_offset(self) -> BinlogOffset | None:
         """Where the binlog reader resumes according to the target (transactional sinks)."""

@@ -23,7 +23,7 @@ from sluice.event.snapshot_split import (
     SplitTask,
 )
 from sluice.route.table_routing import Routing, TableRouting
-from sluice.sink.base import PendingCommit, SchemaChangeRefused, Sink, SinkWriter
+from sluice.sink.base import PendingCommit, SchemaChangeRefused, Sink, SinkWriter, StartCommit
 from sluice.sink.target_values import TargetValues
 from sluice.source.offset import BinlogOffset
 from sluice.source.row_decoding import Row
@@ -240,6 +240,9 @@ class RoutedWriter(SinkWriter):
 
     def start_changes(self, batch: ChangeBatch, end: BinlogOffset, drop_split_records: bool) -> PendingCommit:
         return self.inner.start_changes(self._routed(batch), end, drop_split_records)
+
+    def prepare_changes(self, batch: ChangeBatch, end: BinlogOffset) -> StartCommit:
+        return self.inner.prepare_changes(self._routed(batch), end)
 
     def _routed(self, batch: ChangeBatch) -> ChangeBatch:
         return ChangeBatch(self.sink.routed.change_rows(batch.rows))

@@ -115,9 +115,16 @@ class JdbcDialect(ABC):
     @abstractmethod
     def upsert(self, conn: Any, schema: TableSchema, rows: Iterable[Row]) -> None: ...
 
-    def stage_changes(self, conn: Any, changes: TableChanges, slice_rows: int) -> list[str]:
-        """Writes a table's share of a binlog batch in statements of at most `slice_rows`
-        rows. Gives the statements it leaves to commit_later; here it leaves none."""
+    def prepare_changes(self, conn: Any, changes: TableChanges) -> Any:
+        """What of staging a table's share of a binlog batch needs no round trip to the
+        target, which may still be running the commit before on `conn`; stage_changes takes
+        what this gives. Here that is nothing: the share as it is."""
+        return changes
+
+    def stage_changes(self, conn: Any, changes: Any, slice_rows: int) -> list[str]:
+        """Writes a table's share of a binlog batch (as prepare_changes gave it) in
+        statements of at most `slice_rows` rows. Gives the statements it leaves to
+        commit_later; here it leaves none."""
         self.delete(conn, changes.schema, changes.deleted)
         for write, rows in ((self.insert_new, changes.inserted), (self.upsert, changes.upserted)):
             for start in range(0, len(rows), slice_rows):

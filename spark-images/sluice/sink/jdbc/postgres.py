@@ -3,12 +3,14 @@ tables, then one INSERT ... ON CONFLICT per batch."""
 
 from __future__ import annotations
 
+import io
 import json
 import zlib
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import psycopg
+from psycopg.copy import FileWriter
 
 from sluice.pipeline.jdbc_url import JdbcUrl
 from sluice.sink.base import PendingCommit
@@ -23,6 +25,22 @@ from sluice.source.copy_text import RendersCopyText
 from sluice.source.offset import BinlogOffset
 from sluice.source.row_decoding import Row
 from sluice.source.schema import BINARY_STRING_TYPES, TEXT_STRING_TYPES, Column, TableSchema
+
+
+class CopyData(NamedTuple):
+    """Rows as COPY sends them, in binary or text."""
+
+    columns: tuple[str, ...]
+    data: bytes
+    binary: bool
+
+
+class StagedChanges(NamedTuple):
+    """A table's share of a binlog batch as COPY data: the keys it deletes, the rows it writes."""
+
+    schema: TableSchema
+    deleted: CopyData | None
+    written: CopyData | None
 
 
 class PostgresDialect(JdbcDialect):
@@ -124,26 +142,30 @@ class PostgresDialect(JdbcDialect):
         )
         return name
 
-    def _copy(
-        self,
-        conn: psycopg.Connection,
-        table: str,
-        schema: TableSchema,
-        columns: Sequence[str],
-        rows: Iterable[Sequence[Any]],
-    ) -> None:
-        """COPY in binary where every column's values have a binary form the target reads
-        as it would their text (no number or date parsing on either side), else in text."""
-        binary = [binary_copy_type(schema.column(c)) for c in columns]
-        options = " (FORMAT BINARY)" if all(binary) else ""
-        with (
-            conn.cursor() as cur,
-            cur.copy(f"COPY {table} ({', '.join(map(self.quote, columns))}) FROM STDIN{options}") as copy,
-        ):
-            if options:
-                copy.set_types(binary)
+    def _copy_data(
+        self, conn: psycopg.Connection, schema: TableSchema, columns: Sequence[str], rows: Iterable[Sequence[Any]]
+    ) -> CopyData:
+        """The rows as COPY data, made without a word to the server (the connection may still
+        be running the commit before). Binary where every column's values have a binary form
+        the target reads as it would their text (no number or date parsing on either side),
+        else text."""
+        types = [binary_copy_type(schema.column(c)) for c in columns]
+        binary = all(types)
+        data = io.BytesIO()
+        with conn.cursor() as cur, psycopg.Copy(cur, binary=binary, writer=FileWriter(data)) as copy:
+            if binary:
+                copy.set_types(types)
             for row in rows:
                 copy.write_row(row)
+        return CopyData(tuple(columns), data.getvalue(), binary)
+
+    def _copy(self, conn: psycopg.Connection, table: str, data: CopyData) -> None:
+        options = " (FORMAT BINARY)" if data.binary else ""
+        with (
+            conn.cursor() as cur,
+            cur.copy(f"COPY {table} ({', '.join(map(self.quote, data.columns))}) FROM STDIN{options}") as copy,
+        ):
+            copy.write(data.data)
 
     def insert_new(self, conn: psycopg.Connection, schema: TableSchema, rows: Iterable[Row]) -> None:
         """COPY straight into the table (the fast path), inside a savepoint: as the COPY text
@@ -157,14 +179,24 @@ class PostgresDialect(JdbcDialect):
                         for block in rows.copy_text():
                             copy.write(block)
                 else:
-                    self._copy(conn, table, schema, schema.column_names, rows)
+                    self._copy(conn, table, self._copy_data(conn, schema, schema.column_names, rows))
         except psycopg.errors.UniqueViolation:
             self.upsert(conn, schema, rows)
 
     def upsert(self, conn: psycopg.Connection, schema: TableSchema, rows: Iterable[Row]) -> None:
-        conn.execute(";".join(self._staged_upsert(conn, schema, rows)))
+        data = self._copy_data(conn, schema, schema.column_names, rows)
+        conn.execute(";".join(self._staged_upsert(conn, schema, data)))
 
-    def stage_changes(self, conn: psycopg.Connection, changes: TableChanges, slice_rows: int) -> list[str]:
+    def prepare_changes(self, conn: psycopg.Connection, changes: TableChanges) -> StagedChanges:
+        """The batch's keys and rows as COPY data, made while the commit before may still run."""
+        schema, rows = changes.schema, [*changes.inserted, *changes.upserted]
+        return StagedChanges(
+            schema,
+            self._copy_data(conn, schema, schema.row_key, changes.deleted) if changes.deleted else None,
+            self._copy_data(conn, schema, schema.column_names, rows) if rows else None,
+        )
+
+    def stage_changes(self, conn: psycopg.Connection, changes: StagedChanges, slice_rows: int) -> list[str]:
         """COPYs the batch's keys and rows into staging tables and leaves the DELETE and
         the INSERT ... ON CONFLICT from them to commit_later, so that PostgreSQL applies
         them while the next batch is read. The rows the batch inserts first go with the
@@ -172,14 +204,13 @@ class PostgresDialect(JdbcDialect):
         A staging table takes any number of rows: there are no slices."""
         schema = changes.schema
         statements = self._staged_delete(conn, schema, changes.deleted) if changes.deleted else []
-        rows = [*changes.inserted, *changes.upserted]
-        return statements + (self._staged_upsert(conn, schema, rows) if rows else [])
+        return statements + (self._staged_upsert(conn, schema, changes.written) if changes.written else [])
 
-    def _staged_upsert(self, conn: psycopg.Connection, schema: TableSchema, rows: Iterable[Row]) -> list[str]:
+    def _staged_upsert(self, conn: psycopg.Connection, schema: TableSchema, data: CopyData) -> list[str]:
         """COPYs the rows into the staging table; the upsert from there is left to run."""
         names = schema.column_names
         stage = self._staging(conn, schema, names)
-        self._copy(conn, stage, schema, names, rows)
+        self._copy(conn, stage, data)
         quoted = ", ".join(map(self.quote, names))
         key = schema.row_key
         updates = [n for n in names if n not in key]
@@ -220,15 +251,14 @@ class PostgresDialect(JdbcDialect):
 
     def delete(self, conn: psycopg.Connection, schema: TableSchema, keys: Sequence[tuple[Any, ...]]) -> None:
         if keys:
-            conn.execute(";".join(self._staged_delete(conn, schema, keys)))
+            data = self._copy_data(conn, schema, schema.row_key, keys)
+            conn.execute(";".join(self._staged_delete(conn, schema, data)))
 
-    def _staged_delete(
-        self, conn: psycopg.Connection, schema: TableSchema, keys: Sequence[tuple[Any, ...]]
-    ) -> list[str]:
+    def _staged_delete(self, conn: psycopg.Connection, schema: TableSchema, keys: CopyData) -> list[str]:
         """COPYs the keys into a staging table; the DELETE by them is left to run."""
         key = schema.row_key
         stage = self._staging(conn, schema, key)
-        self._copy(conn, stage, schema, key, keys)
+        self._copy(conn, stage, keys)
         match = " AND ".join(f"t.{self.quote(k)} = s.{self.quote(k)}" for k in key)
         # The staging table has no statistics, so the planner guesses thousands of keys and
         # hashes the whole target table for a batch's few: a nested loop probes the key's

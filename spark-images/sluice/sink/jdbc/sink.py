@@ -15,7 +15,7 @@ import collections
 import contextlib
 import json
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 from sluice.errors import SinkError, SinkUnavailable
 from sluice.event.change_fold import fold_run
@@ -23,7 +23,7 @@ from sluice.event.row_change import ChangeBatch, ChangeRow, RowKind
 from sluice.event.schema_change import AlterPrimaryKey, SchemaChangeEvent, apply_events, is_reflected
 from sluice.event.snapshot_split import SplitRead
 from sluice.pipeline.sink_configs import JdbcSinkConfig
-from sluice.sink.base import PendingCommit, SchemaChangeRefused, Sink, SinkWriter, in_background
+from sluice.sink.base import PendingCommit, SchemaChangeRefused, Sink, SinkWriter, StartCommit, in_background
 from sluice.sink.jdbc.dialect import BINLOG_SPLIT_ID, META_SCHEMA, STATES_TABLE, TableChanges
 from sluice.sink.jdbc.metadata_applier import schema_change_statements
 from sluice.sink.jdbc.target import JdbcTarget, first_line
@@ -65,21 +65,26 @@ class JdbcWriter(SinkWriter):
             ) from exc
 
     def write_changes(self, batch: ChangeBatch, end: BinlogOffset, drop_split_records: bool) -> None:
-        self._apply(batch, end, drop_split_records).wait()
+        self._send(self._prepared(batch, end), end, drop_split_records).wait()
 
     def start_changes(self, batch: ChangeBatch, end: BinlogOffset, drop_split_records: bool) -> PendingCommit:
-        """PostgreSQL's statements run in the server after this returns (commit_later); a
-        MySQL-dialect target's run in a thread, whose waits on the server let the reader run."""
-        if self.target.dialect.commits_later:
-            return self._apply(batch, end, drop_split_records)
-        return in_background(lambda: self.write_changes(batch, end, drop_split_records))
+        return self.prepare_changes(batch, end)(drop_split_records)
 
-    def _apply(self, batch: ChangeBatch, end: BinlogOffset, drop_split_records: bool) -> PendingCommit:
-        """Collapses the batch to each key's last image, then deletes, inserts and upserts in
-        bulk; what the dialect leaves to run with the commit may still run when this
-        returns (see dialect.commit_later). A bag's changes collapse to a count per distinct row: the
-        source only deletes rows it holds, so applying the net counts in any order gives
-        the same table."""
+    def prepare_changes(self, batch: ChangeBatch, end: BinlogOffset) -> StartCommit:
+        """PostgreSQL: the batch is folded and made COPY data now, while the target may still
+        commit the batch before, and its statements run in the server after the start
+        returns (commit_later). A MySQL-dialect target's all run at the start, in a thread
+        whose waits on the server let the reader run."""
+        if not self.target.dialect.commits_later:
+            return lambda drop: in_background(lambda: self.write_changes(batch, end, drop))
+        prepared = self._prepared(batch, end)
+        return lambda drop: self._send(prepared, end, drop)
+
+    def _prepared(self, batch: ChangeBatch, end: BinlogOffset) -> _Prepared:
+        """Collapses the batch to each key's last image, and has the dialect prepare each
+        table's share (dialect.prepare_changes). A bag's changes collapse to a count per
+        distinct row: the source only deletes rows it holds, so applying the net counts in
+        any order gives the same table."""
         dialect = self.target.dialect
         final: dict[str, tuple[TableSchema, dict[Any, Row | None], set[Any]]] = {}
         bags: dict[str, tuple[TableSchema, collections.Counter[Row]]] = {}
@@ -92,16 +97,27 @@ class JdbcWriter(SinkWriter):
             else:
                 images, new = final.setdefault(schema.table_id, (schema, {}, set()))[1:]
                 at = fold_run(rows, at, self._key_positions(schema), self._fit(schema), images, new)
+        shares = []
         try:
-            self._fence()
-            statements: list[str] = []  # what the dialect leaves to run with the commit
             for schema, images, new in final.values():
                 deleted = [_key_tuple(k) for k, row in images.items() if row is None]
                 inserted = [row for k, row in images.items() if row is not None and k in new]
                 upserted = [row for k, row in images.items() if row is not None and k not in new]
-                changes = TableChanges(schema, deleted, inserted, upserted)
-                statements += dialect.stage_changes(self.conn, changes, self.target.batch_size)
-            for schema, counts in bags.values():
+                shares.append(dialect.prepare_changes(self.conn, TableChanges(schema, deleted, inserted, upserted)))
+        except Exception as exc:  # the connection may still run the commit before: it is left to that commit's wait
+            raise SinkError(f"sink {self.target!r}: preparing changes up to {end} failed: {first_line(exc)}") from exc
+        return _Prepared(shares, [(schema, counts) for schema, counts in bags.values()])
+
+    def _send(self, prepared: _Prepared, end: BinlogOffset, drop_split_records: bool) -> PendingCommit:
+        """Deletes, inserts and upserts in bulk; what the dialect leaves to run with the
+        commit may still run when this returns (see dialect.commit_later)."""
+        dialect = self.target.dialect
+        try:
+            self._fence()
+            statements: list[str] = []  # what the dialect leaves to run with the commit
+            for share in prepared.shares:
+                statements += dialect.stage_changes(self.conn, share, self.target.batch_size)
+            for schema, counts in prepared.bags:
                 dialect.delete_equal_rows(self.conn, schema, [(row, -n) for row, n in counts.items() if n < 0])
                 self._in_slices(dialect.upsert, schema, [row for row, n in counts.items() for _ in range(n)])
             dialect.save_offsets(self.conn, self.target.pipeline, {BINLOG_SPLIT_ID: end})
@@ -322,6 +338,13 @@ class JdbcSink(TargetRanges, Sink):
 
     def writer(self) -> JdbcWriter:
         return JdbcWriter(self.target)
+
+
+class _Prepared(NamedTuple):
+    """A batch ready to send: each table's share as the dialect prepared it, each bag's counts."""
+
+    shares: list[Any]
+    bags: list[tuple[TableSchema, collections.Counter[Row]]]
 
 
 def _count_bag_run(
