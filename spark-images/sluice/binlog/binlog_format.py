@@ -57,6 +57,7 @@ _COMPRESSED_TWINS = {140: 252, 141: 15}  # MariaDB's BLOB_COMPRESSED, VARCHAR_CO
 _UPDATES = frozenset({24, 31})  # rows events with two column bitmaps
 _LOAD_FIELDS = 4 + 4 + 4 + 1  # Execute_load_query's file id, filename start and end, duplicate handling
 _SIZES_KEPT = 64  # inflated events whose size in the file is kept: the ones still being read
+_PLAIN_MAPS_KEPT = 4096  # table maps known to hold no compressed column (one per table, mostly)
 
 
 class UnknownEvent(SourceError):
@@ -75,6 +76,7 @@ class BinlogFormat:
         self.compressed: dict[int, frozenset[int]] = {}  # table id: its compressed columns
         self._post_header = b""
         self._sizes: dict[int, int] = {}  # an inflated event's end position: its size in the file
+        self._plain_maps: set[bytes] = set()  # bodies of table maps with no compressed column
 
     def size_in_file(self, log_pos: int, event_size: int) -> int:
         """The size of the event ending at `log_pos` in the file (an inflated event's
@@ -202,6 +204,12 @@ class BinlogFormat:
             del self._sizes[next(iter(self._sizes))]
 
     def _uncompressed_columns(self, data: bytes) -> bytes:
+        """A table map with its compressed columns' types as their plain twins' (the
+        columns are kept in `compressed`). Every transaction brings its tables' maps again,
+        the same but for the header: one seen before and found plain is given as it is."""
+        body = data[_BODY : len(data) - (4 if self.checksum else 0)]
+        if body in self._plain_maps:
+            return data
         at = _BODY + 8  # table id and flags
         at += 1 + data[at] + 1  # the database's name, NUL-terminated
         at += 1 + data[at] + 1  # the table's
@@ -209,6 +217,9 @@ class BinlogFormat:
         types = data[at : at + count]
         compressed = frozenset(i for i, kind in enumerate(types) if kind in _COMPRESSED_TWINS)
         if not compressed:
+            self._plain_maps.add(body)
+            while len(self._plain_maps) > _PLAIN_MAPS_KEPT:
+                self._plain_maps.pop()  # any: one dropped is parsed again when it comes back
             return data
         self.compressed[table_id(data)] = compressed
         rewritten = bytearray(data)

@@ -20,11 +20,12 @@ what it is made from.
 from __future__ import annotations
 
 import collections
+import contextlib
 import ctypes
+import fcntl
 import multiprocessing
 import os
 import pickle
-import queue
 import signal
 import sys
 import threading
@@ -45,10 +46,13 @@ Item = Transaction | SchemaChange | Heartbeat
 Transactions = Callable[[BinlogOffset, Mapping[str, TableSchema], bool], Iterator[Item]]
 
 END = object()  # `get` gives it once the reader has nothing more: its bounded run ended, or it failed
-READ_AHEAD = 64  # items (transactions, or pieces of one) the child reads ahead of its pipe
+READ_AHEAD_BYTES = 8 << 20  # of row images (and a little for each item) the child reads ahead of its pipe
 SEND_AT_ONCE = 256  # items pickled into one message at most
+SEND_BYTES = 1 << 20  # row images pickled into one message at most: the parent unpickles one while the next comes
+ITEM_BYTES = 128  # what an item counts for besides its row images
 
 _PR_SET_PDEATHSIG = 1  # prctl(2)
+_F_SETPIPE_SZ = 1031  # fcntl(2), Linux
 
 
 class ReaderProcess:
@@ -65,6 +69,8 @@ class ReaderProcess:
     def start(self, offset: BinlogOffset, sources: Mapping[str, TableSchema], by_gtid: bool) -> None:
         context = multiprocessing.get_context("fork")  # the reader's closure and schemas as they are
         receiving, sending = context.Pipe(duplex=False)
+        with contextlib.suppress(OSError):  # Linux: a message of SEND_BYTES crosses in one write, not sixteen
+            fcntl.fcntl(sending.fileno(), _F_SETPIPE_SZ, SEND_BYTES)
         arguments = (self._transactions, offset, sources, by_gtid, sending, os.getpid())
         self._process = context.Process(target=_read, args=arguments, name="binlog-reader", daemon=True)
         self._process.start()
@@ -133,43 +139,82 @@ def _read(
     # it commits what was read, then kills this process.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
-    outbox: queue.Queue = queue.Queue(maxsize=READ_AHEAD)
+    outbox = _Outbox()
     sender = threading.Thread(target=_send, args=(outbox, pipe), name="binlog-reader-sender", daemon=True)
     sender.start()
     numbers: dict[int, tuple[int, RowImageDecoder]] = {}  # by id(); holding each keeps its id unique
     try:
         for item in transactions(offset, sources, by_gtid):
-            for packed in _packed(item, numbers):
-                outbox.put(packed)
-        outbox.put(("end",))
+            for packed, size in _packed(item, numbers):
+                outbox.put(packed, size)
+        outbox.put(("end",), ITEM_BYTES)
     except BaseException as exc:  # noqa: BLE001 - handed to the committing side
-        outbox.put(("failed", _picklable(exc)))
+        outbox.put(("failed", _picklable(exc)), ITEM_BYTES)
     sender.join()
 
 
-def _send(outbox: queue.Queue, pipe: Connection) -> None:
+class _Outbox:
+    """What the child read and its sender has not sent yet. A one-row transaction is read
+    in microseconds, so a put takes no lock (a deque's append and popleft are atomic): the
+    reader wakes the sender only when the box was empty, and waits only while the box holds
+    more than READ_AHEAD_BYTES. (Each byte counter is written by one thread alone.)"""
+
+    def __init__(self) -> None:
+        self._items: collections.deque[tuple[tuple, int]] = collections.deque()
+        self._changed = threading.Condition()
+        self._put = self._taken = 0
+
+    def put(self, packed: tuple, size: int) -> None:
+        self._items.append((packed, size))
+        self._put += size
+        if len(self._items) == 1:  # the sender may be waiting for it
+            with self._changed:
+                self._changed.notify_all()
+        if self._put - self._taken > READ_AHEAD_BYTES:
+            with self._changed:
+                while self._put - self._taken > READ_AHEAD_BYTES:
+                    self._changed.wait()
+
+    def take(self) -> list[tuple]:
+        """What the box holds, up to a message's worth; waits for something."""
+        with self._changed:
+            while not self._items:
+                self._changed.wait()
+        taken, size = [], 0
+        while self._items and len(taken) < SEND_AT_ONCE and size < SEND_BYTES:
+            packed, n = self._items.popleft()
+            taken.append(packed)
+            size += n
+        self._taken += size
+        with self._changed:
+            self._changed.notify_all()  # a reader waiting for room
+        return taken
+
+
+def _send(outbox: _Outbox, pipe: Connection) -> None:
     while True:
-        batch = [outbox.get()]
-        while len(batch) < SEND_AT_ONCE and not outbox.empty():
-            batch.append(outbox.get_nowait())
+        batch = outbox.take()
         pipe.send_bytes(pickle.dumps(batch, protocol=pickle.HIGHEST_PROTOCOL))
         if batch[-1][0] in ("end", "failed"):
             return
 
 
-def _packed(item: Item, numbers: dict[int, tuple[int, RowImageDecoder]]) -> list[tuple]:
-    """The item as tuples, after what makes each decoder it uses that was not sent yet."""
+def _packed(item: Item, numbers: dict[int, tuple[int, RowImageDecoder]]) -> list[tuple[tuple, int]]:
+    """The item as tuples, after what makes each decoder it uses that was not sent yet;
+    each with the bytes it counts for in the outbox."""
     if not isinstance(item, Transaction):
-        return [("item", item)]
-    packed: list[tuple] = []
+        return [(("item", item), ITEM_BYTES)]
+    packed: list[tuple[tuple, int]] = []
     events = []
+    size = ITEM_BYTES
     for event in item.events:
         known = numbers.get(id(event.decoder))
         if known is None:
             known = numbers[id(event.decoder)] = (len(numbers), event.decoder)
-            packed.append(("decoder", known[0], event.decoder.columns, event.decoder.schema))
+            packed.append((("decoder", known[0], event.decoder.columns, event.decoder.schema), ITEM_BYTES))
         events.append((*event[:2], known[0], *event[3:5], tuple(event.start), *event[6:]))
-    packed.append(("transaction", events, tuple(item.end), item.timestamp))
+        size += len(event.body)
+    packed.append((("transaction", events, tuple(item.end), item.timestamp), size))
     return packed
 
 

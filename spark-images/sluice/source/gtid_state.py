@@ -28,6 +28,8 @@ class MariadbGtidPosition:
         self._last[int(gtid.split("-", 1)[0])] = gtid
 
     def __str__(self) -> str:
+        if len(self._last) == 1:  # one replication domain, the usual case: made for every transaction
+            return next(iter(self._last.values()))
         return ",".join(self._last[domain] for domain in sorted(self._last))
 
 
