@@ -1,6 +1,7 @@
 """What pyproject.toml cannot say yet but as an experiment: the C extensions, the row image
-decoder's compiled loop and the change fold's (binlog/row_image_decoder.py and
-event/change_fold.py keep the Python ones)."""
+decoder's compiled loop, the change fold's, and PostgreSQL's numeric dumper
+(binlog/row_image_decoder.py and event/change_fold.py keep the Python loops; psycopg's
+dumper stays the reference of sink/jdbc/pg_numeric.py)."""
 
 from setuptools import Extension, setup
 
@@ -14,6 +15,11 @@ setup(
         Extension(
             "sluice.event._change_fold",
             sources=["spark-images/sluice/event/_change_fold.c"],
+            extra_compile_args=["-O2"],
+        ),
+        Extension(
+            "sluice.sink.jdbc._pg_numeric",
+            sources=["spark-images/sluice/sink/jdbc/_pg_numeric.c"],
             extra_compile_args=["-O2"],
         ),
     ]

@@ -15,6 +15,7 @@ from psycopg.copy import FileWriter
 from sluice.pipeline.jdbc_url import JdbcUrl
 from sluice.sink.base import PendingCommit
 from sluice.sink.jdbc.dialect import META_SCHEMA, JdbcDialect, TableChanges
+from sluice.sink.jdbc.pg_numeric import register_numeric_dumper
 from sluice.sink.jdbc.target_limits import (
     POSTGRES_COLUMNS,
     postgres_identifier,
@@ -59,6 +60,7 @@ class PostgresDialect(JdbcDialect):
             password=password,
             application_name="sluice",
         )
+        register_numeric_dumper(conn.adapters)
         conn.execute("SET TIME ZONE 'UTC'")
         conn.commit()
         return conn
