@@ -431,6 +431,58 @@ read_value(const Op *op, PyObject *body, const unsigned char *data, Py_ssize_t l
     return NULL;
 }
 
+/* Moves past a value nobody takes (slot -1): 0 once past, -1 on a truncated image, 1 for an
+ * instruction whose size only its reader knows (read_value reads it then). */
+static int
+skip_value(const Op *op, Py_ssize_t length, Py_ssize_t *pos, const unsigned char *data)
+{
+    Py_ssize_t left = length - *pos, size;
+    switch (op->code) {
+    case OP_INT:
+        size = op->a;
+        break;
+    case OP_FLOAT:
+        size = 4;
+        break;
+    case OP_DOUBLE:
+        size = 8;
+        break;
+    case OP_DECIMAL:
+        size = op->size;
+        break;
+    case OP_DATETIME2:
+        size = 5 + (op->a + 1) / 2;
+        break;
+    case OP_TIMESTAMP2:
+        size = 4 + (op->a + 1) / 2;
+        break;
+    case OP_DATE:
+        size = 3;
+        break;
+    case OP_TEXT:
+    case OP_BYTES:
+    case OP_PREFIXED:
+        if (left < op->a) {
+            truncated(*pos);
+            return -1;
+        }
+        size = op->a + (Py_ssize_t)little_endian(data + *pos, op->a);
+        if (size < op->a) {
+            truncated(*pos);
+            return -1;
+        }
+        break;
+    default:
+        return 1;
+    }
+    if (left < size) {
+        truncated(*pos);
+        return -1;
+    }
+    *pos += size;
+    return 0;
+}
+
 static PyObject *
 Program_decode(Program *self, PyObject *body)
 {
@@ -463,6 +515,15 @@ Program_decode(Program *self, PyObject *body)
                 const Op *op = &image->ops[j];
                 if (nulls[j >> 3] >> (j & 7) & 1)
                     continue;
+                if (op->slot < 0) {
+                    int skipped = skip_value(op, length, &pos, data);
+                    if (skipped < 0) {
+                        Py_DECREF(row);
+                        goto failed;
+                    }
+                    if (skipped == 0)
+                        continue;
+                }
                 PyObject *value = read_value(op, body, data, length, &pos);
                 if (value == NULL) {
                     Py_DECREF(row);

@@ -37,6 +37,10 @@ class BinlogSplitReader:
         self.decoders: dict[str, RowDecoder] = {}
         self.orders: dict[str, Any] = {}
         self.projections: dict[str, Callable[[Row], Row] | None] = {}
+        # Per table, the slots an update's before image needs: its row key's where the
+        # target needs no more of it (TargetNeeds), else None (all of them).
+        self.before_only: dict[str, frozenset[int] | None] = {}
+        self.needs = needs
         self.completion = ImageCompletion(endpoint, needs)
         self.update(sources, targets)
 
@@ -53,6 +57,8 @@ class BinlogSplitReader:
             self.orders[table_id] = key_order_for(schema.column(schema.chunk_key), self._control)
             self.projections[table_id] = projection(schema, target)
             self.targets[table_id] = target
+            keyed = schema.row_key and not self.needs.changelog and not self.needs.transformed(table_id)
+            self.before_only[table_id] = frozenset(map(schema.position, schema.row_key)) if keyed else None
         self.schemas = dict(sources)
 
     def emit(self, transaction: Transaction, split: BinlogSplit, batch: ChangeBatch) -> None:
@@ -62,7 +68,8 @@ class BinlogSplitReader:
             watermarks = split.watermarks.get(table_id)
             partial = [event.is_partial for event in events]
             if watermarks is None and not any(partial):  # past every chunk's high watermark: every change is due
-                rows = [row for event in events for row in event.changelog(schema)]
+                before_only = self.before_only[table_id]
+                rows = [row for event in events for row in event.changelog(schema, before_only)]
             else:
                 changes = [
                     change

@@ -131,12 +131,14 @@ class RowsEvent(NamedTuple):
             for i in range(first, len(afters))
         ]
 
-    def changelog(self, schema: TableSchema) -> list[ChangeRow]:
+    def changelog(self, schema: TableSchema, before_only: frozenset[int] | None = None) -> list[ChangeRow]:
         """Every row as changelog rows, straight from the images: what the emit rule gives
-        once the table is past its snapshot's watermarks."""
+        once the table is past its snapshot's watermarks. `before_only`: the slots an
+        update's before image (-U) needs to hold (its row key's, for a target that writes
+        rows by key), or None for all."""
         if self.decoder.row_end is not None:
             return [row for change in self.changes() for row in change.changelog(schema)]
-        images, first = self._images(), self.first_row
+        images, first = self._images(before_only), self.first_row
         if self.kind is RowKind.UPDATE_AFTER:  # images alternate before (-U) and after (+U)
             kinds = (RowKind.UPDATE_BEFORE, RowKind.UPDATE_AFTER)
         else:  # +I of the after images, or -D of the before images
@@ -144,9 +146,9 @@ class RowsEvent(NamedTuple):
         pairs = self.kind is RowKind.UPDATE_AFTER
         return changelog_rows(images, first, pairs, schema, kinds, self.timestamp, *self.start[:2])
 
-    def _images(self) -> list[Row]:
+    def _images(self, before_only: frozenset[int] | None = None) -> list[Row]:
         try:
-            return self.decoder.images(self.body, self.present)
+            return self.decoder.images(self.body, self.present, before_only)
         except (ValueError, IndexError, struct.error) as exc:
             raise SourceError(
                 f"cannot decode the rows event of {self.table_id} at binlog position {self.start}: {exc}"

@@ -52,7 +52,7 @@ class RowImageDecoder:
         self.columns = tuple(table_map_columns)  # with the schema, all it is made from
         self.schema = schema
         self._width = len(schema.columns)
-        self._loops: dict[tuple[bytes, ...], Callable[[bytes], list[Row]]] = {}
+        self._loops: dict[tuple[tuple[bytes, ...], frozenset[int] | None], Callable[[bytes], list[Row]]] = {}
         self.whole: set[tuple[bytes, ...]] = set()  # column bitmaps that leave no column out
         self._readers: list[tuple[ColumnReader, int | None]] = []
         names = schema.column_names
@@ -70,14 +70,16 @@ class RowImageDecoder:
             data_type = schema.columns[target].data_type if target is not None and target < self._width else None
             self._readers.append((column_reader(column, data_type, where), target))
 
-    def images(self, body: bytes, present: Sequence[bytes]) -> list[Row]:
+    def images(self, body: bytes, present: Sequence[bytes], before_only: frozenset[int] | None = None) -> list[Row]:
         """Every image in the body, in order: one per row, or before/after pairs for an
         update (`present` then holds both images' column bitmaps: all columns under
-        binlog_row_image=FULL)."""
-        key = tuple(present)
+        binlog_row_image=FULL). With `before_only`, an update's before images hold those
+        slots' values alone (the others are read past, None): a target that writes rows
+        by key needs no more of them, and they are half of what an update decodes."""
+        key = (tuple(present), before_only)
         loop = self._loops.get(key)
         if loop is None:
-            loop = self._loops[key] = self._compile(key)
+            loop = self._loops[key] = self._compile(*key)
         return loop(body)
 
     def left_out(self, present: Sequence[bytes]) -> list[str]:
@@ -102,29 +104,44 @@ class RowImageDecoder:
             for image in present
         )
 
-    def _compile(self, present: Sequence[bytes]) -> Callable[[bytes], list[Row]]:
+    def _compile(self, present: Sequence[bytes], before_only: frozenset[int] | None) -> Callable[[bytes], list[Row]]:
         """The row loop for images of these columns."""
         slots = self._width + (self.row_end == self._width)
+        kept = [before_only if before_only is not None and len(present) == 2 and n == 0 else None for n in range(2)]
         if COMPILED:
             images = [
-                [(read.instruction, -1 if target is None else target) for read, target in self._in_image(bitmap)]
-                for bitmap in present
+                [
+                    (read.instruction, -1 if target is None else target)
+                    for read, target in self._in_image(bitmap, kept[n])
+                ]
+                for n, bitmap in enumerate(present)
             ]
             return _row_images.Program(images, slots).decode
-        return self._python_loop(present, slots)
+        return self._python_loop(present, slots, kept)
 
-    def _in_image(self, bitmap: bytes) -> list[tuple[ColumnReader, int | None]]:
-        """The readers of the columns an image carries, and their slots."""
-        return [reader for i, reader in enumerate(self._readers) if bitmap[i >> 3] >> (i & 7) & 1]
+    def _in_image(self, bitmap: bytes, kept: frozenset[int] | None = None) -> list[tuple[ColumnReader, int | None]]:
+        """The readers of the columns an image carries, and their slots (None: read past;
+        so is every slot but the `kept` ones, if given)."""
+        return [
+            (reader, target if kept is None or target in kept else None)
+            for i, (reader, target) in enumerate(self._readers)
+            if bitmap[i >> 3] >> (i & 7) & 1
+        ]
 
-    def _python_loop(self, present: Sequence[bytes], width: int) -> Callable[[bytes], list[Row]]:
+    def _python_loop(
+        self, present: Sequence[bytes], width: int, kept: list[frozenset[int] | None]
+    ) -> Callable[[bytes], list[Row]]:
         """The row loop written out as Python and compiled once: a loop over columns and a
         call per value cost more than decoding them. Per value it is the reader's Inline
         statement, or else a call of the reader."""
         namespace: dict[str, Any] = {}
         lines = ["def images(body):", "    rows = []", "    pos = 0", "    while pos < len(body):"]
-        for bitmap in present:
-            in_image = [(i, *r) for i, r in enumerate(self._readers) if bitmap[i >> 3] >> (i & 7) & 1]
+        for n, bitmap in enumerate(present):
+            in_image = [
+                (i, reader, target if kept[n] is None or target in kept[n] else None)
+                for i, (reader, target) in enumerate(self._readers)
+                if bitmap[i >> 3] >> (i & 7) & 1
+            ]
             null_bytes = (len(in_image) + 7) >> 3
             nulls = "body[pos]" if null_bytes == 1 else f"int.from_bytes(body[pos:pos + {null_bytes}], 'little')"
             lines.append(f"        nulls = {nulls}; pos += {null_bytes}")

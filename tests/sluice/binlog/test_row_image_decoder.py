@@ -16,11 +16,13 @@ from sluice.binlog import row_image_decoder
 from sluice.binlog.column_readers import mysql_json_text
 from sluice.binlog.event_reader import read_window
 from sluice.binlog.row_image_decoder import changelog_rows
+from sluice.binlog.transaction_reader import Transaction
 from sluice.event.row_change import ChangeRow, RowKind
 from sluice.source.connection import current_offset
 from sluice.source.offset import BinlogOffset
 from sluice.source.schema import read_table_schema
 from tests.harness import compare
+from tests.harness.binlog_reading import position, read_between
 from tests.harness.column_types import COLUMNS, placeholder, random_decimal, random_value
 
 SERVER_IDS = iter(range(6800, 6860))
@@ -238,3 +240,49 @@ def test_an_events_images_become_its_changelog_rows_from_the_first_uncommitted_r
         ChangeRow(schema, RowKind.INSERT, (3, "f"), 1700000000, offset(5)),
     ]
     assert all(type(row) is ChangeRow and type(row.offset) is BinlogOffset for row in updates + inserts)
+
+
+def test_an_updates_before_images_hold_only_the_slots_a_keyed_target_needs(mariadb, source_db):
+    """A target that writes rows by key needs an update's before image for its key alone:
+    the rest is read past, not made (half of what an update decodes). After images and the
+    other kinds' images stay whole; a key that moved is in the before image as it was."""
+    rng = random.Random(11)
+    names = list(COLUMNS)
+    mariadb.execute(
+        f"CREATE TABLE keyed_images (id INT, region VARCHAR(8), {', '.join(f'{n} {t}' for n, t in COLUMNS.items())}, "
+        "PRIMARY KEY (region, id))",
+        database=source_db,
+    )
+    columns = f"id, region, {', '.join(names)}"
+    values = f"%s, %s, {', '.join(placeholder(n) for n in names)}"
+    with mariadb.connect(source_db) as conn, conn.cursor() as cur:
+        schema = read_table_schema(conn, source_db, "keyed_images", None)
+        start = position(cur)
+        for row_id in range(40):
+            cur.execute(
+                f"INSERT INTO keyed_images ({columns}) VALUES ({values})",
+                [row_id, "eu", *(random_value(rng, n) for n in names)],
+            )
+        cur.execute("UPDATE keyed_images SET id = id + 100, region = 'us' WHERE id < 20")  # keys move
+        for row_id in range(20, 40):
+            cur.execute(
+                f"UPDATE keyed_images SET {', '.join(f'{n} = {placeholder(n)}' for n in names)} WHERE id = %s",
+                [*(random_value(rng, n) for n in names), row_id],
+            )
+        cur.execute("DELETE FROM keyed_images WHERE id >= 30")
+        conn.commit()
+        end = position(cur)
+    read = read_between(mariadb, source_db, start, end, {schema.table_id: schema})
+    events = [event for item in read if isinstance(item, Transaction) for event in item.events]
+    key = frozenset(schema.position(k) for k in schema.row_key)
+    whole = [row for event in events for row in event.changelog(schema)]
+    keyed = [row for event in events for row in event.changelog(schema, key)]
+    assert [r.kind for r in keyed] == [r.kind for r in whole]
+    updates = 0
+    for full, kept in zip(whole, keyed, strict=True):
+        if full.kind is RowKind.UPDATE_BEFORE:
+            updates += 1
+            assert kept.row == tuple(v if i in key else None for i, v in enumerate(full.row))
+        else:
+            assert kept.row == full.row and kept.offset == full.offset
+    assert updates == 40
