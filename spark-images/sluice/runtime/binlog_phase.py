@@ -63,6 +63,7 @@ class BinlogSettings:
     heartbeat_seconds: float
     batch_rows: int = 5000
     max_batch_delay: float = 0.2
+    commits_when_quiet: bool = False  # a batch is committed once the reader has had nothing for QUIET seconds
     target_needs: TargetNeeds = TargetNeeds()  # how rows events that leave columns out are made whole
 
 
@@ -72,6 +73,7 @@ BATCH_GROWTH = 10  # how many times sink.batch-size a batch grows to while the t
 # awaited: a reader with nothing more (caught up) then has its last commit recorded as soon
 # as the target is done, not after an idle wait of its own.
 IDLE_WITH_COMMIT_IN_FLIGHT = 0.005
+QUIET = 0.02  # the reader had nothing for this long: the source is quiet, or the reader caught up
 
 
 @contextlib.contextmanager
@@ -209,6 +211,8 @@ def run_binlog_phase(
         while True:
             if batch:
                 timeout = max(0.0, first_pending + settings.max_batch_delay - time.monotonic())
+                if settings.commits_when_quiet:
+                    timeout = min(timeout, QUIET)
             else:
                 timeout = 0.5 if in_flight is None else IDLE_WITH_COMMIT_IN_FLIGHT
             item = reader.get(timeout)
@@ -271,9 +275,9 @@ def run_binlog_phase(
                 if not batch and end == split.offset:
                     settle()  # its progress first
                     on_progress(end, {}, 0.0, None)
-            due = len(batch) >= settings.batch_rows or (
-                batch and time.monotonic() - first_pending >= settings.max_batch_delay
-            )
+            held = time.monotonic() - first_pending
+            quiet = item is None and settings.commits_when_quiet
+            due = len(batch) >= settings.batch_rows or (batch and (held >= settings.max_batch_delay or quiet))
             # While the target still commits the batch before, a due batch grows for as long
             # as the reader has more: behind, batches get bigger and commits fewer (each a
             # wait for the target's durable write), and more changes fold into one image.

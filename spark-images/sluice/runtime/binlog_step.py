@@ -79,6 +79,7 @@ class BinlogStep:
             heartbeat_seconds=min(source.heartbeat_seconds, 1.0),
             batch_rows=int(self.context.definition.sink.options.get("sink.batch-size", 5000)),
             max_batch_delay=self.context.sink.max_batch_delay,
+            commits_when_quiet=self.context.sink.commits_when_quiet,
             target_needs=target_needs(self.context.sink, self.context.definition.routing),
         )
         online = self._online_work()

@@ -129,6 +129,10 @@ class Sink(ABC):
     """Driver side."""
 
     max_batch_delay: float = 0.2  # how long the binlog phase may hold a batch before committing
+    # Whether a batch is committed as soon as the source goes quiet, rather than held for
+    # max_batch_delay: for targets whose commits are cheap (a database's; not a lakehouse's
+    # files, each commit a snapshot or a Spark job).
+    commits_when_quiet: bool = False
     writes_changes_with_spark: bool = False  # the binlog phase then keeps the Spark session
     replaces_key_ranges: bool = False  # a snapshot chunk replaces its key range (snapshot/range_replacement)
     values: TargetValues | None = None  # the target's rules for values it cannot hold as MySQL has them

@@ -40,6 +40,7 @@ class RoutedSink(Sink):
     def __init__(self, inner: Sink, routing: Routing) -> None:
         self.inner, self.routing = inner, routing
         self.max_batch_delay = inner.max_batch_delay
+        self.commits_when_quiet = inner.commits_when_quiet
         self.writes_changes_with_spark = inner.writes_changes_with_spark
         self.replaces_key_ranges = inner.replaces_key_ranges
         self.tables: TableRouting | None = None

@@ -1,7 +1,8 @@
 """The binlog phase's batches against a real MariaDB: a batch is committed when it holds
 sink.batch-size rows (or is old enough), unless the target is still committing the batch
 before it, when it goes on growing while the reader has more, to ten times that size:
-behind, the pipeline commits less often, and nothing is lost or doubled either way."""
+behind, the pipeline commits less often, and nothing is lost or doubled either way. Into a
+target whose commits are cheap, a batch is committed as soon as the source goes quiet."""
 
 from __future__ import annotations
 
@@ -23,6 +24,7 @@ class TargetTakingItsTime(SinkWriter):
     def __init__(self, seconds: float) -> None:
         self.seconds = seconds
         self.batches: list[int] = []
+        self.started: list[float] = []  # when each commit was started
         self.keys: list[int] = []
 
     def write_changes(self, batch, end, drop_split_records) -> None:  # noqa: ANN001
@@ -30,6 +32,7 @@ class TargetTakingItsTime(SinkWriter):
 
     def start_changes(self, batch, end, drop_split_records) -> PendingCommit:  # noqa: ANN001
         self.batches.append(len(batch))
+        self.started.append(time.monotonic())
         self.keys += [change.row[0] for change in batch]
         done_at = time.monotonic() + self.seconds
         return PendingCommit(
@@ -82,3 +85,33 @@ def test_batches_grow_while_the_target_is_busy_and_every_row_arrives_once(mariad
     assert sorted(writer.keys) == list(range(TRANSACTIONS * ROWS_EACH))
     assert len(writer.batches) < TRANSACTIONS / 2
     assert max(writer.batches) <= BATCH_GROWTH * ROWS_EACH
+
+
+def first_commit_after_one_insert(mariadb, source_db: str, server_id: int, quiet: bool) -> float:
+    """Seconds from a one-row transaction to its batch's commit, the pipeline streaming with
+    a max_batch_delay of 3 s into a target that does or does not commit when quiet."""
+    table = f"quiet_{int(quiet)}"
+    mariadb.execute(f"CREATE TABLE {table} (id INT PRIMARY KEY)", database=source_db)
+    with mariadb.connect(source_db) as conn:
+        start, schema = current_offset(conn), read_table_schema(conn, source_db, table, None)
+    writer, stopping = TargetTakingItsTime(seconds=0.0), threading.Event()
+    settings = BinlogSettings(server_id, heartbeat_seconds=1.0, max_batch_delay=3.0, commits_when_quiet=quiet)
+    arguments = (mariadb.endpoint(), settings, BinlogSplit(start), {schema.table_id: schema}, writer, None, stopping)
+    phase = threading.Thread(target=run_binlog_phase, args=(*arguments, lambda *_: None, lambda *_: None))
+    phase.start()
+    try:
+        time.sleep(1.0)  # the reader is following the binlog
+        written = time.monotonic()
+        mariadb.execute(f"INSERT INTO {table} VALUES (1)", database=source_db)
+        while not writer.started and time.monotonic() < written + 10:
+            time.sleep(0.01)
+    finally:
+        stopping.set()
+        phase.join()
+    assert writer.keys == [1]
+    return writer.started[0] - written
+
+
+def test_a_batch_is_committed_once_the_source_is_quiet_into_a_target_whose_commits_are_cheap(mariadb, source_db):
+    assert first_commit_after_one_insert(mariadb, source_db, server_id=6903, quiet=True) < 1.0
+    assert first_commit_after_one_insert(mariadb, source_db, server_id=6904, quiet=False) >= 2.9

@@ -220,6 +220,7 @@ _RECREATE = "or drop the table for the pipeline to create it"
 
 class JdbcSink(TargetRanges, Sink):
     replaces_key_ranges = True
+    commits_when_quiet = True
 
     def __init__(self, config: JdbcSinkConfig, pipeline: str) -> None:
         self.target = JdbcTarget(config, pipeline)
