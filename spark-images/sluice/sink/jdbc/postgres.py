@@ -15,6 +15,7 @@ from psycopg.copy import FileWriter
 from sluice.pipeline.jdbc_url import JdbcUrl
 from sluice.sink.base import PendingCommit
 from sluice.sink.jdbc.dialect import META_SCHEMA, JdbcDialect, TableChanges
+from sluice.sink.jdbc.pg_commit import CopyIn, commit_later, run_now
 from sluice.sink.jdbc.pg_numeric import register_numeric_dumper
 from sluice.sink.jdbc.target_limits import (
     POSTGRES_COLUMNS,
@@ -133,16 +134,19 @@ class PostgresDialect(JdbcDialect):
         ).fetchone()
         return row[0]
 
-    def _staging(self, conn: psycopg.Connection, schema: TableSchema, columns: Sequence[str]) -> str:
-        """A temporary table shaped like the target's given columns, emptied at commit; one
-        per shape, so a schema change gets a new one."""
-        shape = zlib.crc32(repr([(c, schema.column(c).column_type) for c in columns]).encode())
-        name = self.quote(f"stage_{schema.database}_{schema.table}_{shape:08x}")
-        conn.execute(
+    def _staged(self, schema: TableSchema, role: str, data: CopyData) -> tuple[str, CopyIn]:
+        """A temporary table shaped like the target's given columns, emptied at commit (one
+        per role, deleted keys or written rows, and per shape, so a schema change gets a new
+        one), and the COPY of `data` into it."""
+        shape = zlib.crc32(repr([(c, schema.column(c).column_type) for c in data.columns]).encode())
+        name = self.quote(f"stage_{schema.database}_{schema.table}_{role}{shape:08x}")
+        columns = ", ".join(map(self.quote, data.columns))
+        create = (
             f"CREATE TEMP TABLE IF NOT EXISTS {name} ON COMMIT DELETE ROWS AS "
-            f"SELECT {', '.join(map(self.quote, columns))} FROM {self.target_table(schema)} WITH NO DATA"
+            f"SELECT {columns} FROM {self.target_table(schema)} WITH NO DATA"
         )
-        return name
+        options = " (FORMAT BINARY)" if data.binary else ""
+        return name, CopyIn(create, f"COPY {name} ({columns}) FROM STDIN{options}", data.data)
 
     def _copy_data(
         self, conn: psycopg.Connection, schema: TableSchema, columns: Sequence[str], rows: Iterable[Sequence[Any]]
@@ -161,14 +165,6 @@ class PostgresDialect(JdbcDialect):
                 copy.write_row(row)
         return CopyData(tuple(columns), data.getvalue(), binary)
 
-    def _copy(self, conn: psycopg.Connection, table: str, data: CopyData) -> None:
-        options = " (FORMAT BINARY)" if data.binary else ""
-        with (
-            conn.cursor() as cur,
-            cur.copy(f"COPY {table} ({', '.join(map(self.quote, data.columns))}) FROM STDIN{options}") as copy,
-        ):
-            copy.write(data.data)
-
     def insert_new(self, conn: psycopg.Connection, schema: TableSchema, rows: Iterable[Row]) -> None:
         """COPY straight into the table (the fast path), inside a savepoint: as the COPY text
         the source rendered where it did (snapshot/copy_text), else row by row. Rows already
@@ -181,13 +177,15 @@ class PostgresDialect(JdbcDialect):
                         for block in rows.copy_text():
                             copy.write(block)
                 else:
-                    self._copy(conn, table, self._copy_data(conn, schema, schema.column_names, rows))
+                    data = self._copy_data(conn, schema, schema.column_names, rows)
+                    options = " (FORMAT BINARY)" if data.binary else ""
+                    with conn.cursor() as cur, cur.copy(f"COPY {table} ({columns}) FROM STDIN{options}") as copy:
+                        copy.write(data.data)
         except psycopg.errors.UniqueViolation:
             self.upsert(conn, schema, rows)
 
     def upsert(self, conn: psycopg.Connection, schema: TableSchema, rows: Iterable[Row]) -> None:
-        data = self._copy_data(conn, schema, schema.column_names, rows)
-        conn.execute(";".join(self._staged_upsert(conn, schema, data)))
+        run_now(conn, self._staged_upsert(schema, self._copy_data(conn, schema, schema.column_names, rows)))
 
     def prepare_changes(self, conn: psycopg.Connection, changes: TableChanges) -> StagedChanges:
         """The batch's keys and rows as COPY data, made while the commit before may still run."""
@@ -198,21 +196,20 @@ class PostgresDialect(JdbcDialect):
             self._copy_data(conn, schema, schema.column_names, rows) if rows else None,
         )
 
-    def stage_changes(self, conn: psycopg.Connection, changes: StagedChanges, slice_rows: int) -> list[str]:
-        """COPYs the batch's keys and rows into staging tables and leaves the DELETE and
+    def stage_changes(self, conn: psycopg.Connection, changes: StagedChanges, slice_rows: int) -> list[str | CopyIn]:
+        """Leaves the COPYs of the batch's keys and rows into staging tables, the DELETE and
         the INSERT ... ON CONFLICT from them to commit_later, so that PostgreSQL applies
         them while the next batch is read. The rows the batch inserts first go with the
         rest: a COPY straight into the table would hold the reader up until it is done.
         A staging table takes any number of rows: there are no slices."""
         schema = changes.schema
-        statements = self._staged_delete(conn, schema, changes.deleted) if changes.deleted else []
-        return statements + (self._staged_upsert(conn, schema, changes.written) if changes.written else [])
+        statements = self._staged_delete(schema, changes.deleted) if changes.deleted else []
+        return statements + (self._staged_upsert(schema, changes.written) if changes.written else [])
 
-    def _staged_upsert(self, conn: psycopg.Connection, schema: TableSchema, data: CopyData) -> list[str]:
-        """COPYs the rows into the staging table; the upsert from there is left to run."""
+    def _staged_upsert(self, schema: TableSchema, data: CopyData) -> list[str | CopyIn]:
+        """The COPY of the rows into a staging table, and the upsert from there."""
         names = schema.column_names
-        stage = self._staging(conn, schema, names)
-        self._copy(conn, stage, data)
+        stage, copy = self._staged(schema, "u", data)
         quoted = ", ".join(map(self.quote, names))
         key = schema.row_key
         updates = [n for n in names if n not in key]
@@ -223,49 +220,30 @@ class PostgresDialect(JdbcDialect):
         )
         conflict = f" ON CONFLICT ({', '.join(map(self.quote, key))}) {action}" if key else ""
         return [
+            copy,
             f"INSERT INTO {self.target_table(schema)} ({quoted}) SELECT {quoted} FROM {stage}{conflict}",
             f"TRUNCATE {stage}",
         ]
 
-    def commit_later(self, conn: psycopg.Connection, statements: Sequence[str]) -> PendingCommit:
-        """Sends the statements and COMMIT as one query and returns at once: PostgreSQL runs
-        them while the binlog phase reads the next batch. The commit's wait() reads their
-        results; until then nothing else may use the connection."""
-        pgconn = conn.pgconn
-        pgconn.send_query(";".join([*statements, "COMMIT"]).encode(conn.info.encoding))
-
-        def committed() -> None:
-            failure = None
-            while (result := pgconn.get_result()) is not None:
-                if result.status == psycopg.pq.ExecStatus.FATAL_ERROR and failure is None:
-                    failure = (result.error_message or b"").decode(errors="replace").strip()
-            if failure is not None:
-                raise psycopg.DatabaseError(failure)
-
-        def ready() -> bool:
-            try:
-                pgconn.consume_input()  # what arrived, without waiting (libpq's socket never blocks)
-            except psycopg.Error:
-                return True  # wait() says what failed
-            return not pgconn.is_busy()
-
-        return PendingCommit(committed, ready)
+    def commit_later(self, conn: psycopg.Connection, statements: Sequence[str | CopyIn]) -> PendingCommit:
+        """Sends the statements and COMMIT as one query and returns once its COPYs are fed:
+        PostgreSQL runs the rest while the binlog phase reads the next batch (pg_commit)."""
+        return commit_later(conn, statements)
 
     def delete(self, conn: psycopg.Connection, schema: TableSchema, keys: Sequence[tuple[Any, ...]]) -> None:
         if keys:
-            data = self._copy_data(conn, schema, schema.row_key, keys)
-            conn.execute(";".join(self._staged_delete(conn, schema, data)))
+            run_now(conn, self._staged_delete(schema, self._copy_data(conn, schema, schema.row_key, keys)))
 
-    def _staged_delete(self, conn: psycopg.Connection, schema: TableSchema, keys: CopyData) -> list[str]:
-        """COPYs the keys into a staging table; the DELETE by them is left to run."""
+    def _staged_delete(self, schema: TableSchema, keys: CopyData) -> list[str | CopyIn]:
+        """The COPY of the keys into a staging table, and the DELETE by them."""
         key = schema.row_key
-        stage = self._staging(conn, schema, key)
-        self._copy(conn, stage, keys)
+        stage, copy = self._staged(schema, "d", keys)
         match = " AND ".join(f"t.{self.quote(k)} = s.{self.quote(k)}" for k in key)
         # The staging table has no statistics, so the planner guesses thousands of keys and
         # hashes the whole target table for a batch's few: a nested loop probes the key's
         # index once a key. The transaction's other statements are all by key as well.
         return [
+            copy,
             "SET LOCAL enable_hashjoin = off",
             "SET LOCAL enable_mergejoin = off",
             f"DELETE FROM {self.target_table(schema)} t USING {stage} s WHERE {match}",
