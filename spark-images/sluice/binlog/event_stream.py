@@ -16,11 +16,15 @@ Rows events come out as `BinlogRowsEvent`s whichever way they were read, rows st
 from __future__ import annotations
 
 import collections
+import errno
+import select
 import struct
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
 import pymysql
+from pymysql.connections import MAX_PACKET_LEN
+from pymysql.constants.CR import CR_SERVER_LOST
 from pymysql.protocol import MysqlPacket
 from pymysqlreplication import BinLogStreamReader
 from pymysqlreplication.constants import FIELD_TYPE
@@ -38,6 +42,7 @@ ROW_EVENTS = (WriteRowsEvent, UpdateRowsEvent, DeleteRowsEvent)
 _HEADER = struct.Struct("<IBIIIH")  # timestamp, type, server id, event size, next position, flags
 _BODY = 1 + _HEADER.size  # a packet is an OK byte, the event's header, its body (and a checksum)
 _XID, _MARIADB_GTID, _TABLE_MAP = 0x10, 0xA2, 0x13
+READ_SIZE = 1 << 16  # bytes read off the replication connection at a time, at least
 _ROWS = {  # event type: (kind, the library's class, version 2)
     0x17: (RowKind.INSERT, WriteRowsEvent, False),
     0x18: (RowKind.UPDATE_AFTER, UpdateRowsEvent, False),
@@ -95,36 +100,100 @@ class ParsedMariadbGtid(MariadbGtidEvent):
 class PushbackConnection(SharedTlsConnection):
     """A replication connection that takes back the packet (or the error) just read from
     it, and gives it again at the next read. On the stream's connection every packet read
-    is made readable first (binlog/binlog_format.py), but those taken as sent (most)."""
+    is made readable first (binlog/binlog_format.py), but those taken as sent (most), and
+    packets are cut from reads of up to 64 KB: pymysql reads a packet's four header bytes,
+    then its payload, and makes an object of it, which cost more than a one-row
+    transaction's events themselves."""
 
-    _pushed: MysqlPacket | Exception | None = None
-    _unread: collections.deque[MysqlPacket] | None = None  # made from one read off the wire (a payload's)
+    _pushed: bytes | Exception | None = None
+    _unread: collections.deque[bytes] | None = None  # made from one read off the wire (a payload's)
+    _read: bytes = b""  # read off the wire, from `_at` on not yet a packet's
+    _at: int = 0
     binlog: BinlogFormat | None = None  # set on the stream's connection, at the handshake
+    # Called before a read that would wait for the server: a reader handing on what it read
+    # in batches hands on what it holds (runtime/reader_process.py sets it in its process).
+    before_waiting: Callable[[], None] | None = None
 
-    def push_back(self, item: MysqlPacket | Exception) -> None:
+    def push_back(self, item: bytes | Exception) -> None:
         self._pushed = item
 
     def _read_packet(self, packet_type: type = MysqlPacket) -> MysqlPacket:
+        if self.binlog is None:
+            return super()._read_packet(packet_type)
+        return packet_type(self.read_payload(), self.encoding)
+
+    def read_payload(self) -> bytes:
+        """The next packet's bytes on the stream's connection, made readable."""
         pushed, self._pushed = self._pushed, None
-        if pushed is None:
-            if self._unread:
-                return self._unread.popleft()
-            packet = super()._read_packet(packet_type)
-            if self.binlog is None:
-                return packet
-            data = packet.get_all_data()
-            if len(data) > 5 and data[5] in AS_SENT and data[0] == 0:  # most packets: nothing to do
-                return packet
-            first, *rest = self.binlog.packets(data)
-            if rest:
-                self._unread = collections.deque(MysqlPacket(p, self.encoding) for p in rest)
-            return packet if first is data else MysqlPacket(first, self.encoding)
-        if isinstance(pushed, Exception):
-            raise pushed
-        return pushed
+        if pushed is not None:
+            if isinstance(pushed, Exception):
+                raise pushed
+            return pushed
+        if self._unread:
+            return self._unread.popleft()
+        assert self.binlog is not None
+        data = self._payload()
+        if data[0] == 0xFF:  # an error packet, raised as pymysql raises it
+            if self._result is not None and self._result.unbuffered_active is True:
+                self._result.unbuffered_active = False
+            MysqlPacket(data, self.encoding).raise_for_error()
+        if len(data) > 5 and data[5] in AS_SENT and data[0] == 0:  # most packets: nothing to do
+            return data
+        first, *rest = self.binlog.packets(data)
+        if rest:
+            self._unread = collections.deque(rest)
+        return first
+
+    def _payload(self) -> bytes:
+        """A packet's payload, as pymysql frames it (a payload of 16 MB goes on in the next)."""
+        if self._current_timeout != self._read_timeout:
+            self._sock.settimeout(self._read_timeout)
+            self._current_timeout = self._read_timeout
+        parts = []
+        while True:
+            header = self._take(4)
+            length, number = header[0] | header[1] << 8 | header[2] << 16, header[3]
+            if number != self._next_seq_id:
+                self._force_close()
+                if number == 0:  # MariaDB sends an error packet numbered 0 when it shuts down
+                    raise pymysql.err.OperationalError(CR_SERVER_LOST, "Lost connection to MySQL server during query")
+                raise pymysql.err.InternalError(
+                    f"Packet sequence number wrong - got {number} expected {self._next_seq_id}"
+                )
+            self._next_seq_id = (self._next_seq_id + 1) % 256
+            parts.append(self._take(length))
+            if length < MAX_PACKET_LEN:
+                return parts[0] if len(parts) == 1 else b"".join(parts)
+
+    def _take(self, size: int) -> bytes:
+        read, at = self._read, self._at
+        if len(read) - at >= size:
+            self._at = at + size
+            return read[at : at + size]
+        pieces, have = [read[at:]], len(read) - at
+        if self.before_waiting is not None and not select.select([self._sock], [], [], 0)[0]:
+            self.before_waiting()
+        while have < size:
+            try:
+                piece = self._rfile.read1(max(size - have, READ_SIZE))
+            except OSError as exc:
+                if exc.errno == errno.EINTR:
+                    continue
+                self._force_close()
+                raise pymysql.err.OperationalError(
+                    CR_SERVER_LOST, f"Lost connection to MySQL server during query ({exc})"
+                ) from exc
+            if not piece:
+                self._force_close()
+                raise pymysql.err.OperationalError(CR_SERVER_LOST, "Lost connection to MySQL server during query")
+            pieces.append(piece)
+            have += len(piece)
+        self._read, self._at = b"".join(pieces), size
+        return self._read[:size]
 
 
 _SKIPPED = object()  # an event parsed here that nobody asked for
+_new = tuple.__new__
 
 
 class BinlogEventStream(BinLogStreamReader):
@@ -176,15 +245,14 @@ class BinlogEventStream(BinLogStreamReader):
             if connection is None or not connection.open or self.end_log_pos or self.skip_to_timestamp:
                 return self._from_library()
             try:
-                packet = connection._read_packet()
+                data = connection.read_payload()
             except pymysql.err.OperationalError as exc:  # the library reconnects, or raises it
                 connection.push_back(exc)
                 return self._from_library()
-            data = packet.get_all_data()
             parse = self._parsers.get(data[5]) if data[0] == 0 and len(data) >= _BODY else None
             event = parse(data, self._header(data), data[5]) if parse is not None else None
             if event is None:
-                connection.push_back(packet)
+                connection.push_back(data)
                 return self._from_library()
             if event is not _SKIPPED:
                 return event
@@ -209,7 +277,8 @@ class BinlogEventStream(BinLogStreamReader):
         timestamp, _, server_id, event_size, log_pos, _ = _HEADER.unpack_from(data, 1)
         if log_pos:
             self.log_pos = log_pos  # where the library reconnects from
-        return EventHeader(timestamp, server_id, self._format.size_in_file(log_pos, event_size), log_pos)
+        # Made as a tuple: a named tuple's own constructor is a Python call, four a transaction.
+        return _new(EventHeader, (timestamp, server_id, self._format.size_in_file(log_pos, event_size), log_pos))
 
     def _skipped(self, data: bytes, header: EventHeader, event_type: int) -> object:
         return _SKIPPED
@@ -237,10 +306,12 @@ class BinlogEventStream(BinLogStreamReader):
             at += struct.unpack_from("<H", data, _BODY + 8)[0] - 2
         columns, at = length_coded(data, at)
         width = (columns + 7) // 8
-        bitmaps = 2 if kind is RowKind.UPDATE_AFTER else 1
-        present = tuple(data[at + i * width : at + (i + 1) * width] for i in range(bitmaps))
+        if kind is RowKind.UPDATE_AFTER:
+            present, at = (data[at : at + width], data[at + width : at + 2 * width]), at + 2 * width
+        else:
+            present, at = (data[at : at + width],), at + width
         end = len(data) - (4 if self._format.checksum else 0)
-        return BinlogRowsEvent(kind, table, data[at + bitmaps * width : end], present, header)
+        return _new(BinlogRowsEvent, (kind, table, data[at:end], present, header))
 
 
 def _keep_layout(event: TableMapEvent) -> None:

@@ -28,13 +28,13 @@ import os
 import pickle
 import signal
 import sys
-import threading
 from collections.abc import Callable, Iterator, Mapping
 from multiprocessing.connection import Connection
 from typing import Any
 
 from sluice.binlog.ddl_reader import SchemaChange
 from sluice.binlog.event_reader import RowsEvent
+from sluice.binlog.event_stream import PushbackConnection
 from sluice.binlog.row_image_decoder import RowImageDecoder
 from sluice.binlog.transaction_reader import Heartbeat, Transaction
 from sluice.errors import SourceError
@@ -46,10 +46,8 @@ Item = Transaction | SchemaChange | Heartbeat
 Transactions = Callable[[BinlogOffset, Mapping[str, TableSchema], bool], Iterator[Item]]
 
 END = object()  # `get` gives it once the reader has nothing more: its bounded run ended, or it failed
-READ_AHEAD_BYTES = 8 << 20  # of row images (and a little for each item) the child reads ahead of its pipe
 SEND_AT_ONCE = 256  # items pickled into one message at most
 SEND_BYTES = 1 << 20  # row images pickled into one message at most: the parent unpickles one while the next comes
-ITEM_BYTES = 128  # what an item counts for besides its row images
 
 _PR_SET_PDEATHSIG = 1  # prctl(2)
 _F_SETPIPE_SZ = 1031  # fcntl(2), Linux
@@ -132,86 +130,61 @@ def _read(
     pipe: Connection,
     parent: int,
 ) -> None:
-    """The child: reads into a bounded outbox, which a sender thread pickles into the pipe
-    in batches, so that reading goes on while a batch is on its way."""
+    """The child: reads into an outbox, which it pickles into the pipe in batches."""
     _die_with_parent(parent)
     # Ctrl-C and a stop (SIGTERM to the driver's process group) are the parent's to handle:
     # it commits what was read, then kills this process.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
-    outbox = _Outbox()
-    sender = threading.Thread(target=_send, args=(outbox, pipe), name="binlog-reader-sender", daemon=True)
-    sender.start()
+    outbox = _Outbox(pipe)
+    PushbackConnection.before_waiting = outbox.send  # what was read goes before the reader waits for more
     numbers: dict[int, tuple[int, RowImageDecoder]] = {}  # by id(); holding each keeps its id unique
     try:
         for item in transactions(offset, sources, by_gtid):
             for packed, size in _packed(item, numbers):
                 outbox.put(packed, size)
-        outbox.put(("end",), ITEM_BYTES)
+        outbox.put(("end",), 0)
     except BaseException as exc:  # noqa: BLE001 - handed to the committing side
-        outbox.put(("failed", _picklable(exc)), ITEM_BYTES)
-    sender.join()
+        outbox.put(("failed", _picklable(exc)), 0)
+    outbox.send()
 
 
 class _Outbox:
-    """What the child read and its sender has not sent yet. A one-row transaction is read
-    in microseconds, so a put takes no lock (a deque's append and popleft are atomic): the
-    reader wakes the sender only when the box was empty, and waits only while the box holds
-    more than READ_AHEAD_BYTES. (Each byte counter is written by one thread alone.)"""
+    """What the child read and has not sent yet: one message once it holds SEND_BYTES of
+    row images or SEND_AT_ONCE items, and whatever it holds when the reader is about to
+    wait for the server (the replication connection's before_waiting). A full pipe holds the
+    reader up: it reads ahead of the committing side by a pipe and a message at most."""
 
-    def __init__(self) -> None:
-        self._items: collections.deque[tuple[tuple, int]] = collections.deque()
-        self._changed = threading.Condition()
-        self._put = self._taken = 0
+    def __init__(self, pipe: Connection) -> None:
+        self._pipe = pipe
+        self._items: list[tuple] = []
+        self._size = 0
 
     def put(self, packed: tuple, size: int) -> None:
-        self._items.append((packed, size))
-        self._put += size
-        if len(self._items) == 1:  # the sender may be waiting for it
-            with self._changed:
-                self._changed.notify_all()
-        if self._put - self._taken > READ_AHEAD_BYTES:
-            with self._changed:
-                while self._put - self._taken > READ_AHEAD_BYTES:
-                    self._changed.wait()
+        self._items.append(packed)
+        self._size += size
+        if self._size >= SEND_BYTES or len(self._items) >= SEND_AT_ONCE:
+            self.send()
 
-    def take(self) -> list[tuple]:
-        """What the box holds, up to a message's worth; waits for something."""
-        with self._changed:
-            while not self._items:
-                self._changed.wait()
-        taken, size = [], 0
-        while self._items and len(taken) < SEND_AT_ONCE and size < SEND_BYTES:
-            packed, n = self._items.popleft()
-            taken.append(packed)
-            size += n
-        self._taken += size
-        with self._changed:
-            self._changed.notify_all()  # a reader waiting for room
-        return taken
-
-
-def _send(outbox: _Outbox, pipe: Connection) -> None:
-    while True:
-        batch = outbox.take()
-        pipe.send_bytes(pickle.dumps(batch, protocol=pickle.HIGHEST_PROTOCOL))
-        if batch[-1][0] in ("end", "failed"):
-            return
+    def send(self) -> None:
+        if self._items:
+            self._pipe.send_bytes(pickle.dumps(self._items, protocol=pickle.HIGHEST_PROTOCOL))
+            self._items, self._size = [], 0
 
 
 def _packed(item: Item, numbers: dict[int, tuple[int, RowImageDecoder]]) -> list[tuple[tuple, int]]:
     """The item as tuples, after what makes each decoder it uses that was not sent yet;
-    each with the bytes it counts for in the outbox."""
+    each with the bytes of row images it holds."""
     if not isinstance(item, Transaction):
-        return [(("item", item), ITEM_BYTES)]
+        return [(("item", item), 0)]
     packed: list[tuple[tuple, int]] = []
     events = []
-    size = ITEM_BYTES
+    size = 0
     for event in item.events:
         known = numbers.get(id(event.decoder))
         if known is None:
             known = numbers[id(event.decoder)] = (len(numbers), event.decoder)
-            packed.append((("decoder", known[0], event.decoder.columns, event.decoder.schema), ITEM_BYTES))
+            packed.append((("decoder", known[0], event.decoder.columns, event.decoder.schema), 0))
         events.append((*event[:2], known[0], *event[3:5], tuple(event.start), *event[6:]))
         size += len(event.body)
     packed.append((("transaction", events, tuple(item.end), item.timestamp), size))
