@@ -206,6 +206,7 @@ class VerifyingLoop:
         self.table = schema.table_id
         self.done = threading.Event()
         self.passes = self.ranges = self.mismatches = 0
+        self.examples: list[str] = []  # the mismatches it reported: the target is exact, so each is the verifier's
         self.thread = threading.Thread(target=self._loop, daemon=True)
 
     def _loop(self) -> None:
@@ -214,6 +215,7 @@ class VerifyingLoop:
             self.passes += 1
             self.ranges += result.checked
             self.mismatches += len(result.mismatches)
+            self.examples += [mismatch.describe() for mismatch in result.mismatches]
 
     def __enter__(self) -> VerifyingLoop:
         self.thread.start()
@@ -351,6 +353,8 @@ def main() -> None:
             f"{verifying.ranges / verify_seconds:.1f} ranges/s, {verifying.mismatches} false mismatches): "
             f"p50 {p50v * 1000:.0f} ms ({p50v / p50:.2f}x), p99 {p99v * 1000:.0f} ms ({p99v / p99:.2f}x)"
         )
+        for example in verifying.examples[:3]:
+            print(f"    false mismatch: {example}")
         # Last: it writes the table again, which the target above no longer follows.
         rows, null_seconds, tool_seconds = plain
         compressed_null, compressed_tool = compressed_binlog(mariadb, endpoint, schemas, args.events)
