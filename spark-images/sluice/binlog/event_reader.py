@@ -244,7 +244,6 @@ class ForwardWindows:
         """The table's row changes in [start, stop)."""
         if self._stream is None or start.is_before(self._began):
             self._open(start)
-        self._read = [rows for rows in self._read if not rows.start.is_before(start)]
         stream = self._stream
         assert stream is not None
         while self._reached.is_before(stop):
@@ -260,6 +259,8 @@ class ForwardWindows:
                 if rows is not None:
                     self._read.append(rows)
             self._reached = max(self._reached, end)
+        # What this call read from where the last window stopped may begin before `start` too.
+        self._read = [rows for rows in self._read if not rows.start.is_before(start)]
         inside = [rows for rows in self._read if rows.table_id == table_id and rows.start.is_before(stop)]
         return [change for rows in inside for change in _window_changes(rows)]
 
