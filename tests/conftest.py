@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from tests.harness.kube_api_double import RunningApiDouble
+from tests.harness.pipelines import kill_leftover_pipelines
 from tests.harness.services import MariaDB, PostgreSQL, scratch_directory, start_mariadb, start_postgresql
 
 _names = itertools.count()
@@ -86,3 +87,10 @@ def mariadb_compressed(services_dir: Path) -> Iterator[MariaDB]:
 def source_db_compressed(mariadb_compressed: MariaDB) -> Iterator[str]:
     """A fresh, empty database on the compressing MariaDB for one test."""
     yield from _fresh_database(mariadb_compressed)
+
+
+@pytest.fixture(autouse=True)
+def no_pipeline_outlives_its_test() -> Iterator[None]:
+    """A test that failed before it ended its `sluice run`s: they die with it."""
+    yield
+    kill_leftover_pipelines()

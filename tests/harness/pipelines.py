@@ -126,6 +126,9 @@ def run_sluice(
 
 
 PIPE_BYTES = 1 << 20  # Linux's default most for a process without CAP_SYS_RESOURCE
+# Every run start_sluice started: a test that fails before it kills its runs leaves them to
+# kill_leftover_pipelines, or they would write into the next test's databases.
+_started: list[subprocess.Popen] = []
 
 
 def start_sluice(pipeline: Path, state_dir: Path, env: dict[str, str], *options: str) -> subprocess.Popen:
@@ -144,7 +147,17 @@ def start_sluice(pipeline: Path, state_dir: Path, env: dict[str, str], *options:
     )
     for pipe in (process.stdout, process.stderr):
         fcntl.fcntl(pipe.fileno(), fcntl.F_SETPIPE_SZ, PIPE_BYTES)
+    _started.append(process)
     return process
+
+
+def kill_leftover_pipelines() -> list[int]:
+    """Kills the runs start_sluice started that are still going; their pids."""
+    leftover = [process for process in _started if process.poll() is None]
+    for process in leftover:
+        kill_pipeline(process)
+    _started.clear()
+    return [process.pid for process in leftover]
 
 
 def read_state(state_dir: Path) -> dict[str, Any]:

@@ -39,16 +39,20 @@ class Screen(NamedTuple):
     odd: type
 
 
+def has_surrogates(text: str) -> bool:
+    return not text.isascii() and _SURROGATE.search(text) is not None  # isascii is a flag's read
+
+
+def may_fit(value: Any, odd: type, surrogates: bool) -> bool:
+    """Whether a row fit may change this value: one of class `odd`, or a string holding
+    NUL or (`surrogates`) a UTF-16 surrogate."""
+    return value.__class__ is odd or (
+        value.__class__ is str and ("\x00" in value or (surrogates and has_surrogates(value)))
+    )
+
+
 def screened(row: Row, screen: Screen) -> bool:
-    for i in screen.slots:
-        value = row[i]
-        if value.__class__ is screen.odd:
-            return True
-        if value.__class__ is str and (
-            "\x00" in value or (screen.surrogates and not value.isascii() and _SURROGATE.search(value) is not None)
-        ):
-            return True
-    return False
+    return any(may_fit(row[i], screen.odd, screen.surrogates) for i in screen.slots)
 
 
 def fold_run(

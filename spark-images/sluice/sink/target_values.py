@@ -20,14 +20,13 @@ from __future__ import annotations
 import collections
 import dataclasses
 import logging
-import re
 import threading
 from collections.abc import Callable, Iterable, Iterator
 from datetime import date, datetime
 from typing import Any
 
 from sluice.errors import SinkError
-from sluice.event.change_fold import Screen
+from sluice.event.change_fold import Screen, has_surrogates, may_fit
 from sluice.event.snapshot_split import SplitResult
 from sluice.source.copy_text import RendersCopyText
 from sluice.source.row_decoding import InvalidDate, Row, RowDecoder
@@ -36,7 +35,6 @@ from sluice.source.schema import TEXT_STRING_TYPES, Column, TableSchema
 log = logging.getLogger(__name__)
 
 NUL = "\x00"
-_SURROGATE = re.compile("[\ud800-\udfff]")
 STRINGS = TEXT_STRING_TYPES | {"enum", "set"}
 DATES = ("date", "datetime", "timestamp")
 COPY_NULL = "\\N"
@@ -71,10 +69,6 @@ def _changed(schema: TableSchema, column: str, row: Row, rule: str, what: str) -
         log.warning("%s.%s: %s (first at %s)", schema.table_id, column, what, RowDecoder(schema).key_text(row))
 
 
-def _has_surrogates(text: str) -> bool:
-    return not text.isascii() and _SURROGATE.search(text) is not None  # isascii is a flag's read
-
-
 class RowFit:
     """What one table's rows become in a target. Its `screen` picks the rows it may change:
     any other it gives back as it is, so the change fold calls it on those alone."""
@@ -86,9 +80,7 @@ class RowFit:
         values: list[Any] | None = None
         for i, rule in self.rules:
             value = row[i]
-            if value.__class__ is InvalidDate or (
-                value.__class__ is str and (NUL in value or (self.unicode_text and _has_surrogates(value)))
-            ):
+            if may_fit(value, InvalidDate, self.unicode_text):
                 values = values or list(row)
                 values[i] = rule(value, row)
         return row if values is None else tuple(values)
@@ -129,7 +121,7 @@ class TargetValues:
             if nuls and NUL in fitted:
                 _changed(schema, column.name, row, "nul", nul)
                 fitted = fitted.replace(NUL, replacement)
-            if self.unicode_text and _has_surrogates(fitted):
+            if self.unicode_text and has_surrogates(fitted):
                 _changed(schema, column.name, row, "surrogate", surrogate)
                 fitted = fitted.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
             return fitted
@@ -198,7 +190,7 @@ class _Fitted:
         for block in self._rows.copy_text():
             if (
                 (nuls and NUL in block)
-                or (unicode_text and _has_surrogates(block))
+                or (unicode_text and has_surrogates(block))
                 or (self._dates and ("-00" in block or "0000-" in block))
             ):
                 block = "\n".join(self._fit_line(line) for line in block.split("\n"))
