@@ -10,7 +10,7 @@ import subprocess
 import time
 import urllib.parse
 import urllib.request
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -55,6 +55,13 @@ class Prometheus:
             assert time.monotonic() < deadline, f"no series for {what or expr}"
             time.sleep(0.5)
         return result
+
+    def wait_for_value(self, expr: str, value: float, deadline: float, context: Callable[[], str]) -> None:
+        """Until `expr` reads `value`: a gauge set between two scrapes is read at the next.
+        `context` says what the test saw meanwhile, should it never."""
+        while (found := self.value(expr)) != value:
+            assert time.monotonic() < deadline, f"{expr} is {found}, not {value}: {context()}"
+            time.sleep(0.5)
 
     def wait_for_alert(self, name: str, state: str | None, deadline: float) -> None:
         """Until the alert is in `state` (firing, pending), or inactive with None."""

@@ -168,7 +168,15 @@ def test_apply_snapshot_scale_down_stream_and_a_manual_schema_change(
     # (No value here needs a type rule's rewrite: sluice/runtime/test_pipeline_metrics.py has one.)
     scraped.wait_for_every_panel_and_alert(rules, time.monotonic() + 60, leave_out=["sluice_values_rewritten_total"])
     scraped.wait_for_alert("SluiceSchemaChangeWaiting", None, time.monotonic() + 30)
-    assert scraped.value('sum(sluice_pipeline_phase{name="orders",phase="Streaming"})') == 1
+    scraped.wait_for_value(
+        'sum(sluice_pipeline_phase{name="orders",phase="Streaming"})',
+        1,
+        time.monotonic() + 10,
+        lambda: (
+            f"status phase {cluster.cdc_pipeline('orders')['status']['phase']}, operator log: "
+            + cluster.operator.log.read_text()[-3000:]
+        ),
+    )
     assert scraped.value("sum(sluice_schema_changes_applied_total)") == 1
 
     status = cluster.cdc_pipeline("orders")["status"]
