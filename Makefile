@@ -11,6 +11,9 @@ $(VENV)/.installed: pyproject.toml setup.py $(wildcard spark-images/sluice/*/_*.
 	python3 -m venv $(VENV)
 	$(VENV)/bin/pip install --quiet --upgrade pip
 	$(VENV)/bin/pip install --quiet -e '.[dev]'
+	@# Compiled modules, as a wheel's install leaves them: an editable install compiles
+	@# on first import, and not at all where PYTHONDONTWRITEBYTECODE is set (every start then would)
+	$(VENV)/bin/python -m compileall -q spark-images/sluice operator/sluice_operator
 	@# Spark's classes as one archive a local JVM maps at start (about 3 s sooner on two cores)
 	$(VENV)/bin/python -m sluice.runtime.spark_classes || echo "no class archive: local Spark starts without one"
 	touch $@

@@ -35,6 +35,7 @@ from pymysqlreplication.table import Table
 from sluice.binlog.binlog_format import BinlogFormat, table_id
 from sluice.binlog.event_types import AS_SENT
 from sluice.binlog.packet_bytes import length_coded
+from sluice.binlog.packet_frames import frames
 from sluice.event.row_change import RowKind
 from sluice.source.connection import SharedTlsConnection
 
@@ -101,14 +102,15 @@ class PushbackConnection(SharedTlsConnection):
     """A replication connection that takes back the packet (or the error) just read from
     it, and gives it again at the next read. On the stream's connection every packet read
     is made readable first (binlog/binlog_format.py), but those taken as sent (most), and
-    packets are cut from reads of up to 64 KB: pymysql reads a packet's four header bytes,
-    then its payload, and makes an object of it, which cost more than a one-row
-    transaction's events themselves."""
+    packets are cut from reads of up to 64 KB (binlog/packet_frames.py): pymysql reads a
+    packet's four header bytes, then its payload, and makes an object of it, which cost
+    more than a one-row transaction's events themselves."""
 
     _pushed: bytes | Exception | None = None
     _unread: collections.deque[bytes] | None = None  # made from one read off the wire (a payload's)
     _read: bytes = b""  # read off the wire, from `_at` on not yet a packet's
     _at: int = 0
+    _framed: list[bytes] | None = None  # payloads cut from `_read` and not read yet, the next last
     binlog: BinlogFormat | None = None  # set on the stream's connection, at the handshake
     # Called before a read that would wait for the server: a reader handing on what it read
     # in batches hands on what it holds (runtime/reader_process.py sets it in its process).
@@ -145,7 +147,15 @@ class PushbackConnection(SharedTlsConnection):
         return first
 
     def _payload(self) -> bytes:
-        """A packet's payload, as pymysql frames it (a payload of 16 MB goes on in the next)."""
+        """A packet's payload, as pymysql frames it (a payload of 16 MB goes on in the next):
+        the next of those cut from the last read, else read off the wire."""
+        if self._framed:
+            return self._framed.pop()
+        framed, self._at, self._next_seq_id = frames(self._read, self._at, self._next_seq_id)
+        if framed:
+            framed.reverse()
+            self._framed = framed
+            return framed.pop()
         if self._current_timeout != self._read_timeout:
             self._sock.settimeout(self._read_timeout)
             self._current_timeout = self._read_timeout

@@ -7,10 +7,11 @@ from __future__ import annotations
 import socket
 import struct
 
+import pytest
 from pymysqlreplication import BinLogStreamReader
 from pymysqlreplication.event import MariadbGtidEvent, QueryEvent, RotateEvent, XidEvent
 
-from sluice.binlog import event_stream
+from sluice.binlog import event_stream, packet_frames
 from sluice.binlog.binlog_format import BinlogFormat
 from sluice.binlog.event_reader import WatchedTables, open_stream
 from sluice.binlog.event_stream import ROW_EVENTS, BinlogRowsEvent, ParsedMariadbGtid, ParsedXid
@@ -104,7 +105,12 @@ def _read(stream: BinLogStreamReader, end: BinlogOffset, interrupt_after: int | 
     return events, connections
 
 
-def test_every_event_parsed_here_is_the_one_the_library_reads(mariadb, source_db, monkeypatch):
+@pytest.mark.parametrize("framing", ["compiled", "python"])
+def test_every_event_parsed_here_is_the_one_the_library_reads(mariadb, source_db, monkeypatch, framing):
+    if framing == "python":
+        monkeypatch.setattr(event_stream, "frames", packet_frames.frames_python)
+    else:
+        assert packet_frames.COMPILED, "make install builds binlog/_packet_frames.c"
     start, end = _history(mariadb, source_db)
     from_library = []
     monkeypatch.setattr(event_stream, "_library_rows", lambda e, size: from_library.append(e) or _as_rows(e))
