@@ -23,6 +23,8 @@ static const struct { const char *name; enum op_code code; } OP_NAMES[] = {
 };
 
 static const int DECIMAL_GROUP_BYTES[10] = {0, 1, 1, 2, 2, 3, 3, 4, 4, 4};
+static const unsigned long long POWERS_OF_TEN[10] = {1, 10, 100, 1000, 10000, 100000, 1000000, 10000000,
+                                                     100000000, 1000000000};
 
 typedef struct {
     enum op_code code;
@@ -245,6 +247,18 @@ failed:
     return -1;
 }
 
+/* `value` in exactly `width` digits, zero-padded, at `out`; where they end. (sprintf's
+ * format parsing cost more than the rest of a DECIMAL's decoding.) */
+static char *
+put_digits(char *out, unsigned long long value, int width)
+{
+    for (int i = width - 1; i >= 0; i--) {
+        out[i] = (char)('0' + value % 10);
+        value /= 10;
+    }
+    return out + width;
+}
+
 static PyObject *
 read_decimal(const Op *op, const unsigned char *p)
 {
@@ -266,10 +280,16 @@ read_decimal(const Op *op, const unsigned char *p)
         unsigned long long value = big_endian(q, n);
         q += n;
         nonzero |= value != 0;
-        out += sprintf(out, "%0*llu", op->group_digits[g], value);
+        if (value >= POWERS_OF_TEN[op->group_digits[g]]) /* a corrupt group: more digits than it holds */
+            out += sprintf(out, "%0*llu", op->group_digits[g], value);
+        else
+            out = put_digits(out, value, op->group_digits[g]);
     }
-    if (op->b)
-        out += sprintf(out, "E-%ld", op->b);
+    if (op->b) { /* a scale of 1 to 38 (MariaDB's most) */
+        *out++ = 'E';
+        *out++ = '-';
+        out = put_digits(out, (unsigned long long)op->b, op->b < 10 ? 1 : 2);
+    }
     char *text = negative && !nonzero ? digits + 1 : digits; /* a negative zero is zero */
     PyObject *string = PyUnicode_FromStringAndSize(text, out - text);
     if (string == NULL)
