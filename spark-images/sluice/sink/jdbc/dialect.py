@@ -121,7 +121,17 @@ class JdbcDialect(ABC):
         what this gives. Here that is nothing: the share as it is."""
         return changes
 
-    def stage_changes(self, conn: Any, changes: Any, slice_rows: int) -> list[str]:
+    def inserts_directly(self, changes: Any) -> bool:
+        """Whether stage_changes would write the share's new rows (as prepare_changes gave
+        it) with no regard for rows the target holds already, so that a duplicate key fails
+        the commit (is_duplicate_key) and the batch goes again with insert_directly off.
+        Here inserting is upserting, always."""
+        return False
+
+    def is_duplicate_key(self, exc: Exception) -> bool:
+        return False
+
+    def stage_changes(self, conn: Any, changes: Any, slice_rows: int, insert_directly: bool = True) -> list[str]:
         """Writes a table's share of a binlog batch (as prepare_changes gave it) in
         statements of at most `slice_rows` rows. Gives the statements it leaves to
         commit_later; here it leaves none."""

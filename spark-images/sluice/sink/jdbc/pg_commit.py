@@ -7,7 +7,8 @@ simple query the server runs each statement after the COPY before it is done (th
 allows COPY FROM STDIN among a query's statements). So the COPYs go first, each fed when the
 server asks; once the last is fed the driver goes on, and the COPY's parse, the DELETE and
 INSERT ... ON CONFLICT from the staging tables and the COMMIT run while it reads the next
-batch. The pending commit's wait() reads their results.
+batch. The pending commit's wait() reads their results, and raises the first failure as
+psycopg's class for its SQLSTATE.
 """
 
 from __future__ import annotations
@@ -25,7 +26,8 @@ CHUNK = 1 << 16  # COPY data handed to libpq at a time
 
 
 class CopyIn(NamedTuple):
-    """A staging table made if missing (`create`), then COPY `statement` of `data`."""
+    """A staging table made if missing (`create`; empty for a COPY into the target table
+    itself), then COPY `statement` of `data`."""
 
     create: str
     statement: str
@@ -35,7 +37,8 @@ class CopyIn(NamedTuple):
 def run_now(conn: psycopg.Connection, statements: Sequence[str | CopyIn]) -> None:
     """The statements in the transaction, done when this returns: COPYs first, then the rest."""
     for copy in (s for s in statements if isinstance(s, CopyIn)):
-        conn.execute(copy.create)
+        if copy.create:
+            conn.execute(copy.create)
         with conn.cursor() as cur, cur.copy(copy.statement) as into:
             into.write(copy.data)
     rest = [s for s in statements if not isinstance(s, CopyIn)]
@@ -49,11 +52,11 @@ def commit_later(conn: psycopg.Connection, statements: Sequence[str | CopyIn]) -
     returned nothing else may use the connection."""
     pgconn = conn.pgconn
     copies = [s for s in statements if isinstance(s, CopyIn)]
-    texts = [part for copy in copies for part in (copy.create, copy.statement)]
+    texts = [part for copy in copies for part in (copy.create, copy.statement) if part]
     texts += [s for s in statements if not isinstance(s, CopyIn)]
     pgconn.send_query(";".join([*texts, "COMMIT"]).encode(conn.info.encoding))
     _flush(pgconn)
-    failures: list[str] = []
+    failures: list[psycopg.Error] = []
     for copy in copies:
         if not _asks_for_data(pgconn, failures):
             break  # a statement before it failed: the server ran none of the rest
@@ -63,7 +66,7 @@ def commit_later(conn: psycopg.Connection, statements: Sequence[str | CopyIn]) -
         while (result := pgconn.get_result()) is not None:
             _note_failure(result, failures)
         if failures:
-            raise psycopg.DatabaseError(failures[0])
+            raise failures[0]
 
     def ready() -> bool:
         try:
@@ -75,7 +78,7 @@ def commit_later(conn: psycopg.Connection, statements: Sequence[str | CopyIn]) -
     return PendingCommit(committed, ready)
 
 
-def _asks_for_data(pgconn: pq.abc.PGconn, failures: list[str]) -> bool:
+def _asks_for_data(pgconn: pq.abc.PGconn, failures: list[psycopg.Error]) -> bool:
     """Reads the results before the next COPY's; False if the query ended first."""
     while (result := pgconn.get_result()) is not None:
         if result.status == pq.ExecStatus.COPY_IN:
@@ -84,9 +87,17 @@ def _asks_for_data(pgconn: pq.abc.PGconn, failures: list[str]) -> bool:
     return False
 
 
-def _note_failure(result: pq.abc.PGresult, failures: list[str]) -> None:
+def _note_failure(result: pq.abc.PGresult, failures: list[psycopg.Error]) -> None:
+    """A failed statement's error, of the class psycopg gives its SQLSTATE (a unique
+    violation is psycopg.errors.UniqueViolation, as from a statement run on its own)."""
     if result.status == pq.ExecStatus.FATAL_ERROR:
-        failures.append((result.error_message or b"").decode(errors="replace").strip())
+        message = (result.error_message or b"").decode(errors="replace").strip()
+        state = (result.error_field(pq.DiagnosticField.SQLSTATE) or b"").decode()
+        try:
+            kind = psycopg.errors.lookup(state)
+        except KeyError:  # no SQLSTATE, or one psycopg does not know
+            kind = psycopg.DatabaseError
+        failures.append(kind(message))
 
 
 def _send_copy(pgconn: pq.abc.PGconn, data: bytes) -> None:

@@ -38,11 +38,13 @@ class CopyData(NamedTuple):
 
 
 class StagedChanges(NamedTuple):
-    """A table's share of a binlog batch as COPY data: the keys it deletes, the rows it writes."""
+    """A table's share of a binlog batch as COPY data: the keys it deletes, the rows it
+    inserts first (the target normally lacks them), the rows it changes."""
 
     schema: TableSchema
     deleted: CopyData | None
-    written: CopyData | None
+    inserted: CopyData | None
+    upserted: CopyData | None
 
 
 class PostgresDialect(JdbcDialect):
@@ -189,27 +191,50 @@ class PostgresDialect(JdbcDialect):
 
     def prepare_changes(self, conn: psycopg.Connection, changes: TableChanges) -> StagedChanges:
         """The batch's keys and rows as COPY data, made while the commit before may still run."""
-        schema, rows = changes.schema, [*changes.inserted, *changes.upserted]
+        schema, names = changes.schema, changes.schema.column_names
         return StagedChanges(
             schema,
             self._copy_data(conn, schema, schema.row_key, changes.deleted) if changes.deleted else None,
-            self._copy_data(conn, schema, schema.column_names, rows) if rows else None,
+            self._copy_data(conn, schema, names, changes.inserted) if changes.inserted else None,
+            self._copy_data(conn, schema, names, changes.upserted) if changes.upserted else None,
         )
 
-    def stage_changes(self, conn: psycopg.Connection, changes: StagedChanges, slice_rows: int) -> list[str | CopyIn]:
+    def inserts_directly(self, changes: StagedChanges) -> bool:
+        return changes.inserted is not None
+
+    def is_duplicate_key(self, exc: Exception) -> bool:
+        return isinstance(exc, psycopg.errors.UniqueViolation)
+
+    def stage_changes(
+        self, conn: psycopg.Connection, changes: StagedChanges, slice_rows: int, insert_directly: bool = True
+    ) -> list[str | CopyIn]:
         """Leaves the COPYs of the batch's keys and rows into staging tables, the DELETE and
         the INSERT ... ON CONFLICT from them to commit_later, so that PostgreSQL applies
-        them while the next batch is read. The rows the batch inserts first go with the
-        rest: a COPY straight into the table would hold the reader up until it is done.
-        A staging table takes any number of rows: there are no slices."""
+        them while the next batch is read. With `insert_directly` the rows the batch
+        inserts first are COPYed straight into the table: a third of the server's work of
+        an upsert from a staging table (a unique violation fails the commit, and the
+        writer sends the batch again without it). A staging table takes any number of
+        rows: there are no slices."""
         schema = changes.schema
         statements = self._staged_delete(schema, changes.deleted) if changes.deleted else []
-        return statements + (self._staged_upsert(schema, changes.written) if changes.written else [])
+        if insert_directly and changes.inserted is not None:
+            statements.append(self._direct_copy(schema, changes.inserted))
+            written = [changes.upserted]
+        else:
+            written = [changes.inserted, changes.upserted]
+        written_data = [data for data in written if data is not None]
+        return statements + (self._staged_upsert(schema, *written_data) if written_data else [])
 
-    def _staged_upsert(self, schema: TableSchema, data: CopyData) -> list[str | CopyIn]:
-        """The COPY of the rows into a staging table, and the upsert from there."""
+    def _direct_copy(self, schema: TableSchema, data: CopyData) -> CopyIn:
+        columns = ", ".join(map(self.quote, data.columns))
+        options = " (FORMAT BINARY)" if data.binary else ""
+        return CopyIn("", f"COPY {self.target_table(schema)} ({columns}) FROM STDIN{options}", data.data)
+
+    def _staged_upsert(self, schema: TableSchema, data: CopyData, *more: CopyData) -> list[str | CopyIn]:
+        """The COPYs of the rows into a staging table, and the upsert from there."""
         names = schema.column_names
         stage, copy = self._staged(schema, "u", data)
+        copies = [copy, *(self._staged(schema, "u", each)[1] for each in more)]
         quoted = ", ".join(map(self.quote, names))
         key = schema.row_key
         updates = [n for n in names if n not in key]
@@ -220,7 +245,7 @@ class PostgresDialect(JdbcDialect):
         )
         conflict = f" ON CONFLICT ({', '.join(map(self.quote, key))}) {action}" if key else ""
         return [
-            copy,
+            *copies,
             f"INSERT INTO {self.target_table(schema)} ({quoted}) SELECT {quoted} FROM {stage}{conflict}",
             f"TRUNCATE {stage}",
         ]

@@ -14,6 +14,7 @@ from __future__ import annotations
 import collections
 import contextlib
 import json
+import logging
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, NamedTuple
 
@@ -34,6 +35,8 @@ from sluice.source.offset import BinlogOffset
 from sluice.source.row_decoding import Row
 from sluice.source.schema import TableSchema
 
+log = logging.getLogger(__name__)
+
 
 class JdbcWriter(SinkWriter):
     def __init__(self, target: JdbcTarget) -> None:
@@ -41,6 +44,7 @@ class JdbcWriter(SinkWriter):
         self._conn: Any = None
         self._keys: dict[str, tuple[TableSchema, tuple[int, ...]]] = {}  # per table, its row key's positions
         self._fits: dict[str, tuple[TableSchema, Callable[[Row], Row] | None]] = {}
+        self._upserts_inserts: set[str] = set()  # tables whose new rows were found in the target once
 
     @property
     def conn(self) -> Any:
@@ -108,15 +112,24 @@ class JdbcWriter(SinkWriter):
             raise SinkError(f"sink {self.target!r}: preparing changes up to {end} failed: {first_line(exc)}") from exc
         return _Prepared(shares, [(schema, counts) for schema, counts in bags.values()])
 
-    def _send(self, prepared: _Prepared, end: BinlogOffset, drop_split_records: bool) -> PendingCommit:
+    def _send(
+        self, prepared: _Prepared, end: BinlogOffset, drop_split_records: bool, directly: bool = True
+    ) -> PendingCommit:
         """Deletes, inserts and upserts in bulk; what the dialect leaves to run with the
-        commit may still run when this returns (see dialect.commit_later)."""
+        commit may still run when this returns (see dialect.commit_later). New rows go in
+        with no regard for rows the target holds (`directly`, where the dialect can): if
+        one was there after all, the commit fails, the batch is sent again with them
+        upserted, and so are that table's from then on."""
         dialect = self.target.dialect
+        inserting = {s.schema.table_id for s in prepared.shares if directly and dialect.inserts_directly(s)}
+        inserting -= self._upserts_inserts
         try:
             self._fence()
             statements: list[str] = []  # what the dialect leaves to run with the commit
             for share in prepared.shares:
-                statements += dialect.stage_changes(self.conn, share, self.target.batch_size)
+                statements += dialect.stage_changes(
+                    self.conn, share, self.target.batch_size, share.schema.table_id in inserting
+                )
             for schema, counts in prepared.bags:
                 dialect.delete_equal_rows(self.conn, schema, [(row, -n) for row, n in counts.items() if n < 0])
                 self._in_slices(dialect.upsert, schema, [row for row, n in counts.items() for _ in range(n)])
@@ -131,7 +144,20 @@ class JdbcWriter(SinkWriter):
             try:
                 committed.wait()
             except Exception as exc:
-                raise self._failed(end, exc) from exc
+                if not (inserting and dialect.is_duplicate_key(exc)):
+                    raise self._failed(end, exc) from exc
+                self._abort()
+                self._upserts_inserts |= inserting
+                log.warning(
+                    "sink %r: a row the binlog inserts was in the target already (%s); the batch up to %s is "
+                    "committed again with the new rows of %s upserted, as they will be from now on (a table that "
+                    "held rows before the pipeline, or one written by others, is written so)",
+                    self.target,
+                    first_line(exc),
+                    end,
+                    ", ".join(sorted(inserting)),
+                )
+                self._send(prepared, end, drop_split_records, directly=False).wait()
 
         return PendingCommit(wait, committed.ready)
 

@@ -14,6 +14,7 @@ from sluice.pipeline.sink_configs import JdbcSinkConfig
 from sluice.sink.jdbc.sink import JdbcSink
 from sluice.source.offset import BinlogOffset
 from sluice.source.schema import read_table_schema
+from tests.harness import compare
 
 
 def test_a_batch_lands_as_each_keys_last_image(target, table_t, source_db):
@@ -129,6 +130,47 @@ def test_an_upsert_the_target_refuses_fails_the_commit_and_keeps_nothing_of_the_
     assert target_rows(source_db) == [(1, "ok")]
     assert writer.committed_binlog_offset() == first
     writer.close()
+
+
+def test_postgresql_copies_a_batchs_new_rows_straight_in_and_upserts_them_once_one_was_there(
+    postgresql, table_t, source_db, caplog
+):
+    """New rows go into the table by COPY, with no staging table (a third of the server's
+    work of an upsert). A row the target held already (here: written by someone else)
+    fails that commit; the batch goes again with its new rows upserted, and so do the
+    table's later batches, with one warning."""
+    options = {"url": postgresql.url, "username": postgresql.user, "password": postgresql.password}
+    sink = JdbcSink(JdbcSinkConfig.from_options(options), f"direct-inserts-{source_db}")
+    sink.prepare([table_t])
+    writer = sink.writer()
+
+    def batch(*keys: int) -> ChangeBatch:
+        at = BinlogOffset("mysql-bin.000001", 10)
+        return ChangeBatch([ChangeRow(table_t, RowKind.INSERT, (k, f"v{k}"), 0, at) for k in keys])
+
+    writer.start_changes(batch(1, 2, 3), BinlogOffset("mysql-bin.000001", 100), False).wait()
+    assert _staging_tables(postgresql, source_db) == []
+    with postgresql.connect() as other:
+        other.execute(f"INSERT INTO {source_db}.t VALUES (5, 'theirs')")
+
+    with caplog.at_level("WARNING", logger="sluice.sink.jdbc.sink"):
+        writer.start_changes(batch(4, 5, 6), BinlogOffset("mysql-bin.000001", 200), False).wait()
+        writer.start_changes(batch(7, 6), BinlogOffset("mysql-bin.000001", 300), False).wait()
+    assert _staging_tables(postgresql, source_db) != []  # upserted: staged
+    writer.close()
+
+    assert compare.postgres_rows(postgresql, source_db, "t") == [(k, f"v{k}") for k in range(1, 8)]
+    assert writer.committed_binlog_offset() == BinlogOffset("mysql-bin.000001", 300)
+    warned = [r.getMessage() for r in caplog.records]
+    assert len(warned) == 1 and "was in the target already" in warned[0] and f"{source_db}.t" in warned[0], warned
+    assert "Key (id)=(5)" in warned[0] or "t_pkey" in warned[0]
+
+
+def _staging_tables(postgresql, schema: str) -> list[str]:
+    """Staging tables of table `t` in any session (temporary tables are listed for all)."""
+    with postgresql.connect() as conn:
+        query = "SELECT tablename FROM pg_tables WHERE tablename LIKE %s"
+        return [row[0] for row in conn.execute(query, (f"stage_{schema}_t_%",)).fetchall()]
 
 
 def test_postgresql_finds_a_batchs_deleted_keys_by_the_primary_key_not_by_reading_the_table(
