@@ -51,7 +51,10 @@ def commit_later(conn: psycopg.Connection, statements: Sequence[str | CopyIn]) -
     when the server asks, and returns once the last one is fed. Until the commit's wait()
     returned nothing else may use the connection."""
     pgconn = conn.pgconn
-    copies = [s for s in statements if isinstance(s, CopyIn)]
+    # The server asks for a COPY's data once it is done with the statements before: the
+    # staging tables' COPYs (cheap, a temporary table's) go before those into target
+    # tables, so that the driver waits least before it has fed the last.
+    copies = sorted((s for s in statements if isinstance(s, CopyIn)), key=lambda copy: not copy.create)
     texts = [part for copy in copies for part in (copy.create, copy.statement) if part]
     texts += [s for s in statements if not isinstance(s, CopyIn)]
     pgconn.send_query(";".join([*texts, "COMMIT"]).encode(conn.info.encoding))
