@@ -1,8 +1,8 @@
 """What pyproject.toml cannot say yet but as an experiment: the C extensions, the row image
-decoder's compiled loop, the replication packets' framing, the change fold's, and
-PostgreSQL's numeric dumper (binlog/row_image_decoder.py, binlog/packet_frames.py and
-event/change_fold.py keep the Python loops; psycopg's dumper stays the reference of
-sink/jdbc/pg_numeric.py)."""
+decoder's compiled loop, the replication packets' framing and frequent events' parsing,
+the change fold's, and PostgreSQL's numeric dumper (binlog/row_image_decoder.py,
+binlog/packet_frames.py, binlog/event_stream.py and event/change_fold.py keep the Python
+code; psycopg's dumper stays the reference of sink/jdbc/pg_numeric.py)."""
 
 from setuptools import Extension, setup
 
@@ -11,6 +11,11 @@ setup(
         Extension(
             "sluice.binlog._row_images",
             sources=["spark-images/sluice/binlog/_row_images.c"],
+            extra_compile_args=["-O2"],
+        ),
+        Extension(
+            "sluice.binlog._event_parse",
+            sources=["spark-images/sluice/binlog/_event_parse.c"],
             extra_compile_args=["-O2"],
         ),
         Extension(

@@ -75,13 +75,13 @@ class BinlogFormat:
         self.file = ""
         self.compressed: dict[int, frozenset[int]] = {}  # table id: its compressed columns
         self._post_header = b""
-        self._sizes: dict[int, int] = {}  # an inflated event's end position: its size in the file
+        self.sizes: dict[int, int] = {}  # an inflated event's end position: its size in the file
         self._plain_maps: set[bytes] = set()  # bodies of table maps with no compressed column
 
     def size_in_file(self, log_pos: int, event_size: int) -> int:
         """The size of the event ending at `log_pos` in the file (an inflated event's
         `event_size` is its plain twin's)."""
-        return self._sizes.get(log_pos, event_size)
+        return self.sizes.get(log_pos, event_size)
 
     def packets(self, data: bytes) -> list[bytes]:
         """A packet's bytes (an OK byte, then an event) as the readers read them: one packet,
@@ -190,7 +190,7 @@ class BinlogFormat:
             struct.pack_into("<II", packet, _SIZE_AT, len(event) + (4 if self.checksum else 0), next_at)
             if self.checksum:
                 packet += struct.pack("<I", zlib.crc32(packet[1:]))
-            self._sizes[next_at] = next_at - at  # kept until the next packet off the wire: they are read before it
+            self.sizes[next_at] = next_at - at  # kept until the next packet off the wire: they are read before it
             packets.append(self.readable(bytes(packet)))
         return packets
 
@@ -199,9 +199,9 @@ class BinlogFormat:
 
     def _keep_size(self, data: bytes) -> None:
         _, _, _, event_size, log_pos, _ = _HEADER.unpack_from(data, 1)
-        self._sizes[log_pos] = event_size
-        while len(self._sizes) > _SIZES_KEPT:
-            del self._sizes[next(iter(self._sizes))]
+        self.sizes[log_pos] = event_size
+        while len(self.sizes) > _SIZES_KEPT:
+            del self.sizes[next(iter(self.sizes))]
 
     def _uncompressed_columns(self, data: bytes) -> bytes:
         """A table map with its compressed columns' types as their plain twins' (the

@@ -11,6 +11,11 @@ A packet this module does not parse is handed back to the connection, and the li
 reads it from there as if it came off the wire.
 
 Rows events come out as `BinlogRowsEvent`s whichever way they were read, rows still bytes.
+
+Those four are parsed in C (_event_parse.c, built by `make install` and into the image)
+where it is built: the Python parsers here are the reference the tests hold it to, and
+they read whatever packet it leaves to them (a new table map, a table with compressed
+columns, a packet shorter than its fields).
 """
 
 from __future__ import annotations
@@ -38,6 +43,11 @@ from sluice.binlog.packet_bytes import length_coded
 from sluice.binlog.packet_frames import frames
 from sluice.event.row_change import RowKind
 from sluice.source.connection import SharedTlsConnection
+
+try:
+    from sluice.binlog import _event_parse
+except ImportError:  # a source tree nobody built: the Python parsers read every event
+    _event_parse = None  # type: ignore[assignment]
 
 ROW_EVENTS = (WriteRowsEvent, UpdateRowsEvent, DeleteRowsEvent)
 _HEADER = struct.Struct("<IBIIIH")  # timestamp, type, server id, event size, next position, flags
@@ -204,6 +214,16 @@ class PushbackConnection(SharedTlsConnection):
 
 _SKIPPED = object()  # an event parsed here that nobody asked for
 _new = tuple.__new__
+if _event_parse is not None:
+    _event_parse.setup(
+        EventHeader,
+        BinlogRowsEvent,
+        ParsedXid,
+        ParsedMariadbGtid,
+        _SKIPPED,
+        (RowKind.INSERT, RowKind.UPDATE_AFTER, RowKind.DELETE),
+    )
+COMPILED = _event_parse is not None  # tests turn it off to run the Python parsers alone
 
 
 class BinlogEventStream(BinLogStreamReader):
@@ -215,6 +235,10 @@ class BinlogEventStream(BinLogStreamReader):
         settings["only_events"] = [*settings["only_events"], TableMapEvent]  # see _from_library
         self._format = BinlogFormat(checksum=False)
         super().__init__(pymysql_wrapper=PushbackConnection, freeze_schema=True, **settings)
+        self.parse_only(wanted)
+
+    def parse_only(self, wanted: set[type]) -> None:
+        """Parses the events of the classes `wanted` (and table maps); skips the others."""
         self._parsers: dict[int, Callable[[bytes, EventHeader, int], object]] = {
             _TABLE_MAP: self._table_map,
             _XID: self._xid if XidEvent in wanted else self._skipped,
@@ -222,6 +246,16 @@ class BinlogEventStream(BinLogStreamReader):
         }
         for event_type, (_, event_class, _) in _ROWS.items():
             self._parsers[event_type] = self._rows if event_class in wanted else self._skipped
+        self._wanted = 0  # the compiled parser's WANT_* bits
+        if _event_parse is not None:
+            for event_class, bit in (
+                (XidEvent, _event_parse.WANT_XID),
+                (MariadbGtidEvent, _event_parse.WANT_GTID),
+                (WriteRowsEvent, _event_parse.WANT_INSERT),
+                (UpdateRowsEvent, _event_parse.WANT_UPDATE),
+                (DeleteRowsEvent, _event_parse.WANT_DELETE),
+            ):
+                self._wanted |= bit if event_class in wanted else 0
 
     def _BinLogStreamReader__checksum_enabled(self) -> bool:  # noqa: N802 - the library's private name
         """The checksum handshake, made on every connection: the server then sends each
@@ -259,13 +293,22 @@ class BinlogEventStream(BinLogStreamReader):
             except pymysql.err.OperationalError as exc:  # the library reconnects, or raises it
                 connection.push_back(exc)
                 return self._from_library()
-            parse = self._parsers.get(data[5]) if data[0] == 0 and len(data) >= _BODY else None
-            event = parse(data, self._header(data), data[5]) if parse is not None else None
+            event = self.parsed(data)
             if event is None:
                 connection.push_back(data)
                 return self._from_library()
             if event is not _SKIPPED:
                 return event
+
+    def parsed(self, data: bytes) -> object | None:
+        """The event of a packet, the skipped sentinel for one nobody asked for, or None
+        for one the library reads. Sets log_pos, where the library reconnects from."""
+        if COMPILED:
+            event = _event_parse.parse(data, self, self.table_map, self._format, self._wanted)
+            if event is not None:
+                return event
+        parse = self._parsers.get(data[5]) if data[0] == 0 and len(data) >= _BODY else None
+        return parse(data, self._header(data), data[5]) if parse is not None else None
 
     def _from_library(self) -> object:
         event = super().fetchone()

@@ -4,8 +4,11 @@ repeating one."""
 
 from __future__ import annotations
 
+import collections
+import random
 import socket
 import struct
+import types
 
 import pytest
 from pymysqlreplication import BinLogStreamReader
@@ -105,12 +108,19 @@ def _read(stream: BinLogStreamReader, end: BinlogOffset, interrupt_after: int | 
     return events, connections
 
 
-@pytest.mark.parametrize("framing", ["compiled", "python"])
-def test_every_event_parsed_here_is_the_one_the_library_reads(mariadb, source_db, monkeypatch, framing):
-    if framing == "python":
+@pytest.fixture(params=["compiled", "python"])
+def compiled(request, monkeypatch) -> bool:
+    """The compiled framing and parsing, or the Python reference alone."""
+    if request.param == "python":
         monkeypatch.setattr(event_stream, "frames", packet_frames.frames_python)
+        monkeypatch.setattr(event_stream, "COMPILED", False)
     else:
         assert packet_frames.COMPILED, "make install builds binlog/_packet_frames.c"
+        assert event_stream.COMPILED, "make install builds binlog/_event_parse.c"
+    return request.param == "compiled"
+
+
+def test_every_event_parsed_here_is_the_one_the_library_reads(mariadb, source_db, monkeypatch, compiled):
     start, end = _history(mariadb, source_db)
     from_library = []
     monkeypatch.setattr(event_stream, "_library_rows", lambda e, size: from_library.append(e) or _as_rows(e))
@@ -125,7 +135,7 @@ def test_every_event_parsed_here_is_the_one_the_library_reads(mariadb, source_db
     assert any(isinstance(e, ParsedXid) for e in ours) and any(isinstance(e, ParsedMariadbGtid) for e in ours)
 
 
-def test_a_lost_replication_connection_resumes_at_the_next_event(mariadb, source_db):
+def test_a_lost_replication_connection_resumes_at_the_next_event(mariadb, source_db, compiled):
     start, end = _history(mariadb, source_db)
     uninterrupted, _ = _read(_open(mariadb, source_db, start, blocking=False), end)
 
@@ -159,3 +169,71 @@ def test_a_version_2_rows_event_skips_its_extra_data():
 
     assert (two.kind, two.table, two.present, two.body) == (one.kind, one.table, (b"\x07",), rows)
     assert one.body == rows
+
+
+def _stream(wanted: set[type], checksum: bool, tables: dict[int, object]) -> event_stream.BinlogEventStream:
+    """A stream that parses packets handed to it (no connection)."""
+    stream = event_stream.BinlogEventStream.__new__(event_stream.BinlogEventStream)
+    stream.table_map, stream._format, stream.log_pos = dict(tables), BinlogFormat(checksum=checksum), 0
+    stream.parse_only(wanted)
+    return stream
+
+
+def _random_packet(chance: random.Random, checksum: bool) -> bytes:
+    """A GTID, XID, table map or rows event packet (or another type), of any length, with
+    fields of any value: what the compiled parser must read as the Python one does."""
+    kind = chance.choice([0x10, 0xA2, 0x13, 0x17, 0x18, 0x19, 0x1E, 0x1F, 0x20, 0x02, 0x04])
+    table = chance.choice([42, 43, 44]).to_bytes(6, "little") + b"\x01\x00"
+    if kind in (0x1E, 0x1F, 0x20):
+        table += chance.choice([b"\x02\x00", b"\x07\x00" + chance.randbytes(5), b"\x01\x00"])
+    columns = chance.choice([b"\x03", b"\x09", b"\xfc\x0a\x00", b"\xfb", b"\xfe" + (300).to_bytes(8, "little")])
+    body = {
+        0x10: chance.randbytes(8),
+        0xA2: chance.randbytes(13),
+        0x13: table + chance.randbytes(10),
+    }.get(kind, table + columns + chance.randbytes(chance.randrange(40)))
+    body += chance.randbytes(4) if checksum else b""
+    log_pos = chance.choice([0, 4096, chance.randrange(1 << 32)])
+    header = struct.pack("<IBIIIH", chance.randrange(1 << 32), kind, chance.randrange(1 << 32), 0, log_pos, 0)
+    packet = bytearray(b"\x00" + header + body)
+    struct.pack_into("<I", packet, 10, len(packet) - 1)
+    cut = chance.random()
+    return bytes(packet[: chance.randrange(len(packet))] if cut < 0.15 else packet)
+
+
+def _outcome(stream: event_stream.BinlogEventStream, packet: bytes) -> tuple:
+    """What parsing gives (an event's class and fields, or the error), and the log_pos it leaves."""
+    try:
+        event = stream.parsed(packet)
+    except Exception as exc:  # noqa: BLE001 - a malformed packet fails either way, the same way
+        return ("raised", type(exc).__name__), stream.log_pos
+    if isinstance(event, tuple) or event is None or event is event_stream._SKIPPED:
+        return (type(event).__name__, event), stream.log_pos
+    return (type(event).__name__, sorted(vars(event).items())), stream.log_pos
+
+
+def test_the_compiled_parser_reads_every_packet_as_the_python_parsers_do(monkeypatch):
+    assert event_stream.COMPILED, "make install builds binlog/_event_parse.c"
+    chance = random.Random(2026)
+    tables = {42: "table a", 43: "table b"}  # 44: a table whose map was filtered out
+    kinds = [XidEvent, MariadbGtidEvent, *ROW_EVENTS]
+    seen = collections.Counter()
+    for round_ in range(3000):
+        checksum = chance.random() < 0.5
+        wanted = {kind for kind in kinds if chance.random() < 0.8}
+        compressed = {43: frozenset({1})} if chance.random() < 0.2 else {}
+        sizes = {4096: 777} if chance.random() < 0.2 else {}
+        packet = _random_packet(chance, checksum)
+        if compressed:  # a table with compressed columns: its rows events mark them
+            tables[43] = types.SimpleNamespace(columns=[types.SimpleNamespace(), types.SimpleNamespace()])
+        outcomes = []
+        for compiled in (True, False):
+            monkeypatch.setattr(event_stream, "COMPILED", compiled)
+            stream = _stream(wanted, checksum, tables)
+            stream._format.compressed, stream._format.sizes = dict(compressed), dict(sizes)
+            stream._format._post_header = bytes(range(1, 40)) if round_ % 7 == 0 else b""
+            outcomes.append(_outcome(stream, packet))
+        assert outcomes[0] == outcomes[1], packet.hex()
+        seen[outcomes[0][0][0]] += 1
+    # Every outcome came up: events of each class, skipped ones, the library's, failures.
+    assert set(seen) == {"BinlogRowsEvent", "ParsedXid", "ParsedMariadbGtid", "object", "NoneType", "raised"}, seen
