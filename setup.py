@@ -6,32 +6,16 @@ code; psycopg's dumper stays the reference of sink/jdbc/pg_numeric.py)."""
 
 from setuptools import Extension, setup
 
+COMPILED = ["binlog/_row_images", "binlog/_event_parse", "binlog/_packet_frames", "event/_change_fold"]
+COMPILED += ["sink/jdbc/_pg_numeric"]
+
 setup(
     ext_modules=[
         Extension(
-            "sluice.binlog._row_images",
-            sources=["spark-images/sluice/binlog/_row_images.c"],
+            "sluice." + path.replace("/", "."),
+            sources=[f"spark-images/sluice/{path}.c"],
             extra_compile_args=["-O2"],
-        ),
-        Extension(
-            "sluice.binlog._event_parse",
-            sources=["spark-images/sluice/binlog/_event_parse.c"],
-            extra_compile_args=["-O2"],
-        ),
-        Extension(
-            "sluice.binlog._packet_frames",
-            sources=["spark-images/sluice/binlog/_packet_frames.c"],
-            extra_compile_args=["-O2"],
-        ),
-        Extension(
-            "sluice.event._change_fold",
-            sources=["spark-images/sluice/event/_change_fold.c"],
-            extra_compile_args=["-O2"],
-        ),
-        Extension(
-            "sluice.sink.jdbc._pg_numeric",
-            sources=["spark-images/sluice/sink/jdbc/_pg_numeric.c"],
-            extra_compile_args=["-O2"],
-        ),
+        )
+        for path in COMPILED
     ]
 )

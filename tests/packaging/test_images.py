@@ -115,10 +115,14 @@ def test_the_driver_is_where_the_spark_application_runs_it():
     assert f"COPY spark-images/driver.py {DRIVER.removeprefix('local://')}" in final
 
 
-def test_the_spark_image_builds_the_compiled_row_image_decoder():
-    """setup.py declares the C extension; the build stage has it and a compiler. (The
-    operator's image leaves it out: the operator decodes no binlog.)"""
+def test_the_spark_image_builds_every_compiled_module():
+    """setup.py declares every C source as an extension; the build stage has it and a
+    compiler. (The operator's image leaves them out: the operator decodes no binlog.)"""
     build = re.split(r"^FROM ", (ROOT / "spark-images" / "Dockerfile").read_text(), flags=re.MULTILINE)[1]
     copied = " ".join(re.findall(r"^COPY ([^\n]*)", build, re.M))
     assert "setup.py" in copied.split() and "build-essential" in build
-    assert "_row_images.c" in (ROOT / "setup.py").read_text()
+    package = ROOT / "spark-images" / "sluice"
+    sources = sorted(str(c.relative_to(package).with_suffix("")) for c in package.rglob("_*.c"))
+    assert len(sources) == 5
+    declared = (ROOT / "setup.py").read_text()
+    assert [s for s in sources if f'"{s}"' not in declared] == []
