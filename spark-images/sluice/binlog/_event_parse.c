@@ -141,7 +141,7 @@ rows_event(const unsigned char *p, Py_ssize_t n, int type, PyObject *header, PyO
     if (marked != 0)
         return marked < 0 ? NULL : Py_NewRef(Py_None); /* its columns are marked in Python */
     int version2 = type >= 0x1E, update = type == 0x18 || type == 0x1F;
-    PyObject *post_header = PyObject_GetAttrString(fmt, "_post_header");
+    PyObject *post_header = PyObject_GetAttrString(fmt, "post_header");
     if (post_header == NULL)
         return NULL;
     Py_ssize_t post_length = version2 ? 10 : 8;

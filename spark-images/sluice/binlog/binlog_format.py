@@ -71,10 +71,12 @@ class BinlogFormat:
     the file's name, and the sizes in the file of the events it inflated."""
 
     def __init__(self, checksum: bool) -> None:
+        # checksum, compressed, post_header and sizes are read per event by the compiled
+        # event parser too (binlog/_event_parse.c).
         self.checksum = checksum  # as agreed at connection, until a format description says
         self.file = ""
         self.compressed: dict[int, frozenset[int]] = {}  # table id: its compressed columns
-        self._post_header = b""
+        self.post_header = b""  # each event type's post-header length, as the format description says
         self.sizes: dict[int, int] = {}  # an inflated event's end position: its size in the file
         self._plain_maps: set[bytes] = set()  # bodies of table maps with no compressed column
 
@@ -123,11 +125,11 @@ class BinlogFormat:
         """A format description ends in its checksum algorithm and 4 bytes (its checksum,
         or nothing the algorithm is off): log_event.cc's get_checksum_alg."""
         self.checksum = data[-5] != 0
-        self._post_header = bytes(data[_BODY + _FORMAT_FIXED : -5])
+        self.post_header = bytes(data[_BODY + _FORMAT_FIXED : -5])
 
     def post_header_length(self, kind: int, default: int) -> int:
         """As the file's format description declares it for events of type `kind`."""
-        return self._post_header[kind - 1] if len(self._post_header) >= kind else default
+        return self.post_header[kind - 1] if len(self.post_header) >= kind else default
 
     def _inflated(self, data: bytes, kind: int) -> bytes:
         at = _BODY

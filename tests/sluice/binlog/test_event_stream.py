@@ -231,7 +231,7 @@ def test_the_compiled_parser_reads_every_packet_as_the_python_parsers_do(monkeyp
             monkeypatch.setattr(event_stream, "COMPILED", compiled)
             stream = _stream(wanted, checksum, tables)
             stream._format.compressed, stream._format.sizes = dict(compressed), dict(sizes)
-            stream._format._post_header = bytes(range(1, 40)) if round_ % 7 == 0 else b""
+            stream._format.post_header = bytes(range(1, 40)) if round_ % 7 == 0 else b""
             outcomes.append(_outcome(stream, packet))
         assert outcomes[0] == outcomes[1], packet.hex()
         seen[outcomes[0][0][0]] += 1
