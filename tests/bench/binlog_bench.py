@@ -278,7 +278,7 @@ def main() -> None:
     parser.add_argument("--rate", type=int, default=2_000)
     parser.add_argument("--seconds", type=float, default=20.0)
     args = parser.parse_args()
-    base = scratch_directory("sluice-binlog-bench-")
+    base = scratch_directory("sluice-binlog-bench-", removed_at_exit=True)
     with running_services(base, args.servers) as (mariadb, postgresql):
         announce(args.servers, mariadb, postgresql)
         mariadb.execute("CREATE DATABASE bench", TABLE_DDL)

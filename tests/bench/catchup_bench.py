@@ -187,7 +187,7 @@ def main() -> None:
     )
     parser.add_argument("--targets", default="PostgreSQL,MariaDB,Iceberg", help="the targets to catch up into")
     args = parser.parse_args()
-    base = scratch_directory("sluice-catchup-bench-")
+    base = scratch_directory("sluice-catchup-bench-", removed_at_exit=True)
     with running_services(base, args.servers) as (mariadb, postgresql):
         announce(args.servers, mariadb, postgresql)
         target = start_mariadb(base / "mysql-target", server_id=2, settings=args.servers)

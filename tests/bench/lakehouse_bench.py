@@ -229,7 +229,7 @@ def main() -> None:
     parser.add_argument("--big-rows", type=int, default=10_000_000)
     parser.add_argument("--commits", type=int, default=720)
     args = parser.parse_args()
-    base = scratch_directory("sluice-lakehouse-bench-")
+    base = scratch_directory("sluice-lakehouse-bench-", removed_at_exit=True)
     with running_services(base, args.servers) as (mariadb, _postgresql):
         announce(args.servers, mariadb)
         fill(mariadb, args.rows)

@@ -147,7 +147,7 @@ def main() -> None:
         f"the plan and every finished split, {plan['state_bytes'] / 1e6:,.1f} MB of state after the switch, "
         f"{plan['seconds']:.1f} s"
     )
-    base = scratch_directory("sluice-memory-bench-")
+    base = scratch_directory("sluice-memory-bench-", removed_at_exit=True)
     with running_services(base, args.servers) as (mariadb, postgresql):
         announce(args.servers, mariadb, postgresql)
         mariadb.execute(

@@ -160,7 +160,7 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=1_000_000)
     parser.add_argument("--chunk", type=int, default=10_000)
     args = parser.parse_args()
-    base = scratch_directory("sluice-migration-bench-")
+    base = scratch_directory("sluice-migration-bench-", removed_at_exit=True)
     with running_services(base, args.servers) as (mariadb, postgresql):
         announce(args.servers, mariadb, postgresql)
         print(

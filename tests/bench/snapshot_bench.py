@@ -247,7 +247,7 @@ def main() -> None:
     parser.add_argument("--chunk-size", type=int, default=8096)
     parser.add_argument("--rounds", type=int, default=3, help="rounds of the pipe and each configuration, interleaved")
     args = parser.parse_args()
-    base = scratch_directory("sluice-bench-")
+    base = scratch_directory("sluice-bench-", removed_at_exit=True)
     with running_services(base, args.servers) as (mariadb, postgresql):
         announce(args.servers, mariadb, postgresql)
         print(f"filling bench.orders with {args.rows:,} rows ...", flush=True)

@@ -250,7 +250,7 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=10_000_000)
     parser.add_argument("--small-rows", type=int, default=1_000_000, help="the size verify's memory is set against")
     args = parser.parse_args()
-    base = scratch_directory("sluice-verify-bench-")
+    base = scratch_directory("sluice-verify-bench-", removed_at_exit=True)
     with running_services(base, args.servers) as (mariadb, postgresql):
         announce(args.servers, mariadb, postgresql)
         small = measure(mariadb, postgresql, base, args.small_rows, "verify-bench-small")

@@ -7,11 +7,13 @@ PostgreSQL refuses root outright, so it runs as `nobody` in a directory that use
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import os
 import shutil
 import socket
 import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Iterator, Sequence
@@ -328,11 +330,23 @@ def _stop(process: subprocess.Popen) -> None:
             process.kill()
 
 
-def scratch_directory(prefix: str) -> Path:
-    """A new directory the PostgreSQL server's user can reach too."""
+def scratch_directory(prefix: str, removed_at_exit: bool = False) -> Path:
+    """A new directory the PostgreSQL server's user can reach too; `removed_at_exit` when
+    the process ends well (a bench's servers leave gigabytes of binlog and WAL behind)."""
     path = Path(tempfile.mkdtemp(prefix=prefix))
     path.chmod(0o755)
+    if removed_at_exit:
+        atexit.register(_remove_unless_failed, path)
     return path
+
+
+def _remove_unless_failed(path: Path) -> None:
+    """At exit: the directory goes, but after an uncaught exception (the interpreter sets
+    sys.last_value as it prints it) its server logs stay for a look."""
+    if hasattr(sys, "last_value"):
+        print(f"kept for inspection: {path}", file=sys.stderr)
+    else:
+        shutil.rmtree(path, ignore_errors=True)
 
 
 @contextlib.contextmanager
