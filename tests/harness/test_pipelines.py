@@ -22,9 +22,12 @@ def test_a_run_its_test_left_going_is_killed_with_everything_it_started(tmp_path
     definition = pipeline_yaml(mariadb, f"{source_db}.t", postgres_sink(postgresql), **{"server-id": "6980-6981"})
     pipeline = write_pipeline(tmp_path / "left.yaml", definition)
     process = start_sluice(pipeline, tmp_path / "state", sluice_env(mariadb, postgresql))
-    wait_until_in_binlog_phase(process, tmp_path / "state", time.monotonic() + 120)
-    children = Path(f"/proc/{process.pid}/task/{process.pid}/children").read_text().split()
-    assert children, "a streaming run has its binlog reader process"
+    deadline = time.monotonic() + 120
+    wait_until_in_binlog_phase(process, tmp_path / "state", deadline)
+    # The state says binlog a moment before the binlog reader's process is forked.
+    while not (children := Path(f"/proc/{process.pid}/task/{process.pid}/children").read_text().split()):
+        assert process.poll() is None and time.monotonic() < deadline, "a streaming run has its binlog reader process"
+        time.sleep(0.05)
 
     assert kill_leftover_pipelines() == [process.pid]
 
