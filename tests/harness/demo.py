@@ -43,8 +43,8 @@ def wait_for(postgresql, condition: str, timeout: float = 30) -> None:
 
 
 def main() -> None:
-    base = scratch_directory("sluice-demo-")
-    print("starting MariaDB (binlog on) and PostgreSQL in", base)
+    base = scratch_directory("sluice-demo-", removed_at_exit=True)
+    print("starting MariaDB (binlog on) and PostgreSQL in", base, "(removed when the demo ends well)")
     with running_services(base) as (mariadb, postgresql):
         mariadb.execute(
             "SET SESSION max_recursive_iterations = 1000000",
