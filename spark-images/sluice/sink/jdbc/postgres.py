@@ -147,8 +147,12 @@ class PostgresDialect(JdbcDialect):
             f"CREATE TEMP TABLE IF NOT EXISTS {name} ON COMMIT DELETE ROWS AS "
             f"SELECT {columns} FROM {self.target_table(schema)} WITH NO DATA"
         )
+        return name, CopyIn(create, self._copy_into(name, data), data.data)
+
+    def _copy_into(self, table: str, data: CopyData) -> str:
+        """The COPY of `data` into `table` (quoted), in its format."""
         options = " (FORMAT BINARY)" if data.binary else ""
-        return name, CopyIn(create, f"COPY {name} ({columns}) FROM STDIN{options}", data.data)
+        return f"COPY {table} ({', '.join(map(self.quote, data.columns))}) FROM STDIN{options}"
 
     def _copy_data(
         self, conn: psycopg.Connection, schema: TableSchema, columns: Sequence[str], rows: Iterable[Sequence[Any]]
@@ -180,8 +184,7 @@ class PostgresDialect(JdbcDialect):
                             copy.write(block)
                 else:
                     data = self._copy_data(conn, schema, schema.column_names, rows)
-                    options = " (FORMAT BINARY)" if data.binary else ""
-                    with conn.cursor() as cur, cur.copy(f"COPY {table} ({columns}) FROM STDIN{options}") as copy:
+                    with conn.cursor() as cur, cur.copy(self._copy_into(table, data)) as copy:
                         copy.write(data.data)
         except psycopg.errors.UniqueViolation:
             self.upsert(conn, schema, rows)
@@ -226,9 +229,7 @@ class PostgresDialect(JdbcDialect):
         return statements + (self._staged_upsert(schema, *written_data) if written_data else [])
 
     def _direct_copy(self, schema: TableSchema, data: CopyData) -> CopyIn:
-        columns = ", ".join(map(self.quote, data.columns))
-        options = " (FORMAT BINARY)" if data.binary else ""
-        return CopyIn("", f"COPY {self.target_table(schema)} ({columns}) FROM STDIN{options}", data.data)
+        return CopyIn("", self._copy_into(self.target_table(schema), data), data.data)
 
     def _staged_upsert(self, schema: TableSchema, data: CopyData, *more: CopyData) -> list[str | CopyIn]:
         """The COPYs of the rows into a staging table, and the upsert from there."""
