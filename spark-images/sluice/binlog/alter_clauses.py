@@ -9,8 +9,8 @@ import re
 
 from sqlglot import exp
 
+from sluice.binlog.ddl_context import RENAMING
 from sluice.binlog.ddl_terms import (
-    RENAMING,
     UnparsableDdl,
     column_constraints,
     column_from_definition,

@@ -14,14 +14,13 @@ from __future__ import annotations
 import dataclasses
 import logging
 import re
-from collections.abc import Callable, Collection, Mapping
-from dataclasses import dataclass, field
-from typing import Protocol
+from collections.abc import Collection
 
 import sqlglot
 from sqlglot import exp
 
 from sluice.binlog.alter_clauses import AlterClauses, alter_events
+from sluice.binlog.ddl_context import Captured, KnownTables, RowsReplaced, TableSchemas
 from sluice.binlog.ddl_terms import UnparsableDdl, column_constraints, column_from_definition, table_id_of
 from sluice.binlog.mysql_dialect import MariaDB
 from sluice.event.schema_change import (
@@ -37,7 +36,7 @@ from sluice.source.schema import TableSchema
 # USER, ...): those are no schema change, and the CLI's output is no place for them.
 logging.getLogger("sqlglot").setLevel(logging.ERROR)
 
-Captured = Callable[[str, str], bool]  # (database, table) -> whether the pipeline captures it
+NO_TABLES = TableSchemas()  # no captured table known (a statement read alone)
 
 # Table maintenance (sqlglot reads some of it not at all): the layout stays as it is.
 _MAINTENANCE = re.compile(
@@ -51,47 +50,11 @@ _NAME = r"(?:`(?:[^`]|``)+`|[\w$]+)"
 _RENAME_PAIR = re.compile(rf"^\s*({_NAME}(?:\s*\.\s*{_NAME})?)\s+TO\s+({_NAME}(?:\s*\.\s*{_NAME})?)\s*$", re.IGNORECASE)
 
 
-class RowsReplaced(Exception):
-    """A statement that changes captured tables' rows without row events in the binlog
-    (EXCHANGE or TRUNCATE PARTITION, and DML the server logged as a statement): the target
-    follows by reading them again."""
-
-    def __init__(self, statement: str, tables: tuple[str, ...]) -> None:
-        super().__init__(f"{statement.strip()[:200]!r} changes the rows of {', '.join(tables)} without row events")
-        self.statement = statement
-        self.tables = tables
-
-
-class KnownTables(Protocol):
-    """The captured tables as the binlog reader knows them at the statement."""
-
-    def schema(self, table_id: str) -> TableSchema | None: ...
-
-    def table_ids(self) -> Collection[str]: ...
-
-
-@dataclass(frozen=True)
-class TableSchemas:
-    """KnownTables from a mapping of table id to schema."""
-
-    schemas: Mapping[str, TableSchema] = field(default_factory=dict)
-
-    def schema(self, table_id: str) -> TableSchema | None:
-        return self.schemas.get(table_id)
-
-    def table_ids(self) -> Collection[str]:
-        return self.schemas.keys()
-
-    def columns(self, database: str, table: str) -> tuple[str, ...]:
-        schema = self.schemas.get(f"{database}.{table}")
-        return schema.column_names if schema else ()
-
-
 def parse_ddl(
     statement: str,
     default_database: str,
     captured: Captured,
-    known: KnownTables = TableSchemas(),
+    known: KnownTables = NO_TABLES,
     mariadb: bool = False,
     lower_case_table_names: int = 0,
 ) -> list[SchemaChangeEvent]:
@@ -297,7 +260,7 @@ def captured_tables(
     statement: str,
     default_database: str,
     captured: Captured,
-    known: KnownTables = TableSchemas(),
+    known: KnownTables = NO_TABLES,
     lower_case_table_names: int = 0,
 ) -> tuple[str, ...]:
     """The captured tables a table DDL statement names, found by its words: for a statement

@@ -12,8 +12,6 @@ from sluice.binlog.mysql_dialect import NoColumnChange
 from sluice.source.charsets import MBMAXLEN, python_codec
 from sluice.source.schema import Column
 
-RENAMING = "#sluice-renaming"  # the suffix of the name a column takes on its way in a swap or chain
-
 
 class UnparsableDdl(ValueError):
     """A DDL statement on a captured table that Sluice cannot turn into events."""

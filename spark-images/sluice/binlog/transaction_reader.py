@@ -28,9 +28,7 @@ from pymysqlreplication.event import (
     XidEvent,
 )
 
-from sluice.binlog.ddl_parser import (
-    Captured,
-)
+from sluice.binlog.ddl_context import Captured
 from sluice.binlog.ddl_reader import DdlReader, SchemaChange
 from sluice.binlog.event_reader import RowsEvent, WatchedTables, event_start, open_stream, rows_event
 from sluice.binlog.event_stream import BinlogRowsEvent

@@ -19,11 +19,14 @@ from sluice.pipeline.partition_key import partition_key_check
 from sluice.pipeline.schema_change_types import event_types
 from sluice.route.route_rule import ROUTE_MODES
 from sluice.source.time_zone import parse_zone_id
-from sluice.transform.expression import is_free_function_name
 
 
 def user_function_entries(entries: tuple[dict[str, str], ...]) -> str | None:
     """Each entry a name (an identifier no built-in function has) and a classpath."""
+    # The transform's parser (sqlglot, a tenth of a second to load) is loaded by the
+    # pipelines that use it, not by every `sluice run` that reads a definition.
+    from sluice.transform.expression import is_free_function_name
+
     names: set[str] = set()
     for item in entries:
         name, classpath = item.get("name", ""), item.get("classpath", "")

@@ -15,7 +15,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sluice.errors import DefinitionError, SinkError
 from sluice.event.projection import projection
@@ -37,7 +37,10 @@ from sluice.route.schema_merging import merged_schema
 from sluice.source.row_decoding import Row
 from sluice.source.schema import Column, TableSchema
 from sluice.transform.sql_types import common_type, type_of
-from sluice.transform.transform_rule import TableTransform, rule_for
+from sluice.transform.transform_rule import TransformRule, rule_for
+
+if TYPE_CHECKING:
+    from sluice.transform.table_transform import TableTransform
 
 
 @dataclass(frozen=True)
@@ -48,6 +51,16 @@ class RoutedTable:
     own: TableSchema  # the table after its transform, under its source name
     onto: Callable[[Row], Row] | None  # own columns -> the target's (a merged table's union)
     merged: bool
+
+
+def _compiled(rule: TransformRule | None, schema: TableSchema) -> TableTransform | None:
+    """The rule compiled for the table. The expression compiler (sqlglot) loads with the
+    first table a rule selects, not at every start."""
+    if rule is None:
+        return None
+    from sluice.transform.table_transform import TableTransform
+
+    return TableTransform(rule, schema)
 
 
 class TableRouting:
@@ -69,7 +82,7 @@ class TableRouting:
                 )
             sink_id = ".".join(sinks[0])
             rule = rule_for(routing.transforms, schema.database, schema.table)
-            transform = rule.compile(schema) if rule is not None else None
+            transform = _compiled(rule, schema)
             owns[source_id] = (sink_id, transform, transform.target() if transform else schema)
             groups.setdefault(sink_id, []).append(source_id)
         self.members = groups

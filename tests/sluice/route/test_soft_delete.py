@@ -8,6 +8,7 @@ import pytest
 
 from sluice.errors import DefinitionError
 from sluice.source.schema import Column, TableSchema
+from sluice.transform.table_transform import TableTransform
 from sluice.transform.transform_rule import parse_transforms
 from tests.harness import compare
 from tests.harness.lakehouse import iceberg_sink, lakehouse_table
@@ -86,4 +87,4 @@ def test_a_soft_delete_of_a_table_without_a_key_that_projects_the_change_type_is
     with pytest.raises(
         DefinitionError, match=r"transform\[0\]\.converter-after-transform \(db\.notes\): .*primary-keys"
     ):
-        rule.compile(notes)
+        TableTransform(rule, notes)

@@ -13,6 +13,7 @@ from typing import Any
 from sluice.binlog.event_reader import read_window
 from sluice.source.connection import current_offset
 from sluice.source.schema import read_table_schema
+from sluice.transform.table_transform import TableTransform
 from sluice.transform.transform_rule import parse_transforms
 from tests.harness import compare
 
@@ -143,7 +144,7 @@ def test_snapshot_and_binlog_rows_transform_alike_and_as_mariadb_computes(mariad
     schema = read_table_schema(conn, source_db, "vals", None)
     projection = ", ".join(f"{flink} AS e{n}" for n, (flink, _) in enumerate(EXPRESSIONS))
     (rule,) = parse_transforms([{"source-table": f"{source_db}.vals", "projection": f"id, {projection}"}])
-    transform = rule.compile(schema)
+    transform = TableTransform(rule, schema)
     meta = transform.row_meta()
 
     selected = compare.selected_rows(mariadb, source_db, "vals")

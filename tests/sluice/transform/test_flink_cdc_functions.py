@@ -12,6 +12,7 @@ import yaml
 
 from sluice.errors import DefinitionError
 from sluice.source.schema import Column, TableSchema
+from sluice.transform.table_transform import TableTransform
 from sluice.transform.transform_rule import parse_transforms, rule_for
 
 TYPES = TableSchema(
@@ -33,7 +34,7 @@ TYPES = TableSchema(
 def projected(expression: str, **values: Any) -> Any:
     """`expression`'s value for a row of TYPES holding `values` (NULL elsewhere)."""
     rules = parse_transforms(yaml.safe_load(f'- {{source-table: db.types, projection: "id, {expression} AS v"}}'))
-    transform = rule_for(rules, "db", "types").compile(TYPES)
+    transform = TableTransform(rule_for(rules, "db", "types"), TYPES)
     row = tuple(values.get(c.name, 1 if c.name == "id" else None) for c in TYPES.columns)
     return transform.project(row, transform.row_meta())[1]
 
@@ -91,7 +92,7 @@ def test_a_flink_cdc_function_example_gives_flink_cdcs_result(expression, values
 
 def test_date_add_is_text_as_in_flink_cdc():
     rules = parse_transforms(yaml.safe_load('- {source-table: db.types, projection: "id, DATE_ADD(date_, 1) AS v"}'))
-    target = rule_for(rules, "db", "types").compile(TYPES).target()
+    target = TableTransform(rule_for(rules, "db", "types"), TYPES).target()
     assert target.column("v").data_type == "varchar"
 
 
@@ -102,7 +103,7 @@ def test_local_time_functions_compute_in_the_pipelines_local_time_zone():
         '- {source-table: db.types, projection: "id, FROM_UNIXTIME(smallint_) AS f, LOCALTIMESTAMP AS l, '
         'NOW() AS n, CURRENT_DATE AS d"}'
     )
-    transform = rule_for(parse_transforms(yaml.safe_load(text), "Asia/Shanghai"), "db", "types").compile(TYPES)
+    transform = TableTransform(rule_for(parse_transforms(yaml.safe_load(text), "Asia/Shanghai"), "db", "types"), TYPES)
     before = datetime.now(timezone.utc).replace(tzinfo=None)
     _, unix, local, now, today = transform.project((1, 0, None, None, None, None), transform.row_meta())
     shanghai = before + timedelta(hours=8)
@@ -122,7 +123,7 @@ FLAGS = TableSchema(
 
 def flag_rule(projection: str, filter_: str = "", as_boolean: bool = True):
     rule = {"source-table": "db.flags", "projection": projection, **({"filter": filter_} if filter_ else {})}
-    return rule_for(parse_transforms([rule], tinyint1_as_boolean=as_boolean), "db", "flags").compile(FLAGS)
+    return TableTransform(rule_for(parse_transforms([rule], tinyint1_as_boolean=as_boolean), "db", "flags"), FLAGS)
 
 
 def test_a_tinyint1_column_is_boolean_in_expressions_as_flink_cdcs_source_reads_it():
@@ -156,7 +157,7 @@ def test_a_filter_keeps_a_row_whose_date_arithmetic_passes_year_9999():
         "projection": "id",
         "filter": "timestamp_0_ + INTERVAL '1' DAY > timestamp_0_ OR timestamp_0_ IS NULL",
     }
-    transform = rule_for(parse_transforms([rule]), "db", "types").compile(TYPES)
+    transform = TableTransform(rule_for(parse_transforms([rule]), "db", "types"), TYPES)
     row = tuple(LAST_SECOND if c.name == "timestamp_0_" else 1 if c.name == "id" else None for c in TYPES.columns)
     assert transform.keeps(row, transform.row_meta())
 

@@ -20,6 +20,7 @@ from sqlglot import exp
 from sluice.source.schema import Column, TableSchema
 from sluice.transform import functions
 from sluice.transform.expression_parser import parse_projection
+from sluice.transform.table_transform import TableTransform
 from sluice.transform.transform_rule import parse_transforms, rule_for
 
 ARGUMENTS = TableSchema(
@@ -171,7 +172,7 @@ CASES: list[tuple[str, dict[str, Any], Any]] = [
 
 def value_of(expression: str, values: dict[str, Any]) -> Any:
     rule = f'- {{source-table: db.arguments, projection: "id, {expression} AS v"}}'
-    transform = rule_for(parse_transforms(yaml.safe_load(rule)), "db", "arguments").compile(ARGUMENTS)
+    transform = TableTransform(rule_for(parse_transforms(yaml.safe_load(rule)), "db", "arguments"), ARGUMENTS)
     row = tuple(values.get(c.name, 1 if c.name == "id" else None) for c in ARGUMENTS.columns)
     return transform.project(row, transform.row_meta())[1]
 

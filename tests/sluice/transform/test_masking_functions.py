@@ -10,6 +10,7 @@ import yaml
 from sluice.errors import DefinitionError
 from sluice.pipeline.option_tables import user_function_entries
 from sluice.source.schema import Column, TableSchema
+from sluice.transform.table_transform import TableTransform
 from sluice.transform.transform_rule import parse_transforms, rule_for
 
 USERS = TableSchema(
@@ -23,7 +24,7 @@ USERS = TableSchema(
 
 def compiled(projection: str):
     rules = parse_transforms(yaml.safe_load(yaml.safe_dump([{"source-table": "app.users", "projection": projection}])))
-    return rule_for(rules, "app", "users").compile(USERS)
+    return TableTransform(rule_for(rules, "app", "users"), USERS)
 
 
 def test_the_key_of_a_hash_is_read_from_the_environment_and_named_only_by_its_variable(monkeypatch):

@@ -12,6 +12,7 @@ import yaml
 
 from sluice.errors import DefinitionError
 from sluice.source.schema import Column, TableSchema
+from sluice.transform.table_transform import TableTransform
 from sluice.transform.transform_rule import parse_transforms, rule_for
 
 WEB_ORDER = TableSchema(
@@ -34,7 +35,7 @@ def compiled(text: str, schema: TableSchema = WEB_ORDER):
     rules = parse_transforms(yaml.safe_load(text))
     rule = rule_for(rules, schema.database, schema.table)
     assert rule is not None
-    return rule.compile(schema)
+    return TableTransform(rule, schema)
 
 
 def test_computed_columns():
@@ -214,7 +215,7 @@ def test_computed_column_types():
 )
 def test_what_cannot_be_taken_is_refused_naming_rule_expression_and_position(rule, message):
     with pytest.raises(DefinitionError, match=message):
-        parse_transforms([{"source-table": "mydb.web_order", **rule}])[0].compile(WEB_ORDER)
+        TableTransform(parse_transforms([{"source-table": "mydb.web_order", **rule}])[0], WEB_ORDER)
 
 
 def test_values_follow_sql_where_flink_cdc_java_code_differs():

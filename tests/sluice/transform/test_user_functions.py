@@ -13,6 +13,7 @@ import yaml
 
 from sluice.errors import DefinitionError
 from sluice.source.schema import Column, TableSchema
+from sluice.transform.table_transform import TableTransform
 from sluice.transform.transform_rule import parse_transforms, rule_for
 from sluice.transform.user_functions import UserFunction, UserFunctionFailed
 
@@ -72,7 +73,7 @@ def functions(tmp_path, monkeypatch):
 def compiled(projection: str, functions, filter_: str = ""):
     rule = {"source-table": "shop.orders", "projection": projection, **({"filter": filter_} if filter_ else {})}
     rules = parse_transforms(yaml.safe_load(yaml.safe_dump([rule])), "UTC", functions)
-    return rule_for(rules, "shop", "orders").compile(ORDERS)
+    return TableTransform(rule_for(rules, "shop", "orders"), ORDERS)
 
 
 def test_a_function_is_called_by_name_in_a_projection_and_typed_by_its_annotations(functions):

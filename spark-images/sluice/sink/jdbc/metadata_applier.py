@@ -14,8 +14,6 @@ from __future__ import annotations
 
 import dataclasses
 
-import sqlglot
-
 from sluice.event.schema_change import (
     AddColumn,
     AlterColumnType,
@@ -75,6 +73,8 @@ def _default(column: Column, dialect: str) -> str:
         value = "0" if column.is_numeric else "''" if column.data_type in _EMPTY_STRING_TYPES else None
     if value is None:
         return ""
+    import sqlglot  # loaded by the first schema change that needs it, not at every start
+
     return f" DEFAULT {sqlglot.transpile(value, read='mysql', write=dialect)[0]}"
 
 
