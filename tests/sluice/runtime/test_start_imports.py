@@ -35,7 +35,8 @@ def definition(tmp_path: Path, extra: str = "") -> Path:
     path.write_text(
         textwrap.dedent(
             """\
-            source: {type: mysql, hostname: db, port: 3306, username: cdc, password: "${SOURCE_PASSWORD}", tables: app.orders}
+            source:
+              {type: mysql, hostname: db, port: 3306, username: cdc, password: "${SOURCE_PASSWORD}", tables: app.orders}
             sink: {type: jdbc, url: "postgresql://pg:5432/target", username: sluice, password: "${TARGET_PASSWORD}"}
             pipeline: {name: orders}
             """
