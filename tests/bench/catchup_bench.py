@@ -118,7 +118,7 @@ def catch_up(
     while not ("binlog" in (now := read_state(state)) and caught_up(now, end)):
         if run.poll() is not None:
             raise SystemExit(f"sluice run ended before catching up: {run.communicate()[1][-2000:]}")
-        time.sleep(0.05)
+        time.sleep(0.01)  # the end is seen within 10 ms of its commit (50 ms added 25 on average)
     seconds = time.monotonic() - started
     cpu = cpu_summary(cpu_before, read_cpu(servers), seconds)
     peak = max(_peak_rss_mb(pid) for pid in (run.pid, *_children(run.pid)))
