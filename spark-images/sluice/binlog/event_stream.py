@@ -114,7 +114,13 @@ class PushbackConnection(SharedTlsConnection):
     is made readable first (binlog/binlog_format.py), but those taken as sent (most), and
     packets are cut from reads of up to 64 KB (binlog/packet_frames.py): pymysql reads a
     packet's four header bytes, then its payload, and makes an object of it, which cost
-    more than a one-row transaction's events themselves."""
+    more than a one-row transaction's events themselves.
+
+    read_payload gives what was pushed back, then what a payload unpacked to (`_unread`),
+    then the packets cut from the last read (`_framed`). BinlogEventStream.fetchone takes the
+    next of `_framed` itself when neither of the others holds one, if the compiled parser
+    reads it as it is: a known table id's map, which readable() would only rewrite, then
+    goes unread, as the stream keeps the first map of a table id (frozen) anyway."""
 
     _pushed: bytes | Exception | None = None
     _unread: collections.deque[bytes] | None = None  # made from one read off the wire (a payload's)
