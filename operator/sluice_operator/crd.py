@@ -44,6 +44,8 @@ _TARGETS = {
 def _property(option: Option) -> dict[str, Any]:
     if option.kind is int:
         schema: dict[str, Any] = {"type": "integer"}
+    elif option.kind is float:
+        schema = {"type": "number"}
     elif option.kind is tuple:
         schema = {"type": "array", "items": {"type": "string"}}
     elif option.kind is bool:

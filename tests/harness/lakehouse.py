@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import itertools
 import json
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.parquet as pq
 from deltalake import DeltaTable
 from pyiceberg.catalog import load_catalog
 from pyiceberg.table import Table
@@ -16,6 +18,7 @@ from pyiceberg.table import Table
 from sluice.pipeline.definition import parse_definition
 from sluice.sink.arrow_rows import source_rows
 from sluice.sink.factory import create_sink
+from sluice.sink.lakehouse.iceberg import IcebergTables
 from sluice.sink.lakehouse.sink import LakehouseSink
 from sluice.sink.lakehouse.table_format import END, PIPELINE
 from sluice.source.offset import BinlogOffset
@@ -81,6 +84,54 @@ def lakehouse_rows(sink: dict[str, Any], schema: TableSchema) -> list[tuple] | N
     """The table's rows in the source's forms; None while the table is not there."""
     table = lakehouse_table(sink, schema.table_id)
     return None if table is None else source_rows(schema, table)
+
+
+@dataclass(frozen=True)
+class TableFiles:
+    """The files a table's current snapshot or version reads, as its format's library lists them."""
+
+    sizes: dict[str, int]  # every file read (data and delete files), by path: its bytes
+    data: set[str]  # paths of data files
+    delete_files: set[str]  # paths of delete files (Iceberg)
+    rows_in: dict[str, int]  # rows of each data file, deleted ones included
+    deleted_in: dict[str, int]  # rows of each data file its deletes remove
+
+    @property
+    def rows(self) -> int:
+        return sum(self.rows_in.values())
+
+    @property
+    def deleted_rows(self) -> int:
+        return sum(self.deleted_in.values())
+
+    def added_bytes(self, before: TableFiles) -> int:
+        """Bytes of the files read now that were not read before."""
+        return sum(size for path, size in self.sizes.items() if path not in before.sizes)
+
+    def largely_deleted(self, ratio: float) -> list[str]:
+        return [path for path, rows in self.rows_in.items() if self.deleted_in.get(path, 0) >= ratio * rows]
+
+
+def table_files(sink: LakehouseSink, table_id: str) -> TableFiles:
+    """The table's files, read with the format's library and pyarrow (not the sink's own code)."""
+    if not isinstance(sink.tables, IcebergTables):
+        raise NotImplementedError(sink.tables.name)
+    table = sink.tables.catalog.load_table(table_id)
+    tasks = list(table.scan().plan_files())
+    deletes = {d.file_path: d for t in tasks for d in t.delete_files}
+    deleted: dict[str, set[int]] = {}
+    for path in deletes:
+        with table.io.new_input(path).open() as stream:
+            for file_path, pos in zip(*pq.read_table(stream).to_pydict().values(), strict=True):
+                deleted.setdefault(file_path, set()).add(pos)
+    return TableFiles(
+        {t.file.file_path: t.file.file_size_in_bytes for t in tasks}
+        | {p: d.file_size_in_bytes for p, d in deletes.items()},
+        {t.file.file_path for t in tasks},
+        set(deletes),
+        {t.file.file_path: t.file.record_count for t in tasks},
+        {path: len(positions) for path, positions in deleted.items()},
+    )
 
 
 def lakehouse_sink(definition: str, env: dict[str, str]) -> LakehouseSink:

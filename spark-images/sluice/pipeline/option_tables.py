@@ -12,6 +12,7 @@ from sluice.pipeline.options import (
     parsed_by,
     port_number,
     positive,
+    ratio,
     zero_date_rule,
 )
 from sluice.pipeline.options import duration as duration_check
@@ -366,6 +367,15 @@ LAKEHOUSE_OPTIONS = [
         10,
         check=positive,
         description="a table is compacted once it has this many small files",
+    ),
+    Option(
+        "sink.maintenance.delete-ratio",
+        float,
+        0.3,
+        check=ratio,
+        description="Iceberg: a data file is rewritten without its deleted rows once the position deletes of "
+        "merge-on-read commits remove this share of them (Iceberg's delete-ratio-threshold; a reader's cost "
+        "stays bounded)",
     ),
     ZERO_DATE_OPTION,
 ]

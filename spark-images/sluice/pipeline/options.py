@@ -41,6 +41,10 @@ def positive(value: int) -> str | None:
     return None if value > 0 else "must be greater than 0"
 
 
+def ratio(value: float) -> str | None:
+    return None if 0 < value <= 1 else "must be a share greater than 0 and at most 1"
+
+
 def port_number(value: int) -> str | None:
     return None if 0 < value < 65536 else "must be a TCP port between 1 and 65535"
 
@@ -133,6 +137,12 @@ def _coerce(where: str, value: Any, kind: type) -> Any:
         if isinstance(value, str) and re.fullmatch(r"[+-]?\d+", value.strip()):
             return int(value)
         raise DefinitionError(f"{where}: expected an integer, got {value!r}")
+    if kind is float:
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return float(value)
+        if isinstance(value, str) and re.fullmatch(r"[+-]?(\d+\.?\d*|\.\d+)", value.strip()):
+            return float(value)
+        raise DefinitionError(f"{where}: expected a number, got {value!r}")
     if kind is str:
         if isinstance(value, (str, int, float)) and not isinstance(value, bool):
             return str(value)

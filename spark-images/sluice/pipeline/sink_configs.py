@@ -42,6 +42,7 @@ class Maintenance:
     retention: float  # seconds a snapshot or version stays readable after a newer one
     small_file_size: int  # bytes: a file smaller than this is compacted
     min_small_files: int  # a table is compacted once it has this many
+    delete_ratio: float = 0.3  # a data file is rewritten once its deletes remove this share of its rows
 
     @classmethod
     def from_options(cls, options: Mapping[str, Any]) -> Maintenance:
@@ -50,6 +51,7 @@ class Maintenance:
             parse_duration(options["sink.maintenance.retention"]),
             int(options["sink.maintenance.small-file-size"]),
             int(options["sink.maintenance.min-small-files"]),
+            float(options["sink.maintenance.delete-ratio"]),
         )
 
 

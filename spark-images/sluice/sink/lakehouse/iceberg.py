@@ -14,8 +14,7 @@ import functools
 import time
 import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from datetime import datetime, timezone
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import quote, unquote, urlsplit, urlunsplit
 
 import pyarrow as pa
@@ -34,7 +33,7 @@ from pyiceberg.expressions import (
     Or,
 )
 from pyiceberg.io import load_file_io
-from pyiceberg.io.pyarrow import ArrowScan, _dataframe_to_data_files
+from pyiceberg.io.pyarrow import _dataframe_to_data_files
 from pyiceberg.table import Table, TableProperties, Transaction
 from pyiceberg.table.snapshots import ancestors_of
 
@@ -55,11 +54,19 @@ from sluice.event.snapshot_split import SnapshotSplit
 from sluice.pipeline.partition_key import PartitionField
 from sluice.pipeline.sink_configs import Maintenance
 from sluice.sink.arrow_rows import arrow_field, arrow_schema, arrow_value, widens
+from sluice.sink.lakehouse.iceberg_key_positions import keyed_files
+from sluice.sink.lakehouse.iceberg_maintenance import Compaction, compact, expire, plan_compaction
+from sluice.sink.lakehouse.iceberg_row_delta import RowDelta, write_position_deletes
+from sluice.sink.lakehouse.key_positions import KeyPositions
 from sluice.sink.lakehouse.partitioning import partition_fields
 from sluice.sink.lakehouse.table_format import EPOCH, PIPELINE, MaintenanceDone, TableCommit, TableFormat
 from sluice.source.schema import Column, TableSchema
 
 COMMIT_ATTEMPTS = 10
+T = TypeVar("T")
+# How a commit changes rows (Iceberg's write.update.mode): merge-on-read writes position
+# deletes beside the data; copy-on-write rewrites each data file a changed key is in.
+UPDATE_MODE, MERGE_ON_READ = "write.update.mode", "merge-on-read"
 
 
 def with_secret(properties: Mapping[str, str], password: str) -> dict[str, str]:
@@ -86,12 +93,14 @@ class IcebergTables(TableFormat):
     def __init__(self, catalog_name: str, catalog_properties: Mapping[str, str], table_properties: Mapping[str, str]):
         self.catalog_name = catalog_name
         self.catalog_properties = dict(catalog_properties)
-        self.table_properties = {"format-version": "2", **table_properties}
+        modes = {mode: MERGE_ON_READ for mode in ("write.delete.mode", UPDATE_MODE, "write.merge.mode")}
+        self.table_properties = {"format-version": "2", **modes, **table_properties}
         self.table_options: dict[str, dict[str, str]] = {}
         self._catalog: Catalog | None = None
+        self._positions: dict[str, KeyPositions] = {}  # by table id: where its keys are
 
-    def __getstate__(self) -> dict[str, Any]:  # the catalog's connections stay where they were made
-        return {**self.__dict__, "_catalog": None}
+    def __getstate__(self) -> dict[str, Any]:  # the catalog's connections and caches stay where they were made
+        return {**self.__dict__, "_catalog": None, "_positions": {}}
 
     def __repr__(self) -> str:  # the properties may hold the secret
         return f"IcebergTables({self.catalog_name})"
@@ -133,29 +142,67 @@ class IcebergTables(TableFormat):
         return [(s.snapshot_id, s.summary.additional_properties) for s in _ancestors(table)]
 
     def commit(self, schema: TableSchema, commit: TableCommit, fence: Callable[[int], None]) -> None:
-        for attempt in range(COMMIT_ATTEMPTS):
-            table = self._table_committed_once(schema.table_id)
+        def attempt(table: Table) -> None:
             fence(_newest_epoch(table, commit.record))
-            try:
-                with table.transaction() as tx:
-                    deleted = _deletion(schema, commit)
-                    if deleted != AlwaysFalse():
-                        with warnings.catch_warnings():  # a batch's keys new to the table match no row
-                            warnings.filterwarnings("ignore", "Delete operation did not match any records")
-                            tx.delete(deleted, snapshot_properties=commit.record)
-                    # A snapshot of the appended files and rows, carrying the record even
-                    # where nothing is appended (a delete that matched no row adds none).
-                    with tx.update_snapshot(snapshot_properties=commit.record).fast_append() as append:
-                        for data_file in commit.files:
+            with table.transaction() as tx:
+                if _merges_on_read(tx.table_metadata, schema, commit):
+                    self._row_delta(table, tx, schema, commit)
+                    return
+                deleted = _deletion(schema, commit)
+                if deleted != AlwaysFalse():
+                    with warnings.catch_warnings():  # a batch's keys new to the table match no row
+                        warnings.filterwarnings("ignore", "Delete operation did not match any records")
+                        # A range or the whole table is cleared by rewriting its files, whatever the mode says.
+                        warnings.filterwarnings("ignore", "Merge on read is not yet supported")
+                        tx.delete(deleted, snapshot_properties=commit.record)
+                # A snapshot of the appended files and rows, carrying the record even
+                # where nothing is appended (a delete that matched no row adds none).
+                with tx.update_snapshot(snapshot_properties=commit.record).fast_append() as append:
+                    for data_file in commit.files:
+                        append.append_data_file(data_file)
+                    if commit.rows is not None and commit.rows.num_rows:
+                        for data_file in _data_files(table.io, tx.table_metadata, commit.rows):
                             append.append_data_file(data_file)
-                        if commit.rows is not None and commit.rows.num_rows:
-                            for data_file in _data_files(table.io, tx.table_metadata, commit.rows):
-                                append.append_data_file(data_file)
-                return
+
+        self._attempts(schema.table_id, attempt)
+
+    def _row_delta(self, table: Table, tx: Transaction, schema: TableSchema, commit: TableCommit) -> None:
+        """Merge-on-read: the rows of the commit's keys deleted by position, its rows added,
+        in one snapshot; the data files are left as they are."""
+        rows = commit.rows
+        assert rows is not None
+        columns = [schema.column(name) for name in commit.key_columns]
+        keys = pa.table(
+            [
+                pa.array([arrow_value(c, k[i]) for k in commit.deleted_keys], rows.schema.field(c.name).type)
+                for i, c in enumerate(columns)
+            ],
+            names=[c.name for c in columns],
+        )
+        tasks = {task.file.file_path: task for task in table.scan().plan_files()}
+        cache = self._positions_of(schema.table_id)
+        found = cache.find(keyed_files(table.io, table.schema(), list(tasks.values()), keys.schema, cache), keys)
+        deleted = {tasks[path].file: positions for path, positions in found.items()}
+        delta = RowDelta(tx, table.io, dict(commit.record))
+        delta.add_delete_files(write_position_deletes(table.io, table.location(), deleted))
+        if rows.num_rows:
+            delta.add_data_files(_data_files(table.io, tx.table_metadata, rows))
+        delta.commit()
+
+    def _positions_of(self, table_id: str) -> KeyPositions:
+        return self._positions.setdefault(table_id, KeyPositions())
+
+    def _attempts(self, table_id: str, attempt: Callable[[Table], T]) -> T:
+        """An attempt on the table as it is now, made again (on the table reloaded) while it
+        loses the catalog's optimistic race."""
+        for number in range(COMMIT_ATTEMPTS):
+            try:
+                return attempt(self._table_committed_once(table_id))
             except CommitFailedException:
-                if attempt + 1 == COMMIT_ATTEMPTS:
+                if number + 1 == COMMIT_ATTEMPTS:
                     raise
-                time.sleep(0.05 * 2**attempt)
+                time.sleep(0.05 * 2**number)
+        raise AssertionError("unreachable")
 
     def _table_committed_once(self, table_id: str) -> Table:
         """The table as it is now, whose commits pyiceberg does not retry."""
@@ -190,57 +237,18 @@ class IcebergTables(TableFormat):
     def maintain(
         self, schema: TableSchema, maintenance: Maintenance, record: Mapping[str, str], fence: Callable[[int], None]
     ) -> MaintenanceDone:
-        compacted = self._compact(schema, maintenance, record, fence)
-        return MaintenanceDone(compacted, self._expire(schema.table_id, maintenance.retention))
+        """Compaction (data files small or largely deleted, and the delete files that then
+        delete nothing: one snapshot carrying the record, fenced as commit() is), then expiry."""
 
-    def _compact(
-        self, schema: TableSchema, maintenance: Maintenance, record: Mapping[str, str], fence: Callable[[int], None]
-    ) -> int:
-        """The small data files rewritten as files of rows in key order (a batch's keys then
-        fall into few files), in one commit; 0 while there are fewer than the threshold."""
-        for attempt in range(COMMIT_ATTEMPTS):
-            table = self._table_committed_once(schema.table_id)
+        def attempt(table: Table) -> Compaction:
             fence(_newest_epoch(table, record))
-            small = [
-                task
-                for task in table.scan().plan_files()
-                if task.file.file_size_in_bytes < maintenance.small_file_size and not task.delete_files
-            ]
-            if len(small) < maintenance.min_small_files:
-                return 0
-            rows = ArrowScan(table.metadata, table.io, table.schema(), AlwaysTrue()).to_table(small)
-            key = [name for name in schema.row_key if name in rows.column_names]
-            rows = rows.sort_by([(name, "ascending") for name in key]) if key else rows
-            try:
-                with (
-                    table.transaction() as tx,
-                    tx.update_snapshot(snapshot_properties=dict(record)).overwrite() as rewrite,
-                ):
-                    for task in small:
-                        rewrite.delete_data_file(task.file)
-                    for data_file in _data_files(table.io, tx.table_metadata, rows):
-                        rewrite.append_data_file(data_file)
-                return len(small)
-            except CommitFailedException:
-                if attempt + 1 == COMMIT_ATTEMPTS:
-                    raise
-                time.sleep(0.05 * 2**attempt)
-        return 0
+            tasks, idle = plan_compaction(table, maintenance, self._positions_of(schema.table_id))
+            if not tasks and not idle:
+                return Compaction(0, 0)
+            return compact(table, tasks, idle, list(schema.row_key), record)
 
-    def _expire(self, table_id: str, retention: float) -> int:
-        """Snapshots replaced longer ago than the retention go, and the data files only they
-        read are deleted (pyiceberg's expiry keeps them)."""
-        table = self.catalog.load_table(table_id)
-        cutoff = int((time.time() - retention) * 1000)
-        if not any(s.timestamp_ms < cutoff for s in table.snapshots() if s != table.current_snapshot()):
-            return 0
-        before = set(table.inspect.all_files().column("file_path").to_pylist())
-        table.maintenance.expire_snapshots().older_than(datetime.fromtimestamp(cutoff / 1000, timezone.utc)).commit()
-        table = self.catalog.load_table(table_id)
-        unread = before - set(table.inspect.all_files().column("file_path").to_pylist())
-        for path in unread:
-            table.io.delete(path)
-        return len(unread)
+        done = self._attempts(schema.table_id, attempt)
+        return MaintenanceDone(done.rewritten, expire(self.catalog.load_table(schema.table_id), maintenance.retention))
 
     def apply(self, event: SchemaChangeEvent, before: Mapping[str, TableSchema]) -> None:
         """Iceberg evolves by field ids: columns are added, dropped, renamed, widened and
@@ -318,6 +326,16 @@ class IcebergTables(TableFormat):
                 update.set_identifier_fields(*event.applied_to(schema).row_key)
             else:
                 raise ValueError(f"{type(event).__name__} has no Iceberg schema update")
+
+
+def _merges_on_read(metadata: Any, schema: TableSchema, commit: TableCommit) -> bool:
+    """A commit of rows by their row key, into a table of format version 2 whose update mode
+    is merge-on-read (the default of a table that names none)."""
+    by_row_key = commit.key_columns and commit.key_columns == schema.row_key and commit.rows is not None
+    wanted = metadata.properties.get(UPDATE_MODE, MERGE_ON_READ) == MERGE_ON_READ
+    return (
+        bool(by_row_key) and not (commit.cleared_ranges or commit.clear_all) and metadata.format_version == 2 and wanted
+    )
 
 
 def _promotes(table: Table, field: pa.Field) -> bool:
