@@ -8,6 +8,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import unquote
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -55,7 +56,11 @@ def lakehouse_table(sink: dict[str, Any], table_id: str) -> pa.Table | None:
     table = _loaded(sink, table_id)
     if table is None:
         return None
-    return table.scan().to_arrow() if isinstance(table, Table) else table.to_pyarrow_table()
+    if isinstance(table, Table):
+        return table.scan().to_arrow()
+    rows = pa.table(table.scan().read_all())  # delta-rs's reader: it applies deletion vectors
+    arrow = pa.schema(table.schema().to_arrow())
+    return rows.cast(pa.schema([arrow.field(name) for name in rows.column_names]))
 
 
 def partitioned_by(sink: dict[str, Any], table_id: str) -> list[str]:
@@ -115,7 +120,7 @@ class TableFiles:
 def table_files(sink: LakehouseSink, table_id: str) -> TableFiles:
     """The table's files, read with the format's library and pyarrow (not the sink's own code)."""
     if not isinstance(sink.tables, IcebergTables):
-        raise NotImplementedError(sink.tables.name)
+        return _delta_files(DeltaTable(sink.tables.uri(table_id)))
     table = sink.tables.catalog.load_table(table_id)
     tasks = list(table.scan().plan_files())
     deletes = {d.file_path: d for t in tasks for d in t.delete_files}
@@ -131,6 +136,25 @@ def table_files(sink: LakehouseSink, table_id: str) -> TableFiles:
         set(deletes),
         {t.file.file_path: t.file.record_count for t in tasks},
         {path: len(positions) for path, positions in deleted.items()},
+    )
+
+
+def _delta_files(table: DeltaTable) -> TableFiles:
+    """A Delta table's data files (absolute paths) and their deletion vectors, as delta-rs reads them."""
+    root = table.table_uri.removeprefix("file://").rstrip("/")
+    adds = pa.table(table.get_add_actions(flatten=True)).to_pylist()
+    data = {f"{root}/{unquote(a['path'])}": a for a in adds}
+    deleted = {
+        unquote(v["filepath"].removeprefix("file://")): v["selection_vector"].count(False)
+        for v in pa.table(table.deletion_vectors()).to_pylist()
+    }
+    vectors = {str(p): p.stat().st_size for p in Path(root).glob("deletion_vector_*.bin")}
+    return TableFiles(
+        {path: a["size_bytes"] for path, a in data.items()} | vectors,
+        set(data),
+        set(vectors),
+        {path: a["num_records"] for path, a in data.items()},
+        deleted,
     )
 
 

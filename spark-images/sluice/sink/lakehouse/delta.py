@@ -14,20 +14,12 @@ from __future__ import annotations
 
 import functools
 import math
-import operator
-import re
 import time
-import uuid
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
-from datetime import date, datetime, timezone
 from typing import Any
 
 import pyarrow as pa
-import pyarrow.compute as pc
-import pyarrow.dataset as ds
 import pyarrow.fs as pafs
-import pyarrow.parquet as pq
 from deltalake import DeltaTable, write_deltalake
 from deltalake.exceptions import CommitFailedError
 from deltalake.schema import Field
@@ -50,23 +42,23 @@ from sluice.event.snapshot_split import SnapshotSplit
 from sluice.pipeline.sink_configs import Maintenance
 from sluice.sink.arrow_rows import arrow_field, arrow_schema, arrow_value, widens
 from sluice.sink.columnar_types import arrow_type
+from sluice.sink.lakehouse.delta_files import write_data_files
+from sluice.sink.lakehouse.delta_log import DeltaLog, LogConflict
+from sluice.sink.lakehouse.delta_row_delta import (
+    checkpoint_due,
+    merges_on_read,
+    plan_rewrite,
+    rewrite,
+    row_delta,
+    unread_vector_files,
+)
+from sluice.sink.lakehouse.key_positions import KeyPositions
 from sluice.sink.lakehouse.partitioning import partition_fields
 from sluice.sink.lakehouse.table_format import EPOCH, PIPELINE, MaintenanceDone, TableCommit, TableFormat
 from sluice.source.schema import Column, TableSchema
 
 COMMIT_ATTEMPTS = 10
 DELETED = "_sluice_deleted"  # a merge source's flag: the key's row goes
-_PLAIN = re.compile(r"^[A-Za-z0-9_.=-]+$")  # a directory name no URI escapes
-
-
-@dataclass(frozen=True)
-class DeltaFile:
-    """A data file a snapshot task wrote into the table's directory, in no commit yet."""
-
-    path: str  # from the table's root
-    size: int
-    rows: int
-    partition: dict[str, str | None]  # the values of its partition columns, as Delta's log writes them
 
 
 class DeltaTables(TableFormat):
@@ -77,6 +69,18 @@ class DeltaTables(TableFormat):
         self.storage_options = dict(storage_options)
         self.table_properties = dict(table_properties)
         self.table_options: dict[str, dict[str, str]] = {}
+        self._logs: dict[str, DeltaLog] = {}  # by table id: its log as last replayed
+        self._positions: dict[str, KeyPositions] = {}  # by table id: where its keys are
+
+    def __getstate__(self) -> dict[str, Any]:  # logs and caches stay where they were read
+        return {**self.__dict__, "_logs": {}, "_positions": {}}
+
+    def _log(self, table_id: str) -> DeltaLog:
+        log = self._logs.get(table_id)
+        if log is None or log.root != pafs.FileSystem.from_uri(self.uri(table_id))[1]:
+            log = self._logs[table_id] = DeltaLog(self.uri(table_id))
+            self._positions[table_id] = KeyPositions()
+        return log
 
     def uri(self, table_id: str) -> str:
         database, table = table_id.split(".", 1)
@@ -102,7 +106,7 @@ class DeltaTables(TableFormat):
         table = self._table(schema.table_id)
         if table.metadata().partition_columns != columns:
             # Delta cannot repartition in place: the rows written again, in one commit.
-            rows = table.to_pyarrow_table()
+            rows = _all_rows(table)
             write_deltalake(table, rows, mode="overwrite", schema_mode="overwrite", partition_by=columns or None)
 
     def exists(self, table_id: str) -> bool:
@@ -118,6 +122,8 @@ class DeltaTables(TableFormat):
         ]
 
     def commit(self, schema: TableSchema, commit: TableCommit, fence: Callable[[int], None]) -> None:
+        if self._row_delta(schema, commit, fence):
+            return
         properties = _properties(commit.record)
         for attempt in range(COMMIT_ATTEMPTS):
             table = self._table(schema.table_id)
@@ -129,6 +135,29 @@ class DeltaTables(TableFormat):
                 if attempt + 1 == COMMIT_ATTEMPTS:
                     raise
                 time.sleep(0.05 * 2**attempt)
+
+    def _row_delta(self, schema: TableSchema, commit: TableCommit, fence: Callable[[int], None]) -> bool:
+        """Merge-on-read, where the table and its storage take it (delta_row_delta); False
+        where they do not, and for commits that are not rows by their row key."""
+        by_row_key = commit.key_columns and commit.key_columns == schema.row_key and commit.rows is not None
+        if not by_row_key or commit.cleared_ranges or commit.clear_all:
+            return False
+        log = self._log(schema.table_id)
+        if not merges_on_read(log, log.state()):
+            return False
+        for attempt in range(COMMIT_ATTEMPTS):
+            try:
+                version = row_delta(
+                    log, self._positions[schema.table_id], self.uri(schema.table_id), schema, commit, fence
+                )
+                break
+            except LogConflict:
+                if attempt + 1 == COMMIT_ATTEMPTS:
+                    raise
+                time.sleep(0.05 * 2**attempt)
+        if checkpoint_due(version):  # delta-rs checkpoints after its own commits only
+            self._table(schema.table_id).create_checkpoint()
+        return True
 
     def _commit(
         self, table: DeltaTable, schema: TableSchema, commit: TableCommit, properties: CommitProperties
@@ -147,12 +176,12 @@ class DeltaTables(TableFormat):
             write_deltalake(table, commit.rows, mode="append", commit_properties=properties)
         elif commit.files or deleted is None:
             now = int(time.time() * 1000)
-            actions = [AddAction(f.path, f.size, f.partition, now, True, _stats(f)) for f in commit.files]
+            actions = [AddAction(f.path, f.size, f.partition, now, True, f.stats) for f in commit.files]
             table.create_write_transaction(actions, "append", table.schema(), commit_properties=properties)
 
-    def file_writer(self, table_id: str) -> Callable[[pa.Table], list[Any]]:
-        partition_columns = self._table(table_id).metadata().partition_columns
-        return functools.partial(_write_data_files, self.uri(table_id), partition_columns)
+    def file_writer(self, schema: TableSchema) -> Callable[[pa.Table], list[Any]]:
+        partition_columns = self._table(schema.table_id).metadata().partition_columns
+        return functools.partial(write_data_files, self.uri(schema.table_id), partition_columns, schema.row_key)
 
     def scan(
         self,
@@ -165,31 +194,41 @@ class DeltaTables(TableFormat):
         table = self._table(schema.table_id)
         if version is not None:
             table.load_as_version(version)
-        dataset = table.to_pyarrow_dataset()
-        if keys is not None:
-            rows = _of_keys(dataset, schema, keys)
-        else:
-            rows = dataset.to_table(filter=None if split is None else _range_filter(schema, split))
-        return rows.select(list(columns)) if columns else rows
+        where = _of_keys(schema, keys) if keys is not None else (None if split is None else _in_range(schema, split))
+        return _all_rows(table, list(columns) if columns else None, where)
 
     def maintain(
         self, schema: TableSchema, maintenance: Maintenance, record: Mapping[str, str], fence: Callable[[int], None]
     ) -> MaintenanceDone:
-        """OPTIMIZE (small files bin-packed, one commit carrying the record) and VACUUM of the
-        files no version within the retention reads."""
+        """Files whose deletion vectors delete past the ratio rewritten without those rows,
+        OPTIMIZE (small files bin-packed; both commits carry the record), and VACUUM of the
+        files no version within the retention reads, deletion vector files included."""
+        log = self._log(schema.table_id)
+        compacted = 0
+        chosen = plan_rewrite(log.state(), maintenance.delete_ratio)
+        for attempt in range(COMMIT_ATTEMPTS if chosen else 0):
+            try:
+                compacted += rewrite(log, self._positions[schema.table_id], chosen, schema, record, fence)
+                break
+            except LogConflict:
+                if attempt + 1 == COMMIT_ATTEMPTS:
+                    raise
+                chosen = plan_rewrite(log.state(), maintenance.delete_ratio)
         table = self._table(schema.table_id)
         sizes = table.get_add_actions(flatten=True).column("size_bytes").to_pylist()
-        compacted = 0
         if sum(size < maintenance.small_file_size for size in sizes) >= maintenance.min_small_files:
             fence(_newest_epoch(table, record))
             properties = _properties(record)
             metrics = table.optimize.compact(target_size=maintenance.small_file_size, commit_properties=properties)
-            compacted = int(metrics.get("numFilesRemoved", 0))
+            compacted += int(metrics.get("numFilesRemoved", 0))
         hours = max(0, math.ceil(maintenance.retention / 3600))
         deleted = table.vacuum(retention_hours=hours, dry_run=False, enforce_retention_duration=False)
-        return MaintenanceDone(compacted, len(deleted))
+        unread = unread_vector_files(log, maintenance.retention) if log.commits_atomically else []
+        return MaintenanceDone(compacted, len(deleted) + len(unread))
 
     def apply(self, event: SchemaChangeEvent, before: Mapping[str, TableSchema]) -> None:
+        for table_id in {event.table_id, getattr(event, "new_table_id", event.table_id)}:
+            self._logs.pop(table_id, None)  # a table dropped, renamed or made anew: its log is read afresh
         schema = before.get(event.table_id)
         if isinstance(event, CreateTable):
             created = TableSchema(*event.table_id.split(".", 1), event.columns, event.primary_key, "")
@@ -232,7 +271,7 @@ class DeltaTables(TableFormat):
             )
             write_deltalake(
                 self.uri(event.new_table_id),
-                table.to_pyarrow_table(),
+                _all_rows(table),
                 mode="error",
                 partition_by=columns or None,
                 configuration=self.properties_of(event.new_table_id) or None,
@@ -249,7 +288,7 @@ class DeltaTables(TableFormat):
         retype a column in place)."""
         after = apply_events({schema.table_id: schema}, [event])[schema.table_id]
         table = self._table(schema.table_id)
-        current = table.to_pyarrow_table()
+        current = _all_rows(table)
         target = arrow_schema(after)
         if current.schema.names == target.names and all(
             current.schema.field(n).type == target.field(n).type for n in target.names
@@ -284,61 +323,6 @@ def _newest_epoch(table: DeltaTable, record: Mapping[str, str]) -> int:
     """The newest epoch of the record's pipeline in the table as loaded: its app transaction
     version, in the snapshot's state (no walk of the history)."""
     return (table.transaction_version(_app_id(record)) or 0) if PIPELINE in record else 0
-
-
-def _write_data_files(table_uri: str, partition_columns: Sequence[str], rows: pa.Table) -> list[DeltaFile]:
-    """Runs where a chunk is read: the rows as a parquet file per partition, in the table's
-    directory (`col=value/` where the value makes a plain name); partition columns are in the
-    log, not the file, as Delta keeps them."""
-    filesystem, root = pafs.FileSystem.from_uri(table_uri)
-    if not partition_columns:
-        return [_write_data_file(filesystem, root, "", rows, {})]
-    files = []
-    groups = rows.group_by(list(partition_columns), use_threads=False).aggregate([])
-    for values in groups.to_pylist():
-        mask = functools.reduce(
-            pc.and_,
-            [
-                pc.is_null(rows.column(c)) if values[c] is None else pc.equal(rows.column(c), values[c])
-                for c in partition_columns
-            ],
-        )
-        partition = {c: _partition_value(values[c]) for c in partition_columns}
-        directory = "".join(f"{c}={v}/" for c, v in partition.items() if v is not None and _PLAIN.match(f"{c}={v}"))
-        part = rows.filter(mask).drop_columns(list(partition_columns))
-        files.append(_write_data_file(filesystem, root, directory, part, partition))
-    return files
-
-
-def _write_data_file(
-    filesystem: pafs.FileSystem, root: str, directory: str, rows: pa.Table, partition: dict[str, str | None]
-) -> DeltaFile:
-    name = f"{directory}sluice-{uuid.uuid4().hex}.parquet"
-    if directory:
-        filesystem.create_dir(f"{root}/{directory}", recursive=True)
-    pq.write_table(rows, f"{root}/{name}", filesystem=filesystem)
-    return DeltaFile(name, filesystem.get_file_info(f"{root}/{name}").size, rows.num_rows, partition)
-
-
-def _partition_value(value: Any) -> str | None:
-    """A partition value as Delta's log serializes it (the protocol's Partition Value
-    Serialization): dates ISO, timestamps `YYYY-MM-DD HH:MM:SS.ffffff` (an instant in UTC,
-    ISO with its zone), booleans lower case, numbers as text."""
-    if value is None:
-        return None
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, datetime):
-        if value.tzinfo is not None:
-            return value.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-        return value.strftime("%Y-%m-%d %H:%M:%S.%f")
-    if isinstance(value, date):
-        return value.isoformat()
-    return str(value)
-
-
-def _stats(data_file: DeltaFile) -> str:
-    return f'{{"numRecords":{data_file.rows}}}'
 
 
 def _merge(table: DeltaTable, schema: TableSchema, commit: TableCommit, properties: CommitProperties) -> None:
@@ -402,26 +386,21 @@ def _in_range(schema: TableSchema, split: SnapshotSplit) -> str:
     return "".join(part + literal for part, literal in zip(parts, [*literals, ""], strict=True)) or "TRUE"
 
 
-def _range_filter(schema: TableSchema, split: SnapshotSplit) -> pc.Expression | None:
-    """A chunk's key range as a pyarrow filter: [start, end), NULL keys in the first chunk."""
+def _of_keys(schema: TableSchema, keys: Sequence[Any]) -> str:
+    """The rows of these chunk keys (None: a NULL key), as a predicate."""
     column = schema.column(schema.chunk_key)
-    key, kind = pc.field(column.name), arrow_type(column)
-    conditions = []
-    if split.start is not None:
-        conditions.append(key >= pa.scalar(arrow_value(column, split.start), kind))
-    if split.end is not None:
-        below = key < pa.scalar(arrow_value(column, split.end), kind)
-        conditions.append(below | key.is_null() if split.start is None else below)
-    return functools.reduce(operator.and_, conditions) if conditions else None
+    values = [_literal(column, k) for k in keys if k is not None]
+    found = f"{_quoted(column.name)} IN ({', '.join(values)})" if values else "FALSE"
+    return f"({found} OR {_quoted(column.name)} IS NULL)" if None in keys else found
 
 
-def _of_keys(dataset: ds.Dataset, schema: TableSchema, keys: Sequence[Any]) -> pa.Table:
-    """The rows of these chunk keys (None: a NULL key). The key is cast to its own type:
-    pyarrow cannot yet match a set of strings against files' string_view statistics."""
-    column = schema.column(schema.chunk_key)
-    key, kind = pc.field(column.name), arrow_type(column)
-    found = key.cast(kind).isin(pa.array([arrow_value(column, k) for k in keys if k is not None], kind))
-    return dataset.to_table(filter=found | key.is_null() if None in keys else found)
+def _all_rows(table: DeltaTable, columns: list[str] | None = None, where: str | None = None) -> pa.Table:
+    """The table's rows through delta-rs's own reader (the one that applies deletion
+    vectors; its pyarrow dataset refuses a table that has them), typed as the table is."""
+    rows = pa.table(table.scan(columns=columns, predicate=where).read_all())
+    arrow = pa.schema(table.schema().to_arrow())
+    wanted = pa.schema([arrow.field(name) for name in rows.column_names])
+    return rows.cast(wanted)
 
 
 def _literal(column: Column, value: Any) -> str:

@@ -211,8 +211,8 @@ class IcebergTables(TableFormat):
         metadata = table.metadata.model_copy(update={"properties": properties})
         return Table(table.name(), metadata, table.metadata_location, table.io, self.catalog)
 
-    def file_writer(self, table_id: str) -> Callable[[pa.Table], list[Any]]:
-        table = self.catalog.load_table(table_id)
+    def file_writer(self, schema: TableSchema) -> Callable[[pa.Table], list[Any]]:
+        table = self.catalog.load_table(schema.table_id)
         return functools.partial(_write_data_files, self.catalog_properties, table.metadata)
 
     def scan(

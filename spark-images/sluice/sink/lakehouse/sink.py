@@ -270,7 +270,7 @@ class LakehouseSink(Sink):
     def write_snapshot_job(self, sc: SparkContext, tasks: list[SplitTask], read: ReadSplits) -> list[SplitResult]:
         """Executors read the splits and write their rows as data files; the driver commits them."""
         schema = getattr(read, "onto", None) or tasks[0].schema
-        write = self.tables.file_writer(schema.table_id)
+        write = self.tables.file_writer(schema)
         rules = self.values
         ((files, results, cleared),) = (
             sc.parallelize([tasks], 1)
@@ -284,9 +284,7 @@ class LakehouseSink(Sink):
         self, tasks: list[SplitTask], read: ReadSplits, on_split: Callable[[SplitResult], None] | None = None
     ) -> list[SplitResult]:
         schema = getattr(read, "onto", None) or tasks[0].schema
-        files, results, cleared = write_data_files(
-            tasks, read, schema, self.values, self.tables.file_writer(schema.table_id)
-        )
+        files, results, cleared = write_data_files(tasks, read, schema, self.values, self.tables.file_writer(schema))
         self._commit_snapshot(schema, files, results, cleared)
         for result in results if on_split is not None else ():
             on_split(result)  # type: ignore[misc]

@@ -88,7 +88,7 @@ class TableFormat(ABC):
         pipeline in the table as loaded for the attempt (it raises Fenced for a newer run's)."""
 
     @abstractmethod
-    def file_writer(self, table_id: str) -> Callable[[pa.Table], list[DataFile]]:
+    def file_writer(self, schema: TableSchema) -> Callable[[pa.Table], list[DataFile]]:
         """Writes rows as data files of the table (picklable: executors write snapshot chunks)."""
 
     @abstractmethod

@@ -10,8 +10,10 @@ import random
 from pathlib import Path
 
 import pytest
+from deltalake import write_deltalake
 
 from sluice.event.row_change import ChangeBatch, ChangeRow, RowKind
+from sluice.event.schema_change import CreateTable, DropTable
 from sluice.sink.arrow_rows import ArrowRows
 from sluice.sink.lakehouse.iceberg import IcebergTables
 from sluice.sink.lakehouse.sink import LakehouseSink
@@ -24,7 +26,7 @@ from tests.sluice.sink.lakehouse.test_sink import FORMATS, pipeline_yaml_for
 SCHEMA = TableSchema(
     "db", "t", (Column("id", "bigint", "bigint", False), Column("v", "varchar", "varchar(40)", True)), ("id",), "id"
 )
-MERGING = [target for target in FORMATS if target == "iceberg"]
+MERGING = list(FORMATS)
 
 
 def _sink(directory: Path, target: str, schema: TableSchema = SCHEMA, **options) -> tuple[LakehouseSink, dict]:
@@ -37,17 +39,19 @@ def _sink(directory: Path, target: str, schema: TableSchema = SCHEMA, **options)
 
 def _filled(sink: LakehouseSink, rows: int, files: int, schema: TableSchema = SCHEMA) -> dict:
     """The table holding `rows` rows in `files` data files of key ranges, as a snapshot writes them."""
-    arrow = ArrowRows(schema, TargetValues(None, ""))
     step = rows // files
     for first in range(0, rows, step):
-        part = arrow.table((i, f"value {i}") for i in range(first, min(rows, first + step)))
-        if isinstance(sink.tables, IcebergTables):
-            sink.tables.catalog.load_table(schema.table_id).append(part)
-        else:
-            from deltalake import write_deltalake
-
-            write_deltalake(sink.tables.uri(schema.table_id), part, mode="append")
+        _append(sink, schema, [(i, f"value {i}") for i in range(first, min(rows, first + step))])
     return {i: f"value {i}" for i in range(rows)}
+
+
+def _append(sink: LakehouseSink, schema: TableSchema, rows: list[tuple]) -> None:
+    """Rows appended by the format's own library, as another writer or an old snapshot would."""
+    part = ArrowRows(schema, TargetValues(None, "")).table(rows)
+    if isinstance(sink.tables, IcebergTables):
+        sink.tables.catalog.load_table(schema.table_id).append(part)
+    else:
+        write_deltalake(sink.tables.uri(schema.table_id), part, mode="append")
 
 
 class Changes:
@@ -144,10 +148,8 @@ def test_rows_of_a_composite_text_key_are_found_by_every_key_column(tmp_path, ta
         "a",
     )
     sink, options = _sink(tmp_path / "lake", target, schema)
-    arrow = ArrowRows(schema, TargetValues(None, ""))
-    table = sink.tables.catalog.load_table(schema.table_id)
     rows = [(f"k{i % 50}", i, "old") for i in range(2_000)]
-    table.append(arrow.table(rows))
+    _append(sink, schema, rows)
     expected = {(a, b): v for a, b, v in rows}
     changes = [
         ChangeRow(schema, RowKind.UPDATE_AFTER, ("k3", 3, "new"), 0, BinlogOffset("b.1", 1)),
@@ -188,3 +190,37 @@ def test_compaction_rewrites_files_largely_deleted_and_drops_the_deletes_that_th
     assert sink.table_end(SCHEMA.table_id) == end, "maintenance moved the table's binlog position"
     stored = {str(p) for p in (tmp_path / "lake").rglob("*.parquet")}
     assert not any(path.removeprefix("file://") in stored for path in before.data - after.data), "replaced files kept"
+
+
+@pytest.mark.parametrize("target", MERGING)
+def test_a_table_dropped_and_made_anew_takes_the_next_commits_as_a_new_table(tmp_path, target):
+    """A DROP TABLE and CREATE TABLE between batches: what the writer knew of the old table's
+    files and log goes with it (a Delta log's next version is the new table's, not the old one's)."""
+    sink, options = _sink(tmp_path / "lake", target)
+    changes = Changes(sink, _filled(sink, 2_000, 2))
+    for n in range(5):
+        changes.commit(updated=range(n, 2_000, 50), value=f"v{n}")
+    sink.tables.apply(DropTable(SCHEMA.table_id), {SCHEMA.table_id: SCHEMA})
+    sink.tables.apply(CreateTable(SCHEMA.table_id, SCHEMA.columns, SCHEMA.row_key), {})
+    changes.expected.clear()
+    changes.commit(inserted=range(10), value="new")
+    changes.commit(updated=[3], deleted=[4], value="newer")
+    assert dict(lakehouse_rows(options, SCHEMA)) == changes.expected
+
+
+def test_a_delta_log_is_checkpointed_and_a_new_run_replays_it_from_the_checkpoint(tmp_path):
+    """Every hundredth version the writer checkpoints the log (delta-rs does so after its own
+    commits only); a run that starts then reads the deletion vectors from the checkpoint."""
+    sink, options = _sink(tmp_path / "lake", "delta")
+    changes = Changes(sink, _filled(sink, 1_000, 2))
+    for n in range(105):
+        changes.commit(updated=[n % 40, 500 + n % 7], deleted=[900 + n % 50] if n % 3 == 0 else (), value=f"v{n}")
+    log = tmp_path / "lake" / "db" / "t" / "_delta_log"
+    assert list(log.glob("*.checkpoint.parquet")), "no checkpoint written"
+    again, _ = _sink(tmp_path / "lake", "delta")  # a new run: the log replayed from the checkpoint
+    later = Changes(again, changes.expected)
+    later.at = changes.at + 1_000
+    later.commit(updated=range(0, 40), deleted=[501], value="later")
+    assert dict(lakehouse_rows(options, SCHEMA)) == later.expected
+    files = table_files(again, SCHEMA.table_id)
+    assert files.deleted_rows == files.rows - len(later.expected)
