@@ -87,7 +87,8 @@ bench: install system-deps
 	$(PYTHON) -m tests.bench.catchup_bench $(BENCH_SERVERS) $(if $(CHANGES),--changes $(CHANGES)) $(if $(SINGLES),--singles $(SINGLES))
 	$(PYTHON) -m tests.bench.memory_bench $(BENCH_SERVERS) $(if $(BIG_ROWS),--rows $(BIG_ROWS)) $(if $(SPLITS),--splits $(SPLITS))
 	$(PYTHON) -m tests.bench.migration_bench $(BENCH_SERVERS) $(if $(MIGRATION_ROWS),--rows $(MIGRATION_ROWS))
-	$(PYTHON) -m tests.bench.lakehouse_bench $(BENCH_SERVERS) $(if $(LAKE_ROWS),--rows $(LAKE_ROWS)) $(if $(LAKE_BIG_ROWS),--big-rows $(LAKE_BIG_ROWS))
+	$(PYTHON) -m tests.bench.lakehouse_bench $(BENCH_SERVERS) $(if $(LAKE_ROWS),--rows $(LAKE_ROWS))
+	$(PYTHON) -m tests.bench.spread_keys_bench $(BENCH_SERVERS) $(if $(SPREAD_SIZES),--sizes $(SPREAD_SIZES)) $(if $(SPREAD_CHANGES),--changes $(SPREAD_CHANGES))
 	$(PYTHON) -m tests.bench.verify_bench $(BENCH_SERVERS) $(if $(VERIFY_ROWS),--rows $(VERIFY_ROWS)) $(if $(VERIFY_SMALL_ROWS),--small-rows $(VERIFY_SMALL_ROWS))
 
 # The Spark image SparkApplications run and the operator's image (needs a Docker engine).

@@ -99,6 +99,15 @@ def write_changes(mariadb, changes: int) -> tuple[BinlogOffset, BinlogOffset, in
     return start, end, written
 
 
+def stopped_streaming(pipeline: Path, state: Path, env: dict[str, str], timeout: float) -> tuple[Path, Path]:
+    """The pipeline run until it streams (its snapshot done), then stopped: its definition and state."""
+    first = start_sluice(pipeline, state, env)
+    wait_until_in_binlog_phase(first, state, time.monotonic() + timeout)
+    first.send_signal(signal.SIGTERM)
+    first.communicate(timeout=300)
+    return pipeline, state
+
+
 def catch_up(
     pipeline: Path,
     state: Path,
@@ -212,12 +221,7 @@ def main() -> None:
                 definition = pipeline_yaml(mariadb, "bench.orders", sink, name=f"catchup-bench-{name.lower()}")
                 definition["source"]["server-id"] = f"{7960 + 4 * i}-{7963 + 4 * i}"
                 pipeline = write_pipeline(base / f"catchup-{name.lower()}.yaml", definition)
-                state = base / f"state-{name.lower()}"
-                first = start_sluice(pipeline, state, env)
-                wait_until_in_binlog_phase(first, state, time.monotonic() + 600)
-                first.send_signal(signal.SIGTERM)
-                first.communicate(timeout=120)
-                pipelines[name] = (pipeline, state)
+                pipelines[name] = stopped_streaming(pipeline, base / f"state-{name.lower()}", env, 600)
             print(f"pipelines stopped; writing about {args.changes:,} row changes ...", flush=True)
             start, end, written = write_changes(mariadb, args.changes)
             rows, bare_seconds = bare_loop(mariadb.endpoint(), start, end)

@@ -6,10 +6,7 @@ baseline measured in the same run.
   delta-rs's write_deltalake): no CDC, no chunks, no records.
 - Binlog: Sluice's reader committing into each format, against the bare
   python-mysql-replication loop over the same row events.
-- Commit cost as the table grows: the same batch (1,000 updated keys, spread over the key
-  range or the newest ones) committed into a table of 1M and of 10M rows. A copy-on-write
-  commit rewrites every file holding one of its keys, so spread keys cost with the table's
-  size; maintenance's compaction writes files in key order, so newest keys touch few.
+- (Commit cost as the table grows, keys spread over it: tests/bench/spread_keys_bench.py.)
 - Files per table after an hour of streaming at a steady rate (one commit each
   `sink.commit.interval` of 5 s: 720 commits of 100 rows), with and without
   sink.maintenance every 10 minutes, through the sink itself on a simulated clock: the files
@@ -17,7 +14,7 @@ baseline measured in the same run.
   of its window).
 
 Each run prints the CPU split the other parts print. Usage: python -m tests.bench.lakehouse_bench
-[--rows N] [--events N] [--big-rows N]. A benchmark, not a test: it prints figures and
+[--rows N] [--events N] [--commits N]. A benchmark, not a test: it prints figures and
 asserts nothing.
 """
 
@@ -26,7 +23,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import random
 import shutil
 import subprocess
 import time
@@ -40,10 +36,9 @@ from pyiceberg.catalog import load_catalog
 
 from sluice.event.row_change import ChangeBatch, ChangeRow, RowKind
 from sluice.pipeline.definition import build_definition
-from sluice.sink.arrow_rows import ArrowRows, arrow_schema
+from sluice.sink.arrow_rows import arrow_schema
 from sluice.sink.factory import create_sink
 from sluice.sink.lakehouse.sink import LakehouseSink
-from sluice.sink.target_values import TargetValues
 from sluice.source.offset import BinlogOffset
 from sluice.source.schema import Column, TableSchema, read_table_schema
 from tests.bench.binlog_bench import TABLE_DDL as EVENTS_DDL
@@ -143,47 +138,6 @@ def binlog_figures(base: Path, mariadb, events: int) -> None:
         )
 
 
-BIG = TableSchema(
-    "bench",
-    "big",
-    (Column("id", "bigint", "bigint", False), Column("v", "varchar", "varchar(40)", True)),
-    ("id",),
-    "id",
-)
-
-
-def commit_cost(base: Path, small_rows: int, big_rows: int) -> None:
-    """The same 1,000-key batch into tables of `small_rows` and `big_rows` rows."""
-    values = TargetValues(None, "")
-    for target, make in FORMATS.items():
-        for size in (small_rows, big_rows):
-            lake = base / f"commit-{target}-{size}"
-            shutil.rmtree(lake, ignore_errors=True)
-            sink = _sink(make(lake), f"commit-{target}-{size}")
-            sink.prepare([BIG])
-            rows = ArrowRows(BIG, values)
-            for first in range(0, size, 1_000_000):  # files of a million rows in key order
-                part = rows.table((i, f"value {i}") for i in range(first, min(size, first + 1_000_000)))
-                if target == "iceberg":
-                    sink.tables.catalog.load_table("bench.big").append(part)
-                else:
-                    write_deltalake(sink.tables.uri("bench.big"), part, mode="append")
-            writer = sink.writer()
-            figures = []
-            for n, (label, keys) in enumerate(
-                (("spread", random.Random(1).sample(range(size), 1000)), ("newest", range(size - 1000, size)))
-            ):
-                at = (n + 1) * 10_000  # each batch after the last one's end
-                changes = [
-                    ChangeRow(BIG, RowKind.UPDATE_AFTER, (k, "changed"), 0, BinlogOffset("b.1", at + i))
-                    for i, k in enumerate(keys)
-                ]
-                started = time.perf_counter()
-                writer.write_changes(ChangeBatch(changes), BinlogOffset("b.1", at + 5000), False)
-                figures.append(f"{label} keys {time.perf_counter() - started:.2f} s")
-            print(f"commit of 1,000 updated keys into {target}, {size:,} rows: {', '.join(figures)}")
-
-
 def files_after_an_hour(base: Path, commits: int) -> None:
     """`commits` commits of 100 rows (720: an hour at one commit each 5 s), with and without maintenance."""
     schema = TableSchema(
@@ -225,8 +179,6 @@ def main() -> None:
     add_servers_option(parser)
     parser.add_argument("--rows", type=int, default=1_000_000)
     parser.add_argument("--events", type=int, default=200_000)
-    parser.add_argument("--small-rows", type=int, default=1_000_000)
-    parser.add_argument("--big-rows", type=int, default=10_000_000)
     parser.add_argument("--commits", type=int, default=720)
     args = parser.parse_args()
     base = scratch_directory("sluice-lakehouse-bench-", removed_at_exit=True)
@@ -235,7 +187,6 @@ def main() -> None:
         fill(mariadb, args.rows)
         snapshot_figures(base, mariadb, args.rows)
         binlog_figures(base, mariadb, args.events)
-    commit_cost(base, args.small_rows, args.big_rows)
     files_after_an_hour(base, args.commits)
     print(json.dumps({"scratch": str(base)}))
 

@@ -22,7 +22,6 @@ from __future__ import annotations
 import argparse
 import json
 import random
-import signal
 import time
 from pathlib import Path
 
@@ -33,7 +32,7 @@ from sluice.source.connection import current_offset
 from sluice.source.offset import BinlogOffset
 from sluice.source.schema import read_table_schema
 from tests.bench.binlog_bench import mariadb_binlog
-from tests.bench.catchup_bench import catch_up
+from tests.bench.catchup_bench import catch_up, stopped_streaming
 from tests.bench.cpu_use import servers
 from tests.harness.lakehouse import delta_sink, iceberg_sink, lakehouse_table, table_files
 from tests.harness.pipelines import (
@@ -41,8 +40,6 @@ from tests.harness.pipelines import (
     pipeline_yaml,
     postgres_sink,
     sluice_env,
-    start_sluice,
-    wait_until_in_binlog_phase,
     write_pipeline,
 )
 
@@ -156,12 +153,7 @@ def one_size(base: Path, mariadb, postgresql, target, rows: int, changes: int, n
         definition = pipeline_yaml(mariadb, TABLE, sink, name=f"spread-{name.lower()}-{rows}")
         definition["source"]["server-id"] = f"{8100 + 4 * i}-{8103 + 4 * i}"
         pipeline = write_pipeline(base / f"spread-{name.lower()}-{rows}.yaml", definition)
-        state = base / f"state-{name.lower()}-{rows}"
-        first = start_sluice(pipeline, state, env)
-        wait_until_in_binlog_phase(first, state, time.monotonic() + 1800)
-        first.send_signal(signal.SIGTERM)
-        first.communicate(timeout=300)
-        pipelines[name] = (pipeline, state)
+        pipelines[name] = stopped_streaming(pipeline, base / f"state-{name.lower()}-{rows}", env, 1800)
         if name in lakes:
             made = lake_sink(pipeline, env)
             files = table_files(made, TABLE)

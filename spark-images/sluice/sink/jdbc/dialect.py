@@ -220,6 +220,10 @@ class JdbcDialect(ABC):
         with contextlib.closing(conn.cursor()) as cur:
             cur.execute(f"SELECT epoch FROM {self.epochs_table()} WHERE pipeline = %s FOR UPDATE", (pipeline,))
 
+    def begin_range_replace(self, conn: Any) -> None:  # noqa: B027 - a hook, MySQL's sets something
+        """Before a transaction that clears key ranges and loads rows beside others doing so
+        in the same table (snapshot splits): here nothing to set."""
+
     def delete_range(
         self, conn: Any, schema: TableSchema, split: SnapshotSplit, keys: Sequence[Any] | None = None
     ) -> None:

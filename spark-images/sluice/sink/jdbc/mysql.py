@@ -7,6 +7,7 @@ import itertools
 import json
 import logging
 import tempfile
+import weakref
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
@@ -76,6 +77,19 @@ class MySqlDialect(JdbcDialect):
     def begin_consistent_read(self, conn: pymysql.connections.Connection) -> None:
         with conn.cursor() as cur:
             cur.execute("START TRANSACTION WITH CONSISTENT SNAPSHOT")
+
+    def begin_range_replace(self, conn: pymysql.connections.Connection) -> None:
+        """READ COMMITTED for the next transaction: under InnoDB's REPEATABLE READ a range
+        DELETE locks the gap past its range, and writes of adjacent ranges deadlock on each
+        other's gaps (the target rolls one back). Not where the target logs statements,
+        which InnoDB refuses under READ COMMITTED."""
+        if conn not in _STATEMENT_LOGGED:
+            with conn.cursor() as cur:
+                cur.execute("SELECT @@log_bin AND @@binlog_format = 'STATEMENT'")
+                _STATEMENT_LOGGED[conn] = bool(cur.fetchone()[0])
+        if not _STATEMENT_LOGGED[conn]:
+            with conn.cursor() as cur:
+                cur.execute("SET TRANSACTION ISOLATION LEVEL READ COMMITTED")
 
     share_lock = "LOCK IN SHARE MODE"  # MySQL 5.7 and MariaDB spell it so too
 
@@ -230,3 +244,5 @@ class MySqlDialect(JdbcDialect):
 
 _LOCAL_FILES_REFUSED = {1148, 3948, 4166}  # not allowed here; disabled (MySQL 8; MariaDB)
 _REFUSING: set[tuple[str, int]] = set()  # targets (host, port) that refused it, in this process
+# Whether a target connection's server logs statements (begin_range_replace)
+_STATEMENT_LOGGED: weakref.WeakKeyDictionary[Any, bool] = weakref.WeakKeyDictionary()

@@ -55,6 +55,8 @@ class JdbcWriter(SinkWriter):
     def write_snapshot_splits(self, read: SplitRead) -> None:
         dialect = self.target.dialect
         try:
+            if read.replaces is not None:
+                dialect.begin_range_replace(self.conn)
             self._fence()
             if read.replaces is not None:
                 dialect.delete_range(self.conn, read.schema, read.replaces)

@@ -18,11 +18,10 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
-from sluice.sink.arrow_rows import arrow_value
 from sluice.sink.lakehouse.delta_deletion_vectors import read_vector, unique_id, write_vectors, z85_decode
 from sluice.sink.lakehouse.delta_files import write_data_file, write_data_files
 from sluice.sink.lakehouse.delta_log import DeltaLog, LogState
-from sluice.sink.lakehouse.key_positions import KeyedFile, KeyPositions
+from sluice.sink.lakehouse.key_positions import KeyedFile, KeyPositions, deleted_keys
 from sluice.sink.lakehouse.table_format import EPOCH, PIPELINE, TableCommit
 from sluice.source.schema import TableSchema
 
@@ -54,14 +53,7 @@ def row_delta(
         fence(state.transactions.get(_app_id(record), 0))
     rows = commit.rows
     assert rows is not None
-    columns = [schema.column(name) for name in commit.key_columns]
-    keys = pa.table(
-        [
-            pa.array([arrow_value(c, k[i]) for k in commit.deleted_keys], rows.schema.field(c.name).type)
-            for i, c in enumerate(columns)
-        ],
-        names=[c.name for c in columns],
-    )
+    keys = deleted_keys(schema, commit)
     found = cache.find(_keyed_files(log, state, keys.schema, cache), keys)
     now = int(time.time() * 1000)
     actions = _header(record, "MERGE", now)

@@ -57,7 +57,7 @@ from sluice.sink.arrow_rows import arrow_field, arrow_schema, arrow_value, widen
 from sluice.sink.lakehouse.iceberg_key_positions import keyed_files
 from sluice.sink.lakehouse.iceberg_maintenance import Compaction, compact, expire, plan_compaction
 from sluice.sink.lakehouse.iceberg_row_delta import RowDelta, write_position_deletes
-from sluice.sink.lakehouse.key_positions import KeyPositions
+from sluice.sink.lakehouse.key_positions import KeyPositions, deleted_keys
 from sluice.sink.lakehouse.partitioning import partition_fields
 from sluice.sink.lakehouse.table_format import EPOCH, PIPELINE, MaintenanceDone, TableCommit, TableFormat
 from sluice.source.schema import Column, TableSchema
@@ -171,14 +171,7 @@ class IcebergTables(TableFormat):
         in one snapshot; the data files are left as they are."""
         rows = commit.rows
         assert rows is not None
-        columns = [schema.column(name) for name in commit.key_columns]
-        keys = pa.table(
-            [
-                pa.array([arrow_value(c, k[i]) for k in commit.deleted_keys], rows.schema.field(c.name).type)
-                for i, c in enumerate(columns)
-            ],
-            names=[c.name for c in columns],
-        )
+        keys = deleted_keys(schema, commit)
         tasks = {task.file.file_path: task for task in table.scan().plan_files()}
         cache = self._positions_of(schema.table_id)
         found = cache.find(keyed_files(table.io, table.schema(), list(tasks.values()), keys.schema, cache), keys)

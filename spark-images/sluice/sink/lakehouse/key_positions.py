@@ -17,6 +17,10 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from sluice.sink.arrow_rows import arrow_value
+from sluice.sink.lakehouse.table_format import TableCommit
+from sluice.source.schema import TableSchema
+
 CACHE_BYTES = 256 << 20  # key columns and deleted positions kept between commits
 POSITION = "_sluice_pos"
 T = TypeVar("T")
@@ -74,6 +78,20 @@ class KeyPositions:
             _, dropped = self._cached.popitem(last=False)
             self._size -= _size(dropped)
         return value
+
+
+def deleted_keys(schema: TableSchema, commit: TableCommit) -> pa.Table:
+    """A by-key commit's keys (every key its batch changed) as a table of its key columns,
+    typed as the commit's rows."""
+    assert commit.rows is not None
+    columns = [schema.column(name) for name in commit.key_columns]
+    return pa.table(
+        [
+            pa.array([arrow_value(c, k[i]) for k in commit.deleted_keys], commit.rows.schema.field(c.name).type)
+            for i, c in enumerate(columns)
+        ],
+        names=[c.name for c in columns],
+    )
 
 
 def _size(value: Any) -> int:
