@@ -13,7 +13,7 @@ after the run, the time a full scan takes with the format's own reader before an
 maintenance's compaction, and what the compaction wrote.
 
 Usage: python -m tests.bench.spread_keys_bench [--servers default|tuned] [--sizes 200000,2000000]
-[--changes N] [--targets Iceberg,Delta,MariaDB,PostgreSQL]. A benchmark, not a test: it
+[--changes N] [--targets Iceberg,Delta,MariaDB,PostgreSQL] [--profile DIR]. A benchmark, not a test: it
 prints figures and asserts nothing.
 """
 
@@ -132,7 +132,9 @@ def lake_figures(name: str, lake: Path, options: dict, definition: Path, env: di
     )
 
 
-def one_size(base: Path, mariadb, postgresql, target, rows: int, changes: int, names: list[str]) -> None:
+def one_size(
+    base: Path, mariadb, postgresql, target, rows: int, changes: int, names: list[str], profile: Path | None = None
+) -> None:
     fill(mariadb, rows)
     conn = mariadb.connect("bench")
     schema = read_table_schema(conn, "bench", "spread", None)
@@ -172,7 +174,8 @@ def one_size(base: Path, mariadb, postgresql, target, rows: int, changes: int, n
     print(f"  mariadb-binlog -v (C): {tool:>10,.0f} rows/s")
     pids = servers(mariadb, postgresql, target)
     for name, (pipeline, state) in pipelines.items():
-        seconds, peak, cpu = catch_up(pipeline, state, env, end, pids)
+        sampled = profile / f"spread-{name.lower()}-{rows}.raw" if profile else None
+        seconds, peak, cpu = catch_up(pipeline, state, env, end, pids, sampled)
         rate = written / seconds
         print(
             f"  sluice run into {name + ':':<12}{rate:>10,.0f} rows/s ({rate / tool:.3f}x mariadb-binlog, "
@@ -192,6 +195,7 @@ def main() -> None:
     parser.add_argument("--sizes", default="200000,2000000", help="table sizes, rows")
     parser.add_argument("--changes", type=int, default=200_000)
     parser.add_argument("--targets", default="Iceberg,Delta,MariaDB,PostgreSQL")
+    parser.add_argument("--profile", type=Path, help="a directory for py-spy's samples of each catch-up (slows it)")
     args = parser.parse_args()
     base = scratch_directory("sluice-spread-bench-", removed_at_exit=True)
     with running_services(base, args.servers) as (mariadb, postgresql):
@@ -200,7 +204,7 @@ def main() -> None:
         try:
             mariadb.execute("CREATE DATABASE IF NOT EXISTS bench")
             for rows in (int(size) for size in args.sizes.split(",")):
-                one_size(base, mariadb, postgresql, target, rows, args.changes, args.targets.split(","))
+                one_size(base, mariadb, postgresql, target, rows, args.changes, args.targets.split(","), args.profile)
         finally:
             target.stop()
     print(json.dumps({"scratch": str(base)}))

@@ -27,7 +27,8 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from sluice.errors import SinkError, SinkUnavailable, SluiceError
-from sluice.event.row_change import ChangeBatch, RowKind
+from sluice.event.change_fold import fold_run
+from sluice.event.row_change import ChangeBatch, ChangeRow
 from sluice.event.schema_change import AddColumn, AlterColumnType, SchemaChangeEvent, apply_events
 from sluice.event.snapshot_split import ReadSplits, SnapshotSplit, SplitResult, SplitTask, chunk_keys_of
 from sluice.pipeline.partition_key import PartitionField
@@ -36,7 +37,7 @@ from sluice.sink.arrow_rows import ArrowRows, arrow_schema, source_rows, widens
 from sluice.sink.base import SchemaChangeRefused, Sink, SinkWriter
 from sluice.sink.columnar_types import arrow_type
 from sluice.sink.jdbc.dialect import META_SCHEMA, STATES_TABLE
-from sluice.sink.lakehouse.commit_records import holds_already, recorded_end
+from sluice.sink.lakehouse.commit_records import held_already, recorded_end
 from sluice.sink.lakehouse.data_files import write_data_files, write_data_files_on_executor
 from sluice.sink.lakehouse.table_format import (
     END,
@@ -51,7 +52,7 @@ from sluice.sink.lakehouse.table_format import (
 )
 from sluice.sink.target_values import TargetValues
 from sluice.source.offset import BinlogOffset
-from sluice.source.row_decoding import Row, RowDecoder
+from sluice.source.row_decoding import Row
 from sluice.source.schema import Column, TableSchema
 
 if TYPE_CHECKING:
@@ -372,6 +373,14 @@ class LakehouseSink(Sink):
         return LakehouseWriter(self)
 
 
+def _run_end(rows: Sequence[ChangeRow], start: int) -> int:
+    """The index after the run of rows from `start` that share its schema."""
+    schema, end = rows[start][0], start
+    while end < len(rows) and rows[end][0] is schema:
+        end += 1
+    return end
+
+
 def _nulls_first(key: Any) -> tuple[bool, Any]:
     return (key is not None, key)
 
@@ -384,7 +393,7 @@ class LakehouseWriter(SinkWriter):
         self._ends: dict[str, BinlogOffset | None] = {}  # each table's, read once
         self._maintained: dict[str, float] = {}  # table id: when it was last maintained, by `clock`
         self.clock: Callable[[], float] = time.monotonic
-        self._decoders: dict[str, RowDecoder] = {}
+        self._keys: dict[str, tuple[TableSchema, tuple[int, ...]]] = {}  # per table, its row key's positions
         self._rows: dict[str, ArrowRows] = {}
 
     def _end(self, table_id: str) -> BinlogOffset | None:
@@ -396,17 +405,31 @@ class LakehouseWriter(SinkWriter):
         """Folds the batch to each key's last image (None: deleted), then commits each table:
         its deleted and upserted keys cleared, its upserted rows added."""
         final: dict[str, tuple[TableSchema, dict[Any, Row | None]]] = {}
-        for schema, kind, row, _, offset in batch:
-            if holds_already(offset, end, self._end(schema.table_id)):
-                continue  # committed before a crash cut the batch's commits short
+        rows, at = batch.rows, 0
+        while at < len(rows):  # batches come in runs of one table's changes
+            schema = rows[at][0]
             images = final.setdefault(schema.table_id, (schema, {}))[1]
-            key = self._decoder(schema).row_key(row)
-            images[key] = None if kind in (RowKind.DELETE, RowKind.UPDATE_BEFORE) else row
+            held = held_already(end, self._end(schema.table_id))
+            if held.whole is False:
+                at = fold_run(rows, at, self._key_positions(schema), None, images, set())
+                continue
+            run_end = _run_end(rows, at)
+            if held.whole is None:  # by position: what the table holds is left out of the fold
+                kept = [change for change in rows[at:run_end] if not held(change[4])]
+                if kept:
+                    fold_run(kept, 0, self._key_positions(schema), None, images, set())
+            at = run_end  # (held whole: committed before a crash cut the batch's commits short)
         record = {END: json.dumps(end.to_json())}
         for table_id, (schema, images) in final.items():
-            rows = [row for row in images.values() if row is not None]
+            if not images:
+                continue
             keys = [k if isinstance(k, tuple) else (k,) for k in images]
-            upsert = TableCommit(dict(record), schema.row_key, keys, rows=self._arrow(schema).table(rows))
+            upsert = TableCommit(
+                dict(record),
+                schema.row_key,
+                keys,
+                rows=self._arrow(schema).table([row for row in images.values() if row is not None]),
+            )
             self.sink.commit(schema, upsert)
             self._ends[table_id] = end
         self.sink.committed = end
@@ -429,11 +452,11 @@ class LakehouseWriter(SinkWriter):
         done = self.sink.maintain(self.sink.schemas[table_id], end)
         log.info("%s: maintenance compacted %d files and deleted %d", table_id, done.compacted, done.deleted)
 
-    def _decoder(self, schema: TableSchema) -> RowDecoder:
-        decoder = self._decoders.get(schema.table_id)
-        if decoder is None or decoder.schema != schema:
-            decoder = self._decoders[schema.table_id] = RowDecoder(schema)
-        return decoder
+    def _key_positions(self, schema: TableSchema) -> tuple[int, ...]:
+        known = self._keys.get(schema.table_id)
+        if known is None or known[0] != schema:
+            known = self._keys[schema.table_id] = (schema, tuple(schema.position(k) for k in schema.row_key))
+        return known[1]
 
     def _arrow(self, schema: TableSchema) -> ArrowRows:
         rows = self._rows.get(schema.table_id)
@@ -468,7 +491,7 @@ class LakehouseWriter(SinkWriter):
         """Each event by the format's metadata applier; one the format refuses is
         SchemaChangeRefused (try_evolve goes on in the kept shape, evolve stops there)."""
         self._rows.clear()
-        self._decoders.clear()
+        self._keys.clear()
         schemas = dict(before)
         for applied, event in enumerate(events):
             try:

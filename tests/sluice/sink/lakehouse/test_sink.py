@@ -25,7 +25,7 @@ from sluice.event.row_change import ChangeBatch, ChangeRow, RowKind
 from sluice.event.schema_change import DropColumn, RenameColumn, RenameTable, apply_events
 from sluice.event.snapshot_split import SnapshotSplit
 from sluice.sink.arrow_rows import ArrowRows, source_rows
-from sluice.sink.lakehouse.commit_records import holds_already
+from sluice.sink.lakehouse.commit_records import held_already
 from sluice.sink.lakehouse.iceberg import IcebergTables, with_secret
 from sluice.sink.lakehouse.sink import LakehouseSink
 from sluice.sink.lakehouse.table_format import EPOCH, PIPELINE, Fenced, TableCommit
@@ -451,12 +451,12 @@ def test_a_table_skips_what_it_committed_by_gtid_and_never_a_promoted_servers_ch
     done = BinlogOffset("mysql-bin.000009", 5000, 0, "0-1-100")
     replayed = BinlogOffset("mysql-bin.000009", 4000, 0, "0-1-90")
     promoted = BinlogOffset("mysql-bin.000001", 400, 0, "0-2-101")  # a lower position, a later set
-    assert holds_already(BinlogOffset("mysql-bin.000009", 3000), replayed, done)
-    assert not holds_already(BinlogOffset("mysql-bin.000001", 300), promoted, done)
-    assert not holds_already(BinlogOffset("mysql-bin.000001", 300), promoted, None)
+    assert held_already(replayed, done)(BinlogOffset("mysql-bin.000009", 3000))
+    assert not held_already(promoted, done)(BinlogOffset("mysql-bin.000001", 300))
+    assert not held_already(promoted, None)(BinlogOffset("mysql-bin.000001", 300))
     inside = BinlogOffset("mysql-bin.000009", 4800, 0, "0-1-100", transaction=4500)  # a huge one, in pieces
-    assert holds_already(BinlogOffset("mysql-bin.000009", 4600), inside, done)
-    assert not holds_already(BinlogOffset("mysql-bin.000009", 5100), BinlogOffset("mysql-bin.000009", 5200), done)
+    assert held_already(inside, done)(BinlogOffset("mysql-bin.000009", 4600))
+    assert not held_already(BinlogOffset("mysql-bin.000009", 5200), done)(BinlogOffset("mysql-bin.000009", 5100))
 
 
 @pytest.mark.parametrize("target", FORMATS)
