@@ -62,6 +62,7 @@ IMPORTED_AS = {
     "kubernetes": "kubernetes",
     "pyiceberg": "pyiceberg",
     "deltalake": "deltalake",
+    "pyroaring": "pyroaring",
 }
 
 

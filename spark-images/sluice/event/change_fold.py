@@ -88,6 +88,14 @@ def fold_run(
     return end
 
 
+def run_end(rows: Sequence[ChangeRow], start: int) -> int:
+    """The index after the run of rows from `start` that share its schema."""
+    schema, end = rows[start][0], start
+    while end < len(rows) and rows[end][0] is schema:
+        end += 1
+    return end
+
+
 def kind_counts(rows: Sequence[ChangeRow]) -> collections.Counter[tuple[str, RowKind]]:
     """Rows by table and kind, for progress and metrics."""
     counts: collections.Counter[tuple[str, RowKind]] = collections.Counter()

@@ -179,9 +179,12 @@ def _keyed_files(log: DeltaLog, state: LogState, keys: pa.Schema, cache: KeyPosi
     for add in list(state.adds.values()):
         stats = json.loads(add.get("stats") or "{}")
         low, high = stats.get("minValues", {}).get(first), stats.get("maxValues", {}).get(first)
+        # Integers' bounds only: writers cut text bounds to a prefix (the protocol lets them),
+        # and a cut maximum is below the values it stands for.
+        exact = isinstance(low, int) and isinstance(high, int) and first not in partitions
         yield KeyedFile(
             add["path"],
-            (low, high) if low is not None and high is not None and first not in partitions else None,
+            (low, high) if exact else None,
             lambda add=add: _key_columns(log, add, keys, partitions),
             lambda add=add: _deleted(log, add, cache),
         )

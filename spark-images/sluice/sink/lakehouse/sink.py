@@ -27,18 +27,18 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from sluice.errors import SinkError, SinkUnavailable, SluiceError
-from sluice.event.change_fold import fold_run
-from sluice.event.row_change import ChangeBatch, ChangeRow
+from sluice.event.change_fold import fold_run, run_end
+from sluice.event.row_change import ChangeBatch
 from sluice.event.schema_change import AddColumn, AlterColumnType, SchemaChangeEvent, apply_events
 from sluice.event.snapshot_split import ReadSplits, SnapshotSplit, SplitResult, SplitTask, chunk_keys_of
 from sluice.pipeline.partition_key import PartitionField
 from sluice.pipeline.sink_configs import LakehouseSinkConfig
-from sluice.sink.arrow_rows import ArrowRows, arrow_schema, source_rows, widens
+from sluice.sink.arrow_rows import ArrowRows, source_rows, widens
 from sluice.sink.base import SchemaChangeRefused, Sink, SinkWriter
 from sluice.sink.columnar_types import arrow_type
-from sluice.sink.jdbc.dialect import META_SCHEMA, STATES_TABLE
 from sluice.sink.lakehouse.commit_records import held_already, recorded_end
 from sluice.sink.lakehouse.data_files import write_data_files, write_data_files_on_executor
+from sluice.sink.lakehouse.state_table import record_state, recorded_state
 from sluice.sink.lakehouse.table_format import (
     END,
     EPOCH,
@@ -53,23 +53,11 @@ from sluice.sink.lakehouse.table_format import (
 from sluice.sink.target_values import TargetValues
 from sluice.source.offset import BinlogOffset
 from sluice.source.row_decoding import Row
-from sluice.source.schema import Column, TableSchema
+from sluice.source.schema import TableSchema
 
 if TYPE_CHECKING:
     from pyspark import SparkContext
 
-# Where a pipeline's state document is kept, one row per pipeline (as in a jdbc target).
-STATES = TableSchema(
-    META_SCHEMA,
-    STATES_TABLE,
-    (
-        Column("pipeline", "varchar", "varchar(255)", False),
-        Column("revision", "bigint", "bigint", False),
-        Column("document", "longtext", "longtext", True),
-    ),
-    ("pipeline",),
-    "pipeline",
-)
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 
@@ -207,25 +195,10 @@ class LakehouseSink(Sink):
     # -- the state, kept in the target -------------------------------------------------------
 
     def recorded_state(self) -> tuple[int, dict[str, Any]] | None:
-        if not self.tables.exists(STATES.table_id):
-            return None
-        for pipeline, revision, document in source_rows(STATES, self.tables.scan(STATES)):
-            if pipeline == self.pipeline:
-                return int(revision), json.loads(document)
-        return None
+        return recorded_state(self.tables, self.pipeline)
 
     def record_state(self, revision: int, document: dict[str, Any]) -> None:
-        """The state document as one row of `sluice_meta.states`, a table of the format's own
-        (a run with no state adopts it, as from a jdbc target's table of that name)."""
-        row = (self.pipeline, revision, json.dumps(document, separators=(",", ":")))
-        try:
-            self.tables.create(STATES, arrow_schema(STATES))
-            commit = TableCommit(
-                {}, STATES.row_key, [(self.pipeline,)], rows=ArrowRows(STATES, self.values).table([row])
-            )
-            self.tables.commit(STATES, commit, lambda _newest: None)  # one row per pipeline: nothing to fence
-        except Exception as exc:
-            raise SinkError(f"sink {self.tables.name}: keeping the pipeline's state failed: {exc}") from exc
+        record_state(self.tables, self.pipeline, self.values, revision, document)
 
     # -- Sink ------------------------------------------------------------------------------
 
@@ -373,14 +346,6 @@ class LakehouseSink(Sink):
         return LakehouseWriter(self)
 
 
-def _run_end(rows: Sequence[ChangeRow], start: int) -> int:
-    """The index after the run of rows from `start` that share its schema."""
-    schema, end = rows[start][0], start
-    while end < len(rows) and rows[end][0] is schema:
-        end += 1
-    return end
-
-
 def _nulls_first(key: Any) -> tuple[bool, Any]:
     return (key is not None, key)
 
@@ -413,12 +378,12 @@ class LakehouseWriter(SinkWriter):
             if held.whole is False:
                 at = fold_run(rows, at, self._key_positions(schema), None, images, set())
                 continue
-            run_end = _run_end(rows, at)
+            after = run_end(rows, at)
             if held.whole is None:  # by position: what the table holds is left out of the fold
-                kept = [change for change in rows[at:run_end] if not held(change[4])]
+                kept = [change for change in rows[at:after] if not held(change[4])]
                 if kept:
                     fold_run(kept, 0, self._key_positions(schema), None, images, set())
-            at = run_end  # (held whole: committed before a crash cut the batch's commits short)
+            at = after  # (held whole: committed before a crash cut the batch's commits short)
         record = {END: json.dumps(end.to_json())}
         for table_id, (schema, images) in final.items():
             if not images:
