@@ -80,6 +80,7 @@ class PipelineMetrics:
         self.schema_changes = counter("sluice_schema_changes_applied", "Schema changes applied to the target")
         self.schema_waiting = gauge("sluice_schema_changes_waiting", "Schema changes waiting for approval")
         self.registry.register(_TypeRuleCollector(pipeline))
+        self.registry.register(_MaintenanceCollector(pipeline))
 
         self.start_time.labels(pipeline).set(time.time())
         for each in (self.binlog_bytes, self.reconnects, self.schema_changes):
@@ -167,3 +168,29 @@ class _TypeRuleCollector(Collector):
         for (table_id, column, rule), count in sorted(target_values.changed.copy().items()):
             family.add_metric([self.pipeline, table_id, column, rule], count)
         yield family
+
+
+class _MaintenanceCollector(Collector):
+    """What a lakehouse target's maintenance did in this process (sink/lakehouse counts it),
+    read at each scrape: rounds, files compacted and deleted, seconds spent, by table."""
+
+    FAMILIES = {
+        "rounds": ("sluice_lake_maintenance_rounds", "Maintenance rounds run on a lake table"),
+        "compacted": ("sluice_lake_files_compacted", "Data files compaction rewrote (small, or largely deleted)"),
+        "deleted": ("sluice_lake_files_deleted", "Files no kept snapshot or version reads, deleted"),
+        "seconds": ("sluice_lake_maintenance_seconds", "Time maintenance held a lake table's commits up"),
+    }
+
+    def __init__(self, pipeline: str) -> None:
+        self.pipeline = pipeline
+
+    def collect(self) -> Iterator[CounterMetricFamily]:
+        from sluice.sink.lakehouse.maintenance_counts import maintained
+
+        counts = maintained.copy()
+        for what, (name, text) in self.FAMILIES.items():
+            family = CounterMetricFamily(name, text, labels=["pipeline", "table"])
+            for (table_id, kind), value in sorted(counts.items()):
+                if kind == what:
+                    family.add_metric([self.pipeline, table_id], value)
+            yield family

@@ -38,6 +38,7 @@ from sluice.sink.base import SchemaChangeRefused, Sink, SinkWriter
 from sluice.sink.columnar_types import arrow_type
 from sluice.sink.lakehouse.commit_records import held_already, recorded_end
 from sluice.sink.lakehouse.data_files import write_data_files, write_data_files_on_executor
+from sluice.sink.lakehouse.maintenance_counts import count_maintenance
 from sluice.sink.lakehouse.state_table import record_state, recorded_state
 from sluice.sink.lakehouse.table_format import (
     END,
@@ -175,9 +176,12 @@ class LakehouseSink(Sink):
         """A table's compaction and expiry (sink.maintenance.*): its commit carries this run's
         record, ending where the table's last commit did."""
         record = {PIPELINE: self.pipeline, EPOCH: str(self.epoch), END: json.dumps(end.to_json())}
-        return self._one_at_a_time(
+        started = time.monotonic()
+        done = self._one_at_a_time(
             schema.table_id, "maintaining", lambda fence: self.tables.maintain(schema, self.maintenance, record, fence)
         )
+        count_maintenance(schema.table_id, done.compacted, done.deleted, time.monotonic() - started)
+        return done
 
     def _one_at_a_time(self, table_id: str, doing: str, write: Callable[[Callable[[int], None]], T]) -> T:
         """A write into a table, one at a time per table in this process, fenced; the

@@ -14,6 +14,7 @@ from deltalake import write_deltalake
 
 from sluice.event.row_change import ChangeBatch, ChangeRow, RowKind
 from sluice.event.schema_change import CreateTable, DropTable
+from sluice.runtime.pipeline_metrics import PipelineMetrics
 from sluice.sink.arrow_rows import ArrowRows
 from sluice.sink.lakehouse.iceberg import IcebergTables
 from sluice.sink.lakehouse.sink import LakehouseSink
@@ -181,9 +182,11 @@ def test_compaction_rewrites_files_largely_deleted_and_drops_the_deletes_that_th
     assert before.delete_files
 
     end = sink.table_end(SCHEMA.table_id)
+    counted = _compacted_metric()
     done = sink.maintain(SCHEMA, end)
     after = table_files(sink, SCHEMA.table_id)
     assert done.compacted == 2, "the first file and the one of the first batch's rows, past the ratio"
+    assert _compacted_metric() == counted + 2, "the run's metrics do not show the compaction"
     assert after.deleted_rows < before.deleted_rows
     assert sorted(before.data - after.data) == sorted(before.largely_deleted(0.2))
     assert dict(lakehouse_rows(options, SCHEMA)) == changes.expected
@@ -224,3 +227,9 @@ def test_a_delta_log_is_checkpointed_and_a_new_run_replays_it_from_the_checkpoin
     assert dict(lakehouse_rows(options, SCHEMA)) == later.expected
     files = table_files(again, SCHEMA.table_id)
     assert files.deleted_rows == files.rows - len(later.expected)
+
+
+def _compacted_metric() -> float:
+    """sluice_lake_files_compacted_total of db.t, as a run's /metrics would serve it."""
+    registry = PipelineMetrics("p").registry
+    return registry.get_sample_value("sluice_lake_files_compacted_total", {"pipeline": "p", "table": "db.t"}) or 0.0
