@@ -223,6 +223,7 @@ class DeltaTables(TableFormat):
             compacted += int(metrics.get("numFilesRemoved", 0))
         hours = max(0, math.ceil(maintenance.retention / 3600))
         deleted = table.vacuum(retention_hours=hours, dry_run=False, enforce_retention_duration=False)
+        table.cleanup_metadata()  # log files older than delta.logRetentionDuration (30 days) before a checkpoint
         unread = unread_vector_files(log, maintenance.retention) if log.commits_atomically else []
         return MaintenanceDone(compacted, len(deleted) + len(unread))
 

@@ -94,7 +94,9 @@ class IcebergTables(TableFormat):
         self.catalog_name = catalog_name
         self.catalog_properties = dict(catalog_properties)
         modes = {mode: MERGE_ON_READ for mode in ("write.delete.mode", UPDATE_MODE, "write.merge.mode")}
-        self.table_properties = {"format-version": "2", **modes, **table_properties}
+        # Old metadata files deleted as commits replace them (Iceberg keeps the last 100).
+        metadata = {"write.metadata.delete-after-commit.enabled": "true"}
+        self.table_properties = {"format-version": "2", **modes, **metadata, **table_properties}
         self.table_options: dict[str, dict[str, str]] = {}
         self._catalog: Catalog | None = None
         self._positions: dict[str, KeyPositions] = {}  # by table id: where its keys are

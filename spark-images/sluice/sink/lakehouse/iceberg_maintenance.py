@@ -84,15 +84,25 @@ def _many_manifests(table: Table) -> bool:
 
 
 def expire(table: Table, retention: float) -> int:
-    """Snapshots replaced longer ago than the retention go, and the files (data, delete)
-    only they read are deleted (pyiceberg's expiry keeps them)."""
+    """Snapshots replaced longer ago than the retention go, and the files only they read
+    are deleted: data and delete files, manifests and manifest lists (pyiceberg's expiry
+    keeps them all; old metadata files go by write.metadata.delete-after-commit)."""
     cutoff = int((time.time() - retention) * 1000)
     if not any(s.timestamp_ms < cutoff for s in table.snapshots() if s != table.current_snapshot()):
         return 0
-    before = set(table.inspect.all_files().column("file_path").to_pylist())
+    before = _files_read(table)
     table.maintenance.expire_snapshots().older_than(datetime.fromtimestamp(cutoff / 1000, timezone.utc)).commit()
     table.refresh()
-    unread = before - set(table.inspect.all_files().column("file_path").to_pylist())
+    unread = before - _files_read(table)
     for path in unread:
         table.io.delete(path)
     return len(unread)
+
+
+def _files_read(table: Table) -> set[str]:
+    """Every file a snapshot of the table reads: data and delete files, manifests, manifest lists."""
+    files = set(table.inspect.all_files().column("file_path").to_pylist())
+    for snapshot in table.snapshots():
+        files.add(snapshot.manifest_list)
+        files.update(manifest.manifest_path for manifest in snapshot.manifests(table.io))
+    return files

@@ -233,3 +233,20 @@ def _compacted_metric() -> float:
     """sluice_lake_files_compacted_total of db.t, as a run's /metrics would serve it."""
     registry = PipelineMetrics("p").registry
     return registry.get_sample_value("sluice_lake_files_compacted_total", {"pipeline": "p", "table": "db.t"}) or 0.0
+
+
+def test_iceberg_expiry_deletes_the_manifests_and_metadata_no_kept_snapshot_reads(tmp_path):
+    """A month of commits must not leave a month of manifests: with nothing retained, what
+    the table's directory holds is what its current snapshot reads, and a bounded metadata log."""
+    sink, options = _sink(tmp_path / "lake", "iceberg", **{"sink.maintenance.retention": "0s"})
+    changes = Changes(sink, _filled(sink, 1_000, 2))
+    for n in range(30):
+        changes.commit(updated=range(n, 1_000, 97), value=f"v{n}")
+    sink.maintain(SCHEMA, sink.table_end(SCHEMA.table_id))
+    table = sink.tables.catalog.load_table(SCHEMA.table_id)
+    snapshot = table.current_snapshot()
+    read = {snapshot.manifest_list, *(m.manifest_path for m in snapshot.manifests(table.io))}
+    stored = {f"file://{p}" for p in (tmp_path / "lake").rglob("*.avro")}
+    assert stored == read, f"{len(stored - read)} manifests or manifest lists no snapshot reads"
+    assert len(list((tmp_path / "lake").rglob("*.metadata.json"))) <= 101
+    assert dict(lakehouse_rows(options, SCHEMA)) == changes.expected
