@@ -77,7 +77,7 @@ class DeltaTables(TableFormat):
 
     def _log(self, table_id: str) -> DeltaLog:
         log = self._logs.get(table_id)
-        if log is None or log.root != pafs.FileSystem.from_uri(self.uri(table_id))[1]:
+        if log is None:
             log = self._logs[table_id] = DeltaLog(self.uri(table_id))
             self._positions[table_id] = KeyPositions()
         return log

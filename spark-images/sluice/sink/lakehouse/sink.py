@@ -36,7 +36,7 @@ from sluice.pipeline.sink_configs import LakehouseSinkConfig
 from sluice.sink.arrow_rows import ArrowRows, source_rows, widens
 from sluice.sink.base import SchemaChangeRefused, Sink, SinkWriter
 from sluice.sink.columnar_types import arrow_type
-from sluice.sink.lakehouse.commit_records import held_already, recorded_end
+from sluice.sink.lakehouse.commit_records import Held, held_already, recorded_end
 from sluice.sink.lakehouse.data_files import write_data_files, write_data_files_on_executor
 from sluice.sink.lakehouse.maintenance_counts import count_maintenance
 from sluice.sink.lakehouse.state_table import record_state, recorded_state
@@ -374,11 +374,14 @@ class LakehouseWriter(SinkWriter):
         """Folds the batch to each key's last image (None: deleted), then commits each table:
         its deleted and upserted keys cleared, its upserted rows added."""
         final: dict[str, tuple[TableSchema, dict[Any, Row | None]]] = {}
+        holds: dict[str, Held] = {}  # by table: which of the batch's changes its commits hold
         rows, at = batch.rows, 0
         while at < len(rows):  # batches come in runs of one table's changes
             schema = rows[at][0]
             images = final.setdefault(schema.table_id, (schema, {}))[1]
-            held = held_already(end, self._end(schema.table_id))
+            held = holds.get(schema.table_id)
+            if held is None:
+                held = holds[schema.table_id] = held_already(end, self._end(schema.table_id))
             if held.whole is False:
                 at = fold_run(rows, at, self._key_positions(schema), None, images, set())
                 continue
