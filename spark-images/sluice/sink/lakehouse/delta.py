@@ -54,10 +54,9 @@ from sluice.sink.lakehouse.delta_row_delta import (
 )
 from sluice.sink.lakehouse.key_positions import KeyPositions
 from sluice.sink.lakehouse.partitioning import partition_fields
-from sluice.sink.lakehouse.table_format import EPOCH, PIPELINE, MaintenanceDone, TableCommit, TableFormat
+from sluice.sink.lakehouse.table_format import EPOCH, PIPELINE, MaintenanceDone, TableCommit, TableFormat, retried
 from sluice.source.schema import Column, TableSchema
 
-COMMIT_ATTEMPTS = 10
 DELETED = "_sluice_deleted"  # a merge source's flag: the key's row goes
 
 
@@ -125,36 +124,24 @@ class DeltaTables(TableFormat):
         if self._row_delta(schema, commit, fence):
             return
         properties = _properties(commit.record)
-        for attempt in range(COMMIT_ATTEMPTS):
+
+        def attempt() -> None:
             table = self._table(schema.table_id)
             fence(_newest_epoch(table, commit.record))
-            try:
-                self._commit(table, schema, commit, properties)
-                return
-            except CommitFailedError:
-                if attempt + 1 == COMMIT_ATTEMPTS:
-                    raise
-                time.sleep(0.05 * 2**attempt)
+            self._commit(table, schema, commit, properties)
+
+        retried(attempt, CommitFailedError)
 
     def _row_delta(self, schema: TableSchema, commit: TableCommit, fence: Callable[[int], None]) -> bool:
         """Merge-on-read, where the table and its storage take it (delta_row_delta); False
         where they do not, and for commits that are not rows by their row key."""
-        by_row_key = commit.key_columns and commit.key_columns == schema.row_key and commit.rows is not None
-        if not by_row_key or commit.cleared_ranges or commit.clear_all:
+        if not commit.upserts_by(schema.row_key):
             return False
         log = self._log(schema.table_id)
         if not merges_on_read(log, log.state()):
             return False
-        for attempt in range(COMMIT_ATTEMPTS):
-            try:
-                version = row_delta(
-                    log, self._positions[schema.table_id], self.uri(schema.table_id), schema, commit, fence
-                )
-                break
-            except LogConflict:
-                if attempt + 1 == COMMIT_ATTEMPTS:
-                    raise
-                time.sleep(0.05 * 2**attempt)
+        cache, uri = self._positions[schema.table_id], self.uri(schema.table_id)
+        version = retried(lambda: row_delta(log, cache, uri, schema, commit, fence), LogConflict)
         if checkpoint_due(version):  # delta-rs checkpoints after its own commits only
             self._table(schema.table_id).create_checkpoint()
         return True
@@ -165,8 +152,7 @@ class DeltaTables(TableFormat):
         """Rows by their row key through one MERGE; otherwise the rows cleared first, then
         the data files and rows added (two commits: a crash between them leaves the splits
         unrecorded, read again)."""
-        by_row_key = commit.key_columns and commit.key_columns == schema.row_key
-        if commit.rows is not None and by_row_key and not (commit.cleared_ranges or commit.clear_all):
+        if commit.upserts_by(schema.row_key):
             _merge(table, schema, commit, properties)
             return
         deleted = _deletion(schema, commit)
@@ -205,15 +191,12 @@ class DeltaTables(TableFormat):
         files no version within the retention reads, deletion vector files included."""
         log = self._log(schema.table_id)
         compacted = 0
-        chosen = plan_rewrite(log.state(), maintenance.delete_ratio)
-        for attempt in range(COMMIT_ATTEMPTS if chosen else 0):
-            try:
-                compacted += rewrite(log, self._positions[schema.table_id], chosen, schema, record, fence)
-                break
-            except LogConflict:
-                if attempt + 1 == COMMIT_ATTEMPTS:
-                    raise
-                chosen = plan_rewrite(log.state(), maintenance.delete_ratio)
+
+        def rewrite_deleted() -> int:  # planned anew at each attempt
+            chosen = plan_rewrite(log.state(), maintenance.delete_ratio)
+            return rewrite(log, self._positions[schema.table_id], chosen, schema, record, fence) if chosen else 0
+
+        compacted += retried(rewrite_deleted, LogConflict)
         table = self._table(schema.table_id)
         sizes = table.get_add_actions(flatten=True).column("size_bytes").to_pylist()
         if sum(size < maintenance.small_file_size for size in sizes) >= maintenance.min_small_files:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import time
 import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, TypeVar
@@ -59,10 +58,9 @@ from sluice.sink.lakehouse.iceberg_maintenance import Compaction, compact, expir
 from sluice.sink.lakehouse.iceberg_row_delta import RowDelta, write_position_deletes
 from sluice.sink.lakehouse.key_positions import KeyPositions, deleted_keys
 from sluice.sink.lakehouse.partitioning import partition_fields
-from sluice.sink.lakehouse.table_format import EPOCH, PIPELINE, MaintenanceDone, TableCommit, TableFormat
+from sluice.sink.lakehouse.table_format import EPOCH, PIPELINE, MaintenanceDone, TableCommit, TableFormat, retried
 from sluice.source.schema import Column, TableSchema
 
-COMMIT_ATTEMPTS = 10
 T = TypeVar("T")
 # How a commit changes rows (Iceberg's write.update.mode): merge-on-read writes position
 # deletes beside the data; copy-on-write rewrites each data file a changed key is in.
@@ -190,14 +188,7 @@ class IcebergTables(TableFormat):
     def _attempts(self, table_id: str, attempt: Callable[[Table], T]) -> T:
         """An attempt on the table as it is now, made again (on the table reloaded) while it
         loses the catalog's optimistic race."""
-        for number in range(COMMIT_ATTEMPTS):
-            try:
-                return attempt(self._table_committed_once(table_id))
-            except CommitFailedException:
-                if number + 1 == COMMIT_ATTEMPTS:
-                    raise
-                time.sleep(0.05 * 2**number)
-        raise AssertionError("unreachable")
+        return retried(lambda: attempt(self._table_committed_once(table_id)), CommitFailedException)
 
     def _table_committed_once(self, table_id: str) -> Table:
         """The table as it is now, whose commits pyiceberg does not retry."""
@@ -326,11 +317,8 @@ class IcebergTables(TableFormat):
 def _merges_on_read(metadata: Any, schema: TableSchema, commit: TableCommit) -> bool:
     """A commit of rows by their row key, into a table of format version 2 whose update mode
     is merge-on-read (the default of a table that names none)."""
-    by_row_key = commit.key_columns and commit.key_columns == schema.row_key and commit.rows is not None
     wanted = metadata.properties.get(UPDATE_MODE, MERGE_ON_READ) == MERGE_ON_READ
-    return (
-        bool(by_row_key) and not (commit.cleared_ranges or commit.clear_all) and metadata.format_version == 2 and wanted
-    )
+    return commit.upserts_by(schema.row_key) and metadata.format_version == 2 and wanted
 
 
 def _promotes(table: Table, field: pa.Field) -> bool:

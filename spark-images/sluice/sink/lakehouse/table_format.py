@@ -4,10 +4,11 @@ the table maintenance a long-running pipeline needs."""
 
 from __future__ import annotations
 
+import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import pyarrow as pa
 
@@ -23,7 +24,22 @@ if TYPE_CHECKING:
 
 # The pipeline's record in a table's commits: which pipeline, the run's epoch (the fence),
 # where the binlog reader was after it, the snapshot splits it holds.
+T = TypeVar("T")
 PIPELINE, EPOCH, END, SPLITS = "sluice.pipeline", "sluice.epoch", "sluice.end", "sluice.splits"
+
+
+COMMIT_ATTEMPTS = 10
+
+
+def retried(attempt: Callable[[], T], conflict: type[Exception]) -> T:
+    """An attempt made again, after a growing pause, while it loses the format's optimistic
+    race (`conflict`); each attempt looks at the table anew."""
+    for number in range(COMMIT_ATTEMPTS - 1):
+        try:
+            return attempt()
+        except conflict:
+            time.sleep(0.05 * 2**number)
+    return attempt()
 
 
 class Fenced(SinkError):
@@ -47,6 +63,16 @@ class TableCommit:
     clear_all: bool = False
     files: list[DataFile] = field(default_factory=list)
     rows: pa.Table | None = None
+
+    def upserts_by(self, key: tuple[str, ...]) -> bool:
+        """Whether the commit is rows replacing those of their keys (a binlog batch, a
+        repair by key), not key ranges cleared: what a merge-on-read commit writes."""
+        return (
+            bool(self.key_columns)
+            and self.key_columns == key
+            and self.rows is not None
+            and not (self.cleared_ranges or self.clear_all)
+        )
 
 
 class TableFormat(ABC):
