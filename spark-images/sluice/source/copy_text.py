@@ -88,8 +88,14 @@ def _field(column: Column) -> str | None:
     return f"COALESCE({value}, {_NULL})" if column.nullable else value
 
 
+# Columns whose values the text holds in bytea's hex form: the binary strings, and the
+# spatial types (their bytes; sink/jdbc/load_data_text writes those, the server never does).
+LOADED_FROM_HEX = BINARY_STRING_TYPES | {
+    *("geometry", "point", "linestring", "polygon", "multipoint", "multilinestring", "multipolygon"),
+    *("geometrycollection", "geomcollection"),
+}
 _LOADED = {  # how LOAD DATA reads a field back where the text is not the value itself
-    **dict.fromkeys(BINARY_STRING_TYPES, "UNHEX(SUBSTRING({field}, 3))"),  # after bytea's \\x
+    **dict.fromkeys(LOADED_FROM_HEX, "UNHEX(SUBSTRING({field}, 3))"),  # after bytea's \\x
     "bit": "CAST({field} AS UNSIGNED)",
     "timestamp": "LEFT({field}, CHAR_LENGTH({field}) - 3)",  # without +00
 }

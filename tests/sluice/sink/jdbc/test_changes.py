@@ -211,3 +211,75 @@ def _table_scans(postgresql, schema: str, **flushed: int) -> int:
                 assert counts == list(flushed.values()), f"statistics never showed {flushed}"
                 return scans
             time.sleep(0.1)
+
+
+def test_a_mysql_target_takes_a_batchs_new_images_in_one_load_data(mariadb_target, table_t, source_db):
+    """Set-based, as PostgreSQL's COPY: a batch's inserted and changed rows go in one LOAD
+    DATA ... REPLACE, whatever sink.batch-size says (it slices multi-row upserts), and
+    the only INSERT is the offsets record's."""
+    url = f"mysql://{mariadb_target.host}:{mariadb_target.port}/mysql"
+    options = {"url": url, "username": mariadb_target.user, "password": mariadb_target.password}
+    sink = JdbcSink(JdbcSinkConfig.from_options({**options, "sink.batch-size": 3}), f"loads-{source_db}")
+    sink.prepare([table_t])
+    writer = sink.writer()
+    at = BinlogOffset("mysql-bin.000001", 10)
+    writer.write_changes(ChangeBatch([ChangeRow(table_t, RowKind.INSERT, (1, "old"), 0, at)]), at, False)
+    before = _statements(mariadb_target)
+    batch = [ChangeRow(table_t, RowKind.INSERT, (k, f"v{k}"), 0, at) for k in range(2, 30)]
+    batch += [ChangeRow(table_t, RowKind.UPDATE_BEFORE, (1, "old"), 0, at)]
+    batch += [ChangeRow(table_t, RowKind.UPDATE_AFTER, (1, "tab\tnew"), 0, at)]
+
+    writer.write_changes(ChangeBatch(batch), BinlogOffset("mysql-bin.000001", 20), False)
+    writer.close()
+
+    after = _statements(mariadb_target)
+    assert (after["Com_load"] - before["Com_load"], after["Com_insert"] - before["Com_insert"]) == (1, 1)
+    assert compare.source_rows(mariadb_target, source_db, "t") == [(1, "tab\tnew")] + [
+        (k, f"v{k}") for k in range(2, 30)
+    ]
+
+
+def test_a_mysql_target_table_made_by_hand_keeps_what_replace_would_lose(mariadb_target, table_t, source_db):
+    """REPLACE deletes the row it replaces: a column the pipeline does not write would go
+    back to its default, and a foreign key's ON DELETE CASCADE would take the rows that
+    refer to it. Such a table's rows are upserted instead."""
+    mariadb_target.execute(
+        f"CREATE DATABASE {source_db}",
+        f"CREATE TABLE {source_db}.t (id INT PRIMARY KEY, v VARCHAR(10), theirs VARCHAR(10) DEFAULT 'default')",
+        f"CREATE TABLE {source_db}.child (id INT PRIMARY KEY, t_id INT, "
+        f"FOREIGN KEY (t_id) REFERENCES {source_db}.t (id) ON DELETE CASCADE)",
+        f"INSERT INTO {source_db}.t VALUES (1, 'old', 'kept')",
+        f"INSERT INTO {source_db}.child VALUES (10, 1)",
+    )
+    url = f"mysql://{mariadb_target.host}:{mariadb_target.port}/mysql"
+    options = {"url": url, "username": mariadb_target.user, "password": mariadb_target.password}
+    sink = JdbcSink(JdbcSinkConfig.from_options(options), f"by-hand-{source_db}")
+    sink.prepare([table_t])
+    writer = sink.writer()
+    at = BinlogOffset("mysql-bin.000001", 10)
+    batch = [
+        ChangeRow(table_t, RowKind.UPDATE_BEFORE, (1, "old"), 0, at),
+        ChangeRow(table_t, RowKind.UPDATE_AFTER, (1, "new"), 0, at),
+        ChangeRow(table_t, RowKind.INSERT, (2, "two"), 0, at),
+    ]
+
+    writer.write_changes(ChangeBatch(batch), BinlogOffset("mysql-bin.000001", 20), False)
+    writer.close()
+
+    conn = mariadb_target.connect(source_db)
+    with conn.cursor() as cur:
+        cur.execute("SELECT id, v, theirs FROM t ORDER BY id")
+        assert cur.fetchall() == ((1, "new", "kept"), (2, "two", "default"))
+        cur.execute("SELECT id, t_id FROM child")
+        assert cur.fetchall() == ((10, 1),)
+    conn.close()
+
+
+def _statements(server) -> dict[str, int]:
+    """The server's counts of LOAD DATA and INSERT statements, all sessions'."""
+    conn = server.connect()
+    with conn.cursor() as cur:
+        cur.execute("SHOW GLOBAL STATUS WHERE Variable_name IN ('Com_load', 'Com_insert')")
+        counts = {name: int(value) for name, value in cur.fetchall()}
+    conn.close()
+    return counts
