@@ -77,14 +77,15 @@ class JdbcWriter(SinkWriter):
         return self.prepare_changes(batch, end)(drop_split_records)
 
     def prepare_changes(self, batch: ChangeBatch, end: BinlogOffset) -> StartCommit:
-        """PostgreSQL: the batch is folded and made COPY data now, while the target may still
-        commit the batch before, and its statements run in the server after the start
-        returns (commit_later). A MySQL-dialect target's all run at the start, in a thread
-        whose waits on the server let the reader run."""
-        if not self.target.dialect.commits_later:
-            return lambda drop: in_background(lambda: self.write_changes(batch, end, drop))
+        """The batch is folded and made ready to send (PostgreSQL's COPY data, MySQL's LOAD
+        DATA text) now, while the target may still commit the batch before. PostgreSQL
+        runs its statements in the server after the start returns (commit_later); a
+        MySQL-dialect target's run at the start, in a thread whose waits on the server let
+        the reader run."""
         prepared = self._prepared(batch, end)
-        return lambda drop: self._send(prepared, end, drop)
+        if self.target.dialect.commits_later:
+            return lambda drop: self._send(prepared, end, drop)
+        return lambda drop: in_background(lambda: self._send(prepared, end, drop).wait())
 
     def _prepared(self, batch: ChangeBatch, end: BinlogOffset) -> _Prepared:
         """Collapses the batch to each key's last image, and has the dialect prepare each
