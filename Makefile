@@ -18,6 +18,8 @@ $(VENV)/.installed: pyproject.toml setup.py $(wildcard spark-images/sluice/*/_*.
 	$(VENV)/bin/python -m sluice.runtime.spark_classes || echo "no class archive: local Spark starts without one"
 	touch $@
 
+# python3-venv (Debian keeps `python3 -m venv`'s pip apart) and a headless Java runtime for
+# Spark (Debian 12's default is 17, 13's is 21: PySpark 4 takes either), then
 # MariaDB and PostgreSQL binaries for the test harness (no system service is started),
 # libmariadb's headers for mysqlclient, the C driver the snapshot reads chunks with, a C
 # compiler and Python's headers for it and for Sluice's row image decoder, npm and
@@ -28,6 +30,10 @@ $(VENV)/.installed: pyproject.toml setup.py $(wildcard spark-images/sluice/*/_*.
 # that already brings npm.
 system-deps:
 	@missing=""; \
+	python3 -c 'import ensurepip' 2>/dev/null && \
+		[ -n "$$(ls /usr/share/python-wheels/pip-*.whl /usr/lib/python3*/ensurepip/_bundled/pip-*.whl 2>/dev/null)" ] \
+		|| missing="$$missing python3-venv"; \
+	java -version >/dev/null 2>&1 || missing="$$missing default-jre-headless"; \
 	command -v mariadbd >/dev/null || missing="$$missing mariadb-server mariadb-client"; \
 	[ -x /usr/lib/postgresql/15/bin/initdb ] || missing="$$missing postgresql"; \
 	[ -f /usr/include/mariadb/mysql.h ] || missing="$$missing libmariadb-dev pkg-config"; \
