@@ -78,6 +78,7 @@ class LakehouseSink(Sink):
         self.epoch = 0  # taken by prepare
         self.schemas: dict[str, TableSchema] = {}  # the captured tables, as prepare() got them
         self.committed: BinlogOffset | None = None  # this run's last batch end, every table's commits made
+        self._commit_ends: dict[str, BinlogOffset] = {}  # per table, the end of this run's last commit into it
         self._locks: dict[str, threading.Lock] = {}
         self._locks_lock = threading.Lock()
 
@@ -171,6 +172,8 @@ class LakehouseSink(Sink):
         """Commits with the table's lock held."""
         commit.record = {PIPELINE: self.pipeline, EPOCH: str(self.epoch), **commit.record}
         self.tables.commit(schema, commit, fence)
+        if commit.record.get(END):  # under the lock: a replacement waiting for it reads the table as of this
+            self._commit_ends[schema.table_id] = BinlogOffset.from_json(json.loads(commit.record[END]))
 
     def maintain(self, schema: TableSchema, end: BinlogOffset) -> MaintenanceDone:
         """A table's compaction and expiry (sink.maintenance.*): its commit carries this run's
@@ -326,14 +329,19 @@ class LakehouseSink(Sink):
 
     def _replace(self, schema: TableSchema, rows_as_of: Callable[[BinlogOffset], list[Row]], **clear: Any) -> int:
         """As of where every table is: this run's last batch (a table it did not change is as
-        it was then too), else the table's own last commit. The table's lock is held from the
+        it was then too), or the batch whose commits are under way if it committed into this
+        table already, else the table's own last commit. The table's lock is held from the
         position to the commit, so no batch commits into it between (verification repairs
         beside the binlog writer). Only a run commits: one of another process is fenced."""
         if not self.epoch:
             raise SinkError(f"sink {self.tables.name}: {schema.table_id} takes commits from a run of the pipeline only")
 
         def replace(fence: Callable[[int], None]) -> int:
-            position = self.committed or self.table_end(schema.table_id)
+            latest = self._commit_ends.get(schema.table_id)
+            position = (
+                self.committed if latest is None or (self.committed and latest.is_before(self.committed)) else latest
+            )
+            position = position or self.table_end(schema.table_id)
             if position is None:
                 raise SinkError(
                     f"sink {self.tables.name}: {schema.table_id} has no binlog position of {self.pipeline!r}"
