@@ -53,7 +53,7 @@ from sluice.event.snapshot_split import SnapshotSplit
 from sluice.pipeline.partition_key import PartitionField
 from sluice.pipeline.sink_configs import Maintenance
 from sluice.sink.arrow_rows import arrow_field, arrow_schema, arrow_value, widens
-from sluice.sink.lakehouse.iceberg_key_positions import keyed_files
+from sluice.sink.lakehouse.iceberg_key_positions import keyed_files, live_files
 from sluice.sink.lakehouse.iceberg_maintenance import Compaction, compact, expire, plan_compaction
 from sluice.sink.lakehouse.iceberg_row_delta import RowDelta, write_position_deletes
 from sluice.sink.lakehouse.key_positions import KeyPositions, deleted_keys
@@ -172,8 +172,8 @@ class IcebergTables(TableFormat):
         rows = commit.rows
         assert rows is not None
         keys = deleted_keys(schema, commit)
-        tasks = {task.file.file_path: task for task in table.scan().plan_files()}
         cache = self._positions_of(schema.table_id)
+        tasks = {task.file.file_path: task for task in live_files(table, cache)}
         found = cache.find(keyed_files(table.io, table.schema(), list(tasks.values()), keys.schema, cache), keys)
         deleted = {tasks[path].file: positions for path, positions in found.items()}
         delta = RowDelta(tx, table.io, dict(commit.record))

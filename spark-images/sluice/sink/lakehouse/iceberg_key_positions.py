@@ -1,6 +1,9 @@
 """An Iceberg table's data files as the key locator sees them: the key column's bounds from
 the manifests, the key columns read by field id (a renamed column keeps its id), and the
-positions the position delete files delete already (each delete file read once)."""
+positions the position delete files delete already (each delete file read once). Manifests
+never change either: each is read once too, where pyiceberg's scan planning read every
+manifest of the table again for every commit (two thirds of a commit's time at 2,000,000
+rows)."""
 
 from __future__ import annotations
 
@@ -11,15 +14,38 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from pyiceberg.conversions import from_bytes
 from pyiceberg.io import FileIO
-from pyiceberg.manifest import DataFile
+from pyiceberg.manifest import DataFile, DataFileContent
 from pyiceberg.schema import Schema
-from pyiceberg.table import FileScanTask
+from pyiceberg.table import FileScanTask, Table
 from pyiceberg.types import IntegerType, LongType, StringType
 
 from sluice.sink.lakehouse.iceberg_row_delta import FILE_PATH_ID, POS_ID
 from sluice.sink.lakehouse.key_positions import KeyedFile, KeyPositions
 
 _BOUNDED = (IntegerType, LongType, StringType)  # key types whose file bounds are compared
+
+
+def live_files(table: Table, cache: KeyPositions) -> list[FileScanTask]:
+    """The current snapshot's data files, each with the table's every position delete file
+    (a position delete names the data file it deletes from, and file names are never used
+    twice, so a delete file applies to the data files it names and to no other). A table
+    with equality deletes (another writer's) is planned by pyiceberg, which matches them."""
+    snapshot = table.current_snapshot()
+    if snapshot is None:
+        return []
+    data: list[DataFile] = []
+    deletes: set[DataFile] = set()
+    for manifest in snapshot.manifests(table.io):
+        entries = cache.cached(
+            ("manifest", manifest.manifest_path),
+            lambda manifest=manifest: manifest.fetch_manifest_entry(table.io, discard_deleted=True),
+        )
+        for entry in entries:
+            content = entry.data_file.content
+            if content == DataFileContent.EQUALITY_DELETES:
+                return list(table.scan().plan_files())
+            (data.append if content == DataFileContent.DATA else deletes.add)(entry.data_file)
+    return [FileScanTask(data_file, delete_files=deletes) for data_file in data]
 
 
 def keyed_files(

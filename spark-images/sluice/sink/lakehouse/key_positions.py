@@ -55,8 +55,10 @@ class KeyPositions:
         for data_file in files:
             if ordered is not None and data_file.bounds is not None and not _within(ordered, *data_file.bounds):
                 continue
-            held = self.cached(("keys", data_file.path, tuple(keys.column_names)), data_file.read_keys)
-            positions = _matching(held.cast(keys.schema), keys)
+            held = self.cached(
+                ("keys", data_file.path, tuple(keys.column_names)), lambda f=data_file: _HeldKeys(f.read_keys())
+            )
+            positions = held.matching(keys)
             if len(positions):
                 deleted = data_file.deleted()
                 if deleted is not None and len(deleted):
@@ -80,6 +82,42 @@ class KeyPositions:
         return value
 
 
+class _HeldKeys:
+    """A data file's key columns; a single integer column also sorted, so that a batch's
+    keys are found by binary search, in time that follows the keys, not the file."""
+
+    def __init__(self, table: pa.Table) -> None:
+        self.table = table
+        self.sorted: np.ndarray | None = None
+        self.order: np.ndarray | None = None
+        column = table.column(0) if table.num_columns == 1 else None
+        if column is not None and pa.types.is_integer(column.type) and column.null_count == 0:
+            values = column.to_numpy()
+            self.order = np.argsort(values, kind="stable")
+            self.sorted = values[self.order]
+
+    @property
+    def nbytes(self) -> int:
+        return int(self.table.nbytes) + (0 if self.sorted is None else 2 * int(self.sorted.nbytes))
+
+    def matching(self, keys: pa.Table) -> np.ndarray:
+        """Positions of rows equal to one of `keys`' rows, in order."""
+        if self.sorted is not None and self.order is not None:
+            wanted = keys.column(0).drop_null().to_numpy()
+            if wanted.dtype == self.sorted.dtype:
+                left = np.searchsorted(self.sorted, wanted, "left")
+                right = np.searchsorted(self.sorted, wanted, "right")
+                hits = right > left
+                if not hits.any():
+                    return np.empty(0, np.int64)
+                left, right = left[hits], right[hits]
+                if (right - left).max() == 1:  # each key once in the file: the usual case
+                    return np.unique(self.order[left]).astype(np.int64)
+                runs = [self.order[a:b] for a, b in zip(left, right, strict=True)]
+                return np.unique(np.concatenate(runs)).astype(np.int64)
+        return _matching(self.table.cast(keys.schema), keys)
+
+
 def deleted_keys(schema: TableSchema, commit: TableCommit) -> pa.Table:
     """A by-key commit's keys (every key its batch changed) as a table of its key columns,
     typed as the commit's rows."""
@@ -95,10 +133,12 @@ def deleted_keys(schema: TableSchema, commit: TableCommit) -> pa.Table:
 
 
 def _size(value: Any) -> int:
-    if isinstance(value, (pa.Table, np.ndarray)):
+    if isinstance(value, (pa.Table, np.ndarray, _HeldKeys)):
         return int(value.nbytes)
     if isinstance(value, dict):
         return sum(_size(v) for v in value.values())
+    if isinstance(value, list):  # a manifest's entries, each with its file's statistics
+        return 1024 * len(value)
     return 64
 
 

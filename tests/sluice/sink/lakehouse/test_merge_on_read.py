@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 from deltalake import write_deltalake
+from pyiceberg.manifest import ManifestFile
 
 from sluice.event.row_change import ChangeBatch, ChangeRow, RowKind
 from sluice.event.schema_change import CreateTable, DropTable
@@ -249,4 +250,26 @@ def test_iceberg_expiry_deletes_the_manifests_and_metadata_no_kept_snapshot_read
     stored = {f"file://{p}" for p in (tmp_path / "lake").rglob("*.avro")}
     assert stored == read, f"{len(stored - read)} manifests or manifest lists no snapshot reads"
     assert len(list((tmp_path / "lake").rglob("*.metadata.json"))) <= 101
+    assert dict(lakehouse_rows(options, SCHEMA)) == changes.expected
+
+
+def test_an_iceberg_commit_reads_only_the_manifests_it_has_not_read_before(tmp_path, monkeypatch):
+    """Manifests never change: pyiceberg's scan planning read every one of the table's again
+    for every commit, two thirds of a commit's time at 2,000,000 rows."""
+    sink, options = _sink(tmp_path / "lake", "iceberg")
+    changes = Changes(sink, _filled(sink, 10_000, 6))
+    read: list[str] = []
+    fetch = ManifestFile.fetch_manifest_entry
+
+    def counted(manifest, io, discard_deleted=True):
+        read.append(manifest.manifest_path)
+        return fetch(manifest, io, discard_deleted=discard_deleted)
+
+    monkeypatch.setattr(ManifestFile, "fetch_manifest_entry", counted)
+    changes.commit(updated=_spread(10_000, 100, seed=3))
+    first = len(read)
+    changes.commit(updated=_spread(10_000, 100, seed=4), deleted=[1, 2])
+
+    assert first >= 6, read
+    assert len(read) - first <= 2, f"the second commit read {read[first:]}"
     assert dict(lakehouse_rows(options, SCHEMA)) == changes.expected
