@@ -37,7 +37,7 @@ from tests.harness.services import MariaDB, PostgreSQL, running_services, scratc
 
 _ROWS = re.compile(r"binlog: stopped at \S+, ([\d,]+) rows")
 _JOINED = re.compile(r"capture: .* snapshotted \(\d+ splits, ([\d,]+) rows\)")
-_LAG = re.compile(r"binlog: at \S+, [\d,]+ rows, lag ([\d.]+)s")
+_LAG = re.compile(r"binlog: at \S+, [\d,]+ row changes, lag ([\d.]+)s")
 
 
 @dataclass

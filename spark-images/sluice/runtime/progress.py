@@ -14,7 +14,7 @@ from typing import TextIO
 
 from sluice.coordinator.schema_change import Step
 from sluice.event.row_change import RowKind
-from sluice.runtime.pipeline_metrics import PipelineMetrics
+from sluice.runtime.pipeline_metrics import CHANGE_KINDS, PipelineMetrics
 from sluice.source.offset import BinlogOffset
 
 
@@ -92,17 +92,22 @@ class SnapshotProgress:
 
 
 class BinlogProgress:
-    """Position, rows and lag of the binlog phase, on one redrawn line or periodic lines."""
+    """Position, row changes and lag of the binlog phase, on one redrawn line or periodic
+    lines. A row change is an insert, an update or a delete, as sluice_changes_applied_total
+    counts them (an update's before and after images are one change)."""
 
-    def __init__(self, on_lag: Callable[[float], None] | None, metrics: PipelineMetrics) -> None:
+    def __init__(
+        self, on_lag: Callable[[float], None] | None, metrics: PipelineMetrics, out: TextIO | None = None
+    ) -> None:
         self.on_lag = on_lag  # where else the lag is shown (the CdcPipeline's status)
         self.metrics = metrics
-        self.rows = 0
+        self.changes = 0
         self.offset: BinlogOffset | None = None
         self.lag = 0.0
         self.started = time.monotonic()
         self._last = 0.0
-        self._tty = sys.stderr.isatty()
+        self._out = out or sys.stderr
+        self._tty = self._out.isatty()
 
     def committed(
         self,
@@ -113,7 +118,7 @@ class BinlogProgress:
     ) -> None:
         """After a commit of `changes` (rows by table and kind) that took `seconds`, or a
         heartbeat with nothing pending (no changes, seconds None)."""
-        self.rows += sum(changes.values())
+        self.changes += sum(n for (_, kind), n in changes.items() if kind in CHANGE_KINDS)
         self.offset = offset
         self.lag = lag
         if self.on_lag is not None:
@@ -134,17 +139,18 @@ class BinlogProgress:
         if self.offset is None:
             return
         now = time.monotonic()
-        line = f"binlog: {'stopped at' if final else 'at'} {self.offset}, {self.rows:,} rows, lag {self.lag:.1f}s"
+        where = "stopped at" if final else "at"
+        line = f"binlog: {where} {self.offset}, {self.changes:,} row changes, lag {self.lag:.1f}s"
         if self._tty:
-            sys.stderr.write("\r" + line + ("\n" if final else ""))
+            self._out.write("\r" + line + ("\n" if final else ""))
         elif final or now - self._last >= 2.0:
-            sys.stderr.write(line + "\n")
+            self._out.write(line + "\n")
             self._last = now
-        sys.stderr.flush()
+        self._out.flush()
 
     def note(self, line: str) -> None:
         """A line of its own, between progress lines (schema change steps)."""
-        _note(sys.stderr, self._tty, line)
+        _note(self._out, self._tty, line)
 
 
 def _note(out: TextIO, tty: bool, line: str) -> None:

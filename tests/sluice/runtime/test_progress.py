@@ -8,8 +8,9 @@ import re
 import signal
 import time
 
+from sluice.event.row_change import RowKind
 from sluice.runtime.pipeline_metrics import PipelineMetrics
-from sluice.runtime.progress import SnapshotProgress
+from sluice.runtime.progress import BinlogProgress, SnapshotProgress
 from sluice.source.connection import current_offset
 from sluice.source.offset import BinlogOffset
 from tests.harness import compare
@@ -103,3 +104,27 @@ def test_a_snapshot_logged_elsewhere_is_plain_lines_a_few_seconds_apart():
     assert re.fullmatch(r"snapshot: 4/10 splits, 4,000 rows, [\d,]+ rows/s, \d+s left", lines[0]), lines
     assert len(lines) == 2 and lines[1].startswith("snapshot: 7/10 splits, 7,000 rows, ")  # the rest within 2 s
     assert lines[1].endswith("(4 read by this run)")
+
+
+def test_the_binlog_line_counts_row_changes_as_the_metrics_do():
+    """An update is one row change, though its before and after images are two changelog rows."""
+    out = io.StringIO()
+    metrics = PipelineMetrics("changes")
+    progress = BinlogProgress(None, metrics, out=out)
+    changes = {
+        ("db.t", RowKind.INSERT): 3,
+        ("db.t", RowKind.UPDATE_BEFORE): 2,
+        ("db.t", RowKind.UPDATE_AFTER): 2,
+        ("db.t", RowKind.DELETE): 1,
+    }
+    progress.committed(BinlogOffset("mysql-bin.000001", 400), changes, lag=0.25, seconds=0.01)
+    progress.show(final=True)
+
+    assert out.getvalue().splitlines()[-1] == "binlog: stopped at mysql-bin.000001:400, 6 row changes, lag 0.2s"
+    counted = sum(
+        metrics.registry.get_sample_value(
+            "sluice_changes_applied_total", {"pipeline": "changes", "table": "db.t", "kind": k}
+        )
+        for k in ("insert", "update", "delete")
+    )
+    assert counted == 6
