@@ -13,6 +13,7 @@ reader started there skips the rows before it.
 from __future__ import annotations
 
 import dataclasses
+import time
 from collections.abc import Collection, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -53,7 +54,8 @@ class Transaction:
 
     events: list[RowsEvent]
     end: BinlogOffset  # where reading resumes after these changes
-    timestamp: int
+    timestamp: int  # the server's, whole seconds
+    received: float = 0.0  # when the reader had read it (time.time()): the lag's finer clock
 
     def table_runs(self) -> list[tuple[str, list[RowsEvent]]]:
         """The rows events in runs of one table's (binlog order kept)."""
@@ -227,7 +229,7 @@ def _transactions(
                 decoders.evolve(relaid.events)
             elif relaid is not None:  # inside a transaction given in pieces: no range can be read as of there
                 if events:
-                    yield Transaction(events, inside(events[-1].end), event.timestamp)
+                    yield Transaction(events, inside(events[-1].end), event.timestamp, time.time())
                     events, pending_bytes = [], 0
                 yield dataclasses.replace(relaid, resume_at=inside(start.pos), reread=())
                 decoders.evolve(relaid.events)
@@ -238,7 +240,7 @@ def _transactions(
             touched.add(rows.table_id)
             pending_bytes += len(rows.body)
             if pending_bytes >= PIECE_BYTES and began is not None:
-                yield Transaction(events, inside(rows.end), event.timestamp)
+                yield Transaction(events, inside(rows.end), event.timestamp, time.time())
                 events, pending_bytes, pieced = [], 0, True
         elif isinstance(event, QueryEvent) and event.query.strip().upper() == "BEGIN":
             standalone = False
@@ -252,10 +254,10 @@ def _transactions(
                     "(their rows count only at a later XA COMMIT, and not at all after an XA ROLLBACK); leave the "
                     "captured tables out of XA transactions, or the tables out of the pipeline"
                 )
-            yield Transaction(events, resume_point(event.packet.log_pos), event.timestamp)
+            yield Transaction(events, resume_point(event.packet.log_pos), event.timestamp, time.time())
             began, pieced = None, False
         elif isinstance(event, XidEvent) or (isinstance(event, QueryEvent) and event.query.strip().upper() == "COMMIT"):
-            yield Transaction(events, resume_point(event.packet.log_pos), event.timestamp)
+            yield Transaction(events, resume_point(event.packet.log_pos), event.timestamp, time.time())
             events, pending_bytes, pieced = [], 0, False
             began = None
             touched.clear()

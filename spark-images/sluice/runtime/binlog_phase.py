@@ -97,6 +97,16 @@ def resumes_by_gtid(split: BinlogSplit, stop_at: BinlogOffset | None) -> bool:
     return bool(split.offset.gtid) and not split.watermarks and stop_at is None
 
 
+def transaction_lag(transaction: Transaction, now: float) -> float:
+    """How far behind the source a target that holds `transaction` is. The binlog's times are
+    whole seconds: a transaction read within its second was read as it was written (the
+    reader keeps up), so its lag runs from when the reader got it, to the tenth of a second;
+    one read later runs from its timestamp (within a second of the truth either way)."""
+    if transaction.received and transaction.received - transaction.timestamp < 1.0:
+        return max(0.0, now - transaction.received)
+    return max(0.0, now - transaction.timestamp)
+
+
 def run_binlog_phase(
     endpoint: SourceEndpoint,
     settings: BinlogSettings,
@@ -167,11 +177,11 @@ def run_binlog_phase(
     batch = ChangeBatch()
     end = split.offset
     first_pending = 0.0
-    latest_event_time = 0
+    latest: Transaction | None = None  # the last transaction read
     caught_up = False  # the server had nothing more after what was read
 
     def lag() -> float:
-        return 0.0 if caught_up or not latest_event_time else max(0.0, time.time() - latest_event_time)
+        return 0.0 if caught_up or latest is None else transaction_lag(latest, time.time())
 
     in_flight: Callable[[], None] | None = None  # records the commit the target may still be running
     pending = COMMITTED  # that commit
@@ -245,7 +255,7 @@ def run_binlog_phase(
                 if item.timestamp >= skip_before_millis // 1000:  # binlog times are whole seconds
                     split_reader.emit(item, split, batch)
                 end = item.end
-                latest_event_time = item.timestamp
+                latest = item
             elif isinstance(item, SchemaChange) and on_schema_change is not None:
                 if item.unread:  # its effect comes with the tables' next rows
                     log.warning(

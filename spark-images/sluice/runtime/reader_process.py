@@ -98,13 +98,13 @@ class ReaderProcess:
     def _unpacked(self, packed: tuple) -> Item | object:
         kind = packed[0]
         if kind == "transaction":
-            _, events, end, timestamp = packed
+            _, events, end, timestamp, received = packed
             decoders = self._decoders
             rows_events = [
                 RowsEvent(t, k, decoders[d], body, present, BinlogOffset(*start), e, first, ts)
                 for t, k, d, body, present, start, e, first, ts in events
             ]
-            return Transaction(rows_events, BinlogOffset(*end), timestamp)
+            return Transaction(rows_events, BinlogOffset(*end), timestamp, received)
         if kind == "item":
             return packed[1]
         if kind == "failed":
@@ -187,7 +187,7 @@ def _packed(item: Item, numbers: dict[int, tuple[int, RowImageDecoder]]) -> list
             packed.append((("decoder", known[0], event.decoder.columns, event.decoder.schema), 0))
         events.append((*event[:2], known[0], *event[3:5], tuple(event.start), *event[6:]))
         size += len(event.body)
-    packed.append((("transaction", events, tuple(item.end), item.timestamp), size))
+    packed.append((("transaction", events, tuple(item.end), item.timestamp, item.received), size))
     return packed
 
 

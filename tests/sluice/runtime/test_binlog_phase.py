@@ -9,10 +9,14 @@ from __future__ import annotations
 import threading
 import time
 
+import pytest
+
 from sluice.binlog.binlog_split import BinlogSplit
-from sluice.runtime.binlog_phase import BATCH_GROWTH, BinlogSettings, run_binlog_phase
+from sluice.binlog.transaction_reader import Transaction
+from sluice.runtime.binlog_phase import BATCH_GROWTH, BinlogSettings, run_binlog_phase, transaction_lag
 from sluice.sink.base import PendingCommit, SinkWriter
 from sluice.source.connection import current_offset
+from sluice.source.offset import BinlogOffset
 from sluice.source.schema import read_table_schema
 
 TRANSACTIONS, ROWS_EACH = 40, 500
@@ -115,3 +119,16 @@ def first_commit_after_one_insert(mariadb, source_db: str, server_id: int, quiet
 def test_a_batch_is_committed_once_the_source_is_quiet_into_a_target_whose_commits_are_cheap(mariadb, source_db):
     assert first_commit_after_one_insert(mariadb, source_db, server_id=6903, quiet=True) < 1.0
     assert first_commit_after_one_insert(mariadb, source_db, server_id=6904, quiet=False) >= 2.9
+
+
+def test_the_lag_of_a_transaction_read_as_it_was_written_runs_from_its_receipt():
+    """The binlog's whole seconds made a live pipeline's lag read 0.8-1.0 s while its rows
+    reached the target 0.15 s after their commit."""
+    live = Transaction([], BinlogOffset("mysql-bin.000001", 4), timestamp=1_000, received=1_000.85)
+    assert transaction_lag(live, now=1_001.0) == pytest.approx(0.15)
+
+
+def test_the_lag_of_a_transaction_read_late_runs_from_its_timestamp():
+    behind = Transaction([], BinlogOffset("mysql-bin.000001", 4), timestamp=1_000, received=1_030.0)
+    assert transaction_lag(behind, now=1_030.2) == pytest.approx(30.2)
+    assert transaction_lag(behind, now=999.0) == 0.0  # a clock behind the source's: never negative
