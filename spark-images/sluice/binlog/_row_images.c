@@ -1,4 +1,4 @@
-/* The row image decoder's compiled loop (binlog/compiled_row_images.py says why).
+/* The row image decoder's compiled loop (binlog/row_image_decoder.py says why).
  *
  * A Program is one table map's column readers for a set of images (one per row, or an
  * update's before and after), as instructions: ("int", size, signed), ("decimal", precision,

@@ -1,14 +1,12 @@
 """Decodes the row images of a rows event into the rows the chunk SELECT gives.
 
-python-mysql-replication parses every column of every row through a chain of generic
-method calls, a few microseconds each; that was nine tenths of the reader's time. Here a
-table map is compiled once into one reader per column, and the readers into one row loop.
-Each reader yields the value in the form the split reader's SELECT gives it (what the
-watermark fold and the emit rule compare), so there is no second pass to normalise SET,
-BIT, JSON, BINARY padding or negative TIME.
+A table map is compiled once into one reader per column, and the readers into one row loop:
+decoding every value through a chain of generic method calls (python-mysql-replication's
+way) costs a few microseconds a value. Each reader yields the value in the form the split
+reader's SELECT gives it (what the watermark fold and the emit rule compare), so there is
+no second pass to normalise SET, BIT, JSON, BINARY padding or negative TIME.
 
-The loop is C (_row_images.c, built by `make install` and into the image) where it is
-built: decoding was still two fifths of the committing side's time in Python. The Python
+The loop runs in C (_row_images.c, built by `make install` and into the image). The Python
 loop, written out as source and compiled, with the common types' readers as statements it
 runs in place, is the reference the tests hold the C one to, and what runs where the C one
 was not built (a warning says so).

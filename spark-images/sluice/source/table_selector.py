@@ -51,9 +51,6 @@ class TableSelector:
             p.matches(database, table) for p in self.exclude
         )
 
-    def database_patterns(self) -> tuple[re.Pattern[str], ...]:
-        return tuple(p.database for p in self.include)
-
 
 _DOT = "\x00"  # stands for an escaped dot while the bare ones become separators
 

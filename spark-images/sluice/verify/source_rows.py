@@ -12,7 +12,7 @@ from typing import Any
 
 import MySQLdb
 
-from sluice.binlog.event_reader import ForwardWindows, read_window
+from sluice.binlog.event_reader import read_window
 from sluice.errors import SluiceError
 from sluice.event.projection import projection
 from sluice.event.row_change import RowChange
@@ -31,6 +31,7 @@ from sluice.source.offset import BinlogOffset
 from sluice.source.row_decoding import Row, RowDecoder
 from sluice.source.schema import TableSchema
 from sluice.source.sql import qualified, selected
+from sluice.verify.forward_windows import ForwardWindows
 
 
 class PositionInsideTransaction(SluiceError):

@@ -27,7 +27,6 @@ from typing import Any, Protocol, TextIO, runtime_checkable
 
 import pymysql
 
-from sluice.binlog.event_reader import ForwardWindows
 from sluice.errors import SchemaDrift, SluiceError
 from sluice.event.snapshot_split import SnapshotSplit, SplitTask, chunk_keys_of
 from sluice.pipeline.definition import PipelineDefinition
@@ -41,6 +40,7 @@ from sluice.source.schema import TableSchema
 from sluice.source.sql import qualified, quote
 from sluice.state.compact_state import expand
 from sluice.state.pipeline_state import PipelineState
+from sluice.verify.forward_windows import ForwardWindows
 from sluice.verify.range_compare import RangeMismatch, compare
 from sluice.verify.range_planner import place_keys, plan_ranges
 from sluice.verify.range_text import bound_value, parse_range, range_text

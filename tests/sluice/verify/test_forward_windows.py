@@ -4,9 +4,9 @@ and whatever the stream read between them."""
 
 from __future__ import annotations
 
-from sluice.binlog.event_reader import ForwardWindows
 from sluice.source.connection import current_offset
 from sluice.source.schema import read_table_schema
+from sluice.verify.forward_windows import ForwardWindows
 
 
 def test_a_window_that_starts_past_what_the_stream_read_holds_none_of_the_changes_before_it(mariadb, source_db):
