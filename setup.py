@@ -1,12 +1,12 @@
 """What pyproject.toml cannot say yet but as an experiment: the C extensions, the row image
 decoder's compiled loop, the replication packets' framing and frequent events' parsing,
-the change fold's, and PostgreSQL's numeric dumper (binlog/row_image_decoder.py,
-binlog/packet_frames.py, binlog/event_stream.py and event/change_fold.py keep the Python
+the change fold's, and PostgreSQL's numeric dumper (binlog/rows/row_image_decoder.py,
+binlog/protocol/packet_frames.py, binlog/protocol/event_stream.py and event/change_fold.py keep the Python
 code; psycopg's dumper stays the reference of sink/jdbc/pg_numeric.py)."""
 
 from setuptools import Extension, setup
 
-COMPILED = ["binlog/_row_images", "binlog/_event_parse", "binlog/_packet_frames", "event/_change_fold"]
+COMPILED = ["binlog/rows/_row_images", "binlog/protocol/_event_parse", "binlog/protocol/_packet_frames", "event/_change_fold"]
 COMPILED += ["sink/jdbc/_pg_numeric"]
 
 setup(

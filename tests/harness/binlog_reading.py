@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping
 from typing import Any
 
-from sluice.binlog.ddl_reader import SchemaChange
+from sluice.binlog.ddl.ddl_reader import SchemaChange
 from sluice.binlog.transaction_reader import Heartbeat, Transaction, read_transactions
 from sluice.source.offset import BinlogOffset
 from sluice.source.schema import TableSchema

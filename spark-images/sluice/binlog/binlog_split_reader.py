@@ -10,7 +10,7 @@ from typing import Any
 
 from sluice.binlog.binlog_split import BinlogSplit
 from sluice.binlog.emit_rule import emit
-from sluice.binlog.image_completion import ImageCompletion, TargetNeeds
+from sluice.binlog.rows.image_completion import ImageCompletion, TargetNeeds
 from sluice.binlog.transaction_reader import Transaction
 from sluice.event.projection import projection
 from sluice.event.row_change import ChangeBatch, ChangeRow

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pymysql
 from pymysqlreplication.event import GtidEvent, MariadbGtidEvent
 
-from sluice.binlog.event_reader import event_start, open_stream
+from sluice.binlog.rows.event_reader import event_start, open_stream
 from sluice.errors import PositionPurged, SourceError
 from sluice.source.config import StartupOptions
 from sluice.source.connection import current_offset, is_mariadb

@@ -29,11 +29,11 @@ from pymysqlreplication.event import (
     XidEvent,
 )
 
-from sluice.binlog.ddl_context import Captured
-from sluice.binlog.ddl_reader import DdlReader, SchemaChange
-from sluice.binlog.event_reader import RowsEvent, WatchedTables, event_start, open_stream, rows_event
-from sluice.binlog.event_stream import BinlogRowsEvent
-from sluice.binlog.row_image_decoder import RowImageDecoders
+from sluice.binlog.ddl.ddl_context import Captured
+from sluice.binlog.ddl.ddl_reader import DdlReader, SchemaChange
+from sluice.binlog.protocol.event_stream import BinlogRowsEvent
+from sluice.binlog.rows.event_reader import RowsEvent, WatchedTables, event_start, open_stream, rows_event
+from sluice.binlog.rows.row_image_decoder import RowImageDecoders
 from sluice.errors import PositionPurged, SourceError, SourceUnavailable
 from sluice.event.schema_change import (
     CreateTable,

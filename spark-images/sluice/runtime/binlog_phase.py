@@ -28,9 +28,9 @@ from typing import Any
 
 from sluice.binlog.binlog_split import BinlogSplit
 from sluice.binlog.binlog_split_reader import BinlogSplitReader
-from sluice.binlog.ddl_context import Captured
-from sluice.binlog.ddl_reader import SchemaChange
-from sluice.binlog.image_completion import TargetNeeds
+from sluice.binlog.ddl.ddl_context import Captured
+from sluice.binlog.ddl.ddl_reader import SchemaChange
+from sluice.binlog.rows.image_completion import TargetNeeds
 from sluice.binlog.transaction_reader import Heartbeat, Transaction, read_transactions
 from sluice.coordinator.schema_change import short_statement
 from sluice.errors import SluiceError

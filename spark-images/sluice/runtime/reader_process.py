@@ -32,10 +32,10 @@ from collections.abc import Callable, Iterator, Mapping
 from multiprocessing.connection import Connection
 from typing import Any
 
-from sluice.binlog.ddl_reader import SchemaChange
-from sluice.binlog.event_reader import RowsEvent
-from sluice.binlog.event_stream import PushbackConnection
-from sluice.binlog.row_image_decoder import RowImageDecoder
+from sluice.binlog.ddl.ddl_reader import SchemaChange
+from sluice.binlog.protocol.event_stream import PushbackConnection
+from sluice.binlog.rows.event_reader import RowsEvent
+from sluice.binlog.rows.row_image_decoder import RowImageDecoder
 from sluice.binlog.transaction_reader import Heartbeat, Transaction
 from sluice.errors import SourceError
 from sluice.source.offset import BinlogOffset

@@ -11,7 +11,7 @@ import threading
 from collections.abc import Callable, Collection, Sequence
 
 from sluice.binlog.binlog_split import BinlogSplit
-from sluice.binlog.ddl_reader import SchemaChange
+from sluice.binlog.ddl.ddl_reader import SchemaChange
 from sluice.coordinator.schema_change import (
     Effects,
     SchemaChangeFailed,

@@ -25,7 +25,7 @@ from typing import Any
 import MySQLdb.cursors
 
 from sluice.binlog.emit_rule import image_chunks
-from sluice.binlog.event_reader import read_window
+from sluice.binlog.rows.event_reader import read_window
 from sluice.errors import SchemaDrift
 from sluice.event.projection import projection
 from sluice.event.row_change import RowChange, RowKind

@@ -19,7 +19,7 @@ REQUIRED = {
 # MySQL only: PARTIAL_JSON logs JSON updates as diffs (PARTIAL_UPDATE_ROWS events), with no
 # full after image to write.
 REFUSED = {"binlog_row_value_options": "PARTIAL_JSON"}
-# Settings the reader follows, whatever their value (binlog/binlog_format.py).
+# Settings the reader follows, whatever their value (binlog/protocol/binlog_format.py).
 FOLLOWED = ("log_bin_compress", "binlog_checksum")
 
 

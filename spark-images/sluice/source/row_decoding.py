@@ -1,7 +1,7 @@
 """Rows as the chunk SELECT reads them: tuples in column order, and the keys the snapshot
 and the emit rule order them by.
 
-The binlog side (binlog/row_image_decoder.py) decodes row images straight into this same
+The binlog side (binlog/rows/row_image_decoder.py) decodes row images straight into this same
 form; if the two disagreed, the watermark fold would see the same row twice.
 """
 

@@ -27,7 +27,7 @@ class TablePattern:
         return bool(self.database.fullmatch(database) and self.table.fullmatch(table))
 
 
-# The tables of gh-ost and pt-online-schema-change migrating a table t (binlog/online_schema_change.py).
+# The tables of gh-ost and pt-online-schema-change migrating a table t (binlog/ddl/online_schema_change.py).
 SHADOW = re.compile(r"^_(.+)_(gho|new)$")  # the altered copy: gh-ost's ghost table, pt-osc's new table
 LEFTOVER = re.compile(r"^_(.+)_(ghc|del|old)$")  # gh-ost's changelog and old table, pt-osc's old table
 

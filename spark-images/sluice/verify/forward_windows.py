@@ -8,9 +8,9 @@ from collections.abc import Mapping
 
 from pymysqlreplication.event import HeartbeatLogEvent, QueryEvent, RotateEvent, XidEvent
 
-from sluice.binlog.event_reader import RowsEvent, event_start, open_stream, rows_event, window_changes
-from sluice.binlog.event_stream import BinlogEventStream, BinlogRowsEvent
-from sluice.binlog.row_image_decoder import RowImageDecoders
+from sluice.binlog.protocol.event_stream import BinlogEventStream, BinlogRowsEvent
+from sluice.binlog.rows.event_reader import RowsEvent, event_start, open_stream, rows_event, window_changes
+from sluice.binlog.rows.row_image_decoder import RowImageDecoders
 from sluice.errors import SourceError
 from sluice.event.row_change import RowChange
 from sluice.source.endpoint import SourceEndpoint

@@ -12,7 +12,7 @@ from typing import Any
 
 import MySQLdb
 
-from sluice.binlog.event_reader import read_window
+from sluice.binlog.rows.event_reader import read_window
 from sluice.errors import SluiceError
 from sluice.event.projection import projection
 from sluice.event.row_change import RowChange

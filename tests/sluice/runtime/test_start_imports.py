@@ -16,7 +16,7 @@ RUN_MODULES = (
     "sluice.runtime.binlog_phase",
     "sluice.runtime.reader_process",
     "sluice.binlog.transaction_reader",
-    "sluice.binlog.ddl_reader",
+    "sluice.binlog.ddl.ddl_reader",
     "sluice.route.table_routing",
     "sluice.sink.jdbc.sink",
     "sluice.sink.jdbc.postgres",

@@ -8,7 +8,7 @@ import random
 import threading
 import time
 
-from sluice.binlog.event_reader import read_window
+from sluice.binlog.rows.event_reader import read_window
 from sluice.event.row_change import RowChange, RowKind
 from sluice.event.snapshot_split import SnapshotSplit, SplitTask
 from sluice.snapshot import split_reader

@@ -10,7 +10,7 @@ from datetime import date, datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
-from sluice.binlog.event_reader import read_window
+from sluice.binlog.rows.event_reader import read_window
 from sluice.source.connection import current_offset
 from sluice.source.schema import read_table_schema
 from sluice.transform.table_transform import TableTransform

@@ -420,10 +420,10 @@ def test_a_verify_reads_each_side_on_one_connection(streaming, mariadb, source_d
     """Issue 46, point 6: verify opened new source, target and binlog connections for every
     range. The binlog since the target's position (it lags while the source writes) is
     read on one stream that only moves forward, and every range still compares equal."""
-    from sluice.binlog import event_reader
+    from sluice.binlog.rows import event_reader
     from sluice.pipeline.definition import load_definition
-    from sluice.verify import forward_windows
     from sluice.sink.factory import create_sink
+    from sluice.verify import forward_windows
     from sluice.verify import verifier as verifier_module
 
     pipeline, env, _, _ = streaming

@@ -19,10 +19,10 @@ library's:
 - An Execute_load_query event (LOAD DATA logged as a statement) is read as the Query event
   it extends, so the statement is judged as any other.
 - MySQL's Transaction_payload event (binlog_transaction_compression) becomes the events it
-  holds (binlog/transaction_payload.py). They have no place in the file of their own: the
+  holds (binlog/protocol/transaction_payload.py). They have no place in the file of their own: the
   k-th is given the payload's position plus k, the last ends where the payload ends, so
   a transaction inside one resumes and orders as any other.
-- An event type the reader neither reads nor may pass over (binlog/event_types.py) stops
+- An event type the reader neither reads nor may pass over (binlog/protocol/event_types.py) stops
   the reader, naming it and where it is.
 """
 
@@ -31,7 +31,7 @@ from __future__ import annotations
 import struct
 import zlib
 
-from sluice.binlog.event_types import (
+from sluice.binlog.protocol.event_types import (
     EXECUTE_LOAD_QUERY,
     FORMAT_DESCRIPTION,
     PASSED_OVER,
@@ -44,8 +44,8 @@ from sluice.binlog.event_types import (
     TRANSACTION_PAYLOAD,
     name,
 )
-from sluice.binlog.packet_bytes import length_coded
-from sluice.binlog.transaction_payload import PayloadError, inner_events
+from sluice.binlog.protocol.packet_bytes import length_coded
+from sluice.binlog.protocol.transaction_payload import PayloadError, inner_events
 from sluice.errors import SourceError
 
 _HEADER = struct.Struct("<IBIIIH")  # timestamp, type, server id, event size, next position, flags
@@ -72,7 +72,7 @@ class BinlogFormat:
 
     def __init__(self, checksum: bool) -> None:
         # checksum, compressed, post_header and sizes are read per event by the compiled
-        # event parser too (binlog/_event_parse.c).
+        # event parser too (binlog/protocol/_event_parse.c).
         self.checksum = checksum  # as agreed at connection, until a format description says
         self.file = ""
         self.compressed: dict[int, frozenset[int]] = {}  # table id: its compressed columns

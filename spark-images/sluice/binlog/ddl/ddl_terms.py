@@ -8,7 +8,7 @@ import re
 
 from sqlglot import exp
 
-from sluice.binlog.mysql_dialect import NoColumnChange
+from sluice.binlog.ddl.mysql_dialect import NoColumnChange
 from sluice.source.charsets import MBMAXLEN, python_codec
 from sluice.source.schema import Column
 

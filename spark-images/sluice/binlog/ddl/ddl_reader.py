@@ -13,12 +13,12 @@ from typing import Any
 import pymysql
 from pymysqlreplication.event import QueryEvent
 
-from sluice.binlog.ddl_context import RENAMING, Captured, RowsReplaced, TableSchemas
-from sluice.binlog.event_reader import WatchedTables
-from sluice.binlog.event_stream import BinlogRowsEvent
-from sluice.binlog.online_schema_change import Migration, altered, cut_over, shadowed, started, taken
-from sluice.binlog.row_image_decoder import RowImageDecoders
-from sluice.binlog.table_map_layout import as_the_server_spells, layout_change
+from sluice.binlog.ddl.ddl_context import RENAMING, Captured, RowsReplaced, TableSchemas
+from sluice.binlog.ddl.online_schema_change import Migration, altered, cut_over, shadowed, started, taken
+from sluice.binlog.protocol.event_stream import BinlogRowsEvent
+from sluice.binlog.rows.event_reader import WatchedTables
+from sluice.binlog.rows.row_image_decoder import RowImageDecoders
+from sluice.binlog.rows.table_map_layout import as_the_server_spells, layout_change
 from sluice.errors import SourceError
 from sluice.event.schema_change import (
     AddColumn,
@@ -107,7 +107,7 @@ class DdlReader:
         captured table (resume_at unset). What the schemas already show is left out: a run
         started at an older position (earliest-offset, timestamp) reads the history of
         tables it found as they are now."""
-        from sluice.binlog.ddl_parser import captured_tables, parse_ddl  # sqlglot: loaded by the first DDL
+        from sluice.binlog.ddl.ddl_parser import captured_tables, parse_ddl  # sqlglot: loaded by the first DDL
 
         database = event.schema.decode() if isinstance(event.schema, bytes) else str(event.schema or "")
         decoders = self.decoders
@@ -143,7 +143,7 @@ class DdlReader:
         moved on (a SchemaChange with no events, for the state), finished at its cut-over
         (the table's SchemaChange), or nothing (their other tables); _NOT_A_STEP for any
         other statement."""
-        from sluice.binlog.ddl_parser import parse_ddl
+        from sluice.binlog.ddl.ddl_parser import parse_ddl
 
         assert self.migrations is not None
         tables = {t: s for t in self.decoders.table_ids() if (s := self.decoders.schema(t)) is not None}

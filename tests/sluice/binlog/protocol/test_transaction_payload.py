@@ -12,8 +12,8 @@ import zlib
 import pytest
 import zstandard
 
-from sluice.binlog.binlog_format import BinlogFormat
-from sluice.binlog.transaction_payload import NONE, ZSTD
+from sluice.binlog.protocol.binlog_format import BinlogFormat
+from sluice.binlog.protocol.transaction_payload import NONE, ZSTD
 from sluice.errors import SourceError
 from tests.harness.binlog_reading import position
 

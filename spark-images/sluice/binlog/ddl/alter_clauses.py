@@ -9,8 +9,8 @@ import re
 
 from sqlglot import exp
 
-from sluice.binlog.ddl_context import RENAMING
-from sluice.binlog.ddl_terms import (
+from sluice.binlog.ddl.ddl_context import RENAMING
+from sluice.binlog.ddl.ddl_terms import (
     UnparsableDdl,
     column_constraints,
     column_from_definition,
@@ -19,7 +19,7 @@ from sluice.binlog.ddl_terms import (
     server_spelling,
     table_id_of,
 )
-from sluice.binlog.mysql_dialect import ConvertCharset, NoColumnChange
+from sluice.binlog.ddl.mysql_dialect import ConvertCharset, NoColumnChange
 from sluice.event.schema_change import (
     AddColumn,
     AlterColumnType,

@@ -14,9 +14,9 @@ from typing import NamedTuple
 
 from pymysqlreplication.event import RotateEvent
 
-from sluice.binlog.event_stream import ROW_EVENTS, BinlogEventStream, BinlogRowsEvent
-from sluice.binlog.row_image_decoder import RowImageDecoder, RowImageDecoders, changelog_rows
-from sluice.binlog.system_versioning import current_changes
+from sluice.binlog.protocol.event_stream import ROW_EVENTS, BinlogEventStream, BinlogRowsEvent
+from sluice.binlog.rows.row_image_decoder import RowImageDecoder, RowImageDecoders, changelog_rows
+from sluice.binlog.rows.system_versioning import current_changes
 from sluice.errors import SourceError
 from sluice.event.row_change import ChangeRow, RowChange, RowKind
 from sluice.source.endpoint import SourceEndpoint

@@ -14,7 +14,7 @@ number out of order (the connection raises as pymysql does).
 from __future__ import annotations
 
 try:
-    from sluice.binlog import _packet_frames
+    from sluice.binlog.protocol import _packet_frames
 except ImportError:  # a source tree nobody built: the Python loop runs
     _packet_frames = None  # type: ignore[assignment]
 

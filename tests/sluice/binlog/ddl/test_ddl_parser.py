@@ -7,9 +7,9 @@ import dataclasses
 
 import pytest
 
-from sluice.binlog.ddl_context import RowsReplaced, TableSchemas
-from sluice.binlog.ddl_parser import parse_ddl
-from sluice.binlog.ddl_terms import UnparsableDdl
+from sluice.binlog.ddl.ddl_context import RowsReplaced, TableSchemas
+from sluice.binlog.ddl.ddl_parser import parse_ddl
+from sluice.binlog.ddl.ddl_terms import UnparsableDdl
 from sluice.event.schema_change import (
     AddColumn,
     AlterColumnType,

@@ -13,8 +13,8 @@ from decimal import Decimal
 
 import pytest
 
-from sluice.binlog.event_reader import RowsEvent, read_window
-from sluice.binlog.image_completion import ImageCompletion, TargetNeeds
+from sluice.binlog.rows.event_reader import RowsEvent, read_window
+from sluice.binlog.rows.image_completion import ImageCompletion, TargetNeeds
 from sluice.binlog.transaction_reader import Transaction
 from sluice.errors import SourceError
 from sluice.event.row_change import RowKind

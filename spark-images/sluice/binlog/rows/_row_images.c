@@ -1,4 +1,4 @@
-/* The row image decoder's compiled loop (binlog/row_image_decoder.py says why).
+/* The row image decoder's compiled loop (binlog/rows/row_image_decoder.py says why).
  *
  * A Program is one table map's column readers for a set of images (one per row, or an
  * update's before and after), as instructions: ("int", size, signed), ("decimal", precision,
@@ -672,7 +672,7 @@ static PyMethodDef Program_methods[] = {
 
 static PyTypeObject ProgramType = {
     PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = "sluice.binlog._row_images.Program",
+    .tp_name = "sluice.binlog.rows._row_images.Program",
     .tp_basicsize = sizeof(Program),
     .tp_flags = Py_TPFLAGS_DEFAULT,
     .tp_doc = "One table map's column readers for a set of row images, compiled.",

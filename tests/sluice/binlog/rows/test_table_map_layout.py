@@ -9,8 +9,8 @@ from types import SimpleNamespace
 
 from pymysqlreplication.constants import FIELD_TYPE
 
-from sluice.binlog.ddl_reader import SchemaChange
-from sluice.binlog.table_map_layout import as_the_server_spells, binlog_shape, layout_change, table_map_columns
+from sluice.binlog.ddl.ddl_reader import SchemaChange
+from sluice.binlog.rows.table_map_layout import as_the_server_spells, binlog_shape, layout_change, table_map_columns
 from sluice.binlog.transaction_reader import Transaction
 from sluice.event.schema_change import (
     AddColumn,

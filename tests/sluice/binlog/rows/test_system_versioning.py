@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sluice.binlog.system_versioning import current_changes
+from sluice.binlog.rows.system_versioning import current_changes
 from sluice.event.row_change import RowKind
 
 FOREVER = datetime(2038, 1, 19, 3, 14, 7, 999999)  # a current row's row end

@@ -14,10 +14,10 @@ import pytest
 from pymysqlreplication import BinLogStreamReader
 from pymysqlreplication.event import MariadbGtidEvent, QueryEvent, RotateEvent, XidEvent
 
-from sluice.binlog import event_stream, packet_frames
-from sluice.binlog.binlog_format import BinlogFormat
-from sluice.binlog.event_reader import WatchedTables, open_stream
-from sluice.binlog.event_stream import ROW_EVENTS, BinlogRowsEvent, ParsedMariadbGtid, ParsedXid
+from sluice.binlog.protocol import event_stream, packet_frames
+from sluice.binlog.protocol.binlog_format import BinlogFormat
+from sluice.binlog.protocol.event_stream import ROW_EVENTS, BinlogRowsEvent, ParsedMariadbGtid, ParsedXid
+from sluice.binlog.rows.event_reader import WatchedTables, open_stream
 from sluice.source.connection import current_offset
 from sluice.source.offset import BinlogOffset
 
@@ -115,8 +115,8 @@ def compiled(request, monkeypatch) -> bool:
         monkeypatch.setattr(event_stream, "frames", packet_frames.frames_python)
         monkeypatch.setattr(event_stream, "COMPILED", False)
     else:
-        assert packet_frames.COMPILED, "make install builds binlog/_packet_frames.c"
-        assert event_stream.COMPILED, "make install builds binlog/_event_parse.c"
+        assert packet_frames.COMPILED, "make install builds binlog/protocol/_packet_frames.c"
+        assert event_stream.COMPILED, "make install builds binlog/protocol/_event_parse.c"
     return request.param == "compiled"
 
 
@@ -213,7 +213,7 @@ def _outcome(stream: event_stream.BinlogEventStream, packet: bytes) -> tuple:
 
 
 def test_the_compiled_parser_reads_every_packet_as_the_python_parsers_do(monkeypatch):
-    assert event_stream.COMPILED, "make install builds binlog/_event_parse.c"
+    assert event_stream.COMPILED, "make install builds binlog/protocol/_event_parse.c"
     chance = random.Random(2026)
     tables = {42: "table a", 43: "table b"}  # 44: a table whose map was filtered out
     kinds = [XidEvent, MariadbGtidEvent, *ROW_EVENTS]

@@ -8,8 +8,8 @@ import random
 
 import pytest
 
-from sluice.binlog import packet_frames
-from sluice.binlog.packet_frames import MAX_PAYLOAD, frames_python
+from sluice.binlog.protocol import packet_frames
+from sluice.binlog.protocol.packet_frames import MAX_PAYLOAD, frames_python
 
 CUTS = {"python": frames_python, "compiled": packet_frames.frames}
 
@@ -19,7 +19,7 @@ def packet(payload: bytes, sequence: int) -> bytes:
 
 
 def test_the_compiled_loop_is_built():
-    assert packet_frames.COMPILED, "make install builds binlog/_packet_frames.c"
+    assert packet_frames.COMPILED, "make install builds binlog/protocol/_packet_frames.c"
 
 
 @pytest.mark.parametrize("cut", CUTS.values(), ids=CUTS.keys())

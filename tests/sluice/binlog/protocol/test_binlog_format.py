@@ -10,8 +10,8 @@ from datetime import datetime
 import pytest
 
 from sluice.binlog import transaction_reader
-from sluice.binlog.binlog_format import BinlogFormat, UnknownEvent
-from sluice.binlog.ddl_reader import SchemaChange
+from sluice.binlog.ddl.ddl_reader import SchemaChange
+from sluice.binlog.protocol.binlog_format import BinlogFormat, UnknownEvent
 from sluice.binlog.transaction_reader import Transaction
 from sluice.errors import SourceError
 from sluice.event.row_change import RowKind

@@ -13,10 +13,10 @@ from decimal import Decimal
 
 import pytest
 
-from sluice.binlog import row_image_decoder
-from sluice.binlog.column_readers import mysql_json_text
-from sluice.binlog.event_reader import read_window
-from sluice.binlog.row_image_decoder import changelog_rows
+from sluice.binlog.rows import row_image_decoder
+from sluice.binlog.rows.column_readers import mysql_json_text
+from sluice.binlog.rows.event_reader import read_window
+from sluice.binlog.rows.row_image_decoder import changelog_rows
 from sluice.binlog.transaction_reader import Transaction
 from sluice.event.row_change import ChangeRow, RowKind
 from sluice.source.connection import current_offset

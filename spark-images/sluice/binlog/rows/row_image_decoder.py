@@ -21,8 +21,8 @@ import logging
 from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any
 
-from sluice.binlog.column_readers import ColumnReader, Inline, column_reader
-from sluice.binlog.system_versioning import row_end_column
+from sluice.binlog.rows.column_readers import ColumnReader, Inline, column_reader
+from sluice.binlog.rows.system_versioning import row_end_column
 from sluice.event.row_change import ChangeRow, RowKind
 from sluice.event.schema_change import RenameTable, SchemaChangeEvent, apply_events
 from sluice.source.offset import BinlogOffset
@@ -30,7 +30,7 @@ from sluice.source.row_decoding import Row
 from sluice.source.schema import TableSchema
 
 try:
-    from sluice.binlog import _row_images
+    from sluice.binlog.rows import _row_images
 except ImportError:  # a source tree nobody built: the Python loop decodes
     _row_images = None  # type: ignore[assignment]
 

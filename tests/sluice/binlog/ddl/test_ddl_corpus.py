@@ -25,13 +25,13 @@ from pathlib import Path
 import pymysql
 import pytest
 
-from sluice.binlog.ddl_reader import SchemaChange
+from sluice.binlog.ddl.ddl_reader import SchemaChange
 from sluice.binlog.transaction_reader import read_transactions
 from sluice.event.schema_change import apply_events
 from sluice.source.offset import BinlogOffset
 from sluice.source.schema import TableSchema, read_table_schema
 from tests.harness.services import MariaDB, start_mariadb
-from tests.sluice.binlog.ddl_corpus import SUITE, statements, suite_files
+from tests.sluice.binlog.ddl.ddl_corpus import SUITE, statements, suite_files
 
 DATABASE = "corpus"
 # The server's own tests of table DDL: CREATE and ALTER in all their forms, types, keys.

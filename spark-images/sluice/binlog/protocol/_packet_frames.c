@@ -1,4 +1,4 @@
-/* The replication connection's packet framing, compiled (binlog/packet_frames.py says why).
+/* The replication connection's packet framing, compiled (binlog/protocol/packet_frames.py says why).
  *
  * packet_frames.py's `frames_python` is the reference: the tests compare the two.
  */

@@ -1,4 +1,4 @@
-/* The binlog stream's frequent events, parsed in C (binlog/event_stream.py says why).
+/* The binlog stream's frequent events, parsed in C (binlog/protocol/event_stream.py says why).
  *
  * parse(data, stream, table_map, fmt, wanted) gives what BinlogEventStream's Python parsers
  * give for a packet (an OK byte, then an event) of a MariaDB GTID, XID, table map or rows

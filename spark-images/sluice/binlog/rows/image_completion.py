@@ -31,7 +31,7 @@ from typing import Any
 
 import MySQLdb
 
-from sluice.binlog.event_reader import RowsEvent, partial_images_stop
+from sluice.binlog.rows.event_reader import RowsEvent, partial_images_stop
 from sluice.errors import SourceError
 from sluice.event.row_change import RowChange, RowKind
 from sluice.source.connection import connect_scan, decoding_surrogates

@@ -37,15 +37,15 @@ from pymysqlreplication.event import MariadbGtidEvent, XidEvent
 from pymysqlreplication.row_event import DeleteRowsEvent, TableMapEvent, UpdateRowsEvent, WriteRowsEvent
 from pymysqlreplication.table import Table
 
-from sluice.binlog.binlog_format import BinlogFormat, table_id
-from sluice.binlog.event_types import AS_SENT
-from sluice.binlog.packet_bytes import length_coded
-from sluice.binlog.packet_frames import frames
+from sluice.binlog.protocol.binlog_format import BinlogFormat, table_id
+from sluice.binlog.protocol.event_types import AS_SENT
+from sluice.binlog.protocol.packet_bytes import length_coded
+from sluice.binlog.protocol.packet_frames import frames
 from sluice.event.row_change import RowKind
 from sluice.source.connection import SharedTlsConnection
 
 try:
-    from sluice.binlog import _event_parse
+    from sluice.binlog.protocol import _event_parse
 except ImportError:  # a source tree nobody built: the Python parsers read every event
     _event_parse = None  # type: ignore[assignment]
 
@@ -111,8 +111,8 @@ class ParsedMariadbGtid(MariadbGtidEvent):
 class PushbackConnection(SharedTlsConnection):
     """A replication connection that takes back the packet (or the error) just read from
     it, and gives it again at the next read. On the stream's connection every packet read
-    is made readable first (binlog/binlog_format.py), but those taken as sent (most), and
-    packets are cut from reads of up to 64 KB (binlog/packet_frames.py): pymysql reads a
+    is made readable first (binlog/protocol/binlog_format.py), but those taken as sent (most), and
+    packets are cut from reads of up to 64 KB (binlog/protocol/packet_frames.py): pymysql reads a
     packet's four header bytes, then its payload, and makes an object of it, which cost
     more than a one-row transaction's events themselves.
 
@@ -387,7 +387,7 @@ class BinlogEventStream(BinLogStreamReader):
 def _keep_layout(event: TableMapEvent) -> None:
     """Keeps on the event's Table what the library reads and leaves on the event: which
     columns are nullable, and the primary key's columns in key order (binlog_row_metadata=
-    FULL). A table map is a layout of its own (binlog/table_map_layout.py)."""
+    FULL). A table map is a layout of its own (binlog/rows/table_map_layout.py)."""
     table, bitmask = event.get_table(), event.null_bitmask
     table.nullable = tuple(bool(bitmask[i >> 3] >> (i & 7) & 1) for i in range(len(table.columns)))
     metadata = event.optional_metadata

@@ -19,10 +19,10 @@ from collections.abc import Collection
 import sqlglot
 from sqlglot import exp
 
-from sluice.binlog.alter_clauses import AlterClauses, alter_events
-from sluice.binlog.ddl_context import Captured, KnownTables, RowsReplaced, TableSchemas
-from sluice.binlog.ddl_terms import UnparsableDdl, column_constraints, column_from_definition, table_id_of
-from sluice.binlog.mysql_dialect import MariaDB
+from sluice.binlog.ddl.alter_clauses import AlterClauses, alter_events
+from sluice.binlog.ddl.ddl_context import Captured, KnownTables, RowsReplaced, TableSchemas
+from sluice.binlog.ddl.ddl_terms import UnparsableDdl, column_constraints, column_from_definition, table_id_of
+from sluice.binlog.ddl.mysql_dialect import MariaDB
 from sluice.event.schema_change import (
     CreateTable,
     DropTable,

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import zstandard
 
-from sluice.binlog.packet_bytes import length_coded
+from sluice.binlog.protocol.packet_bytes import length_coded
 
 _SIZE, _COMPRESSION, _UNCOMPRESSED = 1, 2, 3
 ZSTD, NONE = 0, 255
