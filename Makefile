@@ -7,7 +7,7 @@ SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 install: $(VENV)/.installed
 
-$(VENV)/.installed: pyproject.toml setup.py $(wildcard spark-images/sluice/*/_*.c spark-images/sluice/*/*/_*.c) | system-deps
+$(VENV)/.installed: pyproject.toml setup.py $(shell find spark-images/sluice -name "*.[ch]") | system-deps
 	python3 -m venv $(VENV)
 	$(VENV)/bin/pip install --quiet --upgrade pip
 	$(VENV)/bin/pip install --quiet -e '.[dev]'

@@ -8,13 +8,9 @@
  * tests compare the two on every column type a server writes. Instructions it has no C for
  * ("call", "prefixed") call the Python reader.
  */
-#define PY_SSIZE_T_CLEAN
-#include <Python.h>
-#include <datetime.h>
-#include <string.h>
+#include "row_images.h"
 
-enum op_code { OP_INT, OP_FLOAT, OP_DOUBLE, OP_DECIMAL, OP_DATETIME2, OP_TIMESTAMP2, OP_DATE,
-               OP_TEXT, OP_BYTES, OP_PREFIXED, OP_CALL };
+#include <string.h>
 
 static const struct { const char *name; enum op_code code; } OP_NAMES[] = {
     {"int", OP_INT}, {"float", OP_FLOAT}, {"double", OP_DOUBLE}, {"decimal", OP_DECIMAL},
@@ -22,61 +18,12 @@ static const struct { const char *name; enum op_code code; } OP_NAMES[] = {
     {"text", OP_TEXT}, {"bytes", OP_BYTES}, {"prefixed", OP_PREFIXED}, {"call", OP_CALL},
 };
 
-static const int DECIMAL_GROUP_BYTES[10] = {0, 1, 1, 2, 2, 3, 3, 4, 4, 4};
-static const unsigned long long POWERS_OF_TEN[10] = {1, 10, 100, 1000, 10000, 100000, 1000000, 10000000,
-                                                     100000000, 1000000000};
-
-typedef struct {
-    enum op_code code;
-    Py_ssize_t slot;     /* where in the row the value goes; -1 for none */
-    long a, b;           /* size and signedness, precision and scale, fsp, length prefix */
-    int groups;          /* DECIMAL: digit groups, most significant first */
-    int group_digits[10];
-    Py_ssize_t size;     /* DECIMAL: bytes of the whole value */
-    PyObject *object;    /* Decimal, the invalid-date maker, the zero timestamp, the Python reader */
-    const char *encoding, *errors;
-    PyObject *encoding_object, *errors_object; /* keep the two strings above alive */
-    int utf8;
-    int holds;           /* parsed whole: the three objects above are references it holds */
-} Op;
-
-typedef struct {
-    Py_ssize_t count;    /* columns in the image */
-    Py_ssize_t null_bytes;
-    Op *ops;
-} Image;
-
 typedef struct {
     PyObject_HEAD
     Py_ssize_t images_count;
     Image *images;
     Py_ssize_t slots;
 } Program;
-
-static PyObject *
-truncated(Py_ssize_t pos)
-{
-    PyErr_Format(PyExc_ValueError, "row image ends before its value at byte %zd", pos);
-    return NULL;
-}
-
-static unsigned long long
-big_endian(const unsigned char *p, Py_ssize_t n)
-{
-    unsigned long long v = 0;
-    for (Py_ssize_t i = 0; i < n; i++)
-        v = (v << 8) | p[i];
-    return v;
-}
-
-static unsigned long long
-little_endian(const unsigned char *p, Py_ssize_t n)
-{
-    unsigned long long v = 0;
-    for (Py_ssize_t i = n - 1; i >= 0; i--)
-        v = (v << 8) | p[i];
-    return v;
-}
 
 static int
 parse_op(PyObject *spec, Op *op)
@@ -249,266 +196,7 @@ failed:
 
 /* `value` in exactly `width` digits, zero-padded, at `out`; where they end. (sprintf's
  * format parsing cost more than the rest of a DECIMAL's decoding.) */
-static char *
-put_digits(char *out, unsigned long long value, int width)
-{
-    for (int i = width - 1; i >= 0; i--) {
-        out[i] = (char)('0' + value % 10);
-        value /= 10;
-    }
-    return out + width;
-}
 
-static PyObject *
-read_decimal(const Op *op, const unsigned char *p)
-{
-    unsigned char raw[32];
-    char digits[128]; /* 65 digits, or up to 10 a group in a corrupt value; sign; exponent */
-    memcpy(raw, p, (size_t)op->size);
-    int negative = !(raw[0] & 0x80);
-    if (negative)
-        for (Py_ssize_t i = 0; i < op->size; i++)
-            raw[i] = (unsigned char)~raw[i];
-    raw[0] &= 0x7F;
-    char *out = digits;
-    int nonzero = 0;
-    const unsigned char *q = raw;
-    if (negative)
-        *out++ = '-';
-    for (int g = 0; g < op->groups; g++) {
-        int n = DECIMAL_GROUP_BYTES[op->group_digits[g]];
-        unsigned long long value = big_endian(q, n);
-        q += n;
-        nonzero |= value != 0;
-        if (value >= POWERS_OF_TEN[op->group_digits[g]]) /* a corrupt group: more digits than it holds */
-            out += sprintf(out, "%0*llu", op->group_digits[g], value);
-        else
-            out = put_digits(out, value, op->group_digits[g]);
-    }
-    if (op->b) { /* a scale of 1 to 38 (MariaDB's most) */
-        *out++ = 'E';
-        *out++ = '-';
-        out = put_digits(out, (unsigned long long)op->b, op->b < 10 ? 1 : 2);
-    }
-    char *text = negative && !nonzero ? digits + 1 : digits; /* a negative zero is zero */
-    PyObject *string = PyUnicode_FromStringAndSize(text, out - text);
-    if (string == NULL)
-        return NULL;
-    PyObject *value = PyObject_CallOneArg(op->object, string);
-    Py_DECREF(string);
-    return value;
-}
-
-/* A datetime, or what the Python reader's maker gives for one no calendar has. */
-static PyObject *
-datetime_or_invalid(const Op *op, int year, int month, int day, int hour, int minute, int second, int micros)
-{
-    PyObject *value = PyDateTime_FromDateAndTime(year, month, day, hour, minute, second, micros);
-    if (value != NULL || !PyErr_ExceptionMatches(PyExc_ValueError))
-        return value;
-    PyErr_Clear();
-    return PyObject_CallFunction(op->object, "iiiiiiil", year, month, day, hour, minute, second, micros, op->a);
-}
-
-static const long long TIME_UNITS[4] = {1000000, 10000, 100, 1}; /* microseconds per stored unit */
-
-static PyObject *
-read_timestamp2(const Op *op, const unsigned char *p, Py_ssize_t frac_size)
-{
-    unsigned long long seconds = big_endian(p, 4);
-    long long micros = (long long)big_endian(p + 4, frac_size) * TIME_UNITS[frac_size];
-    if (!seconds && !micros) {
-        Py_INCREF(op->object);
-        return op->object;
-    }
-    seconds += (unsigned long long)(micros / 1000000);
-    micros %= 1000000;
-    /* days since 1970-01-01 to a civil date (Howard Hinnant's days_from_civil inverse) */
-    long long days = (long long)(seconds / 86400), rest = (long long)(seconds % 86400);
-    long long z = days + 719468, era = z / 146097, doe = z - era * 146097;
-    long long yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
-    long long doy = doe - (365 * yoe + yoe / 4 - yoe / 100), mp = (5 * doy + 2) / 153;
-    int day = (int)(doy - (153 * mp + 2) / 5 + 1), month = (int)(mp < 10 ? mp + 3 : mp - 9);
-    int year = (int)(yoe + era * 400 + (month <= 2));
-    return PyDateTime_FromDateAndTime(year, month, day, (int)(rest / 3600), (int)(rest / 60 % 60), (int)(rest % 60),
-                                      (int)micros);
-}
-
-static PyObject *
-read_value(const Op *op, PyObject *body, const unsigned char *data, Py_ssize_t length, Py_ssize_t *pos)
-{
-    const unsigned char *p = data + *pos;
-    Py_ssize_t left = length - *pos;
-    switch (op->code) {
-    case OP_INT: {
-        if (left < op->a)
-            return truncated(*pos);
-        unsigned long long raw = little_endian(p, op->a);
-        *pos += op->a;
-        if (!op->b)
-            return PyLong_FromUnsignedLongLong(raw);
-        int bits = 8 * (int)op->a;
-        long long value = bits == 64 ? (long long)raw
-                          : (raw >> (bits - 1)) ? (long long)(raw - (1ULL << bits)) : (long long)raw;
-        return PyLong_FromLongLong(value);
-    }
-    case OP_FLOAT: {
-        float value;
-        if (left < 4)
-            return truncated(*pos);
-        memcpy(&value, p, 4); /* little-endian, as x86 and arm64 hold it */
-        *pos += 4;
-        return PyFloat_FromDouble(value);
-    }
-    case OP_DOUBLE: {
-        double value;
-        if (left < 8)
-            return truncated(*pos);
-        memcpy(&value, p, 8);
-        *pos += 8;
-        return PyFloat_FromDouble(value);
-    }
-    case OP_DECIMAL:
-        if (left < op->size)
-            return truncated(*pos);
-        *pos += op->size;
-        return read_decimal(op, p);
-    case OP_DATETIME2: {
-        Py_ssize_t frac_size = (op->a + 1) / 2, size = 5 + frac_size;
-        if (left < size)
-            return truncated(*pos);
-        *pos += size;
-        int bits = 8 * (int)frac_size;
-        unsigned long long packed = big_endian(p, size);
-        unsigned long long year_month = packed >> (22 + bits) & 0x1FFFF;
-        return datetime_or_invalid(op, (int)(year_month / 13), (int)(year_month % 13), (int)(packed >> (17 + bits) & 0x1F),
-                                   (int)(packed >> (12 + bits) & 0x1F), (int)(packed >> (6 + bits) & 0x3F),
-                                   (int)(packed >> bits & 0x3F),
-                                   (int)((packed & ((1ULL << bits) - 1)) * TIME_UNITS[frac_size]));
-    }
-    case OP_TIMESTAMP2: {
-        Py_ssize_t frac_size = (op->a + 1) / 2;
-        if (left < 4 + frac_size)
-            return truncated(*pos);
-        *pos += 4 + frac_size;
-        return read_timestamp2(op, p, frac_size);
-    }
-    case OP_DATE: {
-        if (left < 3)
-            return truncated(*pos);
-        *pos += 3;
-        unsigned long long packed = little_endian(p, 3);
-        int year = (int)(packed >> 9), month = (int)(packed >> 5 & 0xF), day = (int)(packed & 0x1F);
-        PyObject *value = PyDate_FromDate(year, month, day);
-        if (value != NULL || !PyErr_ExceptionMatches(PyExc_ValueError))
-            return value;
-        PyErr_Clear();
-        return PyObject_CallFunction(op->object, "iii", year, month, day);
-    }
-    case OP_TEXT:
-    case OP_BYTES:
-    case OP_PREFIXED: {
-        if (left < op->a)
-            return truncated(*pos);
-        Py_ssize_t size = (Py_ssize_t)little_endian(p, op->a);
-        if (left - op->a < size)
-            return truncated(*pos);
-        const char *start = (const char *)p + op->a;
-        *pos += op->a + size;
-        if (op->code == OP_BYTES)
-            return PyBytes_FromStringAndSize(start, size);
-        if (op->code == OP_TEXT)
-            return op->utf8 ? PyUnicode_DecodeUTF8(start, size, op->errors)
-                            : PyUnicode_Decode(start, size, op->encoding, op->errors);
-        PyObject *raw = PyBytes_FromStringAndSize(start, size);
-        if (raw == NULL)
-            return NULL;
-        PyObject *value = PyObject_CallOneArg(op->object, raw);
-        Py_DECREF(raw);
-        return value;
-    }
-    case OP_CALL: {
-        PyObject *result = PyObject_CallFunction(op->object, "On", body, *pos);
-        if (result == NULL)
-            return NULL;
-        PyObject *value;
-        Py_ssize_t end;
-        if (!PyArg_ParseTuple(result, "On", &value, &end)) {
-            Py_DECREF(result);
-            return NULL;
-        }
-        if (end < *pos || end > length) {
-            Py_DECREF(result);
-            return truncated(*pos);
-        }
-        *pos = end;
-        Py_INCREF(value);
-        Py_DECREF(result);
-        return value;
-    }
-    }
-    PyErr_SetString(PyExc_SystemError, "unknown instruction");
-    return NULL;
-}
-
-/* Moves past a value nobody takes (slot -1): 0 once past, -1 on a truncated image, 1 for an
- * instruction whose size only its reader knows (read_value reads it then). */
-static int
-skip_value(const Op *op, Py_ssize_t length, Py_ssize_t *pos, const unsigned char *data)
-{
-    Py_ssize_t left = length - *pos, size;
-    switch (op->code) {
-    case OP_INT:
-        size = op->a;
-        break;
-    case OP_FLOAT:
-        size = 4;
-        break;
-    case OP_DOUBLE:
-        size = 8;
-        break;
-    case OP_DECIMAL:
-        size = op->size;
-        break;
-    case OP_DATETIME2:
-        size = 5 + (op->a + 1) / 2;
-        break;
-    case OP_TIMESTAMP2:
-        size = 4 + (op->a + 1) / 2;
-        break;
-    case OP_DATE:
-        size = 3;
-        break;
-    case OP_TEXT:
-    case OP_BYTES:
-    case OP_PREFIXED:
-        if (left < op->a) {
-            truncated(*pos);
-            return -1;
-        }
-        size = op->a + (Py_ssize_t)little_endian(data + *pos, op->a);
-        if (size < op->a) {
-            truncated(*pos);
-            return -1;
-        }
-        break;
-    default:
-        return 1;
-    }
-    if (left < size) {
-        truncated(*pos);
-        return -1;
-    }
-    *pos += size;
-    return 0;
-}
-
-/* Rows and their changelog tuples are made by the hundred thousand a second and hold what
- * makes no cycle: values (numbers, strings, dates) and the long-lived schema and kind. The
- * cyclic garbage collector would walk each of them once to find that out, a tenth of the
- * committing side's time; they are untracked here instead, as the collector itself leaves a
- * tuple of untracked items on its first walk. `from` skips the first items (ones known to
- * make no cycle, though tracked: a schema, a kind). */
 static void
 untrack_if_acyclic(PyObject *tuple, Py_ssize_t from)
 {
@@ -536,7 +224,7 @@ Program_decode(Program *self, PyObject *body)
         for (Py_ssize_t i = 0; i < self->images_count; i++) {
             const Image *image = &self->images[i];
             if (length - pos < image->null_bytes) {
-                truncated(pos);
+                image_truncated(pos);
                 goto failed;
             }
             const unsigned char *nulls = data + pos;
@@ -553,7 +241,7 @@ Program_decode(Program *self, PyObject *body)
                 if (nulls[j >> 3] >> (j & 7) & 1)
                     continue;
                 if (op->slot < 0) {
-                    int skipped = skip_value(op, length, &pos, data);
+                    int skipped = skip_row_value(op, length, &pos, data);
                     if (skipped < 0) {
                         Py_DECREF(row);
                         goto failed;
@@ -561,7 +249,7 @@ Program_decode(Program *self, PyObject *body)
                     if (skipped == 0)
                         continue;
                 }
-                PyObject *value = read_value(op, body, data, length, &pos);
+                PyObject *value = row_value(op, body, data, length, &pos);
                 if (value == NULL) {
                     Py_DECREF(row);
                     goto failed;
@@ -689,8 +377,7 @@ static struct PyModuleDef module = {
 PyMODINIT_FUNC
 PyInit__row_images(void)
 {
-    PyDateTime_IMPORT;
-    if (PyDateTimeAPI == NULL || PyType_Ready(&ProgramType) < 0)
+    if (row_values_ready() < 0 || PyType_Ready(&ProgramType) < 0)
         return NULL;
     PyObject *m = PyModule_Create(&module);
     if (m == NULL)
