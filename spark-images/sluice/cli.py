@@ -220,7 +220,7 @@ def check(args: argparse.Namespace, definition: PipelineDefinition) -> int:
 def status(args: argparse.Namespace, definition: PipelineDefinition | None) -> None:
     import json
 
-    from sluice.state.run_status import run_status, status_lines
+    from sluice.state.status_report import run_status, status_lines
 
     if args.state_dir is None and definition is None:
         raise SluiceError("sluice status: give the pipeline file or its --state-dir")

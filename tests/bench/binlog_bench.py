@@ -27,7 +27,7 @@ from sluice.binlog.binlog_split import BinlogSplit
 from sluice.event.row_change import ChangeBatch
 from sluice.pipeline.definition import build_definition
 from sluice.pipeline.sink_configs import JdbcSinkConfig
-from sluice.runtime.binlog_phase import BinlogSettings, run_binlog_phase
+from sluice.runtime.binlog_streaming import BinlogSettings, run_binlog_phase
 from sluice.runtime.pipeline_metrics import PipelineMetrics
 from sluice.sink.base import SinkWriter
 from sluice.sink.jdbc.sink import JdbcSink

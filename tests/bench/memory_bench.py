@@ -42,7 +42,7 @@ def read_transaction(port: int, password: str, pg_url: str, pg_password: str, st
     binlog reader process's (a fork: the pages they share count in both)."""
     from sluice.binlog.binlog_split import BinlogSplit
     from sluice.pipeline.sink_configs import JdbcSinkConfig
-    from sluice.runtime.binlog_phase import BinlogSettings, run_binlog_phase
+    from sluice.runtime.binlog_streaming import BinlogSettings, run_binlog_phase
     from sluice.sink.jdbc.sink import JdbcSink
     from sluice.source.connection import connect
     from sluice.source.endpoint import SourceEndpoint

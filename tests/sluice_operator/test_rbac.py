@@ -13,7 +13,7 @@ from typing import Any
 from kubernetes import client
 
 from sluice.source.offset import BinlogOffset
-from sluice.state.status_store import GROUP, PLURAL, VERSION, StatusStateStore
+from sluice.state.cdc_pipeline_store import GROUP, PLURAL, VERSION, StatusStateStore
 from sluice_operator.rbac import driver_rbac
 from tests.harness.cluster import Cluster, apply, manifest
 from tests.harness.kube_api_double import RunningApiDouble

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from sluice import values
+from sluice import json_values
 from sluice.binlog.emit_rule import TableWatermarks
 from sluice.source.offset import BinlogOffset
 
@@ -39,7 +39,7 @@ class BinlogSplit:
             "offset": self.offset.to_json(),
             "watermarks": {
                 t: {
-                    "boundaries": values.encode(w.boundaries),
+                    "boundaries": json_values.encode(w.boundaries),
                     "hws": [hw.to_json() for hw in w.high_watermarks],
                     **({"schemaAt": w.schema_at.to_json()} if w.schema_at else {}),
                 }
@@ -53,7 +53,7 @@ class BinlogSplit:
             BinlogOffset.from_json(data["offset"]),
             {
                 t: TableWatermarks(
-                    values.decode(w["boundaries"]),
+                    json_values.decode(w["boundaries"]),
                     [BinlogOffset.from_json(h) for h in w["hws"]],
                     BinlogOffset.from_json(w["schemaAt"]) if w.get("schemaAt") else None,
                 )

@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from sluice import values
+from sluice import json_values
 from sluice.source.endpoint import SourceEndpoint
 from sluice.source.offset import BinlogOffset
 from sluice.source.row_decoding import Row
@@ -32,13 +32,15 @@ class SnapshotSplit:
         return {
             "table": self.table_id,
             "index": self.index,
-            "start": values.encode(self.start),
-            "end": values.encode(self.end),
+            "start": json_values.encode(self.start),
+            "end": json_values.encode(self.end),
         }
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> SnapshotSplit:
-        return cls(data["table"], int(data["index"]), values.decode(data["start"]), values.decode(data["end"]))
+        return cls(
+            data["table"], int(data["index"]), json_values.decode(data["start"]), json_values.decode(data["end"])
+        )
 
     def key_condition(self, key: str, value: str = "%s") -> tuple[str, list[Any]]:
         """The WHERE clause (empty for a whole table) that selects this split's rows by the

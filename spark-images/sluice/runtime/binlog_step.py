@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from sluice.binlog.binlog_split import BinlogSplit
 from sluice.binlog.startup_offset import check_offset_available, startup_offset
-from sluice.runtime.binlog_phase import (
+from sluice.runtime.binlog_streaming import (
     BinlogSettings,
     collector_for_rows,
     resumes_by_gtid,

@@ -33,7 +33,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from sluice.runtime.pipeline_metrics import PipelineMetrics
     from sluice.runtime.pipeline_runner import PipelineRunner
-    from sluice.state.status_store import StateFenced, status_state_store
+    from sluice.state.cdc_pipeline_store import StateFenced, status_state_store
 
     store = status_state_store(args.cdc_pipeline, args.status_interval)
     try:

@@ -27,7 +27,7 @@ from sluice.event.row_change import ChangeBatch
 from sluice.event.schema_change import CreateTable, DropTable, RenameTable, SchemaChangeEvent
 from sluice.failpoints import failpoint
 from sluice.pipeline.definition import PipelineDefinition
-from sluice.runtime.binlog_phase import Resumed
+from sluice.runtime.binlog_streaming import Resumed
 from sluice.runtime.progress import BinlogProgress
 from sluice.sink.base import SchemaChangeRefused, SinkWriter
 from sluice.source.offset import BinlogOffset

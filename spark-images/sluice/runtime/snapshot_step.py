@@ -50,7 +50,7 @@ class SnapshotStep:
         self.context.store.save(self.context.state)
 
     def run(self, snapshot: SnapshotAssignerState) -> None:
-        from sluice.runtime.snapshot_phase import run_snapshot_phase
+        from sluice.runtime.split_reading import run_snapshot_phase
 
         def finished(result: SplitResult) -> None:
             snapshot.record(result.split_id, result.high_watermark, result.rows)
@@ -118,7 +118,7 @@ class SnapshotStep:
         many as the driver's threads, and a JVM starting beside the reads only takes their
         CPU (measured on two cores, 5,000,000 rows at parallelism 2: 0.72x the pipe end to
         end with the JVM starting, 0.92x without it)."""
-        from sluice.runtime.snapshot_phase import DRIVER_LANES, splits_per_job
+        from sluice.runtime.split_reading import DRIVER_LANES, splits_per_job
 
         splits = f"{remaining} split{'' if remaining == 1 else 's'}"
         if remaining <= splits_per_job(self.context.definition.source.chunk_size):

@@ -136,7 +136,7 @@ class TablesJoining:
                 results = self.context.sink.write_splits_now(tasks, read)
             except Exception as exc:  # noqa: BLE001 - changed again: the next change of it tries again
                 if SchemaDrift.of(exc) is None:
-                    from sluice.runtime.snapshot_phase import task_failure
+                    from sluice.runtime.split_reading import task_failure
 
                     raise task_failure(exc) from exc
                 continue

@@ -20,7 +20,7 @@ def create_sink(definition: PipelineDefinition) -> Sink:
 def _sink(definition: PipelineDefinition) -> Sink:
     sink = definition.sink
     if sink.type == "values":
-        from sluice.sink.values import ValuesSink
+        from sluice.sink.values_sink import ValuesSink
 
         return ValuesSink(parse_zone_id(definition.source.server_time_zone))
     if sink.type == "jdbc":

@@ -1,5 +1,5 @@
 """A pipeline's progress as people read it, from its state document: what the CdcPipeline's
-status shows (state/status_store.py) and what `sluice status` prints (state/run_status.py)."""
+status shows (state/cdc_pipeline_store.py) and what `sluice status` prints (state/status_report.py)."""
 
 from __future__ import annotations
 

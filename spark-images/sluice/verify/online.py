@@ -28,7 +28,7 @@ PACE = 1.0  # beside the binlog reader in one process, verification works at mos
 
 
 class RequestDesk(Protocol):
-    """Where requests come from and results go: the CdcPipeline (state/status_store)."""
+    """Where requests come from and results go: the CdcPipeline (state/cdc_pipeline_store)."""
 
     def requested(self) -> Requests: ...
 

@@ -13,7 +13,7 @@ from pathlib import Path
 RUN_MODULES = (
     "sluice.cli",
     "sluice.runtime.pipeline_runner",
-    "sluice.runtime.binlog_phase",
+    "sluice.runtime.binlog_streaming",
     "sluice.runtime.reader_process",
     "sluice.binlog.transaction_reader",
     "sluice.binlog.ddl.ddl_reader",

@@ -13,7 +13,7 @@ import pytest
 
 from sluice.binlog.binlog_split import BinlogSplit
 from sluice.binlog.transaction_reader import Transaction
-from sluice.runtime.binlog_phase import BATCH_GROWTH, BinlogSettings, run_binlog_phase, transaction_lag
+from sluice.runtime.binlog_streaming import BATCH_GROWTH, BinlogSettings, run_binlog_phase, transaction_lag
 from sluice.sink.base import PendingCommit, SinkWriter
 from sluice.source.connection import current_offset
 from sluice.source.offset import BinlogOffset

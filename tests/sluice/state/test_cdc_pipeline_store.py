@@ -13,7 +13,7 @@ from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
 from sluice.source.offset import BinlogOffset
-from sluice.state.status_store import GROUP, PLURAL, VERSION, StateFenced, StatusStateStore
+from sluice.state.cdc_pipeline_store import GROUP, PLURAL, VERSION, StateFenced, StatusStateStore
 from tests.harness.states import bigint_edges, planned_state
 from tests.harness.test_kube_api_double import cdc_pipeline
 
