@@ -236,9 +236,7 @@ class SchemaChangeHandler:
         order (a crash between the two is `finish_after_crash`'s)."""
         sources, targets = inflight.schemas_after(self.state.tables or {}, self.state.targets)
         entered = split.advance(inflight.resume_at)
-        self.writer.write_changes(
-            ChangeBatch(), inflight.resume_at, drop_split_records=bool(entered) and not split.watermarks
-        )
+        self.writer.prepare_changes(ChangeBatch(), inflight.resume_at)(bool(entered) and not split.watermarks).wait()
         failpoint("schema-change:target-resumed")
         self.state.tables = sources  # what the tables are read again with (saved below)
         self.state.target_tables = None if targets == sources else targets

@@ -92,21 +92,19 @@ class SinkWriter(ABC):
 
     @abstractmethod
     def write_changes(self, batch: ChangeBatch, end: BinlogOffset, drop_split_records: bool) -> None:
-        """Writes a batch and records `end` as where the binlog reader resumes, atomically
-        where the sink can. `drop_split_records`: every table is in pure binlog phase, so
-        the per-split records can go."""
-
-    def start_changes(self, batch: ChangeBatch, end: BinlogOffset, drop_split_records: bool) -> PendingCommit:
-        """write_changes, which may still run when this returns: here in a thread of its
-        own. Nothing else may use the writer before the commit's wait() returned."""
-        return in_background(lambda: self.write_changes(batch, end, drop_split_records))
+        """What a sink implements: writes a batch and records `end` as where the binlog
+        reader resumes, atomically where the sink can. `drop_split_records`: every table is
+        in pure binlog phase, so the per-split records can go. The runtime commits through
+        prepare_changes alone."""
 
     def prepare_changes(self, batch: ChangeBatch, end: BinlogOffset) -> StartCommit:
-        """What of committing `batch` needs nothing of the target, done now: the binlog
-        phase calls this while the target may still commit the batch before, and awaits that
-        commit before it calls the start this gives, start(drop_split_records), which is
-        start_changes' commit. Here nothing is done before the start."""
-        return lambda drop_split_records: self.start_changes(batch, end, drop_split_records)
+        """The one way the runtime commits a batch. What of committing it needs nothing of
+        the target is done now, while the target may still commit the batch before; the
+        start this gives, start(drop_split_records), is called once that commit is done and
+        gives the commit, which may still run when it returns (nothing else may use the
+        writer before its wait() returned). Here nothing is done before the start, and the
+        commit is write_changes in a thread of its own."""
+        return lambda drop_split_records: in_background(lambda: self.write_changes(batch, end, drop_split_records))
 
     def committed_binlog_offset(self) -> BinlogOffset | None:
         """Where the binlog reader resumes according to the target (transactional sinks)."""

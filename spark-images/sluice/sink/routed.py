@@ -23,7 +23,7 @@ from sluice.event.snapshot_split import (
     SplitTask,
 )
 from sluice.route.table_routing import Routing, TableRouting
-from sluice.sink.base import PendingCommit, SchemaChangeRefused, Sink, SinkWriter, StartCommit
+from sluice.sink.base import SchemaChangeRefused, Sink, SinkWriter, StartCommit
 from sluice.sink.target_values import TargetValues
 from sluice.source.offset import BinlogOffset
 from sluice.source.row_decoding import Row
@@ -238,9 +238,6 @@ class RoutedWriter(SinkWriter):
 
     def write_changes(self, batch: ChangeBatch, end: BinlogOffset, drop_split_records: bool) -> None:
         self.inner.write_changes(self._routed(batch), end, drop_split_records)
-
-    def start_changes(self, batch: ChangeBatch, end: BinlogOffset, drop_split_records: bool) -> PendingCommit:
-        return self.inner.start_changes(self._routed(batch), end, drop_split_records)
 
     def prepare_changes(self, batch: ChangeBatch, end: BinlogOffset) -> StartCommit:
         return self.inner.prepare_changes(self._routed(batch), end)

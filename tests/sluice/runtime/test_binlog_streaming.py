@@ -14,7 +14,7 @@ import pytest
 from sluice.binlog.binlog_split import BinlogSplit
 from sluice.binlog.transaction_reader import Transaction
 from sluice.runtime.binlog_streaming import BATCH_GROWTH, BinlogSettings, run_binlog_phase, transaction_lag
-from sluice.sink.base import PendingCommit, SinkWriter
+from sluice.sink.base import PendingCommit, SinkWriter, StartCommit
 from sluice.source.connection import current_offset
 from sluice.source.offset import BinlogOffset
 from sluice.source.schema import read_table_schema
@@ -32,9 +32,12 @@ class TargetTakingItsTime(SinkWriter):
         self.keys: list[int] = []
 
     def write_changes(self, batch, end, drop_split_records) -> None:  # noqa: ANN001
-        self.start_changes(batch, end, drop_split_records).wait()
+        self._start(batch).wait()
 
-    def start_changes(self, batch, end, drop_split_records) -> PendingCommit:  # noqa: ANN001
+    def prepare_changes(self, batch, end) -> StartCommit:  # noqa: ANN001
+        return lambda drop_split_records: self._start(batch)
+
+    def _start(self, batch) -> PendingCommit:  # noqa: ANN001
         self.batches.append(len(batch))
         self.started.append(time.monotonic())
         self.keys += [change.row[0] for change in batch]

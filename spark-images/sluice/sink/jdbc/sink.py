@@ -73,9 +73,6 @@ class JdbcWriter(SinkWriter):
     def write_changes(self, batch: ChangeBatch, end: BinlogOffset, drop_split_records: bool) -> None:
         self._send(self._prepared(batch, end), end, drop_split_records).wait()
 
-    def start_changes(self, batch: ChangeBatch, end: BinlogOffset, drop_split_records: bool) -> PendingCommit:
-        return self.prepare_changes(batch, end)(drop_split_records)
-
     def prepare_changes(self, batch: ChangeBatch, end: BinlogOffset) -> StartCommit:
         """The batch is folded and made ready to send (PostgreSQL's COPY data, MySQL's LOAD
         DATA text) now, while the target may still commit the batch before. PostgreSQL

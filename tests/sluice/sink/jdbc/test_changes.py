@@ -125,7 +125,7 @@ def test_an_upsert_the_target_refuses_fails_the_commit_and_keeps_nothing_of_the_
     ]
 
     with pytest.raises(SinkError, match="refused|constraint|CONSTRAINT"):
-        writer.start_changes(ChangeBatch(batch), second, False).wait()
+        writer.prepare_changes(ChangeBatch(batch), second)(False).wait()
 
     assert target_rows(source_db) == [(1, "ok")]
     assert writer.committed_binlog_offset() == first
@@ -148,14 +148,14 @@ def test_postgresql_copies_a_batchs_new_rows_straight_in_and_upserts_them_once_o
         at = BinlogOffset("mysql-bin.000001", 10)
         return ChangeBatch([ChangeRow(table_t, RowKind.INSERT, (k, f"v{k}"), 0, at) for k in keys])
 
-    writer.start_changes(batch(1, 2, 3), BinlogOffset("mysql-bin.000001", 100), False).wait()
+    writer.prepare_changes(batch(1, 2, 3), BinlogOffset("mysql-bin.000001", 100))(False).wait()
     assert _staging_tables(postgresql, source_db) == []
     with postgresql.connect() as other:
         other.execute(f"INSERT INTO {source_db}.t VALUES (5, 'theirs')")
 
     with caplog.at_level("WARNING", logger="sluice.sink.jdbc.sink"):
-        writer.start_changes(batch(4, 5, 6), BinlogOffset("mysql-bin.000001", 200), False).wait()
-        writer.start_changes(batch(7, 6), BinlogOffset("mysql-bin.000001", 300), False).wait()
+        writer.prepare_changes(batch(4, 5, 6), BinlogOffset("mysql-bin.000001", 200))(False).wait()
+        writer.prepare_changes(batch(7, 6), BinlogOffset("mysql-bin.000001", 300))(False).wait()
     assert _staging_tables(postgresql, source_db) != []  # upserted: staged
     writer.close()
 
