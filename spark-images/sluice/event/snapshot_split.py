@@ -4,7 +4,7 @@ result the driver records. (Sinks see splits only through these.)"""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -27,6 +27,12 @@ class SnapshotSplit:
     @property
     def split_id(self) -> str:
         return f"{self.table_id}:{self.index}"
+
+    @classmethod
+    def covering(cls, table_id: str, boundaries: Sequence[Any]) -> list[SnapshotSplit]:
+        """The ranges between inner boundaries, from -inf to +inf, in key order."""
+        edges: list[Any] = [None, *boundaries, None]
+        return [cls(table_id, i, edges[i], edges[i + 1]) for i in range(len(edges) - 1)]
 
     def to_json(self) -> dict[str, Any]:
         return {

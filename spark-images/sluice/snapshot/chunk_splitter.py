@@ -13,6 +13,7 @@ from typing import Any
 import pymysql
 
 from sluice.event.snapshot_split import SnapshotSplit
+from sluice.source.key_walk import KeyWalk
 from sluice.source.schema import TableSchema
 from sluice.source.sql import quote
 
@@ -42,10 +43,9 @@ def split_table(conn: pymysql.connections.Connection, schema: TableSchema, chunk
         factor = (high - low + 1) / max(rows, 1)
         if DISTRIBUTION_FACTOR_LOWER <= factor <= DISTRIBUTION_FACTOR_UPPER:
             step = max(int(chunk_size * factor), 1)
-            return _ranges(schema.table_id, _even_boundaries(low, high, step))
+            return SnapshotSplit.covering(schema.table_id, _even_boundaries(low, high, step))
         log.info("%s: chunk key %s is skewed (factor %.1f)", schema.table_id, key, factor)
-    boundaries = _queried_boundaries(conn, table, key, value, low, chunk_size)
-    return _ranges(schema.table_id, [int(b) for b in boundaries] if column.keyed_by_number else boundaries)
+    return SnapshotSplit.covering(schema.table_id, _walked_boundaries(KeyWalk(conn, schema), low, chunk_size))
 
 
 def approximate_row_count(conn: pymysql.connections.Connection, schema: TableSchema) -> int:
@@ -74,35 +74,18 @@ def _even_boundaries(low: int, high: int, step: int) -> list[Any]:
     return list(range(low + step, high + 1, step))
 
 
-def _queried_boundaries(
-    conn: pymysql.connections.Connection, table: str, key: str, value: str, low: Any, chunk_size: int
-) -> list[Any]:
-    """`value`: the key as boundaries hold it (`key`, or its number)."""
+def _walked_boundaries(walk: KeyWalk, low: Any, chunk_size: int) -> list[Any]:
+    """Each chunk ends at the chunk-size-th key from its start: the next chunk begins there."""
     boundaries: list[Any] = []
     start = low
-    with conn.cursor() as cur:
-        while True:
-            # The chunk-size-th key at or after start: the next chunk begins there.
-            # The server says whether it equals start: under a collation 'a' = 'A'.
-            cur.execute(
-                f"SELECT {value}, {key} = %s FROM {table} WHERE {key} >= %s ORDER BY {key} LIMIT 1 OFFSET %s",
-                (start, start, chunk_size),
-            )
-            row = cur.fetchone()
-            if row is None:
-                return boundaries
-            end, same = row
-            if same:
-                # More than chunk-size rows share this key (composite primary keys): the
-                # chunk must hold them all, so it ends at the next distinct key.
-                cur.execute(f"SELECT MIN({value}) FROM {table} WHERE {key} > %s", (start,))
-                end = cur.fetchone()[0]
-                if end is None:
-                    return boundaries
-            boundaries.append(end)
-            start = end
-
-
-def _ranges(table_id: str, boundaries: list[Any]) -> list[SnapshotSplit]:
-    edges: list[Any] = [None, *boundaries, None]
-    return [SnapshotSplit(table_id, i, edges[i], edges[i + 1]) for i in range(len(edges) - 1)]
+    while (found := walk.key_at(start, chunk_size)) is not None:
+        end, same = found
+        if same:
+            # More than chunk-size rows share this key (composite primary keys): the
+            # chunk must hold them all, so it ends at the next distinct key.
+            end = walk.next_key(start)
+            if end is None:
+                break
+        boundaries.append(end)
+        start = end
+    return boundaries
