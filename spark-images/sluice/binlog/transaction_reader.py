@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Collection, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -89,6 +89,7 @@ def read_transactions(
     migrations: Mapping[str, Any] | None = None,
     unread: Collection[str] = (),
     schemas_read_at: Mapping[str, BinlogOffset] | None = None,
+    before_waiting: Callable[[], None] | None = None,
 ) -> Iterator[Transaction | SchemaChange | Heartbeat]:
     """Transactions from `start` (its file/position, or after its GTID set if `by_gtid`): up
     to `stop_at` if given, else following the binlog. With `captured`, a DDL on a captured
@@ -98,7 +99,9 @@ def read_transactions(
     schema change each makes; None: read them as any other statement. `unread`: tables a
     statement that could not be read changed (the state's), whose next table map tells how.
     `schemas_read_at`: where the schemas of tables read whole after `start` were read (a
-    table that joined the capture): their DDL before there is in them already."""
+    table that joined the capture): their DDL before there is in them already.
+    `before_waiting`: called before the stream waits for the server (a reader handing on
+    what it read in batches hands on what it holds)."""
     decoders = RowImageDecoders(schemas)
     watched = WatchedTables(schemas)
     stream = open_stream(
@@ -112,6 +115,7 @@ def read_transactions(
         extra_events=(XidEvent, QueryEvent, HeartbeatLogEvent, GtidEvent, MariadbGtidEvent, XAPrepareEvent),
         gtid_set=start.gtid if by_gtid else "",
         watched=watched,
+        before_waiting=before_waiting,
     )
     # Without the GTID set at `start` (a MySQL file/position start), no set can be kept.
     gtids = gtid_state(start.gtid, mariadb) if start.gtid else None

@@ -151,7 +151,9 @@ def run_binlog_phase(
         lower_case_table_names = int(cur.fetchone()[0])
     split_reader = BinlogSplitReader(schemas, targets or schemas, control, endpoint, settings.target_needs)
 
-    def transactions(start: BinlogOffset, sources: Mapping[str, TableSchema], by_gtid: bool) -> Iterator:
+    def transactions(
+        start: BinlogOffset, sources: Mapping[str, TableSchema], by_gtid: bool, before_waiting: Callable[[], None]
+    ) -> Iterator:
         return read_transactions(
             endpoint,
             settings.server_id,
@@ -166,6 +168,7 @@ def run_binlog_phase(
             migrations=migrating,
             unread=unread,
             schemas_read_at=split.schemas_read_at(),
+            before_waiting=before_waiting,
         )
 
     migrating = migrations  # as the reader has them: a reader started again starts from these

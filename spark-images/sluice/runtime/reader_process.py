@@ -33,7 +33,6 @@ from multiprocessing.connection import Connection
 from typing import Any
 
 from sluice.binlog.ddl.ddl_reader import SchemaChange
-from sluice.binlog.protocol.event_stream import PushbackConnection
 from sluice.binlog.rows.event_reader import RowsEvent
 from sluice.binlog.rows.row_image_decoder import RowImageDecoder
 from sluice.binlog.transaction_reader import Heartbeat, Transaction
@@ -42,8 +41,9 @@ from sluice.source.offset import BinlogOffset
 from sluice.source.schema import TableSchema
 
 Item = Transaction | SchemaChange | Heartbeat
-# transactions(offset, schemas, by_gtid): what the child reads, from where, with which schemas.
-Transactions = Callable[[BinlogOffset, Mapping[str, TableSchema], bool], Iterator[Item]]
+# transactions(offset, schemas, by_gtid, before_waiting): what the child reads, from where,
+# with which schemas; before_waiting is called before the reader waits for the server.
+Transactions = Callable[[BinlogOffset, Mapping[str, TableSchema], bool, Callable[[], None]], Iterator[Item]]
 
 END = object()  # `get` gives it once the reader has nothing more: its bounded run ended, or it failed
 SEND_AT_ONCE = 256  # items pickled into one message at most
@@ -137,10 +137,10 @@ def _read(
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
     outbox = _Outbox(pipe)
-    PushbackConnection.before_waiting = outbox.send  # what was read goes before the reader waits for more
     numbers: dict[int, tuple[int, RowImageDecoder]] = {}  # by id(); holding each keeps its id unique
     try:
-        for item in transactions(offset, sources, by_gtid):
+        # What was read goes before the reader waits for more.
+        for item in transactions(offset, sources, by_gtid, outbox.send):
             for packed, size in _packed(item, numbers):
                 outbox.put(packed, size)
         outbox.put(("end",), 0)

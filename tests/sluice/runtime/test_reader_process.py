@@ -19,7 +19,7 @@ from sluice.source.offset import BinlogOffset
 
 
 def _heartbeats(count: int, then: BaseException | None = None):
-    def transactions(start, sources, by_gtid):  # noqa: ANN001, ANN202 - the reader's signature
+    def transactions(start, sources, by_gtid, before_waiting):  # noqa: ANN001, ANN202 - the reader's signature
         for i in range(count):
             yield Heartbeat(BinlogOffset(start.file, start.pos + i))
         if then is not None:
@@ -28,7 +28,7 @@ def _heartbeats(count: int, then: BaseException | None = None):
     return transactions
 
 
-def _forever(start, sources, by_gtid):  # noqa: ANN001, ANN202
+def _forever(start, sources, by_gtid, before_waiting):  # noqa: ANN001, ANN202
     while True:
         yield Heartbeat(start)
         time.sleep(0.01)
@@ -79,7 +79,7 @@ def test_an_error_that_cannot_be_pickled_keeps_its_type_and_message():
 
 
 def test_a_child_that_dies_is_an_error_naming_its_exit_code():
-    def dies(start, sources, by_gtid):  # noqa: ANN001, ANN202
+    def dies(start, sources, by_gtid, before_waiting):  # noqa: ANN001, ANN202
         yield Heartbeat(start)
         os._exit(3)
 
@@ -126,7 +126,7 @@ def test_the_child_dies_with_a_sigkilled_parent(tmp_path):
         from sluice.runtime.reader_process import ReaderProcess
         from sluice.source.offset import BinlogOffset
 
-        def forever(start, sources, by_gtid):
+        def forever(start, sources, by_gtid, before_waiting):
             while True:
                 time.sleep(0.05)
                 yield Heartbeat(start)

@@ -129,7 +129,7 @@ class PushbackConnection(SharedTlsConnection):
     _framed: list[bytes] | None = None  # payloads cut from `_read` and not read yet, the next last
     binlog: BinlogFormat | None = None  # set on the stream's connection, at the handshake
     # Called before a read that would wait for the server: a reader handing on what it read
-    # in batches hands on what it holds (runtime/reader_process.py sets it in its process).
+    # in batches hands on what it holds (the stream sets its own, see BinlogEventStream).
     before_waiting: Callable[[], None] | None = None
 
     def push_back(self, item: bytes | Exception) -> None:
@@ -236,7 +236,9 @@ class BinlogEventStream(BinLogStreamReader):
     """python-mysql-replication's stream with the frequent events parsed here. Table maps
     are frozen: a table id's first table map is the one in force (see open_stream)."""
 
-    def __init__(self, **settings: Any) -> None:
+    def __init__(self, before_waiting: Callable[[], None] | None = None, **settings: Any) -> None:
+        """`before_waiting`: called before a read that would wait for the server."""
+        self._before_waiting = before_waiting
         wanted = set(settings["only_events"])
         settings["only_events"] = [*settings["only_events"], TableMapEvent]  # see _from_library
         self._format = BinlogFormat(checksum=False)
@@ -275,6 +277,7 @@ class BinlogEventStream(BinLogStreamReader):
             cur.execute("SELECT @master_binlog_checksum")
             (agreed,) = cur.fetchone()
         self._format = connection.binlog = BinlogFormat(checksum=agreed != "NONE")
+        connection.before_waiting = self._before_waiting  # each connection the stream opens
         return self._format.checksum
 
     @property

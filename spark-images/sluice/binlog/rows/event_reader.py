@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 import struct
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import NamedTuple
 
 from pymysqlreplication.event import RotateEvent
@@ -54,8 +54,10 @@ def open_stream(
     extra_events: tuple[type, ...] = (),
     gtid_set: str = "",
     watched: WatchedTables | None = None,
+    before_waiting: Callable[[], None] | None = None,
 ) -> BinlogEventStream:
-    """A stream from `start` (file/position), or from just after `gtid_set` when given."""
+    """A stream from `start` (file/position), or from just after `gtid_set` when given;
+    `before_waiting` is called before a read that would wait for the server."""
     watched = watched or WatchedTables(schemas)
     if gtid_set:
         where = {"auto_position": gtid_set, "is_mariadb": mariadb}
@@ -65,6 +67,7 @@ def open_stream(
         # file/position dump, so that is what a file/position start sends.
         where = {"log_file": start.file, "log_pos": start.pos, "resume_stream": True, "is_mariadb": False}
     return BinlogEventStream(
+        before_waiting=before_waiting,
         connection_settings=endpoint.settings(),
         server_id=server_id,
         blocking=blocking,
