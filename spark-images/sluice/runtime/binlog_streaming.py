@@ -34,11 +34,11 @@ from sluice.binlog.rows.image_completion import TargetNeeds
 from sluice.binlog.transaction_reader import Heartbeat, Transaction, read_transactions
 from sluice.coordinator.schema_change import short_statement
 from sluice.errors import SluiceError
-from sluice.event.change_fold import kind_counts
-from sluice.event.row_change import ChangeBatch, RowKind
+from sluice.event.row_change import ChangeBatch
 from sluice.route.routing import Routing
+from sluice.runtime.commit_pipeline import CommitPipeline, OnCommit, OnProgress
 from sluice.runtime.reader_process import END, ReaderProcess
-from sluice.sink.base import COMMITTED, Sink, SinkWriter
+from sluice.sink.base import Sink, SinkWriter
 from sluice.source.connection import connect, is_mariadb
 from sluice.source.endpoint import SourceEndpoint
 from sluice.source.offset import BinlogOffset
@@ -115,8 +115,8 @@ def run_binlog_phase(
     writer: SinkWriter,
     stop_at: BinlogOffset | None,
     stopping: threading.Event,
-    on_commit: Callable[[BinlogSplit, list[str]], None],
-    on_progress: Callable[[BinlogOffset, Mapping[tuple[str, RowKind], int], float, float | None], None],
+    on_commit: OnCommit,
+    on_progress: OnProgress,
     skip_before_millis: int = 0,
     captured: Captured | None = None,
     on_schema_change: Callable[[SchemaChange, BinlogSplit], Resumed | None] | None = None,
@@ -186,39 +186,12 @@ def run_binlog_phase(
     def lag() -> float:
         return 0.0 if caught_up or latest is None else transaction_lag(latest, time.time())
 
-    in_flight: Callable[[], None] | None = None  # records the commit the target may still be running
-    pending = COMMITTED  # that commit
-
-    def settle() -> None:
-        """Waits for the commit in flight, then records it: never ahead of the target."""
-        nonlocal in_flight
-        if in_flight is not None:
-            done, in_flight = in_flight, None
-            done()
-
-    def target_busy() -> bool:
-        return in_flight is not None and not pending.ready()
+    commits = CommitPipeline(writer, split, on_commit, on_progress)
 
     def commit() -> None:
-        """Starts committing the batch up to `end`, once the commit before it is done."""
-        nonlocal batch, in_flight, pending
-        started = time.monotonic()
-        start = writer.prepare_changes(batch, end)  # while the target may still commit the batch before
-        writing = time.monotonic() - started
-        settle()
-        entered, changes, committed = split.advance(end), kind_counts(batch.rows), end
-        started = time.monotonic()
-        pending = start(bool(entered) and not split.watermarks)  # drop_split_records
-        writing += time.monotonic() - started
-
-        def done() -> None:
-            waited = time.monotonic()
-            pending.wait()
-            took = writing + time.monotonic() - waited  # what the commit held the reader up for
-            on_commit(split, entered)
-            on_progress(committed, changes, lag(), took)
-
-        in_flight, batch = done, ChangeBatch()
+        nonlocal batch
+        commits.commit(batch, end, lag)
+        batch = ChangeBatch()
 
     try:
         while True:
@@ -227,7 +200,7 @@ def run_binlog_phase(
                 if settings.commits_when_quiet:
                     timeout = min(timeout, QUIET)
             else:
-                timeout = 0.5 if in_flight is None else IDLE_WITH_COMMIT_IN_FLIGHT
+                timeout = IDLE_WITH_COMMIT_IN_FLIGHT if commits.in_flight else 0.5
             item = reader.get(timeout)
             if item is END:
                 lost = reader.failure[0] if reader.failure else None
@@ -236,7 +209,7 @@ def run_binlog_phase(
                 outage = outage or _Outage(endpoint.reconnect_timeout)
                 if batch or end != split.offset:
                     commit()  # what was read before the loss
-                settle()
+                commits.settle()
                 wait = outage.next_wait(lost)
                 if wait is None or stopping.wait(wait):
                     break
@@ -270,7 +243,7 @@ def run_binlog_phase(
                 unread = item.unread_after(unread)
                 if batch or end != split.offset:
                     commit()  # the flush: everything before the DDL is in the target
-                settle()
+                commits.settle()
                 resumed = on_schema_change(item, split)
                 if item.migrations is not None and migrations is not None:
                     migrating = item.migrations
@@ -286,7 +259,7 @@ def run_binlog_phase(
                 end = max(end, item.end)
                 caught_up = True
                 if not batch and end == split.offset:
-                    settle()  # its progress first
+                    commits.settle()  # its progress first
                     on_progress(end, {}, 0.0, None)
             held = time.monotonic() - first_pending
             quiet = item is None and settings.commits_when_quiet
@@ -295,22 +268,20 @@ def run_binlog_phase(
             # as the reader has more: behind, batches get bigger and commits fewer (each a
             # wait for the target's durable write), and more changes fold into one image.
             if due and isinstance(item, Transaction) and len(batch) < BATCH_GROWTH * settings.batch_rows:
-                due = not target_busy()
+                due = not commits.busy()
             if due or (not batch and end != split.offset and item is None):
                 commit()
             elif item is None and not batch:
-                settle()  # idle: the commit in flight is recorded now, not when the next item comes
+                commits.settle()  # idle: the commit in flight is recorded now, not when the next item comes
             if stopping.is_set() and not batch:
                 break
         if reader.failure:
             raise reader.failure[0]
         if batch or end != split.offset or split.watermarks:
             commit()  # also drops the snapshot's watermarks once the reader is past them
-        settle()
+        commits.settle()
     finally:
-        if in_flight is not None:  # failing: the commit is left unrecorded, but not running on
-            with contextlib.suppress(Exception):  # what failed is on its way up already
-                pending.wait()
+        commits.abandon()
         stopping.set()
         reader.stop()
         control.close()
