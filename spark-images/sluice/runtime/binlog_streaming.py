@@ -33,11 +33,11 @@ from sluice.binlog.ddl.ddl_reader import SchemaChange
 from sluice.binlog.rows.image_completion import TargetNeeds
 from sluice.binlog.transaction_reader import Heartbeat, Transaction, read_transactions
 from sluice.coordinator.schema_change import short_statement
-from sluice.errors import SluiceError
 from sluice.event.row_change import ChangeBatch
 from sluice.route.routing import Routing
 from sluice.runtime.commit_pipeline import CommitPipeline, OnCommit, OnProgress
-from sluice.runtime.reader_process import END, ReaderProcess
+from sluice.runtime.reader_process import END
+from sluice.runtime.reader_supervisor import ReaderSupervisor
 from sluice.sink.base import Sink, SinkWriter
 from sluice.source.connection import connect, is_mariadb
 from sluice.source.endpoint import SourceEndpoint
@@ -67,7 +67,6 @@ class BinlogSettings:
     target_needs: TargetNeeds = TargetNeeds()  # how rows events that leave columns out are made whole
 
 
-RECONNECT_MAX_WAIT = 30.0
 BATCH_GROWTH = 10  # how many times sink.batch-size a batch grows to while the target is busy
 # How long the reader is waited on, with no batch gathering, before the commit in flight is
 # awaited: a reader with nothing more (caught up) then has its last commit recorded as soon
@@ -173,10 +172,17 @@ def run_binlog_phase(
 
     migrating = migrations  # as the reader has them: a reader started again starts from these
     unread = list(unread_tables)
-    reader = ReaderProcess(transactions)
+
+    def reconnected() -> None:
+        nonlocal control
+        on_reconnect()
+        control.close()
+        control = connect(endpoint)  # the old one went with the server
+        split_reader.reconnect(control)
+
+    reader = ReaderSupervisor(transactions, endpoint.reconnect_timeout, reconnected)
     sources = schemas  # what rows are decoded with, as schema changes move it
     reader.start(split.offset, sources, resumes_by_gtid(split, stop_at))
-    outage: _Outage | None = None  # the connection was lost and is being opened again
     batch = ChangeBatch()
     end = split.offset
     first_pending = 0.0
@@ -203,27 +209,16 @@ def run_binlog_phase(
                 timeout = IDLE_WITH_COMMIT_IN_FLIGHT if commits.in_flight else 0.5
             item = reader.get(timeout)
             if item is END:
-                lost = reader.failure[0] if reader.failure else None
-                if not (isinstance(lost, SluiceError) and lost.transient):
+                lost = reader.lost()
+                if lost is None:
                     break
-                outage = outage or _Outage(endpoint.reconnect_timeout)
                 if batch or end != split.offset:
                     commit()  # what was read before the loss
                 commits.settle()
-                wait = outage.next_wait(lost)
-                if wait is None or stopping.wait(wait):
+                if not reader.wait_for_next_attempt(lost, stopping):
                     break
-                reader.failure.clear()
-                reader.stop()
                 reader.start(split.offset, sources, resumes_by_gtid(split, stop_at))
                 continue
-            if outage is not None and item is not None:
-                outage.ended()
-                outage = None
-                on_reconnect()
-                control.close()
-                control = connect(endpoint)  # the old one went with the server
-                split_reader.reconnect(control)
             if isinstance(item, Transaction):
                 caught_up = False
                 if not batch:
@@ -253,7 +248,6 @@ def run_binlog_phase(
                 sources = resumed.sources
                 end = split.offset
                 if resumed.read_again:  # a table joined: the reader starts again, knowing it
-                    reader.stop()
                     reader.start(split.offset, resumed.sources, by_gtid=False)
             elif isinstance(item, Heartbeat):
                 end = max(end, item.end)
@@ -275,8 +269,8 @@ def run_binlog_phase(
                 commits.settle()  # idle: the commit in flight is recorded now, not when the next item comes
             if stopping.is_set() and not batch:
                 break
-        if reader.failure:
-            raise reader.failure[0]
+        if reader.failure is not None:
+            raise reader.failure
         if batch or end != split.offset or split.watermarks:
             commit()  # also drops the snapshot's watermarks once the reader is past them
         commits.settle()
@@ -286,30 +280,6 @@ def run_binlog_phase(
         reader.stop()
         control.close()
         split_reader.close()
-
-
-class _Outage:
-    """A lost source connection: the waits between attempts to open it again, and the budget."""
-
-    def __init__(self, budget: float) -> None:
-        self.started, self.budget, self.attempts = time.monotonic(), budget, 0
-
-    def next_wait(self, lost: BaseException) -> float | None:
-        """Seconds to wait before the next attempt, or None once the budget is spent (the
-        failure then stands, naming how long the reader tried)."""
-        elapsed = time.monotonic() - self.started
-        wait = min(2.0**self.attempts, RECONNECT_MAX_WAIT)
-        if elapsed + wait > self.budget:
-            lost.args = (f"{lost}; reconnecting for {elapsed:.0f}s did not help (connect.reconnect.timeout)",)
-            return None
-        self.attempts += 1
-        log.warning("%s; reconnecting in %.0fs (attempt %d, %.0fs so far)", lost, wait, self.attempts, elapsed)
-        return wait
-
-    def ended(self) -> None:
-        log.warning(
-            "reconnected to the source after %.0fs and %d attempts", time.monotonic() - self.started, self.attempts
-        )
 
 
 @dataclass(frozen=True)
