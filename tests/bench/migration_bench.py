@@ -35,7 +35,7 @@ from tests.harness.pipelines import (
 )
 from tests.harness.services import MariaDB, PostgreSQL, running_services, scratch_directory
 
-_ROWS = re.compile(r"binlog: stopped at \S+, ([\d,]+) rows")
+_ROWS = re.compile(r"binlog: stopped at \S+, ([\d,]+) row changes")
 _JOINED = re.compile(r"capture: .* snapshotted \(\d+ splits, ([\d,]+) rows\)")
 _LAG = re.compile(r"binlog: at \S+, [\d,]+ row changes, lag ([\d.]+)s")
 
