@@ -27,7 +27,7 @@ from sluice.binlog.binlog_split import BinlogSplit
 from sluice.event.row_change import ChangeBatch
 from sluice.pipeline.definition import build_definition
 from sluice.pipeline.sink_configs import JdbcSinkConfig
-from sluice.runtime.binlog_streaming import BinlogSettings, run_binlog_phase
+from sluice.runtime.binlog_streaming import BinlogRun, BinlogSettings, run_binlog_phase
 from sluice.runtime.pipeline_metrics import PipelineMetrics
 from sluice.sink.base import SinkWriter
 from sluice.sink.jdbc.sink import JdbcSink
@@ -168,15 +168,17 @@ def sluice_reader(endpoint, schemas, writer: SinkWriter, start, end, metrics: bo
     started = time.perf_counter()
     with scraping:
         run_binlog_phase(
-            endpoint,
-            BinlogSettings(server_id=7902, heartbeat_seconds=1.0),
-            BinlogSplit(start),
-            schemas,
-            writer,
-            end,
-            threading.Event(),
-            lambda *_: None,
-            counted.binlog_committed if metrics else lambda *_: None,
+            BinlogRun(
+                endpoint,
+                BinlogSettings(server_id=7902, heartbeat_seconds=1.0),
+                BinlogSplit(start),
+                schemas,
+                writer,
+                threading.Event(),
+                lambda *_: None,
+                counted.binlog_committed if metrics else lambda *_: None,
+                stop_at=end,
+            )
         )
     return time.perf_counter() - started
 
@@ -238,15 +240,16 @@ def latency(mariadb, endpoint, schemas, sink: JdbcSink, rate: int, seconds: floa
     reader = threading.Thread(
         target=run_binlog_phase,
         args=(
-            endpoint,
-            BinlogSettings(server_id=7903, heartbeat_seconds=1.0),
-            BinlogSplit(start),
-            schemas,
-            writer,
-            None,
-            stopping,
-            lambda *_: None,
-            lambda *_: None,
+            BinlogRun(
+                endpoint,
+                BinlogSettings(server_id=7903, heartbeat_seconds=1.0),
+                BinlogSplit(start),
+                schemas,
+                writer,
+                stopping,
+                lambda *_: None,
+                lambda *_: None,
+            ),
         ),
     )
     reader.start()

@@ -42,7 +42,7 @@ def read_transaction(port: int, password: str, pg_url: str, pg_password: str, st
     binlog reader process's (a fork: the pages they share count in both)."""
     from sluice.binlog.binlog_split import BinlogSplit
     from sluice.pipeline.sink_configs import JdbcSinkConfig
-    from sluice.runtime.binlog_streaming import BinlogSettings, run_binlog_phase
+    from sluice.runtime.binlog_streaming import BinlogRun, BinlogSettings, run_binlog_phase
     from sluice.sink.jdbc.sink import JdbcSink
     from sluice.source.connection import connect
     from sluice.source.endpoint import SourceEndpoint
@@ -64,15 +64,17 @@ def read_transaction(port: int, password: str, pg_url: str, pg_password: str, st
     before = peak_rss_mb()
     started = time.perf_counter()
     run_binlog_phase(
-        endpoint,
-        BinlogSettings(server_id=7950, heartbeat_seconds=1.0),
-        BinlogSplit(BinlogOffset.from_json(json.loads(start))),
-        {schema.table_id: schema},
-        writer,
-        BinlogOffset.from_json(json.loads(end)),
-        threading.Event(),
-        lambda *_: None,
-        lambda *_: None,
+        BinlogRun(
+            endpoint,
+            BinlogSettings(server_id=7950, heartbeat_seconds=1.0),
+            BinlogSplit(BinlogOffset.from_json(json.loads(start))),
+            {schema.table_id: schema},
+            writer,
+            threading.Event(),
+            lambda *_: None,
+            lambda *_: None,
+            stop_at=BinlogOffset.from_json(json.loads(end)),
+        )
     )
     writer.close()
     return {

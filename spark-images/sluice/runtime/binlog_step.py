@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 from sluice.binlog.binlog_split import BinlogSplit
 from sluice.binlog.startup_offset import check_offset_available, startup_offset
 from sluice.runtime.binlog_streaming import (
+    BinlogRun,
     BinlogSettings,
     collector_for_rows,
     resumes_by_gtid,
@@ -86,22 +87,24 @@ class BinlogStep:
         try:
             with collector_for_rows():
                 run_binlog_phase(
-                    self.context.endpoint,
-                    settings,
-                    split,
-                    self.context.state.tables or {},
-                    writer,
-                    stop_at,
-                    self.context.stopping,
-                    self._binlog_committed,
-                    progress.committed,
-                    skip_before_millis=source.startup.timestamp_millis if source.startup.mode == "timestamp" else 0,
-                    captured=source.tables.selects,
-                    on_schema_change=changes.handle,
-                    targets=self.context.state.targets,
-                    migrations=self.context.state.migrations if source.online_schema_changes else None,
-                    unread_tables=self.context.state.unread,
-                    on_reconnect=progress.reconnected,
+                    BinlogRun(
+                        self.context.endpoint,
+                        settings,
+                        split,
+                        self.context.state.tables or {},
+                        writer,
+                        self.context.stopping,
+                        self._binlog_committed,
+                        progress.committed,
+                        stop_at=stop_at,
+                        skip_before_millis=source.startup.timestamp_millis if source.startup.mode == "timestamp" else 0,
+                        captured=source.tables.selects,
+                        on_schema_change=changes.handle,
+                        targets=self.context.state.targets,
+                        migrations=self.context.state.migrations if source.online_schema_changes else None,
+                        unread_tables=self.context.state.unread,
+                        on_reconnect=progress.reconnected,
+                    )
                 )
         finally:
             if online is not None:

@@ -106,25 +106,10 @@ def transaction_lag(transaction: Transaction, now: float) -> float:
     return max(0.0, now - transaction.timestamp)
 
 
-def run_binlog_phase(
-    endpoint: SourceEndpoint,
-    settings: BinlogSettings,
-    split: BinlogSplit,
-    schemas: Mapping[str, TableSchema],
-    writer: SinkWriter,
-    stop_at: BinlogOffset | None,
-    stopping: threading.Event,
-    on_commit: OnCommit,
-    on_progress: OnProgress,
-    skip_before_millis: int = 0,
-    captured: Captured | None = None,
-    on_schema_change: Callable[[SchemaChange, BinlogSplit], Resumed | None] | None = None,
-    targets: Mapping[str, TableSchema] | None = None,
-    migrations: Mapping[str, Any] | None = None,
-    unread_tables: Sequence[str] = (),
-    on_reconnect: Callable[[], None] = lambda: None,
-) -> None:
-    """Reads from split.offset until stop_at (bounded) or until `stopping` is set.
+@dataclass(frozen=True)
+class BinlogRun:
+    """What a binlog phase reads, from where, to where, and whom it tells: reads from
+    split.offset until stop_at (a bounded run) or until `stopping` is set.
 
     on_commit(split, tables that entered pure binlog phase) follows every commit;
     on_progress(offset, rows committed by table and kind, lag in seconds, seconds the commit
@@ -139,147 +124,209 @@ def run_binlog_phase(
     projected onto them). `migrations`: the online schema changes in progress, when the
     pipeline reads them as such (scan.parse.online.schema.changes.enabled), else None.
     `unread_tables`: tables a statement that could not be read changed (state.unread).
-
     skip_before_millis: transactions from seconds before this (scan.startup.mode timestamp)
     only advance the offset; those of the starting second itself are kept, never lost.
     """
-    control = connect(endpoint)
-    mariadb = is_mariadb(control)
-    with control.cursor() as cur:
-        cur.execute("SELECT @@lower_case_table_names")
-        lower_case_table_names = int(cur.fetchone()[0])
-    split_reader = BinlogSplitReader(schemas, targets or schemas, control, endpoint, settings.target_needs)
 
-    def transactions(
-        start: BinlogOffset, sources: Mapping[str, TableSchema], by_gtid: bool, before_waiting: Callable[[], None]
+    endpoint: SourceEndpoint
+    settings: BinlogSettings
+    split: BinlogSplit
+    schemas: Mapping[str, TableSchema]
+    writer: SinkWriter
+    stopping: threading.Event
+    on_commit: OnCommit
+    on_progress: OnProgress
+    stop_at: BinlogOffset | None = None
+    skip_before_millis: int = 0
+    captured: Captured | None = None
+    on_schema_change: Callable[[SchemaChange, BinlogSplit], Resumed | None] | None = None
+    targets: Mapping[str, TableSchema] | None = None
+    migrations: Mapping[str, Any] | None = None
+    unread_tables: Sequence[str] = ()
+    on_reconnect: Callable[[], None] = lambda: None
+
+
+def run_binlog_phase(run: BinlogRun) -> None:
+    _BinlogPhase(run).run()
+
+
+class _BinlogPhase:
+    """One run of the binlog phase: the reader supervisor's items gathered into batches for
+    the commit pipeline; a DDL flushes the batch and waits for its decision."""
+
+    def __init__(self, run: BinlogRun) -> None:
+        self.run_, self.split = run, run.split
+        self.control = connect(run.endpoint)
+        self.mariadb = is_mariadb(self.control)
+        with self.control.cursor() as cur:
+            cur.execute("SELECT @@lower_case_table_names")
+            self.lower_case_table_names = int(cur.fetchone()[0])
+        needs = run.settings.target_needs
+        self.split_reader = BinlogSplitReader(
+            run.schemas, run.targets or run.schemas, self.control, run.endpoint, needs
+        )
+        self.migrating = run.migrations  # as the reader has them: a reader started again starts from these
+        self.unread = list(run.unread_tables)
+        self.sources = run.schemas  # what rows are decoded with, as schema changes move it
+        self.reader = ReaderSupervisor(self._transactions, run.endpoint.reconnect_timeout, self._reconnected)
+        self.commits = CommitPipeline(run.writer, run.split, run.on_commit, run.on_progress)
+        self.batch = ChangeBatch()
+        self.end = run.split.offset
+        self.first_pending = 0.0
+        self.latest: Transaction | None = None  # the last transaction read
+        self.caught_up = False  # the server had nothing more after what was read
+
+    def _transactions(
+        self, start: BinlogOffset, sources: Mapping[str, TableSchema], by_gtid: bool, before_waiting: Callable[[], None]
     ) -> Iterator:
+        """What the reader process reads (in the child: the state here as it was at its start)."""
+        run = self.run_
         return read_transactions(
-            endpoint,
-            settings.server_id,
+            run.endpoint,
+            run.settings.server_id,
             start,
             sources,
-            mariadb,
-            stop_at,
-            settings.heartbeat_seconds,
+            self.mariadb,
+            run.stop_at,
+            run.settings.heartbeat_seconds,
             by_gtid=by_gtid,
-            captured=captured if on_schema_change is not None else None,
-            lower_case_table_names=lower_case_table_names,
-            migrations=migrating,
-            unread=unread,
-            schemas_read_at=split.schemas_read_at(),
+            captured=run.captured if run.on_schema_change is not None else None,
+            lower_case_table_names=self.lower_case_table_names,
+            migrations=self.migrating,
+            unread=self.unread,
+            schemas_read_at=self.split.schemas_read_at(),
             before_waiting=before_waiting,
         )
 
-    migrating = migrations  # as the reader has them: a reader started again starts from these
-    unread = list(unread_tables)
+    def _reconnected(self) -> None:
+        self.run_.on_reconnect()
+        self.control.close()
+        self.control = connect(self.run_.endpoint)  # the old one went with the server
+        self.split_reader.reconnect(self.control)
 
-    def reconnected() -> None:
-        nonlocal control
-        on_reconnect()
-        control.close()
-        control = connect(endpoint)  # the old one went with the server
-        split_reader.reconnect(control)
+    def lag(self) -> float:
+        return 0.0 if self.caught_up or self.latest is None else transaction_lag(self.latest, time.time())
 
-    reader = ReaderSupervisor(transactions, endpoint.reconnect_timeout, reconnected)
-    sources = schemas  # what rows are decoded with, as schema changes move it
-    reader.start(split.offset, sources, resumes_by_gtid(split, stop_at))
-    batch = ChangeBatch()
-    end = split.offset
-    first_pending = 0.0
-    latest: Transaction | None = None  # the last transaction read
-    caught_up = False  # the server had nothing more after what was read
+    def run(self) -> None:
+        run = self.run_
+        self.reader.start(self.split.offset, self.sources, resumes_by_gtid(self.split, run.stop_at))
+        try:
+            self._follow()
+            if self.reader.failure is not None:
+                raise self.reader.failure
+            if self.batch or self.end != self.split.offset or self.split.watermarks:
+                self._commit()  # also drops the snapshot's watermarks once the reader is past them
+            self.commits.settle()
+        finally:
+            self.commits.abandon()
+            run.stopping.set()
+            self.reader.stop()
+            self.control.close()
+            self.split_reader.close()
 
-    def lag() -> float:
-        return 0.0 if caught_up or latest is None else transaction_lag(latest, time.time())
-
-    commits = CommitPipeline(writer, split, on_commit, on_progress)
-
-    def commit() -> None:
-        nonlocal batch
-        commits.commit(batch, end, lag)
-        batch = ChangeBatch()
-
-    try:
+    def _follow(self) -> None:
+        """Reads until the run stops, the bounded run ends or reading fails."""
         while True:
-            if batch:
-                timeout = max(0.0, first_pending + settings.max_batch_delay - time.monotonic())
-                if settings.commits_when_quiet:
-                    timeout = min(timeout, QUIET)
-            else:
-                timeout = IDLE_WITH_COMMIT_IN_FLIGHT if commits.in_flight else 0.5
-            item = reader.get(timeout)
+            item = self.reader.get(self._timeout())
             if item is END:
-                lost = reader.lost()
-                if lost is None:
-                    break
-                if batch or end != split.offset:
-                    commit()  # what was read before the loss
-                commits.settle()
-                if not reader.wait_for_next_attempt(lost, stopping):
-                    break
-                reader.start(split.offset, sources, resumes_by_gtid(split, stop_at))
+                if not self._connected_again():
+                    return
                 continue
             if isinstance(item, Transaction):
-                caught_up = False
-                if not batch:
-                    first_pending = time.monotonic()
-                if item.timestamp >= skip_before_millis // 1000:  # binlog times are whole seconds
-                    split_reader.emit(item, split, batch)
-                end = item.end
-                latest = item
-            elif isinstance(item, SchemaChange) and on_schema_change is not None:
-                if item.unread:  # its effect comes with the tables' next rows
-                    log.warning(
-                        "binlog %s: cannot read %r; the layout of %s follows from the table map of its next rows",
-                        item.position,
-                        short_statement(item.statement),
-                        ", ".join(item.unread),
-                    )
-                unread = item.unread_after(unread)
-                if batch or end != split.offset:
-                    commit()  # the flush: everything before the DDL is in the target
-                commits.settle()
-                resumed = on_schema_change(item, split)
-                if item.migrations is not None and migrations is not None:
-                    migrating = item.migrations
-                if resumed is None:
-                    break  # stopped while the change waited: the next run takes it up again
-                split_reader.update(resumed.sources, resumed.targets)
-                sources = resumed.sources
-                end = split.offset
-                if resumed.read_again:  # a table joined: the reader starts again, knowing it
-                    reader.start(split.offset, resumed.sources, by_gtid=False)
+                self._transaction(item)
+            elif isinstance(item, SchemaChange) and self.run_.on_schema_change is not None:
+                if not self._schema_change(item):
+                    return  # stopped while the change waited: the next run takes it up again
             elif isinstance(item, Heartbeat):
-                end = max(end, item.end)
-                caught_up = True
-                if not batch and end == split.offset:
-                    commits.settle()  # its progress first
-                    on_progress(end, {}, 0.0, None)
-            held = time.monotonic() - first_pending
-            quiet = item is None and settings.commits_when_quiet
-            due = len(batch) >= settings.batch_rows or (batch and (held >= settings.max_batch_delay or quiet))
-            # While the target still commits the batch before, a due batch grows for as long
-            # as the reader has more: behind, batches get bigger and commits fewer (each a
-            # wait for the target's durable write), and more changes fold into one image.
-            if due and isinstance(item, Transaction) and len(batch) < BATCH_GROWTH * settings.batch_rows:
-                due = not commits.busy()
-            if due or (not batch and end != split.offset and item is None):
-                commit()
-            elif item is None and not batch:
-                commits.settle()  # idle: the commit in flight is recorded now, not when the next item comes
-            if stopping.is_set() and not batch:
-                break
-        if reader.failure is not None:
-            raise reader.failure
-        if batch or end != split.offset or split.watermarks:
-            commit()  # also drops the snapshot's watermarks once the reader is past them
-        commits.settle()
-    finally:
-        commits.abandon()
-        stopping.set()
-        reader.stop()
-        control.close()
-        split_reader.close()
+                self._heartbeat(item)
+            self._commit_when_due(item)
+            if self.run_.stopping.is_set() and not self.batch:
+                return
+
+    def _timeout(self) -> float:
+        """How long to wait for the reader: until the batch is due, or a moment."""
+        settings = self.run_.settings
+        if not self.batch:
+            return IDLE_WITH_COMMIT_IN_FLIGHT if self.commits.in_flight else 0.5
+        timeout = max(0.0, self.first_pending + settings.max_batch_delay - time.monotonic())
+        return min(timeout, QUIET) if settings.commits_when_quiet else timeout
+
+    def _connected_again(self) -> bool:
+        """After the reader ended: what was read before a lost connection is committed, and
+        the reader starts again once it may (False: it ended, failed, or gave up)."""
+        lost = self.reader.lost()
+        if lost is None:
+            return False
+        if self.batch or self.end != self.split.offset:
+            self._commit()  # what was read before the loss
+        self.commits.settle()
+        if not self.reader.wait_for_next_attempt(lost, self.run_.stopping):
+            return False
+        self.reader.start(self.split.offset, self.sources, resumes_by_gtid(self.split, self.run_.stop_at))
+        return True
+
+    def _transaction(self, item: Transaction) -> None:
+        self.caught_up = False
+        if not self.batch:
+            self.first_pending = time.monotonic()
+        if item.timestamp >= self.run_.skip_before_millis // 1000:  # binlog times are whole seconds
+            self.split_reader.emit(item, self.split, self.batch)
+        self.end = item.end
+        self.latest = item
+
+    def _schema_change(self, item: SchemaChange) -> bool:
+        """Everything before the DDL committed, then its decision; False if the run stopped
+        while it waited."""
+        assert self.run_.on_schema_change is not None
+        if item.unread:  # its effect comes with the tables' next rows
+            log.warning(
+                "binlog %s: cannot read %r; the layout of %s follows from the table map of its next rows",
+                item.position,
+                short_statement(item.statement),
+                ", ".join(item.unread),
+            )
+        self.unread = item.unread_after(self.unread)
+        if self.batch or self.end != self.split.offset:
+            self._commit()  # the flush: everything before the DDL is in the target
+        self.commits.settle()
+        resumed = self.run_.on_schema_change(item, self.split)
+        if item.migrations is not None and self.run_.migrations is not None:
+            self.migrating = item.migrations
+        if resumed is None:
+            return False
+        self.split_reader.update(resumed.sources, resumed.targets)
+        self.sources = resumed.sources
+        self.end = self.split.offset
+        if resumed.read_again:  # a table joined: the reader starts again, knowing it
+            self.reader.start(self.split.offset, resumed.sources, by_gtid=False)
+        return True
+
+    def _heartbeat(self, item: Heartbeat) -> None:
+        self.end = max(self.end, item.end)
+        self.caught_up = True
+        if not self.batch and self.end == self.split.offset:
+            self.commits.settle()  # its progress first
+            self.run_.on_progress(self.end, {}, 0.0, None)
+
+    def _commit_when_due(self, item: object) -> None:
+        settings = self.run_.settings
+        held = time.monotonic() - self.first_pending
+        quiet = item is None and settings.commits_when_quiet
+        batch = self.batch
+        due = len(batch) >= settings.batch_rows or bool(batch and (held >= settings.max_batch_delay or quiet))
+        # While the target still commits the batch before, a due batch grows for as long
+        # as the reader has more: behind, batches get bigger and commits fewer (each a
+        # wait for the target's durable write), and more changes fold into one image.
+        if due and isinstance(item, Transaction) and len(batch) < BATCH_GROWTH * settings.batch_rows:
+            due = not self.commits.busy()
+        if due or (not batch and self.end != self.split.offset and item is None):
+            self._commit()
+        elif item is None and not batch:
+            self.commits.settle()  # idle: the commit in flight is recorded now, not when the next item comes
+
+    def _commit(self) -> None:
+        self.commits.commit(self.batch, self.end, self.lag)
+        self.batch = ChangeBatch()
 
 
 @dataclass(frozen=True)

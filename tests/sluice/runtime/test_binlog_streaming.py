@@ -13,7 +13,7 @@ import pytest
 
 from sluice.binlog.binlog_split import BinlogSplit
 from sluice.binlog.transaction_reader import Transaction
-from sluice.runtime.binlog_streaming import BATCH_GROWTH, BinlogSettings, run_binlog_phase, transaction_lag
+from sluice.runtime.binlog_streaming import BATCH_GROWTH, BinlogRun, BinlogSettings, run_binlog_phase, transaction_lag
 from sluice.sink.base import PendingCommit, SinkWriter, StartCommit
 from sluice.source.connection import current_offset
 from sluice.source.offset import BinlogOffset
@@ -63,15 +63,17 @@ def batches_into(writer: TargetTakingItsTime, mariadb, source_db: str, server_id
     conn.close()
     settings = BinlogSettings(server_id=server_id, heartbeat_seconds=1.0, batch_rows=ROWS_EACH, max_batch_delay=5.0)
     run_binlog_phase(
-        mariadb.endpoint(),
-        settings,
-        BinlogSplit(start),
-        {schema.table_id: schema},
-        writer,
-        end,
-        threading.Event(),
-        lambda *_: None,
-        lambda *_: None,
+        BinlogRun(
+            mariadb.endpoint(),
+            settings,
+            BinlogSplit(start),
+            {schema.table_id: schema},
+            writer,
+            threading.Event(),
+            lambda *_: None,
+            lambda *_: None,
+            stop_at=end,
+        )
     )
 
 
@@ -103,8 +105,16 @@ def first_commit_after_one_insert(mariadb, source_db: str, server_id: int, quiet
         start, schema = current_offset(conn), read_table_schema(conn, source_db, table, None)
     writer, stopping = TargetTakingItsTime(seconds=0.0), threading.Event()
     settings = BinlogSettings(server_id, heartbeat_seconds=1.0, max_batch_delay=3.0, commits_when_quiet=quiet)
-    arguments = (mariadb.endpoint(), settings, BinlogSplit(start), {schema.table_id: schema}, writer, None, stopping)
-    phase = threading.Thread(target=run_binlog_phase, args=(*arguments, lambda *_: None, lambda *_: None))
+    run = BinlogRun(
+        mariadb.endpoint(),
+        settings,
+        BinlogSplit(start),
+        {schema.table_id: schema},
+        writer,
+        stopping,
+        *[lambda *_: None] * 2,
+    )
+    phase = threading.Thread(target=run_binlog_phase, args=(run,))
     phase.start()
     try:
         time.sleep(1.0)  # the reader is following the binlog
