@@ -6,7 +6,7 @@ from collections.abc import Collection, Mapping
 from typing import Any
 
 from sluice.binlog.ddl.ddl_reader import SchemaChange
-from sluice.binlog.transaction_reader import Heartbeat, Transaction, read_transactions
+from sluice.binlog.transaction_reader import BinlogSource, DdlFollowing, Heartbeat, Transaction, read_transactions
 from sluice.source.offset import BinlogOffset
 from sluice.source.schema import TableSchema
 from tests.harness.services import MariaDB
@@ -30,16 +30,9 @@ def read_between(
     """What the reader gives from `start` to `end`, capturing every table of `database`."""
     return list(
         read_transactions(
-            mariadb.endpoint(),
-            server_id=6200,
-            start=start,
-            schemas=schemas,
-            mariadb=True,
-            stop_at=end,
-            heartbeat_seconds=1.0,
-            captured=lambda db, table: db == database,
-            unread=unread,
-            schemas_read_at=read_at or {},
-            migrations=migrations,
+            BinlogSource(mariadb.endpoint(), server_id=6200, mariadb=True, stop_at=end),
+            start,
+            schemas,
+            ddl_following=DdlFollowing(lambda db, table: db == database, migrations, unread, read_at or {}),
         )
     )

@@ -75,33 +75,47 @@ class Heartbeat:
     end: BinlogOffset
 
 
+@dataclass(frozen=True)
+class BinlogSource:
+    """The server a reader reads, and how: as replica `server_id`, up to `stop_at` if given
+    (else following the binlog, with a heartbeat every `heartbeat_seconds` when idle)."""
+
+    endpoint: SourceEndpoint
+    server_id: int
+    mariadb: bool
+    heartbeat_seconds: float = 1.0
+    stop_at: BinlogOffset | None = None
+    lower_case_table_names: int = 0  # how the server resolves table names in a DDL
+
+
+@dataclass(frozen=True)
+class DdlFollowing:
+    """What a reader needs to follow DDL: a DDL on a `captured` table comes as a SchemaChange
+    between the transactions around it. `migrations`: gh-ost's and pt-osc's migrations in
+    progress (the state's), to read their statements as the one schema change each makes;
+    None: read them as any other statement. `unread`: tables a statement that could not be
+    read changed (the state's), whose next table map tells how. `schemas_read_at`: where the
+    schemas of tables read whole after the start were read (a table that joined the
+    capture): their DDL before there is in them already."""
+
+    captured: Captured
+    migrations: Mapping[str, Any] | None = None
+    unread: Collection[str] = ()
+    schemas_read_at: Mapping[str, BinlogOffset] | None = None
+
+
 def read_transactions(
-    endpoint: SourceEndpoint,
-    server_id: int,
+    source: BinlogSource,
     start: BinlogOffset,
     schemas: Mapping[str, TableSchema],
-    mariadb: bool,
-    stop_at: BinlogOffset | None,
-    heartbeat_seconds: float,
     by_gtid: bool = False,
-    captured: Captured | None = None,
-    lower_case_table_names: int = 0,
-    migrations: Mapping[str, Any] | None = None,
-    unread: Collection[str] = (),
-    schemas_read_at: Mapping[str, BinlogOffset] | None = None,
+    ddl_following: DdlFollowing | None = None,
     before_waiting: Callable[[], None] | None = None,
 ) -> Iterator[Transaction | SchemaChange | Heartbeat]:
-    """Transactions from `start` (its file/position, or after its GTID set if `by_gtid`): up
-    to `stop_at` if given, else following the binlog. With `captured`, a DDL on a captured
-    table comes as a SchemaChange between the transactions around it (table names in it
-    resolved as the server's `lower_case_table_names` says). `migrations`: gh-ost's and
-    pt-osc's migrations in progress (the state's), to read their statements as the one
-    schema change each makes; None: read them as any other statement. `unread`: tables a
-    statement that could not be read changed (the state's), whose next table map tells how.
-    `schemas_read_at`: where the schemas of tables read whole after `start` were read (a
-    table that joined the capture): their DDL before there is in them already.
-    `before_waiting`: called before the stream waits for the server (a reader handing on
-    what it read in batches hands on what it holds)."""
+    """Transactions from `start` (its file/position, or after its GTID set if `by_gtid`),
+    and DDL where `ddl_following` says. `before_waiting`: called before the stream waits
+    for the server (a reader handing on what it read in batches hands on what it holds)."""
+    endpoint, server_id, mariadb, stop_at = source.endpoint, source.server_id, source.mariadb, source.stop_at
     decoders = RowImageDecoders(schemas)
     watched = WatchedTables(schemas)
     stream = open_stream(
@@ -111,7 +125,7 @@ def read_transactions(
         schemas,
         mariadb,
         blocking=stop_at is None,
-        heartbeat_seconds=heartbeat_seconds if stop_at is None else None,
+        heartbeat_seconds=source.heartbeat_seconds if stop_at is None else None,
         extra_events=(XidEvent, QueryEvent, HeartbeatLogEvent, GtidEvent, MariadbGtidEvent, XAPrepareEvent),
         gtid_set=start.gtid if by_gtid else "",
         watched=watched,
@@ -122,11 +136,19 @@ def read_transactions(
     try:
         resume_after = start if start.transaction else None
         ddl = None
-        if captured is not None:
+        if ddl_following is not None:
+            follow = ddl_following
             ddl = DdlReader(
-                captured, decoders, watched, mariadb, lower_case_table_names, endpoint, migrations, schemas_read_at
+                follow.captured,
+                decoders,
+                watched,
+                mariadb,
+                source.lower_case_table_names,
+                endpoint,
+                follow.migrations,
+                follow.schemas_read_at,
             )
-            for table_id in unread:  # their statements were read before a restart
+            for table_id in follow.unread:  # their statements were read before a restart
                 ddl.wait_for_table_map(table_id, "")
         yield from _transactions(stream, decoders, watched, stop_at, gtids, resume_after, ddl)
     except pymysql.err.OperationalError as exc:

@@ -31,7 +31,7 @@ from sluice.binlog.binlog_split_reader import BinlogSplitReader
 from sluice.binlog.ddl.ddl_context import Captured
 from sluice.binlog.ddl.ddl_reader import SchemaChange
 from sluice.binlog.rows.image_completion import TargetNeeds
-from sluice.binlog.transaction_reader import Heartbeat, Transaction, read_transactions
+from sluice.binlog.transaction_reader import BinlogSource, DdlFollowing, Heartbeat, Transaction, read_transactions
 from sluice.coordinator.schema_change import short_statement
 from sluice.event.row_change import ChangeBatch
 from sluice.route.routing import Routing
@@ -181,22 +181,20 @@ class _BinlogPhase:
     ) -> Iterator:
         """What the reader process reads (in the child: the state here as it was at its start)."""
         run = self.run_
-        return read_transactions(
+        source = BinlogSource(
             run.endpoint,
             run.settings.server_id,
-            start,
-            sources,
             self.mariadb,
-            run.stop_at,
             run.settings.heartbeat_seconds,
-            by_gtid=by_gtid,
-            captured=run.captured if run.on_schema_change is not None else None,
-            lower_case_table_names=self.lower_case_table_names,
-            migrations=self.migrating,
-            unread=self.unread,
-            schemas_read_at=self.split.schemas_read_at(),
-            before_waiting=before_waiting,
+            run.stop_at,
+            self.lower_case_table_names,
         )
+        following = (
+            DdlFollowing(run.captured, self.migrating, self.unread, self.split.schemas_read_at())
+            if run.captured is not None and run.on_schema_change is not None
+            else None
+        )
+        return read_transactions(source, start, sources, by_gtid, following, before_waiting)
 
     def _reconnected(self) -> None:
         self.run_.on_reconnect()

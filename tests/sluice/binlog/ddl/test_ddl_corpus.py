@@ -26,7 +26,7 @@ import pymysql
 import pytest
 
 from sluice.binlog.ddl.ddl_reader import SchemaChange
-from sluice.binlog.transaction_reader import read_transactions
+from sluice.binlog.transaction_reader import BinlogSource, DdlFollowing, read_transactions
 from sluice.event.schema_change import apply_events
 from sluice.source.offset import BinlogOffset
 from sluice.source.schema import TableSchema, read_table_schema
@@ -155,14 +155,10 @@ def test_the_reader_follows_mariadbs_own_ddl_test_suite_statement_for_statement(
     files = [p for p in suite_files() if everything or SELECTION.match(p.name)]
     start, layouts = _run_on_a_server_that_stays_up(corpus_server, files)
     changes = read_transactions(
-        corpus_server.endpoint(),
-        server_id=6100,
-        start=start,
-        schemas={},
-        mariadb=True,
-        stop_at=layouts.checkpoints[-1][0],
-        heartbeat_seconds=1.0,
-        captured=lambda database, _: database == DATABASE,
+        BinlogSource(corpus_server.endpoint(), server_id=6100, mariadb=True, stop_at=layouts.checkpoints[-1][0]),
+        start,
+        {},
+        ddl_following=DdlFollowing(lambda database, _: database == DATABASE),
     )
     schemas: dict[str, TableSchema] = {}
     unread: set[str] = set()  # tables whose layout waits for their next table map
