@@ -9,7 +9,7 @@ import json
 import logging
 import tempfile
 import weakref
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any, NamedTuple
 
 import pymysql
@@ -153,8 +153,10 @@ class MySqlDialect(JdbcDialect):
             if self._replaced(conn, schema, rows.copy_text()):
                 return
         elif renders(schema):
-            rows = list(rows)
-            if not rows or self._replaced(conn, schema, [load_data_text(schema, rows)]):
+            # Rendered a slice at a time into the file: a chunk's rows stream, never held whole
+            # (reading them again for the upsert path reads the chunk again).
+            blocks = (load_data_text(schema, part) for part in _slices(rows, RENDERED_ROWS))
+            if self._replaced(conn, schema, blocks):
                 return
         self.upsert(conn, schema, rows)
 
@@ -300,6 +302,13 @@ class MySqlDialect(JdbcDialect):
             )
 
 
+def _slices(rows: Iterable[Row], size: int) -> Iterator[list[Row]]:
+    iterator = iter(rows)
+    while part := list(itertools.islice(iterator, size)):
+        yield part
+
+
+RENDERED_ROWS = 10_000  # rows rendered as LOAD DATA text at a time
 _LOCAL_FILES_REFUSED = {1148, 3948, 4166}  # not allowed here; disabled (MySQL 8; MariaDB)
 _REFUSING: set[tuple[str, int]] = set()  # targets (host, port) that refused it, in this process
 # Whether a target connection's server logs statements (begin_range_replace)
