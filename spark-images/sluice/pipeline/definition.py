@@ -163,16 +163,17 @@ def _state_identity(source: Mapping[str, Any], sink: SinkConfig) -> dict[str, st
 
 
 def _refuse_writing_into_the_source(source: SourceConfig, sink: SinkConfig) -> None:
-    """A MySQL target writes into databases named like the source's: on the source server
-    itself that would overwrite the very tables being captured."""
+    """A JDBC target writes into databases named like the source's: on the source server
+    itself that would overwrite the very tables being captured (one server listens on a
+    host's port, whatever its dialect)."""
     if sink.jdbc is None:
         return
     url = sink.jdbc.url
     local = {"localhost", "127.0.0.1", "::1"}
     same_host = url.host == source.hostname or {url.host, source.hostname} <= local
-    if url.dialect == "mysql" and same_host and url.port == source.port:
+    if same_host and url.port == source.port:
         raise DefinitionError(
-            f"sink.url: {redacted(sink.options['url'])} is the source server itself; a MySQL target writes into "
+            f"sink.url: {redacted(sink.options['url'])} is the source server itself; a JDBC target writes into "
             "databases named like the source ones, so it must be another server"
         )
 

@@ -1,4 +1,5 @@
-"""Target URLs: postgresql://HOST:PORT/DB or mysql://HOST:PORT/DB (a jdbc: prefix is accepted)."""
+"""Target URLs: SCHEME://HOST:PORT/DB, with a scheme of a registered JDBC target
+(pipeline/jdbc_targets.py; a jdbc: prefix is accepted)."""
 
 from __future__ import annotations
 
@@ -6,14 +7,12 @@ from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 from sluice.errors import DefinitionError
-
-DEFAULT_PORTS = {"postgresql": 5432, "mysql": 3306}
-ALIASES = {"postgres": "postgresql", "postgresql": "postgresql", "mysql": "mysql", "mariadb": "mysql"}
+from sluice.pipeline.jdbc_targets import JDBC_TARGETS, example_urls, kind_of_scheme
 
 
 @dataclass(frozen=True)
 class JdbcUrl:
-    dialect: str  # postgresql | mysql
+    dialect: str  # the registered target's name (pipeline/jdbc_targets.py)
     host: str
     port: int
     database: str
@@ -36,19 +35,18 @@ def parse_jdbc_url(url: str) -> JdbcUrl:
     try:
         parts = urlsplit(url.removeprefix("jdbc:"))
     except ValueError as exc:
-        raise DefinitionError(f"sink.url: {exc}; expected postgresql://HOST:PORT/DB or mysql://HOST:PORT/DB") from exc
-    dialect = ALIASES.get(parts.scheme)
-    if dialect is None:
-        raise DefinitionError(
-            f"sink.url: '{shown}' must start with postgresql:// or mysql:// (e.g. postgresql://localhost:5432/warehouse)"
-        )
+        raise DefinitionError(f"sink.url: {exc}; expected {example_urls()}") from exc
+    kind = kind_of_scheme(parts.scheme)
+    if kind is None:
+        starts = " or ".join(f"{k.schemes[0]}://" for k in JDBC_TARGETS)
+        raise DefinitionError(f"sink.url: '{shown}' must start with {starts} ({example_urls()})")
     try:
-        port = parts.port or DEFAULT_PORTS[dialect]
+        port = parts.port or kind.default_port
     except ValueError as exc:
         raise DefinitionError(f"sink.url: '{shown}' has an invalid port") from exc
     database = parts.path.lstrip("/")
     if not parts.hostname or not database or "/" in database:
-        raise DefinitionError(f"sink.url: '{shown}' must name a host and a database: {dialect}://HOST:PORT/DB")
+        raise DefinitionError(f"sink.url: '{shown}' must name a host and a database: {kind.example_url}")
     if parts.username or parts.password:
         raise DefinitionError("sink.url: put credentials in sink.username and sink.password, not the URL")
-    return JdbcUrl(dialect, parts.hostname, port, database)
+    return JdbcUrl(kind.name, parts.hostname, port, database)

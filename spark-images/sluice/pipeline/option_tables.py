@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from sluice.pipeline.jdbc_targets import example_urls
 from sluice.pipeline.options import (
     Option,
     parsed_by,
@@ -266,8 +267,7 @@ SINK_OPTIONS = {
         Option(
             "url",
             str,
-            description="the target database: postgresql://host:5432/db or mysql://host:3306/db (jdbc: prefixes "
-            "accepted)",
+            description=f"the target database: {example_urls()} (jdbc: prefixes accepted)",
         ),
         Option(
             "username", str, description="the target user: creates the target's tables and sluice_meta, and writes them"

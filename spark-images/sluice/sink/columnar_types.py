@@ -6,8 +6,7 @@ from __future__ import annotations
 import pyarrow as pa
 from pyspark.sql import types as T
 
-from sluice.sink.type_mapping import SPATIAL_TYPES
-from sluice.source.schema import Column
+from sluice.source.schema import SPATIAL_TYPES, Column
 
 _SPARK_FIXED: dict[str, T.DataType] = {
     "tinyint": T.IntegerType(),

@@ -18,6 +18,17 @@ BINARY_STRING_TYPES = frozenset({"binary", "varbinary", "tinyblob", "blob", "med
 IMPLICIT_ROW_END = "row_end"  # the invisible column MariaDB adds for WITH SYSTEM VERSIONING
 _MEMBER = re.compile(r"'((?:[^'\\]|''|\\.)*)'")
 TEXT_STRING_TYPES = frozenset({"char", "varchar", "tinytext", "text", "mediumtext", "longtext", "enum", "set"})
+# Spatial values travel in the server's own form (SRID, then WKB), as both paths read them.
+SPATIAL_TYPES = (
+    "geometry",
+    "point",
+    "linestring",
+    "polygon",
+    "multipoint",
+    "multilinestring",
+    "multipolygon",
+    "geometrycollection",
+)
 
 
 @dataclass(frozen=True)

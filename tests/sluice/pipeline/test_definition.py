@@ -121,8 +121,9 @@ def test_a_missing_environment_variable_is_named():
         parse(env={"PG_PASSWORD": "x"})
 
 
-def test_a_mysql_target_on_the_source_server_is_refused():
-    text = VALID.replace("url: postgresql://warehouse:5432/analytics", "url: mysql://db.internal:3306/copy")
+@pytest.mark.parametrize("scheme", ["mysql", "postgresql"])
+def test_a_jdbc_target_on_the_source_server_is_refused(scheme):
+    text = VALID.replace("url: postgresql://warehouse:5432/analytics", f"url: {scheme}://db.internal:3306/copy")
     with pytest.raises(DefinitionError, match=r"sink\.url: .* is the source server itself"):
         parse(text)
 

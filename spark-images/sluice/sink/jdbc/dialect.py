@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any, NamedTuple
 
 from sluice.errors import SinkError
+from sluice.event.schema_change import AddColumn, AlterColumnType
 from sluice.event.snapshot_split import SnapshotSplit
 from sluice.pipeline.jdbc_url import JdbcUrl
 from sluice.sink.base import COMMITTED, PendingCommit
@@ -28,6 +29,7 @@ META_SCHEMA = "sluice_meta"
 OFFSETS_TABLE = "offsets"
 EPOCHS_TABLE = "epochs"  # per pipeline, bumped by every run: the fencing token of its writers
 KEYS_A_STATEMENT = 5000  # chunk keys one statement selects or deletes (PostgreSQL takes 65,535 parameters)
+_EMPTY_STRING_TYPES = ("char", "varchar", "tinytext", "text", "mediumtext", "longtext")
 STATES_TABLE = "states"  # per pipeline, its state as last saved: a lost state directory or status is adopted from it
 
 
@@ -64,6 +66,40 @@ class JdbcDialect(ABC):
     @abstractmethod
     def width_problem(self, schema: TableSchema) -> str | None:
         """Why the target cannot hold the table's columns (sink/jdbc/target_limits.py)."""
+
+    # Schema changes as the target's DDL (sink/jdbc/metadata_applier.py applies them; the
+    # statements every target shares are there).
+    sql_dialect: str  # sqlglot's name of the target's SQL: a DEFAULT expression is written in it
+    spells_implicit_defaults: bool  # whether an added NOT NULL column needs MySQL's implicit default said
+
+    @abstractmethod
+    def add_column_statements(self, table: str, event: AddColumn) -> list[str]: ...
+
+    @abstractmethod
+    def alter_column_type_statements(self, table: str, event: AlterColumnType) -> list[str]: ...
+
+    @abstractmethod
+    def primary_key_statements(self, before: TableSchema, after: TableSchema) -> list[str]:
+        """The target keyed by `after`'s row key (none: a bag)."""
+
+    @abstractmethod
+    def rename_table_statements(self, before: TableSchema, after: TableSchema) -> list[str]:
+        """The table moved, once any table holding the new name is dropped."""
+
+    def default_clause(self, column: Column) -> str:
+        """The DEFAULT clause of an added column: the source fills the rows it already has with
+        it, and so must the target. Without one, MySQL fills a NOT NULL column with its type's
+        implicit default (0, ''), which other targets must be told. (An expression such as
+        CURRENT_TIMESTAMP is evaluated by the target when it applies the change, not at the
+        source's instant.)"""
+        value = column.default
+        if value is None and not column.nullable and self.spells_implicit_defaults:
+            value = "0" if column.is_numeric else "''" if column.data_type in _EMPTY_STRING_TYPES else None
+        if value is None:
+            return ""
+        import sqlglot  # loaded by the first schema change that needs it, not at every start
+
+        return f" DEFAULT {sqlglot.transpile(value, read='mysql', write=self.sql_dialect)[0]}"
 
     def create_table_statements(self, schema: TableSchema) -> list[str]:
         """The target table, keyed by the source's row key (a unique key becomes the primary

@@ -1,9 +1,20 @@
-"""The dialect of each JDBC URL's scheme."""
+"""The dialect of each registered JDBC target (pipeline/jdbc_targets.py), imported when a
+run first writes to it."""
 
 from __future__ import annotations
 
-from sluice.sink.jdbc.dialect import JdbcDialect
-from sluice.sink.jdbc.mysql import MySqlDialect
-from sluice.sink.jdbc.postgres import PostgresDialect
+import functools
+import importlib
 
-DIALECTS: dict[str, JdbcDialect] = {"postgresql": PostgresDialect(), "mysql": MySqlDialect()}
+from sluice.pipeline.jdbc_targets import target_kind
+from sluice.sink.jdbc.dialect import JdbcDialect
+
+
+@functools.cache
+def dialect_of(name: str) -> JdbcDialect:
+    """The dialect of the target registered as `name` (JdbcUrl.dialect)."""
+    module, _, cls = target_kind(name).dialect.rpartition(".")
+    dialect = getattr(importlib.import_module(module), cls)()
+    if not isinstance(dialect, JdbcDialect):
+        raise TypeError(f"{target_kind(name).dialect} is not a JdbcDialect")
+    return dialect

@@ -14,6 +14,7 @@ from typing import Any, NamedTuple
 
 import pymysql
 
+from sluice.event.schema_change import AddColumn, AlterColumnType
 from sluice.pipeline.jdbc_url import JdbcUrl
 from sluice.sink.jdbc.big_rows import can_pass, in_statements, packet_limit, write_in_pieces
 from sluice.sink.jdbc.dialect import META_SCHEMA, JdbcDialect, TableChanges
@@ -23,7 +24,6 @@ from sluice.sink.jdbc.target_limits import (
     mysql_identifier,
     width_problem,
 )
-from sluice.sink.type_mapping import mysql_type
 from sluice.source.charsets import MYSQL_UTF8
 from sluice.source.checks import current_user, missing_privileges
 from sluice.source.connection import with_surrogates
@@ -39,7 +39,13 @@ class MySqlDialect(JdbcDialect):
     container = "DATABASE"
     holds_mysql_values = True
     transactional_ddl = False
-    column_type = staticmethod(mysql_type)
+    sql_dialect = "mysql"
+    spells_implicit_defaults = False
+
+    @staticmethod
+    def column_type(column: Column) -> str:
+        """The same dialect: the source's own column type."""
+        return column.column_type
 
     def connect(self, url: JdbcUrl, username: str, password: str) -> pymysql.connections.Connection:
         conn = pymysql.connect(
@@ -75,6 +81,32 @@ class MySqlDialect(JdbcDialect):
         """The server prints a FLOAT to six digits; as a DOUBLE, its exact float32 value."""
         name = self.quote(column.name)
         return f"{name} + 0e0" if column.data_type == "float" else name
+
+    # The same dialect: an added or retyped column is placed as the source placed it.
+    def add_column_statements(self, table: str, event: AddColumn) -> list[str]:
+        where = self._placed(event.position, event.after)
+        return [
+            f"ALTER TABLE {table} ADD COLUMN {self._column(event.column)}{self.default_clause(event.column)}{where}"
+        ]
+
+    def alter_column_type_statements(self, table: str, event: AlterColumnType) -> list[str]:
+        return [
+            f"ALTER TABLE {table} MODIFY COLUMN {self._column(event.column)}{self._placed(event.position, event.after)}"
+        ]
+
+    def _placed(self, position: str, after: str | None) -> str:
+        return {"FIRST": " FIRST", "AFTER": f" AFTER {self.quote(after or '')}"}.get(position, "")
+
+    def _column(self, column: Column) -> str:
+        return f"{self.quote(column.name)} {self.column_type(column)}{'' if column.nullable else ' NOT NULL'}"
+
+    def primary_key_statements(self, before: TableSchema, after: TableSchema) -> list[str]:
+        key = ", ".join(map(self.quote, after.row_key))
+        clauses = (["DROP PRIMARY KEY"] if before.row_key else []) + ([f"ADD PRIMARY KEY ({key})"] if key else [])
+        return [f"ALTER TABLE {self.target_table(before)} {', '.join(clauses)}"] if clauses else []
+
+    def rename_table_statements(self, before: TableSchema, after: TableSchema) -> list[str]:
+        return [f"RENAME TABLE {self.target_table(before)} TO {self.target_table(after)}"]
 
     def begin_consistent_read(self, conn: pymysql.connections.Connection) -> None:
         with conn.cursor() as cur:

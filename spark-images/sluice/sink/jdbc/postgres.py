@@ -3,6 +3,7 @@ tables, then one INSERT ... ON CONFLICT per batch."""
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import json
 import zlib
@@ -12,6 +13,7 @@ from typing import Any, NamedTuple
 import psycopg
 from psycopg.copy import FileWriter
 
+from sluice.event.schema_change import AddColumn, AlterColumnType
 from sluice.pipeline.jdbc_url import JdbcUrl
 from sluice.sink.base import PendingCommit
 from sluice.sink.jdbc.dialect import META_SCHEMA, JdbcDialect, TableChanges
@@ -22,11 +24,66 @@ from sluice.sink.jdbc.target_limits import (
     postgres_identifier,
     width_problem,
 )
-from sluice.sink.type_mapping import postgres_type
 from sluice.source.copy_text import RendersCopyText
 from sluice.source.offset import BinlogOffset
 from sluice.source.row_decoding import Row
-from sluice.source.schema import BINARY_STRING_TYPES, TEXT_STRING_TYPES, Column, TableSchema
+from sluice.source.schema import BINARY_STRING_TYPES, SPATIAL_TYPES, TEXT_STRING_TYPES, Column, TableSchema
+
+_POSTGRES_FIXED = {
+    "float": "real",
+    "double": "double precision",
+    "bit": "bigint",
+    "date": "date",
+    "time": "interval",
+    "year": "smallint",
+    "json": "jsonb",
+    "enum": "text",
+    "set": "text",
+    "tinytext": "text",
+    "text": "text",
+    "mediumtext": "text",
+    "longtext": "text",
+    "binary": "bytea",
+    "varbinary": "bytea",
+    "tinyblob": "bytea",
+    "blob": "bytea",
+    "mediumblob": "bytea",
+    "longblob": "bytea",
+    "uuid": "uuid",
+    "inet4": "inet",
+    "inet6": "inet",
+    **dict.fromkeys(SPATIAL_TYPES, "bytea"),
+}
+
+
+def postgres_type(column: Column) -> str:
+    t = column.data_type
+    if column.beyond_signed_64_bits:
+        return "numeric(20)"
+    if t in _POSTGRES_FIXED:
+        return _POSTGRES_FIXED[t]
+    if t in ("tinyint", "smallint"):
+        return "integer" if column.unsigned and t == "smallint" else "smallint"
+    if t == "mediumint":
+        return "integer"
+    if t == "int":
+        return "bigint" if column.unsigned else "integer"
+    if t == "bigint":
+        return "bigint"
+    if t == "decimal":
+        return f"numeric({column.numeric_precision},{column.numeric_scale})"
+    if t in ("datetime", "timestamp"):
+        precision = _fractional_digits(column)
+        base = "timestamptz" if t == "timestamp" else "timestamp"
+        return f"{base}({precision})" if precision else base
+    if t in ("char", "varchar"):
+        return f"varchar({column.char_length})" if column.char_length else "text"
+    return "text"
+
+
+def _fractional_digits(column: Column) -> int:
+    inside = column.column_type.partition("(")[2].partition(")")[0]
+    return int(inside) if inside.isdigit() else 0
 
 
 class CopyData(NamedTuple):
@@ -52,6 +109,8 @@ class PostgresDialect(JdbcDialect):
     holds_mysql_values = False
     transactional_ddl = True
     commits_later = True
+    sql_dialect = "postgres"
+    spells_implicit_defaults = True
     column_type = staticmethod(postgres_type)
 
     def connect(self, url: JdbcUrl, username: str, password: str) -> psycopg.Connection:
@@ -76,6 +135,42 @@ class PostgresDialect(JdbcDialect):
 
     def quote(self, name: str) -> str:
         return '"' + self.identifier(name).replace('"', '""') + '"'
+
+    # PostgreSQL cannot place a column FIRST or AFTER another (an added column goes last), and
+    # an added column is nullable (rows of the new shape may come before the old rows are
+    # updated).
+    def add_column_statements(self, table: str, event: AddColumn) -> list[str]:
+        column = event.column
+        name, column_type = self.quote(column.name), self.column_type(column)
+        return [f"ALTER TABLE {table} ADD COLUMN {name} {column_type}{self.default_clause(column)}"]
+
+    def alter_column_type_statements(self, table: str, event: AlterColumnType) -> list[str]:
+        name, new_type = self.quote(event.column.name), self.column_type(event.column)
+        null = "DROP NOT NULL" if event.column.nullable else "SET NOT NULL"
+        return [
+            f"ALTER TABLE {table} ALTER COLUMN {name} TYPE {new_type} USING {name}::{new_type}",
+            f"ALTER TABLE {table} ALTER COLUMN {name} {null}",
+        ]
+
+    def primary_key_statements(self, before: TableSchema, after: TableSchema) -> list[str]:
+        """The key constraint is dropped by the name it has, whatever renames the table went through."""
+        table, key = self.target_table(before), ", ".join(map(self.quote, after.row_key))
+        literal = table.replace("'", "''")
+        drop = (
+            "DO $$ DECLARE c text; BEGIN "
+            f"SELECT conname INTO c FROM pg_constraint WHERE conrelid = '{literal}'::regclass AND contype = 'p'; "
+            f"IF c IS NOT NULL THEN EXECUTE format('ALTER TABLE {literal} DROP CONSTRAINT %I', c); END IF; END $$"
+        )
+        return [drop, *([f"ALTER TABLE {table} ADD PRIMARY KEY ({key})"] if key else [])]
+
+    def rename_table_statements(self, before: TableSchema, after: TableSchema) -> list[str]:
+        statements = []
+        if after.database != before.database:
+            statements.append(f"ALTER TABLE {self.target_table(before)} SET SCHEMA {self.quote(after.database)}")
+        if after.table != before.table:
+            moved = dataclasses.replace(before, database=after.database, _positions={})
+            statements.append(f"ALTER TABLE {self.target_table(moved)} RENAME TO {self.quote(after.table)}")
+        return statements
 
     def begin_consistent_read(self, conn: psycopg.Connection) -> None:
         conn.rollback()

@@ -9,7 +9,7 @@ from sluice.errors import SinkUnavailable
 from sluice.pipeline.jdbc_url import JdbcUrl
 from sluice.pipeline.sink_configs import JdbcSinkConfig
 from sluice.sink.jdbc.dialect import JdbcDialect
-from sluice.sink.jdbc.dialects import DIALECTS
+from sluice.sink.jdbc.dialects import dialect_of
 from sluice.sink.target_values import TargetValues
 
 
@@ -33,7 +33,7 @@ class JdbcTarget:
 
     @property
     def dialect(self) -> JdbcDialect:
-        return DIALECTS[self.url.dialect]
+        return dialect_of(self.url.dialect)
 
     def connect(self) -> Any:
         try:

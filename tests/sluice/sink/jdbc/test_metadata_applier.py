@@ -20,7 +20,7 @@ from sluice.event.schema_change import (
     TruncateTable,
 )
 from sluice.pipeline.jdbc_url import parse_jdbc_url
-from sluice.sink.jdbc.dialects import DIALECTS
+from sluice.sink.jdbc.dialects import dialect_of
 from sluice.sink.jdbc.metadata_applier import schema_change_statements
 from sluice.source.schema import Column
 
@@ -34,7 +34,7 @@ class Target:
     """A target database of one dialect: runs statements, reads columns and rows back."""
 
     def __init__(self, dialect: str, conn, database: str) -> None:
-        self.dialect = DIALECTS[dialect]
+        self.dialect = dialect_of(dialect)
         self.conn = conn
         self.database = database
 
@@ -65,9 +65,9 @@ class Target:
 def target(request, postgresql, mariadb_target):
     database = f"meta_{os.getpid()}_{next(_names)}"
     if request.param == "postgresql":
-        conn = DIALECTS["postgresql"].connect(_url(postgresql, "postgresql"), postgresql.user, postgresql.password)
+        conn = dialect_of("postgresql").connect(_url(postgresql, "postgresql"), postgresql.user, postgresql.password)
     else:
-        conn = DIALECTS["mysql"].connect(_url(mariadb_target, "mysql"), mariadb_target.user, mariadb_target.password)
+        conn = dialect_of("mysql").connect(_url(mariadb_target, "mysql"), mariadb_target.user, mariadb_target.password)
     yield Target(request.param, conn, database)
     conn.close()
 
@@ -80,7 +80,7 @@ def _url(server, dialect: str):
 def test_each_event_changes_the_target_and_keeps_its_rows(target):
     db = target.database
     schema = CreateTable(f"{db}.t", (ID, NAME, QTY), ("id",)).applied_to(None)
-    postgres = target.dialect is DIALECTS["postgresql"]
+    postgres = target.dialect is dialect_of("postgresql")
 
     def apply(event) -> None:
         nonlocal schema
