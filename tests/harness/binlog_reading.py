@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping
 from typing import Any
 
-from sluice.binlog.ddl.ddl_reader import SchemaChange
-from sluice.binlog.transaction_reader import BinlogSource, DdlFollowing, Heartbeat, Transaction, read_transactions
+from sluice.binlog.ddl.ddl_reader import DdlFollowing, SchemaChange
+from sluice.binlog.transaction_reader import BinlogSource, Heartbeat, Transaction, read_transactions
 from sluice.source.offset import BinlogOffset
 from sluice.source.schema import TableSchema
 from tests.harness.services import MariaDB

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pymysql
 from pymysqlreplication.event import GtidEvent, MariadbGtidEvent
 
-from sluice.binlog.rows.event_reader import event_start, open_stream
+from sluice.binlog.rows.event_reader import Replica, WatchedTables, event_start, open_stream
 from sluice.errors import PositionPurged, SourceError
 from sluice.source.config import StartupOptions
 from sluice.source.connection import current_offset, is_mariadb
@@ -43,16 +43,9 @@ def gtid_offset(
     mariadb = is_mariadb(conn)
     gtid_event = MariadbGtidEvent if mariadb else GtidEvent
     try:
-        stream = open_stream(
-            endpoint,
-            server_id,
-            BinlogOffset("", 4),
-            {},
-            mariadb,
-            blocking=False,
-            extra_events=(gtid_event,),
-            gtid_set=gtid_set,
-        )
+        replica = Replica(endpoint, server_id, mariadb)
+        start = BinlogOffset("", 4, 0, gtid_set)
+        stream = open_stream(replica, start, WatchedTables({}), extra_events=(gtid_event,), by_gtid=True)
         try:
             for event in stream:
                 if isinstance(event, gtid_event):

@@ -14,9 +14,8 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Callable, Collection, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any
 
 import pymysql
 from pymysqlreplication.event import (
@@ -29,10 +28,17 @@ from pymysqlreplication.event import (
     XidEvent,
 )
 
-from sluice.binlog.ddl.ddl_context import Captured
-from sluice.binlog.ddl.ddl_reader import DdlReader, SchemaChange
-from sluice.binlog.protocol.event_stream import BinlogRowsEvent
-from sluice.binlog.rows.event_reader import RowsEvent, WatchedTables, event_start, open_stream, rows_event
+from sluice.binlog.ddl.ddl_reader import DdlFollowing, DdlReader, SchemaChange
+from sluice.binlog.protocol.event_stream import BinlogEventStream, BinlogRowsEvent
+from sluice.binlog.rows.event_reader import (
+    Following,
+    Replica,
+    RowsEvent,
+    WatchedTables,
+    event_start,
+    open_stream,
+    rows_event,
+)
 from sluice.binlog.rows.row_image_decoder import RowImageDecoders
 from sluice.errors import PositionPurged, SourceError, SourceUnavailable
 from sluice.event.schema_change import (
@@ -87,21 +93,9 @@ class BinlogSource:
     stop_at: BinlogOffset | None = None
     lower_case_table_names: int = 0  # how the server resolves table names in a DDL
 
-
-@dataclass(frozen=True)
-class DdlFollowing:
-    """What a reader needs to follow DDL: a DDL on a `captured` table comes as a SchemaChange
-    between the transactions around it. `migrations`: gh-ost's and pt-osc's migrations in
-    progress (the state's), to read their statements as the one schema change each makes;
-    None: read them as any other statement. `unread`: tables a statement that could not be
-    read changed (the state's), whose next table map tells how. `schemas_read_at`: where the
-    schemas of tables read whole after the start were read (a table that joined the
-    capture): their DDL before there is in them already."""
-
-    captured: Captured
-    migrations: Mapping[str, Any] | None = None
-    unread: Collection[str] = ()
-    schemas_read_at: Mapping[str, BinlogOffset] | None = None
+    @property
+    def replica(self) -> Replica:
+        return Replica(self.endpoint, self.server_id, self.mariadb)
 
 
 def read_transactions(
@@ -115,47 +109,27 @@ def read_transactions(
     """Transactions from `start` (its file/position, or after its GTID set if `by_gtid`),
     and DDL where `ddl_following` says. `before_waiting`: called before the stream waits
     for the server (a reader handing on what it read in batches hands on what it holds)."""
-    endpoint, server_id, mariadb, stop_at = source.endpoint, source.server_id, source.mariadb, source.stop_at
     decoders = RowImageDecoders(schemas)
     watched = WatchedTables(schemas)
-    stream = open_stream(
-        endpoint,
-        server_id,
-        BinlogOffset(start.file, start.transaction or start.pos, 0, start.gtid),
-        schemas,
-        mariadb,
-        blocking=stop_at is None,
-        heartbeat_seconds=source.heartbeat_seconds if stop_at is None else None,
-        extra_events=(XidEvent, QueryEvent, HeartbeatLogEvent, GtidEvent, MariadbGtidEvent, XAPrepareEvent),
-        gtid_set=start.gtid if by_gtid else "",
-        watched=watched,
-        before_waiting=before_waiting,
-    )
-    # Without the GTID set at `start` (a MySQL file/position start), no set can be kept.
-    gtids = gtid_state(start.gtid, mariadb) if start.gtid else None
+    following = Following(source.heartbeat_seconds, before_waiting) if source.stop_at is None else None
+    at = BinlogOffset(start.file, start.transaction or start.pos, 0, start.gtid)
+    stream = open_stream(source.replica, at, watched, following, _EVENTS, by_gtid)
     try:
-        resume_after = start if start.transaction else None
         ddl = None
         if ddl_following is not None:
-            follow = ddl_following
-            ddl = DdlReader(
-                follow.captured,
-                decoders,
-                watched,
-                mariadb,
-                source.lower_case_table_names,
-                endpoint,
-                follow.migrations,
-                follow.schemas_read_at,
-            )
-            for table_id in follow.unread:  # their statements were read before a restart
-                ddl.wait_for_table_map(table_id, "")
-        yield from _transactions(stream, decoders, watched, stop_at, gtids, resume_after, ddl)
+            ddl = DdlReader(ddl_following, decoders, watched, source.replica, source.lower_case_table_names)
+        # Without the GTID set at `start` (a MySQL file/position start), no set can be kept.
+        gtids = gtid_state(start.gtid, source.mariadb) if start.gtid else None
+        assembler = _TransactionAssembler(stream, decoders, watched, start, gtids, ddl)
+        yield from assembler.follow(source.stop_at)
     except pymysql.err.OperationalError as exc:
         where = f"after GTID set {start.gtid}" if by_gtid else f"from {start}"
-        raise replication_error(exc, server_id, where) from exc
+        raise replication_error(exc, source.server_id, where) from exc
     finally:
         stream.close()
+
+
+_EVENTS = (XidEvent, QueryEvent, HeartbeatLogEvent, GtidEvent, MariadbGtidEvent, XAPrepareEvent)
 
 
 # How MariaDB and MySQL say, in a 1236 error, that the binlog a replica asks for was purged.
@@ -180,127 +154,172 @@ def replication_error(exc: pymysql.err.OperationalError, server_id: int, where: 
     return SourceUnavailable(f"binlog connection to the source failed: {message}")
 
 
-def _transactions(
-    stream,
-    decoders: RowImageDecoders,
-    watched: WatchedTables,
-    stop_at,
-    gtids: GtidState | None,
-    resume_after: BinlogOffset | None,
-    ddl: DdlReader | None,
-) -> Iterator[Transaction | SchemaChange | Heartbeat]:
-    events: list[RowsEvent] = []
-    pending_bytes = 0
-    pending_gtid = ""  # the GTID of the transaction being read, executed once it ends
-    began: int | None = None  # where the transaction being read begins (GTID or BEGIN event)
-    pieced = False  # pieces of the transaction being read were given already
-    touched: set[str] = set()  # the captured tables the transaction being read changed, pieces given or not
-    # The transaction being read is one statement with no BEGIN or COMMIT (a DDL): MariaDB
-    # flags its GTID so; after a MySQL GTID, a statement other than BEGIN is one.
-    standalone = False
+_Given = tuple[Transaction | SchemaChange, ...]  # what one event gives the reader's consumer
 
-    def transaction_ended() -> None:
-        nonlocal pending_gtid
-        if gtids is not None and pending_gtid:
-            gtids.add(pending_gtid)
-        pending_gtid = ""
 
-    def resume_point(pos: int) -> BinlogOffset:
-        transaction_ended()
-        return BinlogOffset(stream.log_file, pos, 0, str(gtids) if gtids is not None else "")
+class _TransactionAssembler:
+    """Follows a stream's events into transactions, keeping what the transaction being read
+    has come to: its rows events, its GTID, where it began, whether pieces of it were given."""
 
-    def inside(pos: int) -> BinlogOffset:
+    def __init__(
+        self,
+        stream: BinlogEventStream,
+        decoders: RowImageDecoders,
+        watched: WatchedTables,
+        start: BinlogOffset,
+        gtids: GtidState | None,
+        ddl: DdlReader | None,
+    ) -> None:
+        self.stream, self.decoders, self.watched, self.ddl = stream, decoders, watched, ddl
+        self.gtids = gtids  # executed so far; None: not kept
+        self.resume_after: BinlogOffset | None = start if start.transaction else None
+        self.events: list[RowsEvent] = []
+        self.pending_bytes = 0
+        self.pending_gtid = ""  # the GTID of the transaction being read, executed once it ends
+        self.began: int | None = None  # where the transaction being read begins (GTID or BEGIN event)
+        self.pieced = False  # pieces of the transaction being read were given already
+        self.touched: set[str] = set()  # the captured tables it changed, pieces given or not
+        # The transaction being read is one statement with no BEGIN or COMMIT (a DDL): MariaDB
+        # flags its GTID so; after a MySQL GTID, a statement other than BEGIN is one.
+        self.standalone = False
+
+    def follow(self, stop_at: BinlogOffset | None) -> Iterator[Transaction | SchemaChange | Heartbeat]:
+        stream = self.stream
+        for event in stream:
+            if isinstance(event, RotateEvent):
+                continue
+            if isinstance(event, (GtidEvent, MariadbGtidEvent)):
+                self._gtid(event)
+                continue
+            if isinstance(event, HeartbeatLogEvent):
+                if not self.events and self.began is None:
+                    yield Heartbeat(self._resume_point(event.packet.log_pos))
+                continue
+            start = event_start(stream, event)
+            if stop_at is not None and not start.is_before(stop_at):
+                return
+            if isinstance(event, BinlogRowsEvent):
+                yield from self._rows(event, start)
+            elif isinstance(event, XidEvent):
+                yield self._committed(event)
+            elif isinstance(event, XAPrepareEvent):
+                yield self._xa_prepared(event, start)
+            elif isinstance(event, QueryEvent):
+                yield from self._statement(event, start)
+
+    def _gtid(self, event: GtidEvent | MariadbGtidEvent) -> None:
+        self._transaction_ended()  # if the previous one had no XID or COMMIT (DDL), it ends here
+        self.pending_gtid = event.gtid
+        self.touched.clear()
+        self.began = event_start(self.stream, event).pos
+        self.pieced = self.resume_after is not None  # resumed inside it: its first pieces were committed
+        self.standalone = isinstance(event, GtidEvent) or bool(event.flags & MARIADB_GTID_STANDALONE)
+
+    def _rows(self, event: BinlogRowsEvent, start: BinlogOffset) -> _Given:
+        first = self._first_row(start)
+        if first is None:
+            return ()
+        relaid = self.ddl.table_map_change(event, start) if self.ddl is not None else None
+        given = self._relaid(relaid, start, event.timestamp) if relaid is not None else ()
+        rows = rows_event(event, start, self.decoders, first)
+        if rows is None:
+            return given
+        self.events.append(rows)
+        self.touched.add(rows.table_id)
+        self.pending_bytes += len(rows.body)
+        if self.pending_bytes >= PIECE_BYTES and self.began is not None:
+            piece = Transaction(self.events, self._inside(rows.end), event.timestamp, time.time())
+            self.events, self.pending_bytes, self.pieced = [], 0, True
+            return (*given, piece)
+        return given
+
+    def _relaid(self, relaid: SchemaChange, start: BinlogOffset, timestamp: int) -> _Given:
+        """A table map that changed the table's layout, as the schema change it makes."""
+        if self.began is not None and not self.pieced:
+            # At the transaction's start, so that what is read again is read as of a
+            # transaction's end; the transaction's rows come after it, all of them.
+            at = BinlogOffset(self.stream.log_file, self.began, 0, self._gtid_text())
+            self.decoders.evolve(relaid.events)
+            return (dataclasses.replace(relaid, position=at, resume_at=at),)
+        # Inside a transaction given in pieces: no range can be read as of there.
+        given: _Given = ()
+        if self.events:
+            given = (Transaction(self.events, self._inside(self.events[-1].end), timestamp, time.time()),)
+            self.events, self.pending_bytes = [], 0
+        self.decoders.evolve(relaid.events)
+        return (*given, dataclasses.replace(relaid, resume_at=self._inside(start.pos), reread=()))
+
+    def _committed(self, event: XidEvent | QueryEvent) -> Transaction:
+        transaction = Transaction(self.events, self._resume_point(event.packet.log_pos), event.timestamp, time.time())
+        self.events, self.pending_bytes, self.pieced = [], 0, False
+        self.began = None
+        self.touched.clear()
+        return transaction
+
+    def _xa_prepared(self, event: XAPrepareEvent, start: BinlogOffset) -> Transaction:
+        if self.touched:
+            raise SourceError(
+                f"an XA transaction prepared at {start} changes {', '.join(sorted(self.touched))}: Sluice does not "
+                "follow XA transactions "
+                "(their rows count only at a later XA COMMIT, and not at all after an XA ROLLBACK); leave the "
+                "captured tables out of XA transactions, or the tables out of the pipeline"
+            )
+        transaction = Transaction(self.events, self._resume_point(event.packet.log_pos), event.timestamp, time.time())
+        self.began, self.pieced = None, False
+        return transaction
+
+    def _statement(self, event: QueryEvent, start: BinlogOffset) -> _Given:
+        query = event.query.strip().upper()
+        if query == "BEGIN":
+            self.standalone = False
+            if self.began is None:  # no GTID event: the transaction begins here
+                self.began = start.pos
+            return ()
+        if query == "COMMIT":
+            return (self._committed(event),)
+        change = self.ddl.schema_change(event, start) if self.ddl is not None else None
+        if change is not None:
+            given = dataclasses.replace(change, resume_at=self._resume_point(event.packet.log_pos))
+            self.decoders.evolve(change.events)
+            for changed in change.events:  # the names its tables have from here on
+                if isinstance(changed, CreateTable):
+                    self.watched.add(changed.table_id)
+                elif isinstance(changed, RenameTable):
+                    self.watched.add(changed.new_table_id)
+            self.began = None
+            return (given,)
+        if self.standalone and not self.events:
+            # A statement of its own that changes no captured table: its transaction
+            # ends with it, so the heartbeats after it carry the position on (else
+            # they wait for the next transaction, and a quiet source never sends one).
+            self._transaction_ended()
+            self.began = None
+        return ()
+
+    def _transaction_ended(self) -> None:
+        if self.gtids is not None and self.pending_gtid:
+            self.gtids.add(self.pending_gtid)
+        self.pending_gtid = ""
+
+    def _gtid_text(self) -> str:
+        return str(self.gtids) if self.gtids is not None else ""
+
+    def _resume_point(self, pos: int) -> BinlogOffset:
+        self._transaction_ended()
+        return BinlogOffset(self.stream.log_file, pos, 0, self._gtid_text())
+
+    def _inside(self, pos: int) -> BinlogOffset:
         """At `pos` inside the transaction: the GTID set is the one before it."""
-        gtid = str(gtids) if gtids is not None else ""
-        return BinlogOffset(stream.log_file, pos, 0, gtid, began or 0)
+        return BinlogOffset(self.stream.log_file, pos, 0, self._gtid_text(), self.began or 0)
 
-    def first_row(start: BinlogOffset) -> int | None:
+    def _first_row(self, start: BinlogOffset) -> int | None:
         """Resumed inside a transaction: None for an event committed already, else the
         first of its rows not committed."""
-        nonlocal resume_after
+        resume_after = self.resume_after
         if resume_after is None or resume_after.is_before(start):
-            resume_after = None
+            self.resume_after = None
             return 0
         if start.is_before(BinlogOffset(resume_after.file, resume_after.pos)):
             return None
-        first, resume_after = resume_after.row, None
-        return first
-
-    for event in stream:
-        if isinstance(event, RotateEvent):
-            continue
-        if isinstance(event, (GtidEvent, MariadbGtidEvent)):
-            transaction_ended()  # if the previous one had no XID or COMMIT (DDL), it ends here
-            pending_gtid = event.gtid
-            touched.clear()
-            began = event_start(stream, event).pos
-            pieced = resume_after is not None  # resumed inside it: its first pieces were committed
-            standalone = isinstance(event, GtidEvent) or bool(event.flags & MARIADB_GTID_STANDALONE)
-            continue
-        if isinstance(event, HeartbeatLogEvent):
-            if not events and began is None:
-                yield Heartbeat(resume_point(event.packet.log_pos))
-            continue
-        start = event_start(stream, event)
-        if stop_at is not None and not start.is_before(stop_at):
-            return
-        if isinstance(event, BinlogRowsEvent):
-            first = first_row(start)
-            relaid = ddl.table_map_change(event, start) if ddl is not None and first is not None else None
-            if relaid is not None and began is not None and not pieced:
-                # At the transaction's start, so that what is read again is read as of a
-                # transaction's end; the transaction's rows come after it, all of them.
-                at = BinlogOffset(stream.log_file, began, 0, str(gtids) if gtids is not None else "")
-                yield dataclasses.replace(relaid, position=at, resume_at=at)
-                decoders.evolve(relaid.events)
-            elif relaid is not None:  # inside a transaction given in pieces: no range can be read as of there
-                if events:
-                    yield Transaction(events, inside(events[-1].end), event.timestamp, time.time())
-                    events, pending_bytes = [], 0
-                yield dataclasses.replace(relaid, resume_at=inside(start.pos), reread=())
-                decoders.evolve(relaid.events)
-            rows = rows_event(event, start, decoders, first) if first is not None else None
-            if rows is None:
-                continue
-            events.append(rows)
-            touched.add(rows.table_id)
-            pending_bytes += len(rows.body)
-            if pending_bytes >= PIECE_BYTES and began is not None:
-                yield Transaction(events, inside(rows.end), event.timestamp, time.time())
-                events, pending_bytes, pieced = [], 0, True
-        elif isinstance(event, QueryEvent) and event.query.strip().upper() == "BEGIN":
-            standalone = False
-            if began is None:  # no GTID event: the transaction begins here
-                began = start.pos
-        elif isinstance(event, XAPrepareEvent):
-            if touched:
-                raise SourceError(
-                    f"an XA transaction prepared at {start} changes {', '.join(sorted(touched))}: Sluice does not "
-                    "follow XA transactions "
-                    "(their rows count only at a later XA COMMIT, and not at all after an XA ROLLBACK); leave the "
-                    "captured tables out of XA transactions, or the tables out of the pipeline"
-                )
-            yield Transaction(events, resume_point(event.packet.log_pos), event.timestamp, time.time())
-            began, pieced = None, False
-        elif isinstance(event, XidEvent) or (isinstance(event, QueryEvent) and event.query.strip().upper() == "COMMIT"):
-            yield Transaction(events, resume_point(event.packet.log_pos), event.timestamp, time.time())
-            events, pending_bytes, pieced = [], 0, False
-            began = None
-            touched.clear()
-        elif isinstance(event, QueryEvent):
-            change = ddl.schema_change(event, start) if ddl is not None else None
-            if change is not None:
-                yield dataclasses.replace(change, resume_at=resume_point(event.packet.log_pos))
-                decoders.evolve(change.events)
-                for event in change.events:  # the names its tables have from here on
-                    if isinstance(event, CreateTable):
-                        watched.add(event.table_id)
-                    elif isinstance(event, RenameTable):
-                        watched.add(event.new_table_id)
-                began = None
-            elif standalone and not events:
-                # A statement of its own that changes no captured table: its transaction
-                # ends with it, so the heartbeats after it carry the position on (else
-                # they wait for the next transaction, and a quiet source never sends one).
-                transaction_ended()
-                began = None
+        self.resume_after = None
+        return resume_after.row

@@ -135,7 +135,7 @@ class TableRouting:
         if transform is None:
             return iter(rows) if onto is None else map(onto, rows)
         meta = transform.row_meta()
-        kept = (transform.project(row, meta) for row in rows if transform.keeps(row, meta))
+        kept = (image for image in (transform.image(row, meta) for row in rows) if image is not None)
         return kept if onto is None else map(onto, kept)
 
     def change_rows(self, rows: Sequence[ChangeRow]) -> list[ChangeRow]:
@@ -285,11 +285,8 @@ def _image(table: RoutedTable, row: ChangeRow, kind: RowKind) -> Row | None:
     transform = table.transform
     if transform is None:
         return row.row if table.onto is None else table.onto(row.row)
-    meta = transform.row_meta(kind.value, row.timestamp * 1000)
-    if not transform.keeps(row.row, meta):
-        return None
-    image = transform.project(row.row, meta)
-    return image if table.onto is None else table.onto(image)
+    image = transform.image(row.row, transform.row_meta(kind.value, row.timestamp * 1000))
+    return image if image is None or table.onto is None else table.onto(image)
 
 
 def _update(table: RoutedTable, sink: TableSchema, before: ChangeRow, after: ChangeRow) -> list[ChangeRow]:

@@ -23,6 +23,7 @@ from sluice.runtime.progress import BinlogProgress
 from sluice.runtime.run_context import RunContext
 from sluice.runtime.schema_change_handler import SchemaChangeHandler
 from sluice.runtime.table_join import TablesJoining
+from sluice.sink.base import SinkWriter
 from sluice.snapshot.snapshot_split_assigner import SnapshotAssignerState
 from sluice.source.connection import connect, current_offset, executed_gtids
 
@@ -44,73 +45,71 @@ class BinlogStep:
         self.joining = TablesJoining(context)
 
     def run(self, snapshot: SnapshotAssignerState | None) -> None:
-        source = self.context.definition.source
         if self.context.sink.writes_changes_with_spark:
             self.spark.session()
         writer = self.context.sink.writer()
+        progress = BinlogProgress(self.context.store.record_lag, self.context.metrics)
+        changes = SchemaChangeHandler(
+            self.context,
+            writer,
+            progress,
+            self.approvals,
+            self._after_schema_change,
+            self._reread if self.context.sink.replaces_key_ranges else None,
+        )
         conn = connect(self.context.endpoint)
         try:
             split = self._binlog_split(conn, snapshot)
             committed = writer.committed_binlog_offset()
             if committed is not None and committed.is_after(split.offset):
                 split.advance(committed)
-            progress = BinlogProgress(self.context.store.record_lag, self.context.metrics)
-            changes = SchemaChangeHandler(
-                self.context.definition,
-                self.approvals,
-                self.context.state,
-                self.context.store,
-                writer,
-                progress,
-                self.context.stopping,
-                self._after_schema_change,
-                self._reread if self.context.sink.replaces_key_ranges else None,
-            )
             changes.finish_after_crash(split, committed)
             self._after_schema_change(split)
             self._catch_up_a_finished_bounded_run(conn, split)
-            stop_at = self.context.state.stop_at
-            by_gtid = resumes_by_gtid(split, stop_at)
-            if not by_gtid:
+            if not resumes_by_gtid(split, self.context.state.stop_at):
                 check_offset_available(conn, split.offset)
         finally:
             conn.close()
-        settings = BinlogSettings(
-            server_id=source.server_ids.binlog_reader,
-            heartbeat_seconds=min(source.heartbeat_seconds, 1.0),
-            batch_rows=int(self.context.definition.sink.options.get("sink.batch-size", 5000)),
-            max_batch_delay=self.context.sink.max_batch_delay,
-            commits_when_quiet=self.context.sink.commits_when_quiet,
-            target_needs=target_needs(self.context.sink, self.context.definition.routing),
-        )
         online = self._online_work()
         try:
             with collector_for_rows():
-                run_binlog_phase(
-                    BinlogRun(
-                        self.context.endpoint,
-                        settings,
-                        split,
-                        self.context.state.tables or {},
-                        writer,
-                        self.context.stopping,
-                        self._binlog_committed,
-                        progress.committed,
-                        stop_at=stop_at,
-                        skip_before_millis=source.startup.timestamp_millis if source.startup.mode == "timestamp" else 0,
-                        captured=source.tables.selects,
-                        on_schema_change=changes.handle,
-                        targets=self.context.state.targets,
-                        migrations=self.context.state.migrations if source.online_schema_changes else None,
-                        unread_tables=self.context.state.unread,
-                        on_reconnect=progress.reconnected,
-                    )
-                )
+                run_binlog_phase(self._binlog_run(split, writer, progress, changes))
         finally:
             if online is not None:
                 online.stop()
             writer.close()
             progress.show(final=True)
+
+    def _binlog_run(
+        self, split: BinlogSplit, writer: SinkWriter, progress: BinlogProgress, changes: SchemaChangeHandler
+    ) -> BinlogRun:
+        context, source = self.context, self.context.definition.source
+        settings = BinlogSettings(
+            server_id=source.server_ids.binlog_reader,
+            heartbeat_seconds=min(source.heartbeat_seconds, 1.0),
+            batch_rows=int(context.definition.sink.options.get("sink.batch-size", 5000)),
+            max_batch_delay=context.sink.max_batch_delay,
+            commits_when_quiet=context.sink.commits_when_quiet,
+            target_needs=target_needs(context.sink, context.definition.routing),
+        )
+        return BinlogRun(
+            context.endpoint,
+            settings,
+            split,
+            context.state.tables or {},
+            writer,
+            context.stopping,
+            self._binlog_committed,
+            progress.committed,
+            stop_at=context.state.stop_at,
+            skip_before_millis=source.startup.timestamp_millis if source.startup.mode == "timestamp" else 0,
+            captured=source.tables.selects,
+            on_schema_change=changes.handle,
+            targets=context.state.targets,
+            migrations=context.state.migrations if source.online_schema_changes else None,
+            unread_tables=context.state.unread,
+            on_reconnect=progress.reconnected,
+        )
 
     def _online_work(self) -> OnlineWork | None:
         """Verification and resnapshots as the spec asks, beside the binlog reader (the jdbc

@@ -29,9 +29,9 @@ from typing import Any
 from sluice.binlog.binlog_split import BinlogSplit
 from sluice.binlog.binlog_split_reader import BinlogSplitReader
 from sluice.binlog.ddl.ddl_context import Captured
-from sluice.binlog.ddl.ddl_reader import SchemaChange
+from sluice.binlog.ddl.ddl_reader import DdlFollowing, SchemaChange
 from sluice.binlog.rows.image_completion import TargetNeeds
-from sluice.binlog.transaction_reader import BinlogSource, DdlFollowing, Heartbeat, Transaction, read_transactions
+from sluice.binlog.transaction_reader import BinlogSource, Heartbeat, Transaction, read_transactions
 from sluice.coordinator.schema_change import short_statement
 from sluice.event.row_change import ChangeBatch
 from sluice.route.routing import Routing

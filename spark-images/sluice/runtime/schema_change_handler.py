@@ -7,7 +7,6 @@ schemas. Every step is in the state before the next begins."""
 from __future__ import annotations
 
 import logging
-import threading
 from collections.abc import Callable, Collection, Sequence
 
 from sluice.binlog.binlog_split import BinlogSplit
@@ -26,9 +25,9 @@ from sluice.errors import SchemaDrift, SluiceError
 from sluice.event.row_change import ChangeBatch
 from sluice.event.schema_change import CreateTable, DropTable, RenameTable, SchemaChangeEvent
 from sluice.failpoints import failpoint
-from sluice.pipeline.definition import PipelineDefinition
 from sluice.runtime.binlog_streaming import Resumed
 from sluice.runtime.progress import BinlogProgress
+from sluice.runtime.run_context import RunContext
 from sluice.sink.base import SchemaChangeRefused, SinkWriter
 from sluice.source.offset import BinlogOffset
 from sluice.source.schema import TableSchema
@@ -58,26 +57,31 @@ def _renamed_into_the_capture(events: Sequence[SchemaChangeEvent], known: Collec
     return joined
 
 
+def _described(change: SchemaChange, reread: Sequence[str]) -> str:
+    described = ", ".join(map(str, change.events))
+    if reread:
+        described += (", and " if described else "") + f"rows of {', '.join(reread)} "
+        described += "changed without row events: read again after it"
+    if change.undecided:
+        described += f"; {change.undecided}: it waits for approval as read"
+    return described
+
+
 class SchemaChangeHandler:
     def __init__(
         self,
-        definition: PipelineDefinition,
-        approvals: Callable[[], Collection[str]],
-        state: PipelineState,
-        store: StateStore,
+        context: RunContext,
         writer: SinkWriter,
         progress: BinlogProgress,
-        stopping: threading.Event,
+        approvals: Callable[[], Collection[str]],
         after_resume: Callable[[BinlogSplit], bool],
         reread: Callable[[Sequence[str]], int] | None = None,
     ) -> None:
-        self.definition = definition
-        self.approvals = approvals  # asked again while a `manual` change waits
-        self.state = state
-        self.store = store
+        self.definition = context.definition
+        self.context = context  # its state and store, and whether the run is stopping
         self.writer = writer
         self.progress = progress
-        self.stopping = stopping
+        self.approvals = approvals  # asked again while a `manual` change waits
         # What waits on the new schemas: tables renamed into the capture (state.joining:
         # snapshotted, then read from the DDL on, so it says True), deferred splits.
         self.after_resume = after_resume
@@ -85,6 +89,14 @@ class SchemaChangeHandler:
         # that cannot: None). For DDL that changes rows without row events.
         self.reread = reread
         self._tracked: SchemaChange | None = None  # the change being resolved, for _keep_track at its end
+
+    @property
+    def state(self) -> PipelineState:
+        return self.context.state
+
+    @property
+    def store(self) -> StateStore:
+        return self.context.store
 
     def handle(self, change: SchemaChange, split: BinlogSplit) -> Resumed | None:
         """Resolves `change` and moves `split` past it; None when the pipeline stops while
@@ -97,11 +109,32 @@ class SchemaChangeHandler:
         self._tracked = change
         joined = _renamed_into_the_capture(change.events, known)
         events = tuple(e for e in change.events if e not in joined)
+        reread = self._tables_to_read_again(change, split, events)
         inflight = self.state.schema_change
+        if inflight is None or inflight.position != change.position:
+            inflight = SchemaChangeInFlight(
+                change_id(change.position), change.position, change.resume_at, change.statement, events
+            )
+            inflight.reread = reread
+            self._record(inflight)
+        what = f"schema change {inflight.id} ({short_statement(change.statement)})"
+        self.progress.note(f"{what}: paused, everything before it committed; {_described(change, reread)}")
+        if not self._coordinate(change, inflight, what):
+            return None
+        resumed = self._resume(inflight, split, [e.new_table_id for e in joined])
+        read_again = self.after_resume(split)
+        self.progress.note(f"{what}: resumed after it")
+        return Resumed(self.state.tables or {}, self.state.targets, read_again) if read_again else resumed
+
+    def _tables_to_read_again(
+        self, change: SchemaChange, split: BinlogSplit, events: tuple[SchemaChangeEvent, ...]
+    ) -> tuple[str, ...]:
+        """The tables whose rows the change changed without row events, where they can be read again."""
         reread = change.reread if self.definition.schema_change_behavior != "ignore" else ()
         # Not under lenient: a table read again would lose what the target keeps of the
         # columns the source dropped or renamed.
         if self.definition.schema_change_behavior in ("evolve", "try_evolve"):
+            known = self.state.tables or {}
             reread = (*reread, *(t for t in self.writer.rereads_after(events, known) if t not in reread))
         why_not = self._why_not_rereadable(change, split) if reread else ""
         if why_not and not change.relaid:
@@ -111,31 +144,21 @@ class SchemaChangeHandler:
                 "schema.change.behavior ignore to go on"
             )
         if why_not:  # a table map's change may have given the rows there values: where they cannot be read again
-            reread = ()
             self.progress.note(
                 f"schema change at {change.position}: rows of {', '.join(change.reread)} keep their old values in "
                 f"the target's new or retyped columns until they change ({why_not})"
             )
-        if inflight is None or inflight.position != change.position:
-            inflight = SchemaChangeInFlight(
-                change_id(change.position), change.position, change.resume_at, change.statement, events
-            )
-            inflight.reread = reread
-            self._record(inflight)
-        what = f"schema change {inflight.id} ({short_statement(change.statement)})"
-        described = ", ".join(map(str, change.events))
-        if reread:
-            described += (", and " if described else "") + f"rows of {', '.join(reread)} "
-            described += "changed without row events: read again after it"
-        if change.undecided:
-            described += f"; {change.undecided}: it waits for approval as read"
-        self.progress.note(f"{what}: paused, everything before it committed; {described}")
+            return ()
+        return tuple(reread)
+
+    def _coordinate(self, change: SchemaChange, inflight: SchemaChangeInFlight, what: str) -> bool:
+        """The change through its steps to the end; False if the pipeline stopped while it waited for approval."""
         targets = self.state.targets
         effects = Effects(
             record=self._record,
             apply=lambda events: self._apply(inflight.id, events, targets),
             approved=self.approvals,
-            wait=lambda: not self.stopping.wait(APPROVAL_POLL_SECONDS),
+            wait=lambda: not self.context.stopping.wait(APPROVAL_POLL_SECONDS),
         )
         behavior, accepted = self.definition.schema_change_behavior, self.definition.accepted_schema_changes
         if change.undecided and behavior != "ignore":
@@ -143,17 +166,14 @@ class SchemaChangeHandler:
         try:
             if not coordinate(inflight, behavior, targets, effects, accepted):
                 self.progress.note(f"{what}: stopped while waiting for approval")
-                return None
+                return False
         except SchemaChangeFailed as exc:
             raise SluiceError(f"{what}: {exc}; the pipeline stopped before it, with all before it committed") from exc
         if inflight.step is Step.APPLIED:
             self.progress.note(f"{what}: applied to the target: {', '.join(map(str, inflight.target_events))}")
         else:
             self.progress.note(f"{what}: {inflight.step.value.lower()}: {inflight.message}")
-        resumed = self._resume(inflight, split, [e.new_table_id for e in joined])
-        read_again = self.after_resume(split)
-        self.progress.note(f"{what}: resumed after it")
-        return Resumed(self.state.tables or {}, self.state.targets, read_again) if read_again else resumed
+        return True
 
     def _why_not_rereadable(self, change: SchemaChange, split: BinlogSplit) -> str:
         """A table is read again only into a sink that can, into a target of its own where

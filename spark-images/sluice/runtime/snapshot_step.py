@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import logging
 import sys
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from sluice.event.snapshot_split import SplitResult
@@ -21,7 +20,7 @@ from sluice.snapshot.snapshot_split_assigner import SnapshotAssignerState
 from sluice.source.connection import connect, current_offset
 
 if TYPE_CHECKING:
-    from pyspark import SparkContext
+    pass
 
 log = logging.getLogger(__name__)
 
@@ -50,7 +49,7 @@ class SnapshotStep:
         self.context.store.save(self.context.state)
 
     def run(self, snapshot: SnapshotAssignerState) -> None:
-        from sluice.runtime.split_reading import run_snapshot_phase
+        from sluice.runtime.split_reading import SplitReading
 
         def finished(result: SplitResult) -> None:
             snapshot.record(result.split_id, result.high_watermark, result.rows)
@@ -78,32 +77,18 @@ class SnapshotStep:
         progress.resuming()
         progress.show()
 
-        def read(sc: SparkContext | None, until: Callable[[], bool] = lambda: False) -> None:
-            run_snapshot_phase(
-                sc,
-                self.context.definition,
-                self.context.endpoint,
-                self.context.sink,
-                snapshot,
-                finished,
-                self.context.stopping,
-                table_changed,
-                progress,
-                replacing,
-                until,
-            )
-
+        reading = SplitReading(self.context, snapshot, progress, replacing, finished, table_changed)
         try:
             if self.spark.driver_reads:
                 # Read here, alone or while Spark starts beside the driver.
                 alone = self._driver_reads_alone(len(snapshot.remaining))
                 if alone:
                     progress.note(alone)
-                read(None, until=(lambda: False) if alone else self.spark.start().is_ready)
+                reading.read(None, until=(lambda: False) if alone else self.spark.start().is_ready)
             if snapshot.remaining and not self.context.stopping.is_set():
                 sc = self.spark.session().sparkContext
                 progress.note(f"Spark is up: executors read the {len(snapshot.remaining)} splits left")
-                read(sc)
+                reading.read(sc)
         finally:
             progress.show(final=True)
             self.save(snapshot)  # the journal folded into the document

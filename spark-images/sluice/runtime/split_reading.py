@@ -22,13 +22,11 @@ from typing import TYPE_CHECKING
 
 from sluice.errors import SchemaDrift, SluiceError
 from sluice.event.snapshot_split import SnapshotSplit, SplitResult, SplitTask
-from sluice.pipeline.definition import PipelineDefinition
 from sluice.runtime.progress import SnapshotProgress
+from sluice.runtime.run_context import RunContext
 from sluice.sink import target_values
-from sluice.sink.base import Sink
 from sluice.snapshot.snapshot_split_assigner import SnapshotAssignerState
 from sluice.snapshot.split_reader import read_splits
-from sluice.source.endpoint import SourceEndpoint
 
 if TYPE_CHECKING:
     from pyspark import SparkContext
@@ -71,81 +69,93 @@ class PendingSplits:
             return taken
 
 
-def run_snapshot_phase(
-    sc: SparkContext | None,
-    definition: PipelineDefinition,
-    endpoint: SourceEndpoint,
-    sink: Sink,
-    state: SnapshotAssignerState,
-    on_split_finished: Callable[[SplitResult], None],
-    stopping: threading.Event,
-    on_table_changed: Callable[[str], None],
-    progress: SnapshotProgress,
-    replacing: set[str],
-    until: Callable[[], bool] = lambda: False,
-) -> None:
-    """Reads the remaining splits, on Spark (`sc`) or, with `sc` None, in this process until
-    `until()` says to hand over. The splits of `replacing` tables replace their key ranges in
-    the target (snapshot/range_replacement). Once `stopping` is set no new job starts, and the running
-    ones finish and are recorded. A table whose columns changed meanwhile (a split read
-    refused to mix two schemas) is handed to `on_table_changed`, which defers its
-    unfinished splits; the other tables go on."""
-    lock = threading.Lock()
-    failures: list[BaseException] = []
-    source = definition.source
-    slots = min(definition.parallelism, max(len(state.remaining), 1))
-    per_job = splits_per_job(source.chunk_size, TASK_ROWS if sc is not None else DRIVER_ROWS)
-    pending = PendingSplits(list(state.remaining), per_job, slots)
+class SplitReading:
+    """Reads the remaining splits of `state`: on Spark, or in this process while Spark
+    starts. The splits of `replacing` tables replace their key ranges in the target
+    (snapshot/range_replacement). A finished split goes to `on_split_finished`; a table
+    whose columns changed meanwhile (a split read refused to mix two schemas) to
+    `on_table_changed`, which defers its unfinished splits while the other tables go on."""
 
-    def record(result: SplitResult) -> None:
-        with lock:
-            on_split_finished(result)
-            target_values.count_executors(result)
-            progress.split_finished(SnapshotAssignerState.splits_table(result.split_id), result.rows)
+    def __init__(
+        self,
+        context: RunContext,
+        state: SnapshotAssignerState,
+        progress: SnapshotProgress,
+        replacing: set[str],
+        on_split_finished: Callable[[SplitResult], None],
+        on_table_changed: Callable[[str], None],
+    ) -> None:
+        self.context, self.state, self.progress, self.replacing = context, state, progress, replacing
+        self.on_split_finished, self.on_table_changed = on_split_finished, on_table_changed
+        self._lock = threading.Lock()
+        self._failures: list[BaseException] = []
 
-    def write(tasks: list[SplitTask]) -> None:
-        if sc is None:
-            sink.write_splits_now(tasks, read_splits, record)
-            return
-        sc.setJobDescription(f"snapshot splits {tasks[0].split.split_id} .. {tasks[-1].split.split_id}")
-        for result in sink.write_snapshot_job(sc, tasks, read_splits):
-            record(result)
+    def read(self, sc: SparkContext | None, until: Callable[[], bool] = lambda: False) -> None:
+        """Reads on Spark (`sc`) or, with `sc` None, here until `until()` says to hand over.
+        Once the run is stopping no new job starts, and the running ones finish and are recorded."""
+        definition = self.context.definition
+        slots = min(definition.parallelism, max(len(self.state.remaining), 1))
+        per_job = splits_per_job(definition.source.chunk_size, TASK_ROWS if sc is not None else DRIVER_ROWS)
+        pending = PendingSplits(list(self.state.remaining), per_job, slots)
+        self._failures = []
+        workers = [
+            threading.Thread(
+                target=self._worker, args=(slot, sc, pending, until), name=f"split-reader-{slot}", daemon=True
+            )
+            for slot in range(slots)
+        ]
+        for thread in workers:
+            thread.start()
+        for thread in workers:
+            thread.join()
+        if self._failures:
+            raise task_failure(self._failures[0])
 
-    def worker(slot: int) -> None:
+    def _worker(self, slot: int, sc: SparkContext | None, pending: PendingSplits, until: Callable[[], bool]) -> None:
+        source, state = self.context.definition.source, self.state
         server_id = source.server_ids.snapshot_reader(slot)
-        while not failures and not stopping.is_set() and not until():
+        while not self._failures and not self.context.stopping.is_set() and not until():
             splits = pending.take()
             if not splits:
                 return
             if splits[0].split_id in state.deferred:
                 continue
-            try:
-                write(
-                    [
-                        SplitTask(
-                            s, state.tables[s.table_id], endpoint, server_id, source.fetch_size, s.table_id in replacing
-                        )
-                        for s in splits
-                    ]
+            tasks = [
+                SplitTask(
+                    s,
+                    state.tables[s.table_id],
+                    self.context.endpoint,
+                    server_id,
+                    source.fetch_size,
+                    s.table_id in self.replacing,
                 )
-            except BaseException as exc:  # noqa: BLE001 - reported by the driver thread below
+                for s in splits
+            ]
+            try:
+                self._write(sc, tasks)
+            except BaseException as exc:  # noqa: BLE001 - reported by the driver thread in read()
                 changed = SchemaDrift.of(exc)
                 if changed is None:
-                    failures.append(exc)
+                    self._failures.append(exc)
                     return
-                with lock:
+                with self._lock:
                     if changed not in {state.splits_table(i) for i in state.deferred}:
-                        on_table_changed(changed)
+                        self.on_table_changed(changed)
 
-    workers = [
-        threading.Thread(target=worker, args=(slot,), name=f"split-reader-{slot}", daemon=True) for slot in range(slots)
-    ]
-    for thread in workers:
-        thread.start()
-    for thread in workers:
-        thread.join()
-    if failures:
-        raise task_failure(failures[0])
+    def _write(self, sc: SparkContext | None, tasks: list[SplitTask]) -> None:
+        sink = self.context.sink
+        if sc is None:
+            sink.write_splits_now(tasks, read_splits, self._record)
+            return
+        sc.setJobDescription(f"snapshot splits {tasks[0].split.split_id} .. {tasks[-1].split.split_id}")
+        for result in sink.write_snapshot_job(sc, tasks, read_splits):
+            self._record(result)
+
+    def _record(self, result: SplitResult) -> None:
+        with self._lock:
+            self.on_split_finished(result)
+            target_values.count_executors(result)
+            self.progress.split_finished(SnapshotAssignerState.splits_table(result.split_id), result.rows)
 
 
 def task_failure(exc: BaseException) -> SluiceError:

@@ -134,6 +134,10 @@ class TableTransform:
         """Flink CDC's metadata for a MySQL row: no namespace, the database as the schema."""
         return (None, self.source.database, self.source.table, event_type, op_ts)
 
+    def image(self, row: Row, meta: Meta) -> Row | None:
+        """The row as its target holds it; None where the filter keeps it out."""
+        return self.project(row, meta) if self.keeps(row, meta) else None
+
     def keeps(self, row: Row, meta: Meta) -> bool:
         try:
             return self.filter is None or bool(self.filter.evaluate(row, meta))

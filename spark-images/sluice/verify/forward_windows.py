@@ -9,7 +9,16 @@ from collections.abc import Mapping
 from pymysqlreplication.event import HeartbeatLogEvent, QueryEvent, RotateEvent, XidEvent
 
 from sluice.binlog.protocol.event_stream import BinlogEventStream, BinlogRowsEvent
-from sluice.binlog.rows.event_reader import RowsEvent, event_start, open_stream, rows_event, window_changes
+from sluice.binlog.rows.event_reader import (
+    Following,
+    Replica,
+    RowsEvent,
+    WatchedTables,
+    event_start,
+    open_stream,
+    rows_event,
+    window_changes,
+)
 from sluice.binlog.rows.row_image_decoder import RowImageDecoders
 from sluice.errors import SourceError
 from sluice.event.row_change import RowChange
@@ -71,13 +80,10 @@ class ForwardWindows:
     def _open(self, start: BinlogOffset) -> None:
         self.close()
         self._stream = open_stream(
-            self._endpoint,
-            self._server_id,
+            Replica(self._endpoint, self._server_id, self._mariadb),
             start,
-            self._schemas,
-            self._mariadb,
-            blocking=True,
-            heartbeat_seconds=self._heartbeat,
+            WatchedTables(self._schemas),
+            Following(self._heartbeat),
             extra_events=(HeartbeatLogEvent, XidEvent, QueryEvent),
         )
         self._began = self._reached = BinlogOffset(start.file, start.pos)

@@ -16,7 +16,7 @@ from pymysqlreplication.event import QueryEvent
 from sluice.binlog.ddl.ddl_context import RENAMING, Captured, RowsReplaced, TableSchemas
 from sluice.binlog.ddl.online_schema_change import Migration, altered, cut_over, shadowed, started, taken
 from sluice.binlog.protocol.event_stream import BinlogRowsEvent
-from sluice.binlog.rows.event_reader import WatchedTables
+from sluice.binlog.rows.event_reader import Replica, WatchedTables
 from sluice.binlog.rows.row_image_decoder import RowImageDecoders
 from sluice.binlog.rows.table_map_layout import as_the_server_spells, layout_change
 from sluice.errors import SourceError
@@ -31,7 +31,6 @@ from sluice.event.schema_change import (
     is_reflected,
 )
 from sluice.source.connection import connect
-from sluice.source.endpoint import SourceEndpoint
 from sluice.source.offset import BinlogOffset
 from sluice.source.schema import TableSchema, read_table_schema
 from sluice.source.table_selector import is_tool_table
@@ -69,33 +68,49 @@ _NOT_A_STEP = object()  # a statement that is no step of a migration tool's
 _TOOL_TABLE = re.compile(r"\b_\w+_(?:gho|new|ghc|del|old)\b", re.IGNORECASE)
 
 
+@dataclass(frozen=True)
+class DdlFollowing:
+    """What a reader needs to follow DDL: a DDL on a `captured` table comes as a SchemaChange
+    between the transactions around it. `migrations`: gh-ost's and pt-osc's migrations in
+    progress (the state's), to read their statements as the one schema change each makes;
+    None: read them as any other statement. `unread`: tables a statement that could not be
+    read changed (the state's), whose next table map tells how. `schemas_read_at`: where the
+    schemas of tables read whole after the start were read (a table that joined the
+    capture): their DDL before there is in them already."""
+
+    captured: Captured
+    migrations: Mapping[str, Any] | None = None
+    unread: Collection[str] = ()
+    schemas_read_at: Mapping[str, BinlogOffset] | None = None
+
+
 class DdlReader:
     """Reads the DDL of QueryEvents against the reader's own schemas, and where a statement
     on a captured table cannot be read, the table maps of the tables it names."""
 
     def __init__(
         self,
-        captured: Captured,
+        following: DdlFollowing,
         decoders: RowImageDecoders,
         watched: WatchedTables,
-        mariadb: bool,
+        replica: Replica,
         lower_case_table_names: int,
-        endpoint: SourceEndpoint,
-        migrations: Mapping[str, Any] | None,
-        schemas_read_at: Mapping[str, BinlogOffset] | None,
     ) -> None:
-        self.endpoint = endpoint  # to read how the server spells a table's columns now
+        self.endpoint = replica.endpoint  # to read how the server spells a table's columns now
         self._control: pymysql.connections.Connection | None = None
-        self.captured = captured
+        self.captured = following.captured
         self.decoders = decoders
         self.watched = watched
-        self.mariadb = mariadb
+        self.mariadb = replica.mariadb
         self.lower_case_table_names = lower_case_table_names
         self.unread: dict[str, str] = {}  # table id: the statement its next table map explains
         self._maps: dict[str, object] = {}  # table id: the table map last compared
         # By the table migrated; None: scan.parse.online.schema.changes.enabled is off.
+        migrations = following.migrations
         self.migrations = None if migrations is None else {t: Migration.from_json(m) for t, m in migrations.items()}
-        self.read_at = dict(schemas_read_at or {})  # table id: where its schema was read (see read_transactions)
+        self.read_at = dict(following.schemas_read_at or {})  # table id: where its schema was read
+        for table_id in following.unread:  # their statements were read before a restart
+            self.wait_for_table_map(table_id, "")
 
     def wait_for_table_map(self, table_id: str, statement: str) -> None:
         """`statement` (that could not be read) changed the table: its next table map tells how."""

@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import struct
 from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
 from typing import NamedTuple
 
 from pymysqlreplication.event import RotateEvent
@@ -43,38 +44,51 @@ class WatchedTables:
                 names.append(name)
 
 
+@dataclass(frozen=True)
+class Replica:
+    """Whom a stream reads, as which replica."""
+
+    endpoint: SourceEndpoint
+    server_id: int
+    mariadb: bool
+
+
+@dataclass(frozen=True)
+class Following:
+    """A stream that follows the binlog past the server's end, waiting for more: a
+    heartbeat every `heartbeat_seconds` while the server is idle, `before_waiting` called
+    before a read that would wait (a reader handing on what it read in batches)."""
+
+    heartbeat_seconds: float | None = None
+    before_waiting: Callable[[], None] | None = None
+
+
 def open_stream(
-    endpoint: SourceEndpoint,
-    server_id: int,
+    replica: Replica,
     start: BinlogOffset,
-    schemas: Mapping[str, TableSchema],
-    mariadb: bool,
-    blocking: bool,
-    heartbeat_seconds: float | None = None,
+    watched: WatchedTables,
+    following: Following | None = None,
     extra_events: tuple[type, ...] = (),
-    gtid_set: str = "",
-    watched: WatchedTables | None = None,
-    before_waiting: Callable[[], None] | None = None,
+    by_gtid: bool = False,
 ) -> BinlogEventStream:
-    """A stream from `start` (file/position), or from just after `gtid_set` when given;
-    `before_waiting` is called before a read that would wait for the server."""
-    watched = watched or WatchedTables(schemas)
-    if gtid_set:
-        where = {"auto_position": gtid_set, "is_mariadb": mariadb}
+    """A stream from `start` (file/position), or from just after its GTID set `by_gtid`,
+    to the server's end, or on if `following`."""
+    if by_gtid:
+        where = {"auto_position": start.gtid, "is_mariadb": replica.mariadb}
     else:
         # python-mysql-replication 1.0.17 ignores log_file/log_pos in its MariaDB dump
         # command (it starts from the oldest binlog); MariaDB also serves the classic
         # file/position dump, so that is what a file/position start sends.
         where = {"log_file": start.file, "log_pos": start.pos, "resume_stream": True, "is_mariadb": False}
     return BinlogEventStream(
-        before_waiting=before_waiting,
-        connection_settings=endpoint.settings(),
-        server_id=server_id,
-        blocking=blocking,
+        before_waiting=following.before_waiting if following else None,
+        connection_settings=replica.endpoint.settings(),
+        server_id=replica.server_id,
+        blocking=following is not None,
         only_events=[*ROW_EVENTS, RotateEvent, *extra_events],
         only_schemas=watched.databases,
         only_tables=watched.tables,
-        slave_heartbeat=heartbeat_seconds,
+        slave_heartbeat=following.heartbeat_seconds if following else None,
         # The stream freezes table maps: a table id's is read once, not once per transaction
         # (it costs more than a small transaction's rows). Every ALTER, even of a column
         # default, gives the table a new id, and the library forgets all ids at each binlog
@@ -142,13 +156,11 @@ class RowsEvent(NamedTuple):
         rows by key), or None for all."""
         if self.decoder.row_end is not None:
             return [row for change in self.changes() for row in change.changelog(schema)]
-        images, first = self._images(before_only), self.first_row
         if self.kind is RowKind.UPDATE_AFTER:  # images alternate before (-U) and after (+U)
-            kinds = (RowKind.UPDATE_BEFORE, RowKind.UPDATE_AFTER)
+            kinds: tuple[RowKind, ...] = (RowKind.UPDATE_BEFORE, RowKind.UPDATE_AFTER)
         else:  # +I of the after images, or -D of the before images
-            kinds = (self.kind, self.kind)
-        pairs = self.kind is RowKind.UPDATE_AFTER
-        return changelog_rows(images, first, pairs, schema, kinds, self.timestamp, *self.start[:2])
+            kinds = (self.kind,)
+        return changelog_rows(self._images(before_only), self.first_row, schema, kinds, self.timestamp, self.start)
 
     def _images(self, before_only: frozenset[int] | None = None) -> list[Row]:
         try:
@@ -196,7 +208,7 @@ def read_window(
 ) -> Iterator[RowChange]:
     """Row changes of the given tables in [start, stop): a split's backfill window."""
     decoders = RowImageDecoders(schemas)
-    stream = open_stream(endpoint, server_id, start, schemas, mariadb, blocking=False)
+    stream = open_stream(Replica(endpoint, server_id, mariadb), start, WatchedTables(schemas))
     try:
         for event in stream:
             if isinstance(event, RotateEvent):

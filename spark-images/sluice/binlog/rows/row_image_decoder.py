@@ -162,18 +162,14 @@ class RowImageDecoder:
 
 
 def changelog_rows(
-    images: list[Row],
-    first: int,
-    pairs: bool,
-    schema: TableSchema,
-    kinds: tuple[RowKind, RowKind],
-    timestamp: int,
-    file: str,
-    pos: int,
+    images: list[Row], first: int, schema: TableSchema, kinds: tuple[RowKind, ...], timestamp: int, start: BinlogOffset
 ) -> list[ChangeRow]:
-    """A rows event's images as its changelog rows, from row `first` on. With `pairs` the
-    images alternate before (kinds[0]) and after (kinds[1]), an update's."""
+    """A rows event's (beginning at `start`) images as its changelog rows, from row `first`
+    on. With two `kinds`, the images alternate before (kinds[0]) and after (kinds[1]), an
+    update's."""
+    pairs, file, pos = len(kinds) == 2, start.file, start.pos
     if COMPILED:
+        kinds = (kinds[0], kinds[-1])
         return _row_images.changelog(images, first, pairs, schema, kinds, timestamp, file, pos, ChangeRow, BinlogOffset)
     # Tuples made as tuples: a named tuple's own constructor is a Python call.
     new, row, offset = tuple.__new__, ChangeRow, BinlogOffset

@@ -25,8 +25,8 @@ from pathlib import Path
 import pymysql
 import pytest
 
-from sluice.binlog.ddl.ddl_reader import SchemaChange
-from sluice.binlog.transaction_reader import BinlogSource, DdlFollowing, read_transactions
+from sluice.binlog.ddl.ddl_reader import DdlFollowing, SchemaChange
+from sluice.binlog.transaction_reader import BinlogSource, read_transactions
 from sluice.event.schema_change import apply_events
 from sluice.source.offset import BinlogOffset
 from sluice.source.schema import TableSchema, read_table_schema

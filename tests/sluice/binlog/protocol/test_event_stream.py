@@ -17,7 +17,7 @@ from pymysqlreplication.event import MariadbGtidEvent, QueryEvent, RotateEvent, 
 from sluice.binlog.protocol import event_stream, packet_frames
 from sluice.binlog.protocol.binlog_format import BinlogFormat
 from sluice.binlog.protocol.event_stream import ROW_EVENTS, BinlogRowsEvent, ParsedMariadbGtid, ParsedXid
-from sluice.binlog.rows.event_reader import WatchedTables, open_stream
+from sluice.binlog.rows.event_reader import Following, Replica, WatchedTables, open_stream
 from sluice.source.connection import current_offset
 from sluice.source.offset import BinlogOffset
 
@@ -55,10 +55,10 @@ def _history(mariadb, database: str) -> tuple[BinlogOffset, BinlogOffset]:
         return start, current_offset(conn)
 
 
-def _open(mariadb, database: str, start: BinlogOffset, **options) -> BinLogStreamReader:
+def _open(mariadb, database: str, start: BinlogOffset, following: Following | None = None) -> BinLogStreamReader:
     watched = WatchedTables({})
     watched.add(f"{database}.a")
-    return open_stream(mariadb.endpoint(), 7601, start, {}, True, extra_events=EXTRA, watched=watched, **options)
+    return open_stream(Replica(mariadb.endpoint(), 7601, True), start, watched, following, EXTRA)
 
 
 def _library(mariadb, database: str, start: BinlogOffset) -> BinLogStreamReader:
@@ -124,7 +124,7 @@ def test_every_event_parsed_here_is_the_one_the_library_reads(mariadb, source_db
     start, end = _history(mariadb, source_db)
     from_library = []
     monkeypatch.setattr(event_stream, "_library_rows", lambda e, size: from_library.append(e) or _as_rows(e))
-    ours, _ = _read(_open(mariadb, source_db, start, blocking=False), end)
+    ours, _ = _read(_open(mariadb, source_db, start), end)
     theirs, _ = _read(_library(mariadb, source_db, start), end)
 
     assert [_seen(e) for e in ours] == [_seen(e) for e in theirs]
@@ -137,10 +137,10 @@ def test_every_event_parsed_here_is_the_one_the_library_reads(mariadb, source_db
 
 def test_a_lost_replication_connection_resumes_at_the_next_event(mariadb, source_db, compiled):
     start, end = _history(mariadb, source_db)
-    uninterrupted, _ = _read(_open(mariadb, source_db, start, blocking=False), end)
+    uninterrupted, _ = _read(_open(mariadb, source_db, start), end)
 
     interrupted, connections = _read(
-        _open(mariadb, source_db, start, blocking=True, heartbeat_seconds=1), end, interrupt_after=5
+        _open(mariadb, source_db, start, Following(heartbeat_seconds=1)), end, interrupt_after=5
     )
 
     assert connections == 2

@@ -223,9 +223,10 @@ def test_an_events_images_become_its_changelog_rows_from_the_first_uncommitted_r
     schema = object()  # carried as it is
     images = [(1, "a"), (1, "b"), (2, "c"), (2, "d"), (3, "e"), (3, "f")]
     before, after = RowKind.UPDATE_BEFORE, RowKind.UPDATE_AFTER
+    start = BinlogOffset("mysql-bin.000003", 4711)
 
-    updates = changelog_rows(images, 1, True, schema, (before, after), 1700000000, "mysql-bin.000003", 4711)
-    inserts = changelog_rows(images, 4, False, schema, (RowKind.INSERT,) * 2, 1700000000, "mysql-bin.000003", 4711)
+    updates = changelog_rows(images, 1, schema, (before, after), 1700000000, start)
+    inserts = changelog_rows(images, 4, schema, (RowKind.INSERT,), 1700000000, start)
 
     def offset(row: int) -> BinlogOffset:
         return BinlogOffset("mysql-bin.000003", 4711, row)
