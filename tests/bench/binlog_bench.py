@@ -53,7 +53,7 @@ class NullWriter(SinkWriter):
     def write_changes(self, batch: ChangeBatch, end: BinlogOffset, drop_split_records: bool) -> None:
         pass
 
-    def apply_schema_change(self, change_id, events, before) -> None:  # noqa: ANN001 - the bench has no DDL
+    def apply_schema_change(self, change_id, evolution) -> None:  # noqa: ANN001 - the bench has no DDL
         pass
 
 
@@ -70,8 +70,8 @@ class LatencyWriter(SinkWriter):
         now = time.time()
         self.latencies.extend(now - change.row[self.created].timestamp() for change in batch)
 
-    def apply_schema_change(self, change_id, events, before) -> None:  # noqa: ANN001
-        self.inner.apply_schema_change(change_id, events, before)
+    def apply_schema_change(self, change_id, evolution) -> None:  # noqa: ANN001
+        self.inner.apply_schema_change(change_id, evolution)
 
     def close(self) -> None:
         self.inner.close()

@@ -33,8 +33,8 @@ from sluice.event.schema_change import (
     DropTable,
     RenameColumn,
     SchemaChangeEvent,
+    SchemaEvolution,
     TruncateTable,
-    apply_events,
     event_from_json,
     event_to_json,
 )
@@ -184,7 +184,7 @@ class SchemaChangeInFlight:
     ) -> tuple[dict[str, TableSchema], dict[str, TableSchema]]:
         """The source's schemas after the DDL, and the target's after what reached it."""
         reached = self.target_events if self.step in (Step.APPLIED, Step.APPLY_FAILED, Step.RESUMED) else ()
-        return apply_events(source, self.events), apply_events(target, reached)
+        return SchemaEvolution(source, self.events).after, SchemaEvolution(target, reached).after
 
     def to_json(self) -> dict[str, Any]:
         return {

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Collection, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -259,14 +259,31 @@ def event_from_json(data: dict[str, Any]) -> SchemaChangeEvent:
     return cls(**values)
 
 
-def apply_events(schemas: Mapping[str, TableSchema], events: Iterable[SchemaChangeEvent]) -> dict[str, TableSchema]:
-    """The tables' schemas after `events`, by table id (a dropped table leaves, a renamed one moves)."""
-    result = dict(schemas)
-    for event in events:
-        after = event.applied_to(result.pop(event.table_id, None))
-        if after is not None:
-            result[after.table_id] = after
-    return result
+class SchemaEvolution:
+    """Schema change events over the tables' schemas before them (by table id), applied in
+    this one place: what each event finds and leaves, and what they all leave (a dropped
+    table leaves, a renamed one moves). Every holder of schemas (the binlog reader's
+    decoders and DDL reader, the coordinator, the routing, the sinks' metadata appliers)
+    reads an evolution rather than applying events itself."""
+
+    def __init__(self, before: Mapping[str, TableSchema], events: Iterable[SchemaChangeEvent]) -> None:
+        self.before: dict[str, TableSchema] = dict(before)
+        self.events = tuple(events)
+        self._found = [self.before]  # the schemas before each event, then after the last
+        for event in self.events:
+            schemas = dict(self._found[-1])
+            after = event.applied_to(schemas.pop(event.table_id, None))
+            if after is not None:
+                schemas[after.table_id] = after
+            self._found.append(schemas)
+
+    @property
+    def after(self) -> dict[str, TableSchema]:
+        return self._found[-1]
+
+    def steps(self) -> Iterator[tuple[SchemaChangeEvent, dict[str, TableSchema], dict[str, TableSchema]]]:
+        """Each event with the schemas it finds and those it leaves."""
+        return zip(self.events, self._found, self._found[1:], strict=False)
 
 
 def is_reflected(event: SchemaChangeEvent, columns: Callable[[str, str], Collection[str]]) -> bool:

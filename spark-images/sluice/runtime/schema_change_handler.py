@@ -23,7 +23,7 @@ from sluice.coordinator.schema_change import (
 )
 from sluice.errors import SchemaDrift, SluiceError
 from sluice.event.row_change import ChangeBatch
-from sluice.event.schema_change import CreateTable, DropTable, RenameTable, SchemaChangeEvent
+from sluice.event.schema_change import CreateTable, DropTable, RenameTable, SchemaChangeEvent, SchemaEvolution
 from sluice.failpoints import failpoint
 from sluice.runtime.binlog_streaming import Resumed
 from sluice.runtime.progress import BinlogProgress
@@ -135,7 +135,10 @@ class SchemaChangeHandler:
         # columns the source dropped or renamed.
         if self.definition.schema_change_behavior in ("evolve", "try_evolve"):
             known = self.state.tables or {}
-            reread = (*reread, *(t for t in self.writer.rereads_after(events, known) if t not in reread))
+            reread = (
+                *reread,
+                *(t for t in self.writer.rereads_after(SchemaEvolution(known, events)) if t not in reread),
+            )
         why_not = self._why_not_rereadable(change, split) if reread else ""
         if why_not and not change.relaid:
             raise SluiceError(
@@ -213,7 +216,7 @@ class SchemaChangeHandler:
         self, change: str, events: tuple[SchemaChangeEvent, ...], targets: dict[str, TableSchema]
     ) -> tuple[int, str]:
         try:
-            self.writer.apply_schema_change(change, events, targets)
+            self.writer.apply_schema_change(change, SchemaEvolution(targets, events))
         except SchemaChangeRefused as exc:
             return exc.applied, str(exc)
         failpoint("schema-change:applied-to-target")

@@ -9,7 +9,7 @@ import sys
 
 from sluice.binlog.binlog_split import BinlogSplit
 from sluice.errors import SchemaDrift
-from sluice.event.schema_change import DropTable, create_table_event
+from sluice.event.schema_change import DropTable, SchemaEvolution, create_table_event
 from sluice.event.snapshot_split import SnapshotSplit, SplitTask
 from sluice.runtime.run_context import RunContext
 from sluice.snapshot.chunk_splitter import split_table
@@ -89,7 +89,7 @@ class TablesJoining:
                 # created in an older layout (CREATE would find it there and keep it).
                 events = [DropTable(schema.table_id), create_table_event(schema)]
                 change = f"capture:{schema.table_id}@{split.offset}#{attempt}"
-                writer.apply_schema_change(change, events, {schema.table_id: schema})
+                writer.apply_schema_change(change, SchemaEvolution({schema.table_id: schema}, events))
         finally:
             writer.close()
         plan = SnapshotAssignerState.plan(schemas, splits, planned_at)

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from sluice.errors import SinkError
 from sluice.event.row_change import ChangeBatch
-from sluice.event.schema_change import SchemaChangeEvent
+from sluice.event.schema_change import SchemaEvolution
 from sluice.event.snapshot_split import ReadSplits, SplitRead, SplitResult, SplitTask
 from sluice.sink import target_values
 from sluice.sink.target_values import TargetValues
@@ -72,7 +72,7 @@ def in_background(commit: Callable[[], None]) -> PendingCommit:
 class SinkWriter(ABC):
     """Executor side (snapshot splits) or driver side (binlog batches); closed after use."""
 
-    def rereads_after(self, events: Sequence[SchemaChangeEvent], before: Mapping[str, TableSchema]) -> list[str]:
+    def rereads_after(self, evolution: SchemaEvolution) -> list[str]:
         """The tables to read again after `events`: where the values the source's ALTER gave
         the rows (an added column's DEFAULT, a retyped column's converted values) do not
         reach the rows the target holds. A jdbc target's own ALTER gives them: none."""
@@ -111,11 +111,9 @@ class SinkWriter(ABC):
         return None
 
     @abstractmethod
-    def apply_schema_change(
-        self, change_id: str, events: Sequence[SchemaChangeEvent], before: Mapping[str, TableSchema]
-    ) -> None:
-        """The metadata applier: applies `events` to the target, whose tables' schemas are
-        `before`. Idempotent: after a crash part way it applies again only what the target
+    def apply_schema_change(self, change_id: str, evolution: SchemaEvolution) -> None:
+        """The metadata applier: applies the evolution's events to the target, whose tables'
+        schemas are its `before`. Idempotent: after a crash part way it applies again only what the target
         lacks. Raises SchemaChangeRefused when the target refuses one; rows after the
         change come with their new schemas (per-table caches must not outlive it)."""
 

@@ -52,8 +52,8 @@ from sluice.event.schema_change import (
     RenameColumn,
     RenameTable,
     SchemaChangeEvent,
+    SchemaEvolution,
     TruncateTable,
-    apply_events,
     event_from_json,
     event_to_json,
 )
@@ -360,9 +360,7 @@ class ParquetWriter(SinkWriter):
         self.sink = sink
         self._values: dict[str, Callable[[Row], tuple[Any, ...]]] = {}
 
-    def apply_schema_change(
-        self, change_id: str, events: Sequence[SchemaChangeEvent], before: Mapping[str, TableSchema]
-    ) -> None:
+    def apply_schema_change(self, change_id: str, evolution: SchemaEvolution) -> None:
         """A new schema version: commits from the next one on hold the tables' new columns
         (every commit directory is a parquet dataset of its own schema)."""
         self._values.clear()
@@ -370,7 +368,7 @@ class ParquetWriter(SinkWriter):
         changes = log.schema_changes()
         if any(entry["id"] == change_id for entry in changes):
             return  # recorded before a crash
-        after = apply_events(before, events)
+        events, after = evolution.events, evolution.after
         entry = {
             "id": change_id,
             "fromCommit": log.last_binlog_commit() + 1,

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 from sluice.errors import SinkError
 from sluice.event.projection import projection
 from sluice.event.row_change import ChangeBatch
-from sluice.event.schema_change import SchemaChangeEvent, apply_events
+from sluice.event.schema_change import SchemaEvolution
 from sluice.event.snapshot_split import (
     ProjectedRows,
     ReadSplits,
@@ -207,19 +207,17 @@ class RoutedWriter(SinkWriter):
     def __init__(self, sink: RoutedSink, inner: SinkWriter) -> None:
         self.sink, self.inner = sink, inner
 
-    def _changed(
-        self, events: Sequence[SchemaChangeEvent], before: Mapping[str, TableSchema]
-    ) -> tuple[TableRouting, TableRouting, list[SchemaChangeEvent]]:
-        """The routing before and after source `events`, and the events its targets get."""
-        current = self.sink.route(before.values())
-        after = TableRouting(current.routing, apply_events(before, events))
-        return current, after, current.schema_events(events, after)
+    def _changed(self, evolution: SchemaEvolution) -> tuple[TableRouting, TableRouting, SchemaEvolution]:
+        """The routing before and after the source's evolution, and its targets' evolution."""
+        current = self.sink.route(evolution.before.values())
+        after = TableRouting(current.routing, evolution.after)
+        return current, after, SchemaEvolution(current.sinks, current.schema_events(evolution.events, after))
 
-    def rereads_after(self, events: Sequence[SchemaChangeEvent], before: Mapping[str, TableSchema]) -> list[str]:
-        current, after, translated = self._changed(events, before)
-        again = self.inner.rereads_after(translated, current.sinks)
+    def rereads_after(self, evolution: SchemaEvolution) -> list[str]:
+        current, after, targets = self._changed(evolution)
+        again = self.inner.rereads_after(targets)
         members = [source for sink_id in again for source in after.members.get(sink_id, [])]
-        return list(dict.fromkeys([*members, *after.members_given_values(events, current)]))
+        return list(dict.fromkeys([*members, *after.members_given_values(evolution.events, current)]))
 
     def ranges_not_replaceable(self, tables: Sequence[str]) -> dict[str, str]:
         routed = self.sink.routed
@@ -248,13 +246,12 @@ class RoutedWriter(SinkWriter):
     def committed_binlog_offset(self) -> BinlogOffset | None:
         return self.inner.committed_binlog_offset()
 
-    def apply_schema_change(
-        self, change_id: str, events: Sequence[SchemaChangeEvent], before: Mapping[str, TableSchema]
-    ) -> None:
-        current, after, translated = self._changed(events, before)
-        log.info("schema change %s reaches the targets as: %s", change_id, "; ".join(map(str, translated)) or "none")
+    def apply_schema_change(self, change_id: str, evolution: SchemaEvolution) -> None:
+        _, after, targets = self._changed(evolution)
+        shown = "; ".join(map(str, targets.events)) or "none"
+        log.info("schema change %s reaches the targets as: %s", change_id, shown)
         try:
-            self.inner.apply_schema_change(change_id, translated, current.sinks)
+            self.inner.apply_schema_change(change_id, targets)
         except SchemaChangeRefused as exc:
             raise SchemaChangeRefused(0, str(exc)) from exc
         self.sink.tables = after

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime, timezone, tzinfo
 from typing import TYPE_CHECKING, Any
 
 from sluice.event.row_change import ChangeBatch, RowKind
-from sluice.event.schema_change import SchemaChangeEvent
+from sluice.event.schema_change import SchemaEvolution
 from sluice.event.snapshot_split import ReadSplits, SplitResult, SplitTask
 from sluice.sink.base import Sink, SinkWriter
 from sluice.source.offset import BinlogOffset
@@ -36,11 +36,9 @@ class ValuesWriter(SinkWriter):
             out.write(self._format(schema, RowKind.INSERT, row) + "\n")
         out.flush()
 
-    def apply_schema_change(
-        self, change_id: str, events: Sequence[SchemaChangeEvent], before: Mapping[str, TableSchema]
-    ) -> None:
+    def apply_schema_change(self, change_id: str, evolution: SchemaEvolution) -> None:
         self._formats.clear()
-        sys.stdout.write("".join(f"{event}\n" for event in events))
+        sys.stdout.write("".join(f"{event}\n" for event in evolution.events))
         sys.stdout.flush()
 
     def write_changes(self, batch: ChangeBatch, end: BinlogOffset, drop_split_records: bool) -> None:

@@ -10,6 +10,7 @@ from sluice.event.schema_change import (
     DropTable,
     RenameColumn,
     RenameTable,
+    SchemaEvolution,
     as_spelled,
     is_reflected,
 )
@@ -29,6 +30,22 @@ def test_events_change_the_schema_rows_are_decoded_with():
     assert DropTable("app.t1").applied_to(SCHEMA) is None
     moved = RenameTable("app.t1", "archive.t1").applied_to(SCHEMA)
     assert moved.table_id == "archive.t1" and moved.position("name") == 1
+
+
+def test_an_evolution_gives_each_event_the_schemas_it_finds_and_leaves():
+    other = TableSchema("app", "t2", (Column("id", "int", "int", False),), ("id",), "id")
+    add = AddColumn("app.t1", Column("c0", "int", "int", True))
+    rename = RenameTable("app.t1", "app.t3")
+    drop = DropTable("app.t2")
+    evolution = SchemaEvolution({"app.t1": SCHEMA, "app.t2": other}, [add, rename, drop])
+
+    steps = list(evolution.steps())
+
+    assert [event for event, _, _ in steps] == [add, rename, drop]
+    assert steps[0][1]["app.t1"] == SCHEMA and steps[0][2]["app.t1"].column_names == ("id", "name", "c0")
+    assert steps[1][1] == steps[0][2] and set(steps[1][2]) == {"app.t3", "app.t2"}
+    assert set(evolution.after) == {"app.t3"} and evolution.after["app.t3"].column_names == ("id", "name", "c0")
+    assert set(evolution.before) == {"app.t1", "app.t2"}  # as given, untouched
 
 
 def test_events_print_as_flink_cdc_prints_them():

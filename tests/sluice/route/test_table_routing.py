@@ -14,8 +14,8 @@ from sluice.event.schema_change import (
     DropColumn,
     RenameColumn,
     RenameTable,
+    SchemaEvolution,
     TruncateTable,
-    apply_events,
 )
 from sluice.route.route_rule import parse_routes
 from sluice.route.routing import Routing
@@ -46,7 +46,7 @@ AT = BinlogOffset("mysql-bin.000001", 4)
 
 
 def after(current: TableRouting, *events) -> tuple[TableRouting, list]:
-    later = TableRouting(current.routing, apply_events(current.sources, events))
+    later = TableRouting(current.routing, SchemaEvolution(current.sources, events).after)
     return later, current.schema_events(events, later)
 
 

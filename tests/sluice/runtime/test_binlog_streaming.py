@@ -46,7 +46,7 @@ class TargetTakingItsTime(SinkWriter):
             wait=lambda: time.sleep(max(0.0, done_at - time.monotonic())), ready=lambda: time.monotonic() >= done_at
         )
 
-    def apply_schema_change(self, change_id, events, before) -> None:  # noqa: ANN001 - no DDL here
+    def apply_schema_change(self, change_id, evolution) -> None:  # noqa: ANN001 - no DDL here
         raise AssertionError("no schema change was written")
 
 

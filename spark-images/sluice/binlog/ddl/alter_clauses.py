@@ -28,7 +28,7 @@ from sluice.event.schema_change import (
     RenameColumn,
     RenameTable,
     SchemaChangeEvent,
-    apply_events,
+    SchemaEvolution,
 )
 from sluice.source.charsets import MBMAXLEN
 from sluice.source.schema import Column, TableSchema
@@ -223,7 +223,7 @@ class AlterClauses:
     def _key_change(self, events: list[SchemaChangeEvent]) -> list[SchemaChangeEvent]:
         """The primary key the clauses leave, if it is another than the columns' changes leave."""
         assert self.before is not None and self.key is not None
-        left = apply_events({self.table_id: self.before}, events)[self.table_id]
+        left = SchemaEvolution({self.table_id: self.before}, events).after[self.table_id]
         names = {n.lower(): n for n in left.column_names}
         unchanged = self.key is self.before.primary_key
         # MariaDB keeps a key over a column one statement drops and adds again by its name.

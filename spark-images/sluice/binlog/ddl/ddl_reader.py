@@ -26,7 +26,7 @@ from sluice.event.schema_change import (
     DropTable,
     RenameColumn,
     SchemaChangeEvent,
-    apply_events,
+    SchemaEvolution,
     as_spelled,
     is_reflected,
 )
@@ -286,5 +286,5 @@ def _not_reflected(events: list[SchemaChangeEvent], decoders: RowImageDecoders) 
             continue
         if not is_reflected(event, TableSchemas(schemas).columns):
             kept.append(event)
-        schemas = apply_events(schemas, [event])
+        schemas = SchemaEvolution(schemas, [event]).after
     return tuple(kept)

@@ -28,7 +28,7 @@ from sluice.event.schema_change import (
     CreateTable,
     RenameTable,
     SchemaChangeEvent,
-    apply_events,
+    SchemaEvolution,
     event_from_json,
     event_to_json,
 )
@@ -87,7 +87,7 @@ def started(events: list[SchemaChangeEvent], tables: Mapping[str, TableSchema], 
 
 def altered(migration: Migration, statement: str, events: list[SchemaChangeEvent], at: BinlogOffset) -> Migration:
     """The migration after an ALTER of its shadow: its events, on the table itself."""
-    shadow = apply_events({migration.shadow.table_id: migration.shadow}, events)[migration.shadow.table_id]
+    shadow = SchemaEvolution({migration.shadow.table_id: migration.shadow}, events).after[migration.shadow.table_id]
     own = [dataclasses.replace(e, table_id=migration.table_id) for e in events]
     statements, events = [*migration.statements, statement], [*migration.events, *own]
     return Migration(migration.table_id, shadow, statements, events, at)

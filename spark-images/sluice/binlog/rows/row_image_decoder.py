@@ -24,7 +24,7 @@ from typing import Any
 from sluice.binlog.rows.column_readers import ColumnReader, Inline, column_reader
 from sluice.binlog.rows.system_versioning import row_end_column
 from sluice.event.row_change import ChangeRow, RowKind
-from sluice.event.schema_change import RenameTable, SchemaChangeEvent, apply_events
+from sluice.event.schema_change import RenameTable, SchemaChangeEvent, SchemaEvolution
 from sluice.source.offset import BinlogOffset
 from sluice.source.row_decoding import Row
 from sluice.source.schema import TableSchema
@@ -221,7 +221,7 @@ class RowImageDecoders:
 
     def evolve(self, events: Sequence[SchemaChangeEvent]) -> None:
         changed = {e.table_id for e in events} | {e.new_table_id for e in events if isinstance(e, RenameTable)}
-        self._schemas = apply_events(self._schemas, events)
+        self._schemas = SchemaEvolution(self._schemas, events).after
         self._current = {t: d for t, d in self._current.items() if t not in changed}
         self._compiled = {key: d for key, d in self._compiled.items() if key[0] not in changed}
 

@@ -15,13 +15,13 @@ import collections
 import contextlib
 import json
 import logging
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any, NamedTuple
 
 from sluice.errors import SinkError, SinkUnavailable
 from sluice.event.change_fold import fold_run
 from sluice.event.row_change import ChangeBatch, ChangeRow, RowKind
-from sluice.event.schema_change import AlterPrimaryKey, SchemaChangeEvent, apply_events, is_reflected
+from sluice.event.schema_change import AlterPrimaryKey, SchemaChangeEvent, SchemaEvolution, is_reflected
 from sluice.event.snapshot_split import SplitRead
 from sluice.pipeline.sink_configs import JdbcSinkConfig
 from sluice.sink.base import PendingCommit, SchemaChangeRefused, Sink, SinkWriter, StartCommit, in_background
@@ -165,16 +165,13 @@ class JdbcWriter(SinkWriter):
         self._abort()
         return SinkError(f"sink {self.target!r}: committing changes up to {end} failed: {first_line(exc)}")
 
-    def apply_schema_change(
-        self, change_id: str, events: Sequence[SchemaChangeEvent], before: Mapping[str, TableSchema]
-    ) -> None:
+    def apply_schema_change(self, change_id: str, evolution: SchemaEvolution) -> None:
         """PostgreSQL applies the events in one transaction; a MySQL-dialect target commits
         each DDL on its own, so what a crash left applied is found by `is_applied`."""
         dialect = self.target.dialect
-        schemas = dict(before)
         self._fence()
         cur = self.conn.cursor()
-        for applied, event in enumerate(events):
+        for applied, (event, schemas, _) in enumerate(evolution.steps()):
             schema = schemas.get(event.table_id)
             try:
                 if not self._shows(cur, event, schema):
@@ -184,7 +181,6 @@ class JdbcWriter(SinkWriter):
                 self._abort()
                 done = 0 if dialect.transactional_ddl else applied
                 raise SchemaChangeRefused(done, f"{event} on sink {self.target!r}: {first_line(exc)}") from exc
-            schemas = apply_events(schemas, [event])
         self.conn.commit()
 
     def _shows(self, cur: Any, event: SchemaChangeEvent, schema: TableSchema | None) -> bool:

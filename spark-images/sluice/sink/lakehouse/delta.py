@@ -36,7 +36,6 @@ from sluice.event.schema_change import (
     RenameTable,
     SchemaChangeEvent,
     TruncateTable,
-    apply_events,
 )
 from sluice.event.snapshot_split import SnapshotSplit
 from sluice.pipeline.sink_configs import Maintenance
@@ -246,7 +245,7 @@ class DeltaTables(TableFormat):
                 # earlier swap renamed out of the capture (dropped at the source since), or the
                 # copy a crash cut short here. It gives way; the copy is written anew.
                 self._delete(event.new_table_id)
-            renamed = apply_events({event.table_id: schema}, [event]).get(event.new_table_id) if schema else None
+            renamed = event.applied_to(schema) if schema else None
             configured = renamed is not None and event.new_table_id in self.partition_keys
             columns = (
                 [f.column for f in partition_fields(self.partition_keys, renamed, self.name)]  # type: ignore[arg-type]
@@ -270,7 +269,7 @@ class DeltaTables(TableFormat):
     def _rewrite(self, event: SchemaChangeEvent, schema: TableSchema) -> None:
         """The table written again in the layout after `event` (delta-rs cannot drop, rename or
         retype a column in place)."""
-        after = apply_events({schema.table_id: schema}, [event])[schema.table_id]
+        after = event.applied_to(schema)
         table = self._table(schema.table_id)
         current = _all_rows(table)
         target = arrow_schema(after)

@@ -47,7 +47,6 @@ from sluice.event.schema_change import (
     RenameTable,
     SchemaChangeEvent,
     TruncateTable,
-    apply_events,
 )
 from sluice.event.snapshot_split import SnapshotSplit
 from sluice.pipeline.partition_key import PartitionField
@@ -251,7 +250,7 @@ class IcebergTables(TableFormat):
                 if self.exists(event.new_table_id):  # renamed out of the capture by an earlier swap
                     self.catalog.drop_table(event.new_table_id)  # (the name was free at the source)
                 self.catalog.rename_table(event.table_id, event.new_table_id)
-            renamed = apply_events({event.table_id: schema}, [event]).get(event.new_table_id) if schema else None
+            renamed = event.applied_to(schema) if schema else None
             if renamed is not None and event.new_table_id in self.partition_keys:  # as its option says
                 self.create(renamed, arrow_schema(renamed))
         elif isinstance(event, TruncateTable):

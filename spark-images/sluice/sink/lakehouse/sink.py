@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from sluice.errors import SinkError, SinkUnavailable, SluiceError
 from sluice.event.change_fold import fold_run, run_end
 from sluice.event.row_change import ChangeBatch
-from sluice.event.schema_change import AddColumn, AlterColumnType, SchemaChangeEvent, apply_events
+from sluice.event.schema_change import AddColumn, AlterColumnType, SchemaEvolution
 from sluice.event.snapshot_split import ReadSplits, SnapshotSplit, SplitResult, SplitTask, chunk_keys_of
 from sluice.pipeline.partition_key import PartitionField
 from sluice.pipeline.sink_configs import LakehouseSinkConfig
@@ -451,11 +451,11 @@ class LakehouseWriter(SinkWriter):
             return None
         return min(ends)  # type: ignore[type-var]
 
-    def rereads_after(self, events: Sequence[SchemaChangeEvent], before: Mapping[str, TableSchema]) -> list[str]:
+    def rereads_after(self, evolution: SchemaEvolution) -> list[str]:
         """Files written before an added column hold no value for it, and a column whose
         type the format cannot widen in place is made anew, empty: those tables are read again."""
-        tables = []
-        for event in events:
+        tables, before = [], evolution.before
+        for event in evolution.events:
             if isinstance(event, AddColumn) and (event.column.default or not event.column.nullable):
                 tables.append(event.table_id)
             elif isinstance(event, AlterColumnType) and (schema := before.get(event.table_id)) is not None:
@@ -465,24 +465,20 @@ class LakehouseWriter(SinkWriter):
                     tables.append(event.table_id)
         return list(dict.fromkeys(tables))
 
-    def apply_schema_change(
-        self, change_id: str, events: Sequence[SchemaChangeEvent], before: Mapping[str, TableSchema]
-    ) -> None:
+    def apply_schema_change(self, change_id: str, evolution: SchemaEvolution) -> None:
         """Each event by the format's metadata applier; one the format refuses is
         SchemaChangeRefused (try_evolve goes on in the kept shape, evolve stops there)."""
         self._rows.clear()
         self._keys.clear()
-        schemas = dict(before)
-        for applied, event in enumerate(events):
+        for applied, (event, schemas, after) in enumerate(evolution.steps()):
             try:
                 self.sink.tables.apply(event, schemas)
             except Exception as exc:
                 raise SchemaChangeRefused(applied, f"{event} on sink {self.sink.tables.name}: {exc}") from exc
-            schemas = apply_events(schemas, [event])
             for table_id in {event.table_id, getattr(event, "new_table_id", event.table_id)}:
                 # A table created or renamed in is the sink's too: its end counts in the
                 # position every table has passed; a dropped one's no longer does.
-                if table_id in schemas:
-                    self.sink.schemas[table_id] = schemas[table_id]
+                if table_id in after:
+                    self.sink.schemas[table_id] = after[table_id]
                 else:
                     self.sink.schemas.pop(table_id, None)

@@ -19,8 +19,8 @@ from sluice.event.schema_change import (
     DropTable,
     RenameColumn,
     RenameTable,
+    SchemaEvolution,
     TruncateTable,
-    apply_events,
 )
 from sluice.source.schema import Column, TableSchema
 
@@ -171,7 +171,7 @@ def parse_known(statement: str) -> list:
 
 
 def after(statement: str) -> TableSchema:
-    return apply_events({"app.t1": T1}, parse_known(statement))["app.t1"]
+    return SchemaEvolution({"app.t1": T1}, parse_known(statement)).after["app.t1"]
 
 
 @pytest.mark.parametrize(
@@ -246,7 +246,7 @@ def test_one_alters_clauses_name_the_columns_as_they_were_before_it():
 def test_a_rename_to_goes_after_the_columns_clauses():
     events = parse_known("ALTER TABLE t1 RENAME TO t2, ADD c CHAR(10)")
     assert [type(e) for e in events] == [AddColumn, RenameTable]
-    assert apply_events({"app.t1": T1}, events)["app.t2"].column_names == ("id", "a", "b", "c")
+    assert SchemaEvolution({"app.t1": T1}, events).after["app.t2"].column_names == ("id", "a", "b", "c")
     # MySQL's TO is optional and AS is its synonym (the corpus has `RENAME as t2, DROP b`).
     assert parse_known("ALTER TABLE t1 RENAME AS t2, DROP b")[-1] == RenameTable("app.t1", "app.t2")
     assert parse_known("ALTER TABLE t1 RENAME archive.t2") == [RenameTable("app.t1", "archive.t2")]

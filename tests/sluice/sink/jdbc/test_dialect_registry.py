@@ -11,7 +11,7 @@ import pytest
 
 from sluice.errors import DefinitionError
 from sluice.event.row_change import ChangeBatch, ChangeRow, RowKind
-from sluice.event.schema_change import AddColumn
+from sluice.event.schema_change import AddColumn, SchemaEvolution
 from sluice.pipeline import jdbc_targets
 from sluice.pipeline.jdbc_targets import JDBC_TARGETS, JdbcTargetKind
 from sluice.pipeline.jdbc_url import parse_jdbc_url
@@ -74,7 +74,9 @@ def test_a_registered_target_is_taken_by_url_and_written_through_its_dialect(
         ChangeBatch([ChangeRow(table_t, RowKind.INSERT, (1, "a"), 0, at)]), BinlogOffset("mysql-bin.000001", 20), False
     )
     document = Column("doc", "json", "json", True)
-    writer.apply_schema_change("add-doc", [AddColumn(table_t.table_id, document)], {table_t.table_id: table_t})
+    writer.apply_schema_change(
+        "add-doc", SchemaEvolution({table_t.table_id: table_t}, [AddColumn(table_t.table_id, document)])
+    )
     writer.close()
 
     assert compare.postgres_rows(postgresql, source_db, "t") == [(1, "a", None)]

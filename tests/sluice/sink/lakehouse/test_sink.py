@@ -22,7 +22,7 @@ from decimal import Decimal
 import pytest
 
 from sluice.event.row_change import ChangeBatch, ChangeRow, RowKind
-from sluice.event.schema_change import DropColumn, RenameColumn, RenameTable, apply_events
+from sluice.event.schema_change import DropColumn, RenameColumn, RenameTable, SchemaEvolution
 from sluice.event.snapshot_split import SnapshotSplit
 from sluice.sink.arrow_rows import ArrowRows, source_rows
 from sluice.sink.lakehouse.commit_records import held_already
@@ -298,9 +298,9 @@ def test_a_partition_column_renamed_or_dropped_and_a_changed_partition_key_are_f
 
     renamed = RenameColumn("db.t", "kind", "sort")
     sink.tables.apply(renamed, {"db.t": schema})
-    schema = apply_events({"db.t": schema}, [renamed])["db.t"]
+    schema = SchemaEvolution({"db.t": schema}, [renamed]).after["db.t"]
     sink.tables.apply(DropColumn("db.t", "v"), {"db.t": schema})
-    schema = apply_events({"db.t": schema}, [DropColumn("db.t", "v")])["db.t"]
+    schema = SchemaEvolution({"db.t": schema}, [DropColumn("db.t", "v")]).after["db.t"]
     assert partitioned_by(lake, "db.t") == ["sort"]
     assert sorted(source_rows(schema, sink.tables.scan(schema))) == [(i, k) for i, k, _ in rows]
 
