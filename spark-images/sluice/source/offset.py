@@ -72,13 +72,22 @@ class BinlogOffset(NamedTuple):
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> BinlogOffset:
-        return cls(
+        """An offset as a state or a target's records hold it: checked, since a hand-edited or
+        corrupt record reaches the binlog reader's C code through it."""
+        offset = cls(
             data["file"],
             int(data["pos"]),
             int(data.get("row", 0)),
             data.get("gtid", ""),
             int(data.get("transaction", 0)),
         )
+        if not isinstance(offset.file, str) or not isinstance(offset.gtid, str):
+            raise ValueError(f"binlog offset {data}: file and gtid are strings")
+        if offset.pos < 0 or offset.row < 0 or not 0 <= offset.transaction <= offset.pos:
+            raise ValueError(
+                f"binlog offset {data}: pos and row are not negative, and a transaction begins before its pos"
+            )
+        return offset
 
 
 @functools.lru_cache(maxsize=64)

@@ -29,7 +29,7 @@ static int
 parse_op(PyObject *spec, Op *op)
 {
     PyObject *instruction, *name;
-    if (!PyArg_ParseTuple(spec, "On", &instruction, &op->slot))
+    if (!PyArg_ParseTuple(spec, "OnU", &instruction, &op->slot, &op->column))
         return -1;
     if (!PyTuple_Check(instruction) || PyTuple_GET_SIZE(instruction) < 1 ||
         !PyUnicode_Check(name = PyTuple_GET_ITEM(instruction, 0))) {
@@ -64,7 +64,7 @@ parse_op(PyObject *spec, Op *op)
         if (!PyArg_ParseTuple(instruction, "OllO", &ignored, &op->a, &op->b, &op->object))
             return -1;
         long whole = op->a - op->b, scale = op->b;
-        if (whole < 0 || scale < 0 || op->a > 65 || scale > 38) {
+        if (whole < 0 || scale < 0 || op->a < 1 || op->a > 65 || scale > 38) {
             PyErr_Format(PyExc_ValueError, "DECIMAL(%ld,%ld)", op->a, op->b);
             return -1;
         }
@@ -86,6 +86,10 @@ parse_op(PyObject *spec, Op *op)
     case OP_TIMESTAMP2:
         if (!PyArg_ParseTuple(instruction, "OlO", &ignored, &op->a, &op->object))
             return -1;
+        if (op->a < 0 || op->a > 6) {
+            PyErr_Format(PyExc_ValueError, "fractional seconds precision %ld; MySQL writes at most 6", op->a);
+            return -1;
+        }
         break;
     case OP_DATE:
     case OP_CALL:
@@ -118,6 +122,7 @@ parse_op(PyObject *spec, Op *op)
     Py_XINCREF(op->object);
     Py_XINCREF(op->encoding_object);
     Py_XINCREF(op->errors_object);
+    Py_INCREF(op->column);
     op->holds = 1;
     return 0;
 }
@@ -133,6 +138,7 @@ Program_dealloc(Program *self)
             Py_XDECREF(image->ops[j].object);
             Py_XDECREF(image->ops[j].encoding_object);
             Py_XDECREF(image->ops[j].errors_object);
+            Py_XDECREF(image->ops[j].column);
         }
         PyMem_Free(image->ops);
     }
@@ -140,8 +146,9 @@ Program_dealloc(Program *self)
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
-/* Program(images, slots): `images` per image a sequence of (instruction, slot) for its
- * columns in table-map order; `slots` the length of every row. */
+/* Program(images, slots): `images` per image (one, or an update's two) a sequence of
+ * (instruction, slot, column name) for its columns in table-map order; `slots` the length
+ * of every row. */
 static int
 Program_init(Program *self, PyObject *args, PyObject *kwds)
 {
@@ -156,6 +163,11 @@ Program_init(Program *self, PyObject *args, PyObject *kwds)
     if (sequence == NULL)
         return -1;
     self->images_count = PySequence_Fast_GET_SIZE(sequence);
+    if (self->images_count < 1 || self->images_count > 2) {
+        Py_DECREF(sequence);
+        PyErr_Format(PyExc_ValueError, "a rows event has one or two images a row, not %zd", self->images_count);
+        return -1;
+    }
     self->images = PyMem_Calloc(self->images_count ? self->images_count : 1, sizeof(Image));
     if (self->images == NULL) {
         Py_DECREF(sequence);
@@ -197,6 +209,31 @@ failed:
 /* `value` in exactly `width` digits, zero-padded, at `out`; where they end. (sprintf's
  * format parsing cost more than the rest of a DECIMAL's decoding.) */
 
+static const char READ_NOTHING[] = "a row image reads no byte of the body (its column bitmap selects no column)";
+
+/* The error a column's value raised, as a ValueError naming the column (chained to it). */
+static void
+named_column(const Op *op)
+{
+    PyObject *type, *value, *traceback;
+    PyErr_Fetch(&type, &value, &traceback);
+    PyErr_NormalizeException(&type, &value, &traceback);
+    if (value == NULL) {
+        PyErr_Format(PyExc_ValueError, "column %U: cannot be read", op->column);
+        return;
+    }
+    if (traceback != NULL)
+        PyException_SetTraceback(value, traceback);
+    PyErr_Format(PyExc_ValueError, "column %U: %S", op->column, value);
+    PyObject *named_type, *named, *named_traceback;
+    PyErr_Fetch(&named_type, &named, &named_traceback);
+    PyErr_NormalizeException(&named_type, &named, &named_traceback);
+    PyException_SetCause(named, value); /* steals value */
+    PyErr_Restore(named_type, named, named_traceback);
+    Py_XDECREF(type);
+    Py_XDECREF(traceback);
+}
+
 static void
 untrack_if_acyclic(PyObject *tuple, Py_ssize_t from)
 {
@@ -217,10 +254,12 @@ Program_decode(Program *self, PyObject *body)
     }
     const unsigned char *data = (const unsigned char *)PyBytes_AS_STRING(body);
     Py_ssize_t length = PyBytes_GET_SIZE(body), pos = 0;
+    const Op *failing = NULL;
     PyObject *rows = PyList_New(0);
     if (rows == NULL)
         return NULL;
     while (pos < length) {
+        Py_ssize_t round = pos;
         for (Py_ssize_t i = 0; i < self->images_count; i++) {
             const Image *image = &self->images[i];
             if (length - pos < image->null_bytes) {
@@ -237,14 +276,14 @@ Program_decode(Program *self, PyObject *body)
                 PyTuple_SET_ITEM(row, s, Py_None);
             }
             for (Py_ssize_t j = 0; j < image->count; j++) {
-                const Op *op = &image->ops[j];
+                const Op *op = failing = &image->ops[j];
                 if (nulls[j >> 3] >> (j & 7) & 1)
                     continue;
                 if (op->slot < 0) {
                     int skipped = skip_row_value(op, length, &pos, data);
                     if (skipped < 0) {
                         Py_DECREF(row);
-                        goto failed;
+                        goto column_failed;
                     }
                     if (skipped == 0)
                         continue;
@@ -252,7 +291,7 @@ Program_decode(Program *self, PyObject *body)
                 PyObject *value = row_value(op, body, data, length, &pos);
                 if (value == NULL) {
                     Py_DECREF(row);
-                    goto failed;
+                    goto column_failed;
                 }
                 if (op->slot < 0) {
                     Py_DECREF(value);
@@ -267,8 +306,14 @@ Program_decode(Program *self, PyObject *body)
             if (appended < 0)
                 goto failed;
         }
+        if (pos == round) { /* read on, it would fill memory with empty rows */
+            PyErr_SetString(PyExc_ValueError, READ_NOTHING);
+            goto failed;
+        }
     }
     return rows;
+column_failed:
+    named_column(failing);
 failed:
     Py_DECREF(rows);
     return NULL;
@@ -307,6 +352,10 @@ changelog(PyObject *module, PyObject *args)
     if (PyTuple_GET_SIZE(kinds) != 2 || !PyType_IsSubtype(row_type, &PyTuple_Type) ||
         !PyType_IsSubtype(offset_type, &PyTuple_Type)) {
         PyErr_SetString(PyExc_TypeError, "changelog() takes two kinds and two tuple types");
+        return NULL;
+    }
+    if (first < 0) {
+        PyErr_Format(PyExc_ValueError, "changelog() of first row %zd", first);
         return NULL;
     }
     Py_ssize_t count = PyList_GET_SIZE(images), start = pairs ? 2 * first : first;

@@ -131,27 +131,43 @@ def _decimal(precision: int, scale: int) -> ColumnReader:
     whole_groups, whole_left = divmod(precision - scale, 9)
     frac_groups, frac_left = divmod(scale, 9)
     digits = [whole_left] + [9] * (whole_groups + frac_groups) + [frac_left]
-    groups = [(8 * _DECIMAL_GROUP_BYTES[d], 10**d) for d in digits if d]  # (bits, base), most significant first
+    if not 1 <= precision <= 65 or not 0 <= scale <= min(precision, 38):
+        raise ValueError(f"DECIMAL({precision},{scale}), which MySQL cannot hold")
+    groups = [(8 * _DECIMAL_GROUP_BYTES[d], d) for d in digits if d]  # (bits, digits), most significant first
     size = sum(bits for bits, _ in groups) // 8
     sign_bit = 1 << (8 * size - 1)
     negative_mask = (1 << (8 * size)) - 1 ^ sign_bit
-    unscaled, shift = "0", 8 * size
-    for bits, base in groups:
+    unscaled, shift, read = "0", 8 * size, []
+    for g, (bits, held) in enumerate(groups):
         shift -= bits
-        unscaled = f"({unscaled}) * {base} + (packed >> {shift} & {(1 << bits) - 1})"
+        read.append(f"g{g} = packed >> {shift} & {(1 << bits) - 1}")
+        unscaled = f"({unscaled}) * {10**held} + g{g}"
+    oversized = " or ".join(f"g{g} >= {10**held}" for g, (_, held) in enumerate(groups))
+    held = tuple(held for _, held in groups)
     inline = Inline(
         f"packed = int.from_bytes(body[pos:pos + {size}], 'big'); pos += {size}\n"
         f"negative = not packed & {sign_bit}\n"
         f"packed ^= {negative_mask} if negative else {sign_bit}\n"
+        + "\n".join(read)
+        + f"\nif {oversized}: {{oversized}}(({', '.join(f'g{g}' for g in range(len(groups)))},), {held})\n"
         f"unscaled = {unscaled}\n"
         f"{{value}} = {{decimal}}(-unscaled if negative else unscaled).scaleb({-scale}, {{context}})",
-        {"decimal": Decimal, "context": _DECIMAL_CONTEXT},
+        {"decimal": Decimal, "context": _DECIMAL_CONTEXT, "oversized": _oversized_group},
     )
     return ColumnReader(inline, ("decimal", precision, scale, Decimal))
 
 
+def _oversized_group(values: tuple[int, ...], held: tuple[int, ...]) -> None:
+    """Refuses a DECIMAL digit group holding more digits than it can (MySQL refuses it too)."""
+    for value, digits in zip(values, held, strict=True):
+        if value >= 10**digits:
+            raise ValueError(f"a DECIMAL digit group of {value} holds at most {digits} digits")
+
+
 def _fraction(fsp: int) -> tuple[int, int]:
     """Bytes of a temporal value's fraction, and microseconds per stored unit."""
+    if not 0 <= fsp <= 6:
+        raise ValueError(f"fractional seconds precision {fsp}; MySQL writes at most 6")
     size = (fsp + 1) // 2
     return size, 10 ** (6 - 2 * size)
 

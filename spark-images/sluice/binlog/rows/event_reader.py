@@ -8,7 +8,6 @@ before their rows are parsed.
 from __future__ import annotations
 
 import logging
-import struct
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import NamedTuple
@@ -165,10 +164,8 @@ class RowsEvent(NamedTuple):
     def _images(self, before_only: frozenset[int] | None = None) -> list[Row]:
         try:
             return self.decoder.images(self.body, self.present, before_only)
-        except (ValueError, IndexError, struct.error) as exc:
-            raise SourceError(
-                f"cannot decode the rows event of {self.table_id} at binlog position {self.start}: {exc}"
-            ) from exc
+        except Exception as exc:  # whatever bytes MySQL never writes raise, the pipeline stops here
+            raise undecodable(self.table_id, self.start, exc) from exc
 
 
 _STATEMENT = {RowKind.INSERT: "insert", RowKind.UPDATE_AFTER: "update", RowKind.DELETE: "delete"}
@@ -179,11 +176,25 @@ def rows_event(
 ) -> RowsEvent | None:
     """The rows event starting at `start`, undecoded, if it belongs to a captured table."""
     table_id = event.table_id
-    decoder = decoders.for_table(table_id, event.table)
+    try:
+        decoder = decoders.for_table(table_id, event.table)
+    except ValueError as exc:  # a table map MySQL never writes
+        raise undecodable(table_id, start, exc) from exc
     if decoder is None:
         return None
     end, timestamp = event.packet.log_pos, event.timestamp
     return RowsEvent(table_id, event.kind, decoder, event.body, event.present, start, end, first_row, timestamp)
+
+
+def undecodable(table_id: str, start: BinlogOffset, exc: BaseException) -> SourceError:
+    """The stop for a rows event whose bytes are none MySQL writes (a flipped bit on disk or
+    in a proxy): naming the table, the position and, in `exc`, the column."""
+    why = f"{type(exc).__name__}: {exc}" if not isinstance(exc, ValueError) else str(exc)
+    return SourceError(
+        f"cannot decode the rows event of {table_id} at binlog position {start}: {why}; the binlog there is corrupt "
+        "or was written by a server Sluice does not know: check the source's binlog (mariadb-binlog or mysqlbinlog "
+        "at that position)"
+    )
 
 
 def partial_images_stop(event: RowsEvent, why: str) -> SourceError:

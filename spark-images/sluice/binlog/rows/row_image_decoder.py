@@ -53,6 +53,7 @@ class RowImageDecoder:
         self._loops: dict[tuple[tuple[bytes, ...], frozenset[int] | None], Callable[[bytes], list[Row]]] = {}
         self.whole: set[tuple[bytes, ...]] = set()  # column bitmaps that leave no column out
         self._readers: list[tuple[ColumnReader, int | None]] = []
+        self._names: list[str] = []  # each table-map column's, for errors
         names = schema.column_names
         row_end = row_end_column(table_map_columns, schema)
         # A versioned table's row end: where each image holds it, past the row's end if the
@@ -66,7 +67,12 @@ class RowImageDecoder:
             if i == row_end:
                 self.row_end = target = self._width if target is None else target
             data_type = schema.columns[target].data_type if target is not None and target < self._width else None
-            self._readers.append((column_reader(column, data_type, where), target))
+            try:
+                reader = column_reader(column, data_type, where)
+            except ValueError as exc:  # a table map MySQL never writes
+                raise ValueError(f"column {name}: {exc}") from exc
+            self._readers.append((reader, target))
+            self._names.append(str(name))
 
     def images(self, body: bytes, present: Sequence[bytes], before_only: frozenset[int] | None = None) -> list[Row]:
         """Every image in the body, in order: one per row, or before/after pairs for an
@@ -106,24 +112,26 @@ class RowImageDecoder:
         """The row loop for images of these columns."""
         slots = self._width + (self.row_end == self._width)
         kept = [before_only if before_only is not None and len(present) == 2 and n == 0 else None for n in range(2)]
+        if not 1 <= len(present) <= 2:
+            raise ValueError(f"a rows event has one or two images a row, not {len(present)}")
         if COMPILED:
             images = [
                 [
-                    (read.instruction, -1 if target is None else target)
-                    for read, target in self._in_image(bitmap, kept[n])
+                    (read.instruction, -1 if target is None else target, self._names[i])
+                    for i, read, target in self._in_image(bitmap, kept[n])
                 ]
                 for n, bitmap in enumerate(present)
             ]
             return _row_images.Program(images, slots).decode
         return self._python_loop(present, slots, kept)
 
-    def _in_image(self, bitmap: bytes, kept: frozenset[int] | None = None) -> list[tuple[ColumnReader, int | None]]:
-        """The readers of the columns an image carries, and their slots (None: read past;
+    def _in_image(self, bitmap: bytes, kept: frozenset[int] | None) -> list[tuple[int, ColumnReader, int | None]]:
+        """The columns an image carries: their index, readers and slots (None: read past;
         so is every slot but the `kept` ones, if given)."""
         return [
-            (reader, target if kept is None or target in kept else None)
+            (i, reader, target if kept is None or target in kept else None)
             for i, (reader, target) in enumerate(self._readers)
-            if bitmap[i >> 3] >> (i & 7) & 1
+            if i >> 3 < len(bitmap) and bitmap[i >> 3] >> (i & 7) & 1
         ]
 
     def _python_loop(
@@ -132,16 +140,17 @@ class RowImageDecoder:
         """The row loop written out as Python and compiled once: a loop over columns and a
         call per value cost more than decoding them. Per value it is the reader's Inline
         statement, or else a call of the reader."""
-        namespace: dict[str, Any] = {}
-        lines = ["def images(body):", "    rows = []", "    pos = 0", "    while pos < len(body):"]
-        for n, bitmap in enumerate(present):
-            in_image = [
-                (i, reader, target if kept[n] is None or target in kept[n] else None)
-                for i, (reader, target) in enumerate(self._readers)
-                if bitmap[i >> 3] >> (i & 7) & 1
-            ]
+        namespace: dict[str, Any] = {"READ_NOTHING": READ_NOTHING, "NO_NULL_BITMAP": NO_NULL_BITMAP}
+        lines = ["def images(body):", "    rows = []", "    pos = 0", "    n = len(body)", "    while pos < n:"]
+        lines.append("        round = pos")
+        columns: dict[int, str] = {}  # line number: the column whose value it reads
+        for image, bitmap in enumerate(present):
+            in_image = self._in_image(bitmap, kept[image])
             null_bytes = (len(in_image) + 7) >> 3
             nulls = "body[pos]" if null_bytes == 1 else f"int.from_bytes(body[pos:pos + {null_bytes}], 'little')"
+            lines.append(
+                f"        if pos + {null_bytes} > n: raise ValueError('row image ends before its null bitmap')"
+            )
             lines.append(f"        nulls = {nulls}; pos += {null_bytes}")
             slots = ["None"] * width
             for bit, (i, reader, target) in enumerate(in_image):
@@ -153,12 +162,44 @@ class RowImageDecoder:
                 statement = read.statement.format(value=f"v{i}", **bound)
                 lines += [f"        if nulls & {1 << bit}:", f"            v{i} = None", "        else:"]
                 lines += ["            " + line for line in statement.splitlines()]
+                lines.append("            if pos > n: raise ValueError('row image ends before its value')")
+                columns.update(
+                    dict.fromkeys(range(len(lines) - len(statement.splitlines()), len(lines) + 1), self._names[i])
+                )
                 if target is not None:
                     slots[target] = f"v{i}"
             lines.append(f"        rows.append(({', '.join(slots)},))")
+        lines.append("        if pos == round: raise ValueError(READ_NOTHING)")
         lines.append("    return rows")
-        exec(compile("\n".join(lines), f"<row images of {self.schema.table_id}>", "exec"), namespace)  # noqa: S102
-        return namespace["images"]
+        filename = f"<row images of {self.schema.table_id}>"
+        exec(compile("\n".join(lines), filename, "exec"), namespace)  # noqa: S102
+        return _naming_columns(namespace["images"], filename, columns)
+
+
+READ_NOTHING = "a row image reads no byte of the body (its column bitmap selects no column)"
+NO_NULL_BITMAP = "row image ends before its null bitmap"
+
+
+def _naming_columns(
+    loop: Callable[[bytes], list[Row]], filename: str, columns: dict[int, str]
+) -> Callable[[bytes], list[Row]]:
+    """The loop, its errors naming the column whose value raised them (as the C loop's do)."""
+
+    def images(body: bytes) -> list[Row]:
+        try:
+            return loop(body)
+        except Exception as exc:
+            traceback = exc.__traceback__
+            line = None
+            while traceback is not None:
+                if traceback.tb_frame.f_code.co_filename == filename:
+                    line = traceback.tb_lineno
+                traceback = traceback.tb_next
+            if line not in columns:
+                raise
+            raise ValueError(f"column {columns[line]}: {exc}") from exc
+
+    return images
 
 
 def changelog_rows(
@@ -167,6 +208,8 @@ def changelog_rows(
     """A rows event's (beginning at `start`) images as its changelog rows, from row `first`
     on. With two `kinds`, the images alternate before (kinds[0]) and after (kinds[1]), an
     update's."""
+    if first < 0:
+        raise ValueError(f"changelog of first row {first}")
     pairs, file, pos = len(kinds) == 2, start.file, start.pos
     if COMPILED:
         kinds = (kinds[0], kinds[-1])

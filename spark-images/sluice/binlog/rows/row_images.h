@@ -22,6 +22,7 @@ typedef struct {
     PyObject *object;    /* Decimal, the invalid-date maker, the zero timestamp, the Python reader */
     const char *encoding, *errors;
     PyObject *encoding_object, *errors_object; /* keep the two strings above alive */
+    PyObject *column;    /* its name, for errors */
     int utf8;
     int holds;           /* parsed whole: the three objects above are references it holds */
 } Op;

@@ -49,7 +49,7 @@ static PyObject *
 read_decimal(const Op *op, const unsigned char *p)
 {
     unsigned char raw[32];
-    char digits[128]; /* 65 digits, or up to 10 a group in a corrupt value; sign; exponent */
+    char digits[80]; /* 65 digits, a sign and an exponent */
     memcpy(raw, p, (size_t)op->size);
     int negative = !(raw[0] & 0x80);
     if (negative)
@@ -66,10 +66,12 @@ read_decimal(const Op *op, const unsigned char *p)
         unsigned long long value = big_endian(q, n);
         q += n;
         nonzero |= value != 0;
-        if (value >= POWERS_OF_TEN[op->group_digits[g]]) /* a corrupt group: more digits than it holds */
-            out += sprintf(out, "%0*llu", op->group_digits[g], value);
-        else
-            out = put_digits(out, value, op->group_digits[g]);
+        if (value >= POWERS_OF_TEN[op->group_digits[g]]) { /* MySQL never writes it: refused, as MySQL does */
+            PyErr_Format(PyExc_ValueError, "a DECIMAL digit group of %llu holds at most %d digits", value,
+                         op->group_digits[g]);
+            return NULL;
+        }
+        out = put_digits(out, value, op->group_digits[g]);
     }
     if (op->b) { /* a scale of 1 to 38 (MariaDB's most) */
         *out++ = 'E';

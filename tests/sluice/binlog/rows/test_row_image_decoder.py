@@ -249,8 +249,9 @@ def test_rows_of_values_are_left_to_reference_counting_not_to_the_cyclic_collect
     untracks them as the collector would on its first walk, unless a value could be part
     of a cycle (a container the collector tracks)."""
     body = bytes([0]) + (7).to_bytes(4, "little") + bytes([2]) + b"ab"
-    plain = row_image_decoder._row_images.Program([[(("int", 4, 1), 0), (("text", 1, "utf-8", "strict"), 1)]], 2)
-    holding = row_image_decoder._row_images.Program([[(("int", 4, 1), 0), (("prefixed", 1, lambda raw: [raw]), 1)]], 2)
+    program = row_image_decoder._row_images.Program
+    plain = program([[(("int", 4, 1), 0, "id"), (("text", 1, "utf-8", "strict"), 1, "name")]], 2)
+    holding = program([[(("int", 4, 1), 0, "id"), (("prefixed", 1, lambda raw: [raw]), 1, "name")]], 2)
 
     (row,) = plain.decode(body)
     (container_row,) = holding.decode(body)
