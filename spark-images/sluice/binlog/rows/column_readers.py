@@ -76,6 +76,8 @@ def _little_endian(size: int, signed: bool) -> Called:
 
 def _length_prefixed(prefix: int, finish: Callable[[bytes], Any]) -> ColumnReader:
     """VARCHAR, CHAR, BLOB, TEXT, GEOMETRY, JSON: a little-endian length, then the bytes."""
+    if not 1 <= prefix <= 4:
+        raise ValueError(f"a length of {prefix} bytes; MySQL writes 1 to 4")
     length = "body[pos]" if prefix == 1 else f"int.from_bytes(body[pos:pos + {prefix}], 'little')"
     raw = f"body[pos + {prefix}:end]"
     codec = getattr(finish, "codec", None)  # text is decoded in place, not through a call

@@ -132,3 +132,11 @@ def test_changelog_refuses_a_negative_first_row():
 def test_an_offset_with_a_negative_row_is_refused_when_read_from_state():
     with pytest.raises(ValueError, match="row"):
         BinlogOffset.from_json({"file": "mysql-bin.000001", "pos": 4, "row": -1})
+
+
+def test_a_length_prefix_of_more_than_four_bytes_is_refused():
+    """Found by the differential fuzz: a BLOB's table map saying a 66-byte length (MySQL
+    writes 1 to 4) was refused by the C loop and read by the Python one."""
+    column = table_map_column("doc", FIELD_TYPE.BLOB, length_size=66)
+    with pytest.raises(ValueError, match=r"column doc: a length of 66 bytes; MySQL writes 1 to 4"):
+        decoded(decoder((column, "blob", "blob")), b"\x00" + bytes(70))
