@@ -21,11 +21,13 @@ $(VENV)/.installed: pyproject.toml setup.py $(shell find spark-images/sluice -na
 # python3-venv (Debian keeps `python3 -m venv`'s pip apart) and a headless Java runtime for
 # Spark (Debian 12's default is 17, 13's is 21: PySpark 4 takes either), then
 # MariaDB and PostgreSQL binaries for the test harness (no system service is started),
-# libmariadb's headers for mysqlclient, the C driver the snapshot reads chunks with, a C
+# libmariadb's headers for mysqlclient, the C driver the snapshot reads chunks with, zlib's
+# for the binlog parser's checksums, a C
 # compiler and Python's headers for it and for Sluice's row image decoder, npm and
 # unzip for `make tools`, MariaDB's own test suite (the DDL corpus of the parser's tests), and
 # percona-toolkit's pt-online-schema-change (the online schema-change tests run the real tool),
-# and Prometheus with promtool (the metrics, dashboard and alert tests query a real one).
+# and Prometheus with promtool (the metrics, dashboard and alert tests query a real one), and
+# debootstrap (a test makes a minimal Debian and runs `make demo` there).
 # Only what is missing is installed: Debian's npm conflicts with a Node.js from elsewhere
 # that already brings npm.
 system-deps:
@@ -37,6 +39,7 @@ system-deps:
 	command -v mariadbd >/dev/null || missing="$$missing mariadb-server mariadb-client"; \
 	[ -x /usr/lib/postgresql/15/bin/initdb ] || missing="$$missing postgresql"; \
 	[ -f /usr/include/mariadb/mysql.h ] || missing="$$missing libmariadb-dev pkg-config"; \
+	[ -f /usr/include/zlib.h ] || missing="$$missing zlib1g-dev"; \
 	command -v cc >/dev/null || missing="$$missing gcc"; \
 	python3 -c 'import os, sysconfig; assert os.path.exists(sysconfig.get_paths()["include"] + "/Python.h")' \
 		2>/dev/null || missing="$$missing python3-dev"; \
@@ -45,6 +48,7 @@ system-deps:
 	[ -d /usr/share/mysql/mysql-test/main ] || missing="$$missing mariadb-test"; \
 	command -v pt-online-schema-change >/dev/null || missing="$$missing percona-toolkit"; \
 	command -v promtool >/dev/null || missing="$$missing prometheus"; \
+	command -v debootstrap >/dev/null || missing="$$missing debootstrap"; \
 	if [ -n "$$missing" ]; then \
 		echo "installing Debian packages:$$missing"; \
 		$(SUDO) apt-get update -qq && \
