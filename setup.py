@@ -17,6 +17,8 @@ COMPILED = {
     "sink/jdbc/_pg_numeric": [],
 }
 
+LIBRARIES = {"binlog/protocol/_event_parse": ["z"]}  # zlib's crc32: the events' checksums
+
 setup(
     ext_modules=[
         Extension(
@@ -24,6 +26,7 @@ setup(
             sources=[f"spark-images/sluice/{source}.c" for source in (path, *more)],
             depends=[str(header) for header in Path("spark-images/sluice", path).parent.glob("*.h")],
             extra_compile_args=["-O2"],
+            libraries=LIBRARIES.get(path, []),
         )
         for path, more in COMPILED.items()
     ]

@@ -69,9 +69,17 @@ def binlog_settings_followed(settings: Mapping[str, str]) -> list[str]:
     if settings.get("log_bin_compress") == "ON":
         said.append("log_bin_compress=ON: the binlog's compressed events are inflated as they are read")
     checksum = settings.get("binlog_checksum", "NONE")
-    said.append(
-        f"binlog_checksum={checksum}: each binlog file says whether its events end in a checksum: a change is followed"
-    )
+    if checksum == "NONE":
+        said.append(
+            "binlog_checksum=NONE: the binlog's events carry no checksum, so bytes changed on the source's disk or on "
+            "the way cannot be found (SET GLOBAL binlog_checksum='CRC32' to have every event verified)"
+        )
+    else:
+        said.append(
+            f"binlog_checksum={checksum}: every event's checksum is verified before it is read; an event whose "
+            "checksum does not hold stops the pipeline at it (each file says whether its events carry one: a "
+            "change of the setting is followed)"
+        )
     said.append(
         "binlog_row_image and binlog_format can be set per session: the columns a rows event leaves out are read "
         "from the source by key (a changelog target or a transformed table stops at that event); a change logged "

@@ -144,7 +144,7 @@ def test_a_clean_pipeline_checks_out_with_exit_0_and_as_json(tmp_path, mariadb, 
         ("ok", "sink"),
     }
     said = [text for _, subject, text in findings(checked.stdout) if subject == "source.binlog"]
-    assert any(text.startswith("binlog_checksum=CRC32: each binlog file says") for text in said), said
+    assert any(text.startswith("binlog_checksum=CRC32: every event's checksum is verified") for text in said), said
     assert any("set per session" in text for text in said), said
     assert sluice_check(pipeline, env, "--strict").returncode == 1  # the NUL's warning fails it
     document = json.loads(sluice_check(pipeline, env, "--json").stdout)

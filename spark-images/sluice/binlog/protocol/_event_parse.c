@@ -8,11 +8,17 @@
  * a packet shorter than its fields. It sets stream.log_pos as they do. The Python parsers
  * are the reference: the tests read the same binlog with both.
  *
+ * With VERIFY in `wanted`, an event whose file's events end in a CRC32 (fmt.checksum; a
+ * format description's own byte says for it) is checked first: a mismatch raises
+ * ChecksumMismatch before anything is read of it (binlog_format.checksum_holds is the
+ * reference).
+ *
  * setup(header_type, rows_type, xid_type, gtid_type, skipped, kinds) hands it the classes
  * it makes and the rows events' kinds (insert, update, delete), once.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <zlib.h>
 
 #define BODY 20 /* an OK byte and the event's 19-byte header */
 #define XID 0x10
@@ -23,8 +29,11 @@
 #define WANT_INSERT 4
 #define WANT_UPDATE 8
 #define WANT_DELETE 16
+#define VERIFY 32 /* the packet as read off the wire: its checksum is verified first */
+#define FORMAT_DESCRIPTION 0x0F
 
 static PyTypeObject *header_type, *rows_type, *xid_type, *gtid_type;
+static PyObject *checksum_mismatch; /* ChecksumMismatch, a ValueError */
 static PyObject *skipped, *kinds; /* kinds: (INSERT, UPDATE_AFTER, DELETE) */
 static PyObject *empty_tuple;
 
@@ -234,6 +243,19 @@ event_with(const unsigned char *p, Py_ssize_t n, int type, PyObject *header, PyO
     return rows_event(p, n, type, header, table_map, fmt);
 }
 
+/* 1 if the event packet's checksum holds or it has none, 0 if not, -1 on an error. */
+static int
+checksum_holds(const unsigned char *p, Py_ssize_t n, PyObject *fmt)
+{
+    int checksum = p[5] == FORMAT_DESCRIPTION ? n >= BODY + 5 && p[n - 5] != 0 : flag(fmt, "checksum");
+    if (checksum <= 0)
+        return checksum < 0 ? -1 : 1;
+    if (n < BODY + 4 || n - 5 > (Py_ssize_t)UINT_MAX)
+        return 0;
+    uLong crc = crc32(0L, p + 1, (uInt)(n - 5));
+    return crc == (uLong)little_endian(p + n - 4, 4);
+}
+
 static PyObject *
 parse(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 {
@@ -251,6 +273,14 @@ parse(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     Py_ssize_t n = PyBytes_GET_SIZE(data);
     if (n < BODY || p[0] != 0)
         Py_RETURN_NONE;
+    if (wanted & VERIFY) {
+        int holds = checksum_holds(p, n, fmt);
+        if (holds <= 0) {
+            if (holds == 0)
+                PyErr_SetString(checksum_mismatch, "the event's CRC32 does not hold");
+            return NULL;
+        }
+    }
     int type = p[5];
     int rows = (type >= 0x17 && type <= 0x19) || (type >= 0x1E && type <= 0x20);
     if (!rows && type != XID && type != MARIADB_GTID && type != TABLE_MAP)
@@ -313,10 +343,16 @@ PyInit__event_parse(void)
     PyObject *m = PyModule_Create(&module);
     if (m == NULL)
         return NULL;
+    checksum_mismatch = PyErr_NewException("sluice.binlog.protocol._event_parse.ChecksumMismatch", PyExc_ValueError,
+                                           NULL);
+    if (checksum_mismatch == NULL || PyModule_AddObjectRef(m, "ChecksumMismatch", checksum_mismatch) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
     if (PyModule_AddIntConstant(m, "WANT_XID", WANT_XID) < 0 || PyModule_AddIntConstant(m, "WANT_GTID", WANT_GTID) < 0 ||
         PyModule_AddIntConstant(m, "WANT_INSERT", WANT_INSERT) < 0 ||
         PyModule_AddIntConstant(m, "WANT_UPDATE", WANT_UPDATE) < 0 ||
-        PyModule_AddIntConstant(m, "WANT_DELETE", WANT_DELETE) < 0) {
+        PyModule_AddIntConstant(m, "WANT_DELETE", WANT_DELETE) < 0 || PyModule_AddIntConstant(m, "VERIFY", VERIFY) < 0) {
         Py_DECREF(m);
         return NULL;
     }

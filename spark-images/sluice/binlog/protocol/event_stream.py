@@ -151,6 +151,7 @@ class PushbackConnection(SharedTlsConnection):
             return self._unread.popleft()
         assert self.binlog is not None
         data = self._payload()
+        self.binlog.verify(data)  # before anything reads or rewrites it
         if data[0] == 0xFF:  # an error packet, raised as pymysql raises it
             if self._result is not None and self._result.unbuffered_active is True:
                 self._result.unbuffered_active = False
@@ -255,6 +256,7 @@ class BinlogEventStream(BinLogStreamReader):
         for event_type, (_, event_class, _) in _ROWS.items():
             self._parsers[event_type] = self._rows if event_class in wanted else self._skipped
         self._wanted = 0  # the compiled parser's WANT_* bits
+        self._verify_wanted = 0  # and VERIFY, for a packet as read off the wire
         if _event_parse is not None:
             for event_class, bit in (
                 (XidEvent, _event_parse.WANT_XID),
@@ -264,6 +266,7 @@ class BinlogEventStream(BinLogStreamReader):
                 (DeleteRowsEvent, _event_parse.WANT_DELETE),
             ):
                 self._wanted |= bit if event_class in wanted else 0
+            self._verify_wanted = self._wanted | _event_parse.VERIFY
 
     def _BinLogStreamReader__checksum_enabled(self) -> bool:  # noqa: N802 - the library's private name
         """The checksum handshake, made on every connection: the server then sends each
@@ -302,7 +305,10 @@ class BinlogEventStream(BinLogStreamReader):
                 # The next packet cut from the last read, parsed in place: a one-row
                 # transaction's four packets took three Python calls each to get here.
                 # What the compiled parser leaves goes the way below, made readable first.
-                event = _event_parse.parse(framed[-1], self, self.table_map, self._format, self._wanted)
+                try:
+                    event = _event_parse.parse(framed[-1], self, self.table_map, self._format, self._verify_wanted)
+                except _event_parse.ChecksumMismatch:
+                    raise self._format.mismatch(framed[-1]) from None
                 if event is not None:
                     framed.pop()
                     if event is _SKIPPED:
