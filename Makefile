@@ -27,7 +27,8 @@ $(VENV)/.installed: pyproject.toml setup.py $(shell find spark-images/sluice -na
 # unzip for `make tools`, MariaDB's own test suite (the DDL corpus of the parser's tests), and
 # percona-toolkit's pt-online-schema-change (the online schema-change tests run the real tool),
 # and Prometheus with promtool (the metrics, dashboard and alert tests query a real one), and
-# debootstrap (a test makes a minimal Debian and runs `make demo` there).
+# debootstrap (a test makes a minimal Debian and runs `make demo` there), and openssl (the TLS
+# tests make a CA and certificates).
 # Only what is missing is installed: Debian's npm conflicts with a Node.js from elsewhere
 # that already brings npm.
 system-deps:
@@ -49,6 +50,7 @@ system-deps:
 	command -v pt-online-schema-change >/dev/null || missing="$$missing percona-toolkit"; \
 	command -v promtool >/dev/null || missing="$$missing prometheus"; \
 	command -v debootstrap >/dev/null || missing="$$missing debootstrap"; \
+	command -v openssl >/dev/null || missing="$$missing openssl"; \
 	if [ -n "$$missing" ]; then \
 		echo "installing Debian packages:$$missing"; \
 		$(SUDO) apt-get update -qq && \

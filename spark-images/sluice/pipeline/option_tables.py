@@ -21,6 +21,7 @@ from sluice.pipeline.partition_key import partition_key_check
 from sluice.pipeline.schema_change_types import event_types
 from sluice.route.route_rule import ROUTE_MODES
 from sluice.source.time_zone import parse_zone_id
+from sluice.source.tls import TLS_MODES
 
 
 def user_function_entries(entries: tuple[dict[str, str], ...]) -> str | None:
@@ -207,6 +208,30 @@ SOURCE_OPTIONS = [
         check=duration_check,
         description="how long the binlog reader keeps reconnecting a lost connection before the pipeline fails",
     ),
+    Option(
+        "ssl-mode",
+        str,
+        "preferred",
+        choices=TLS_MODES,
+        description="TLS of every source connection, the binlog's and the snapshot readers' included: disabled, "
+        "preferred (TLS when the server offers it), required (TLS or no connection), verify_ca (the server's "
+        "certificate signed by ssl-ca), verify_identity (and naming hostname)",
+    ),
+    Option(
+        "ssl-ca",
+        str,
+        "",
+        description="PEM file of the CAs the server's certificate is verified against "
+        "(default: the system's); on Kubernetes, from spec.source.tls.secretName",
+    ),
+    Option(
+        "ssl-cert",
+        str,
+        "",
+        description="PEM file of a client certificate to present (ssl-mode required or "
+        "stricter); on Kubernetes, from spec.source.tls.secretName",
+    ),
+    Option("ssl-key", str, "", description="PEM file of the client certificate's key, if not in ssl-cert's"),
 ]
 
 

@@ -34,7 +34,7 @@ from sluice.source.checks import (
     privileges_problem,
     select_problem,
 )
-from sluice.source.connection import connect
+from sluice.source.connection import connect, connect_scan, tls_cipher
 from sluice.source.schema import Column, TableSchema, discover_tables
 from sluice.source.sql import qualified, quote
 
@@ -101,6 +101,7 @@ def _source(definition: PipelineDefinition, sink: Sink, scan_rows: int, found: l
         return
     try:
         yield Finding("ok", "source", f"reached {source.hostname}:{source.port} ({conn.get_server_info()})")
+        yield tls_finding(definition, conn)
         settings = binlog_settings(conn)
         problems = binlog_settings_problems(settings)
         yield from (Finding("error", "source.binlog", problem) for problem in problems)
@@ -134,6 +135,43 @@ def _source(definition: PipelineDefinition, sink: Sink, scan_rows: int, found: l
                 yield from _rewritten_values(conn, schema, values, scan_rows)
     finally:
         conn.close()
+
+
+def tls_finding(definition: PipelineDefinition, conn: pymysql.connections.Connection) -> Finding:
+    """Whether the run's source connections are encrypted and the server verified: asked
+    of the server, for a metadata connection (the binlog's is made alike) and a chunk
+    reader's (another driver)."""
+    tls = definition.source.tls
+    try:
+        scan = connect_scan(definition.source.endpoint())
+    except SluiceError as exc:
+        return Finding("error", "source.ssl-mode", f"the snapshot's chunk readers cannot connect: {exc}")
+    try:
+        ciphers = {"metadata and binlog": tls_cipher(conn), "snapshot chunk readers": tls_cipher(scan)}
+    finally:
+        scan.close()
+    if all(ciphers.values()):
+        verified = (
+            f"the server's certificate verified ({tls.mode})"
+            if tls.verifies
+            else f"the server's certificate not verified ({tls.mode}: source.ssl-mode verify_identity does)"
+        )
+        return Finding(
+            "ok", "source.ssl-mode", f"every connection encrypted ({ciphers['metadata and binlog']}), {verified}"
+        )
+    plain = ", ".join(name for name, cipher in ciphers.items() if not cipher)
+    return Finding(
+        "warning" if tls.mode != "disabled" else "ok",
+        "source.ssl-mode",
+        f"{plain} in plaintext ({tls.mode}"
+        + (
+            ""
+            if tls.mode == "disabled"
+            else ": the server offers no TLS; turn it on there (ssl_cert, ssl_key) and set "
+            "source.ssl-mode verify_identity to protect the data on the way"
+        )
+        + ")",
+    )
 
 
 def _server_ids(conn: pymysql.connections.Connection, definition: PipelineDefinition) -> Iterator[Finding]:

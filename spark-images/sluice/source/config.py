@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from sluice.errors import DefinitionError
 from sluice.source.endpoint import SourceEndpoint
 from sluice.source.table_selector import TableSelector
+from sluice.source.tls import SourceTls
 
 
 @dataclass(frozen=True)
@@ -93,6 +94,7 @@ class SourceConfig:
     connect_timeout_seconds: float
     connect_max_retries: int
     reconnect_timeout_seconds: float
+    tls: SourceTls = field(default_factory=SourceTls)
 
     def endpoint(self) -> SourceEndpoint:
         return SourceEndpoint(
@@ -103,6 +105,7 @@ class SourceConfig:
             self.connect_timeout_seconds,
             self.connect_max_retries,
             self.reconnect_timeout_seconds,
+            self.tls,
         )
 
     def chunk_key_column_for(self, database: str, table: str) -> str | None:

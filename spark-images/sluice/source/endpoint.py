@@ -3,8 +3,10 @@ Spark task carries one, and the definition makes it)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
+
+from sluice.source.tls import SourceTls
 
 # Every session reads TIMESTAMPs in UTC: they are instants, and UTC text of them is
 # unambiguous (a zone with DST repeats an hour) and needs no time-zone tables on the server.
@@ -23,12 +25,20 @@ class SourceEndpoint:
     connect_timeout: float = 30.0
     max_retries: int = 3
     reconnect_timeout: float = 300.0  # a streaming binlog reader's budget for a lost connection
+    tls: SourceTls = field(default_factory=SourceTls)
 
     def __repr__(self) -> str:
         return f"SourceEndpoint({self.username}@{self.hostname}:{self.port})"
 
     def settings(self) -> dict[str, Any]:
-        """Keyword arguments both drivers (and python-mysql-replication) accept."""
+        """PyMySQL's (and python-mysql-replication's) keyword arguments."""
+        return {**self._common(), **self.tls.pymysql_settings()}
+
+    def scan_settings(self) -> dict[str, Any]:
+        """mysqlclient's, for the snapshot's chunk readers."""
+        return {**self._common(), **self.tls.mysqlclient_settings()}
+
+    def _common(self) -> dict[str, Any]:
         return {
             "host": self.hostname,
             "port": self.port,

@@ -135,6 +135,7 @@ def test_a_clean_pipeline_checks_out_with_exit_0_and_as_json(tmp_path, mariadb, 
     levels = {(level, subject) for level, subject, _ in findings(checked.stdout)}
     assert levels == {
         ("ok", "source"),
+        ("warning", "source.ssl-mode"),  # the test's servers offer no TLS (tests/sluice/source/test_tls.py's do)
         ("ok", "source.binlog"),
         ("ok", "source.privileges"),
         ("ok", "source.server-id"),
@@ -143,6 +144,8 @@ def test_a_clean_pipeline_checks_out_with_exit_0_and_as_json(tmp_path, mariadb, 
         ("warning", f"{source_db}.t.note"),
         ("ok", "sink"),
     }
+    (tls,) = [text for _, subject, text in findings(checked.stdout) if subject == "source.ssl-mode"]
+    assert tls.startswith("metadata and binlog, snapshot chunk readers in plaintext (preferred: the server offers no")
     said = [text for _, subject, text in findings(checked.stdout) if subject == "source.binlog"]
     assert any(text.startswith("binlog_checksum=CRC32: every event's checksum is verified") for text in said), said
     assert any("set per session" in text for text in said), said

@@ -215,5 +215,5 @@ def test_a_wrong_password_is_said_at_once_not_retried(tmp_path, mariadb, postgre
     last = _one_clear_line(_run_as(tmp_path, mariadb, postgresql, f"{source_db}.t", mariadb.user, "not-the-password"))
 
     assert last.startswith(f"sluice: error: source {mariadb.host}:{mariadb.port} refused the connection: Access denied")
-    assert last.endswith("check source.username and source.password")
+    assert "; check source.username and source.password (a user created REQUIRE SSL" in last
     assert "not-the-password" not in last

@@ -1,0 +1,76 @@
+"""How connections to the source are encrypted and whose certificates they trust: the
+five modes Debezium's `database.ssl.mode` and MySQL's `--ssl-mode` name, for every
+connection of a run (metadata, watermarks, the binlog stream: PyMySQL; the snapshot's chunk
+readers: mysqlclient on libmariadb).
+
+- disabled: plaintext.
+- preferred (the default): TLS whenever the server offers it, unverified.
+- required: TLS or no connection, unverified (it protects against a passive listener, not
+  against an impostor).
+- verify_ca: TLS, the server's certificate signed by `ca` (else the system's CAs). libmariadb
+  checks the server's name under it too, so the chunk readers need a certificate naming the
+  host Sluice connects to, as verify_identity does.
+- verify_identity: verify_ca, and the certificate names the host.
+
+`cert` and `key` present a client certificate (a user created REQUIRE X509 or SUBJECT) under
+required and stricter.
+"""
+
+from __future__ import annotations
+
+import functools
+import ssl
+from dataclasses import dataclass
+from typing import Any
+
+from sluice.errors import SourceError
+
+TLS_MODES = ("disabled", "preferred", "required", "verify_ca", "verify_identity")
+
+
+@dataclass(frozen=True)
+class SourceTls:
+    mode: str = "preferred"
+    ca: str = ""  # PEM file of the CAs that sign the server's certificate (verify_*)
+    cert: str = ""  # PEM file of the client certificate (with its key, or `key` apart)
+    key: str = ""
+
+    @property
+    def requires(self) -> bool:
+        return self.mode not in ("disabled", "preferred")
+
+    @property
+    def verifies(self) -> bool:
+        return self.mode in ("verify_ca", "verify_identity")
+
+    def pymysql_settings(self) -> dict[str, Any]:
+        """PyMySQL's (and python-mysql-replication's) keyword arguments."""
+        if self.mode == "disabled":
+            return {"ssl_disabled": True}
+        if self.mode == "preferred":  # PyMySQL's own: TLS when offered (connection.SharedTlsConnection)
+            return {}
+        return {"ssl": client_context(self)}
+
+    def mysqlclient_settings(self) -> dict[str, Any]:
+        """mysqlclient's. On libmariadb, REQUIRED gives TLS when offered and plaintext when not
+        (connection.connect_scan refuses that where TLS is required); VERIFY_CA checks the
+        server's name too."""
+        if self.mode == "disabled":
+            return {"ssl_mode": "DISABLED"}
+        files = {name: path for name, path in (("ca", self.ca), ("cert", self.cert), ("key", self.key)) if path}
+        mode = {"verify_ca": "VERIFY_CA", "verify_identity": "VERIFY_IDENTITY"}.get(self.mode, "REQUIRED")
+        return {"ssl_mode": mode, **({"ssl": files} if files else {})}
+
+
+@functools.lru_cache(maxsize=8)  # loading CAs costs more than a connection's handshake
+def client_context(tls: SourceTls) -> ssl.SSLContext:
+    try:
+        context = ssl.create_default_context(cafile=tls.ca or None)
+        if tls.cert:
+            context.load_cert_chain(tls.cert, tls.key or None)
+    except (OSError, ssl.SSLError) as exc:
+        which = "source.ssl-cert and source.ssl-key" if tls.cert and "cert" in str(exc).lower() else "source.ssl-ca"
+        raise SourceError(f"{which}: cannot load {exc.filename or 'the certificates'}: {exc.strerror or exc}") from exc
+    context.check_hostname = tls.mode == "verify_identity"
+    context.verify_mode = ssl.CERT_REQUIRED if tls.verifies else ssl.CERT_NONE
+    return context
