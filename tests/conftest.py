@@ -13,6 +13,7 @@ import pytest
 from tests.harness.kube_api_double import RunningApiDouble
 from tests.harness.pipelines import kill_leftover_pipelines
 from tests.harness.services import MariaDB, PostgreSQL, scratch_directory, start_mariadb, start_postgresql
+from tests.harness.tls import Certificates, make_certificates, postgres_options
 
 _names = itertools.count()
 
@@ -94,3 +95,42 @@ def no_pipeline_outlives_its_test() -> Iterator[None]:
     """A test that failed before it ended its `sluice run`s: they die with it."""
     yield
     kill_leftover_pipelines()
+
+
+@pytest.fixture(scope="session")
+def certificates(services_dir: Path) -> Certificates:
+    return make_certificates(services_dir.joinpath("certificates"))
+
+
+@pytest.fixture(scope="session")
+def tls_server(services_dir: Path, certificates: Certificates) -> Iterator[MariaDB]:
+    """MariaDB serving a certificate of the test CA for 127.0.0.1, with a user created REQUIRE
+    SSL (what require_secure_transport imposes on all) and one REQUIRE SUBJECT."""
+    server = start_mariadb(services_dir.joinpath("tls"), options=certificates.server_options())
+    server.execute(
+        "CREATE USER cdc_ssl@'%' IDENTIFIED BY 'pw-ssl' REQUIRE SSL",
+        "CREATE USER cdc_x509@'%' IDENTIFIED BY 'pw-x509' REQUIRE SUBJECT '/CN=cdc_x509'",
+        "GRANT SELECT, REPLICATION SLAVE, BINLOG MONITOR ON *.* TO cdc_ssl@'%', cdc_x509@'%'",
+        "CREATE DATABASE shop",
+        "CREATE TABLE shop.orders (id INT PRIMARY KEY, amount INT)",
+        "INSERT INTO shop.orders VALUES (1, 10), (2, 20)",
+    )
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="session")
+def elsewhere_server(services_dir: Path, certificates: Certificates) -> Iterator[MariaDB]:
+    """A server whose certificate names another host."""
+    server = start_mariadb(services_dir.joinpath("elsewhere"), options=certificates.server_options("elsewhere"))
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="session")
+def tls_postgresql(services_dir: Path, certificates: Certificates) -> Iterator[PostgreSQL]:
+    """PostgreSQL serving a certificate of the test CA for 127.0.0.1."""
+    base = services_dir / "tls-postgresql"
+    server = start_postgresql(base, options=postgres_options(certificates, base))
+    yield server
+    server.stop()

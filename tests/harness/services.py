@@ -251,7 +251,7 @@ def _root_setup(server: MariaDB, datadir: Path) -> None:
     conn.close()
 
 
-def start_postgresql(base: Path, settings: str = "tuned") -> PostgreSQL:
+def start_postgresql(base: Path, settings: str = "tuned", options: Sequence[str] = ()) -> PostgreSQL:
     datadir = base / "postgresql"
     if datadir.exists():
         shutil.rmtree(datadir)
@@ -287,7 +287,8 @@ def start_postgresql(base: Path, settings: str = "tuned") -> PostgreSQL:
             "-o",
             f"-p {server.port} -h 127.0.0.1 -k {datadir} "
             + (POSTGRES_TUNED if settings == "tuned" else "")
-            + "-c max_connections=200",
+            + "-c max_connections=200"
+            + "".join(f" {option}" for option in options),
             "start",
         ]
     )

@@ -4,6 +4,8 @@ options that serve one of them."""
 
 from __future__ import annotations
 
+import os
+import shutil
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,6 +28,24 @@ class Certificates:
     def server_options(self, name: str = "server") -> list[str]:
         """mariadbd's options serving the certificate `name`, trusting the CA for clients'."""
         return [f"--ssl-ca={self.ca}", f"--ssl-cert={self.cert(name)}", f"--ssl-key={self.key(name)}"]
+
+
+def postgres_options(certificates: Certificates, base: Path, name: str = "server") -> list[str]:
+    """postgres's options serving the certificate `name`: its key copied where the server's
+    user (nobody, under root) owns it alone, as PostgreSQL requires."""
+    held = base / "pg-tls"
+    held.mkdir(parents=True, exist_ok=True)
+    for made, kept in (
+        (certificates.cert(name), held / "server.pem"),
+        (certificates.key(name), held / "server-key.pem"),
+    ):
+        shutil.copyfile(made, kept)
+        kept.chmod(0o600)
+        if os.geteuid() == 0:
+            shutil.chown(kept, "nobody")
+    if os.geteuid() == 0:
+        shutil.chown(held, "nobody")
+    return ["-c ssl=on", f"-c ssl_cert_file={held / 'server.pem'}", f"-c ssl_key_file={held / 'server-key.pem'}"]
 
 
 def make_certificates(directory: Path) -> Certificates:

@@ -28,7 +28,7 @@ from sluice.route.route_rule import parse_routes
 from sluice.route.routing import Routing
 from sluice.source.config import ServerIdRange, SourceConfig, StartupOptions
 from sluice.source.table_selector import TableSelector, is_tool_table, parse_patterns
-from sluice.source.tls import SourceTls
+from sluice.source.tls import tls_settings
 from sluice.transform.transform_rule import parse_transforms
 from sluice.transform.user_functions import UserFunction
 
@@ -220,20 +220,8 @@ def _source(values: dict[str, Any]) -> SourceConfig:
         connect_timeout_seconds=parse_duration(values["connect.timeout"]),
         connect_max_retries=values["connect.max-retries"],
         reconnect_timeout_seconds=parse_duration(values["connect.reconnect.timeout"]),
-        tls=_tls(values),
+        tls=tls_settings("source", values),
     )
-
-
-def _tls(values: dict[str, Any]) -> SourceTls:
-    tls = SourceTls(values["ssl-mode"].lower(), values["ssl-ca"], values["ssl-cert"], values["ssl-key"])
-    if tls.cert and not tls.requires:
-        raise DefinitionError(
-            f"source.ssl-cert: a client certificate is presented over TLS the pipeline requires: set source.ssl-mode "
-            f"required, verify_ca or verify_identity (it is {tls.mode})"
-        )
-    if tls.key and not tls.cert:
-        raise DefinitionError("source.ssl-key: the key of a client certificate needs source.ssl-cert")
-    return tls
 
 
 def _server_ids(text: str) -> ServerIdRange:

@@ -63,6 +63,31 @@ def _metadata_list(text: str) -> str | None:
     return f"'{unknown[0]}' is not a metadata column of the MySQL source (it has op_ts)" if unknown else None
 
 
+def tls_options(connections: str, host: str) -> list[Option]:
+    """ssl-mode, ssl-ca, ssl-cert, ssl-key (source/tls.py), for `connections` to `host`."""
+    return [
+        Option(
+            "ssl-mode",
+            str,
+            "preferred",
+            choices=TLS_MODES,
+            description=f"TLS of {connections}: disabled, preferred (TLS when the server offers it), required (TLS "
+            f"or no connection), verify_ca (the server's certificate signed by ssl-ca), verify_identity (and naming "
+            f"{host})",
+        ),
+        Option(
+            "ssl-ca",
+            str,
+            "",
+            description="PEM file of the CAs the server's certificate is verified against (default: the system's)",
+        ),
+        Option(
+            "ssl-cert", str, "", description="PEM file of a client certificate to present (ssl-mode required or more)"
+        ),
+        Option("ssl-key", str, "", description="PEM file of the client certificate's key, if not in ssl-cert's"),
+    ]
+
+
 SOURCE_OPTIONS = [
     Option(
         "type",
@@ -208,30 +233,7 @@ SOURCE_OPTIONS = [
         check=duration_check,
         description="how long the binlog reader keeps reconnecting a lost connection before the pipeline fails",
     ),
-    Option(
-        "ssl-mode",
-        str,
-        "preferred",
-        choices=TLS_MODES,
-        description="TLS of every source connection, the binlog's and the snapshot readers' included: disabled, "
-        "preferred (TLS when the server offers it), required (TLS or no connection), verify_ca (the server's "
-        "certificate signed by ssl-ca), verify_identity (and naming hostname)",
-    ),
-    Option(
-        "ssl-ca",
-        str,
-        "",
-        description="PEM file of the CAs the server's certificate is verified against "
-        "(default: the system's); on Kubernetes, from spec.source.tls.secretName",
-    ),
-    Option(
-        "ssl-cert",
-        str,
-        "",
-        description="PEM file of a client certificate to present (ssl-mode required or "
-        "stricter); on Kubernetes, from spec.source.tls.secretName",
-    ),
-    Option("ssl-key", str, "", description="PEM file of the client certificate's key, if not in ssl-cert's"),
+    *tls_options("every source connection, the binlog's and the snapshot readers' included", "hostname"),
 ]
 
 
@@ -294,6 +296,7 @@ SINK_OPTIONS = {
             str,
             description=f"the target database: {example_urls()} (jdbc: prefixes accepted)",
         ),
+        *tls_options("the target's connections", "the url's host"),
         Option(
             "username", str, description="the target user: creates the target's tables and sluice_meta, and writes them"
         ),

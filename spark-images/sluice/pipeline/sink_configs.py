@@ -10,6 +10,7 @@ from typing import Any
 from sluice.pipeline.jdbc_url import JdbcUrl, parse_jdbc_url
 from sluice.pipeline.options import parse_duration
 from sluice.pipeline.partition_key import PartitionField, parse_partition_keys
+from sluice.source.tls import NO_SETTINGS, TlsSettings, tls_settings
 
 
 @dataclass(frozen=True)
@@ -20,6 +21,7 @@ class JdbcSinkConfig:
     batch_size: int = 5000
     nul_replacement: str = ""
     zero_date: str = ""
+    tls: TlsSettings = NO_SETTINGS
 
     @classmethod
     def from_options(cls, options: Mapping[str, Any]) -> JdbcSinkConfig:
@@ -31,6 +33,7 @@ class JdbcSinkConfig:
             options.get("sink.batch-size", 5000),
             options.get("sink.nul-replacement", ""),
             options.get("sink.zero-date", ""),
+            tls_settings("sink", options),
         )
 
 

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from sluice.errors import DefinitionError
 from sluice.source.endpoint import SourceEndpoint
 from sluice.source.table_selector import TableSelector
-from sluice.source.tls import SourceTls
+from sluice.source.tls import TlsSettings
 
 
 @dataclass(frozen=True)
@@ -94,7 +94,7 @@ class SourceConfig:
     connect_timeout_seconds: float
     connect_max_retries: int
     reconnect_timeout_seconds: float
-    tls: SourceTls = field(default_factory=SourceTls)
+    tls: TlsSettings = field(default_factory=TlsSettings)
 
     def endpoint(self) -> SourceEndpoint:
         return SourceEndpoint(

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from sluice.source.tls import SourceTls
+from sluice.source.tls import TlsSettings
 
 # Every session reads TIMESTAMPs in UTC: they are instants, and UTC text of them is
 # unambiguous (a zone with DST repeats an hour) and needs no time-zone tables on the server.
@@ -25,7 +25,7 @@ class SourceEndpoint:
     connect_timeout: float = 30.0
     max_retries: int = 3
     reconnect_timeout: float = 300.0  # a streaming binlog reader's budget for a lost connection
-    tls: SourceTls = field(default_factory=SourceTls)
+    tls: TlsSettings = field(default_factory=TlsSettings)
 
     def __repr__(self) -> str:
         return f"SourceEndpoint({self.username}@{self.hostname}:{self.port})"

@@ -1,7 +1,8 @@
-"""How connections to the source are encrypted and whose certificates they trust: the
-five modes Debezium's `database.ssl.mode` and MySQL's `--ssl-mode` name, for every
-connection of a run (metadata, watermarks, the binlog stream: PyMySQL; the snapshot's chunk
-readers: mysqlclient on libmariadb).
+"""How connections to the source and to JDBC targets are encrypted and whose certificates
+they trust: the five modes Debezium's `database.ssl.mode` and MySQL's `--ssl-mode` name,
+for every connection of a run (the source's metadata, watermarks and binlog stream:
+PyMySQL; its snapshot chunk readers: mysqlclient on libmariadb; a MySQL target: PyMySQL; a
+PostgreSQL target: libpq's sslmode of the same meaning).
 
 - disabled: plaintext.
 - preferred (the default): TLS whenever the server offers it, unverified.
@@ -20,16 +21,18 @@ from __future__ import annotations
 
 import functools
 import ssl
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from sluice.errors import SourceError
+from sluice.errors import DefinitionError, SourceError
 
 TLS_MODES = ("disabled", "preferred", "required", "verify_ca", "verify_identity")
+_LIBPQ_MODES = dict(zip(TLS_MODES, ("disable", "prefer", "require", "verify-ca", "verify-full"), strict=True))
 
 
 @dataclass(frozen=True)
-class SourceTls:
+class TlsSettings:
     mode: str = "preferred"
     ca: str = ""  # PEM file of the CAs that sign the server's certificate (verify_*)
     cert: str = ""  # PEM file of the client certificate (with its key, or `key` apart)
@@ -51,6 +54,19 @@ class SourceTls:
             return {}
         return {"ssl": client_context(self)}
 
+    def libpq_settings(self) -> dict[str, Any]:
+        """libpq's (psycopg's) keyword arguments: its sslmode of the same meaning."""
+        mode = {"disabled": "disable", "preferred": "prefer", "required": "require"}
+        settings: dict[str, Any] = {
+            "sslmode": mode.get(self.mode, self.mode.replace("_identity", "_full").replace("_", "-"))
+        }
+        if self.verifies:
+            settings["sslrootcert"] = self.ca or "system"
+        if self.cert:
+            settings["sslcert"] = self.cert
+            settings["sslkey"] = self.key or self.cert
+        return settings
+
     def mysqlclient_settings(self) -> dict[str, Any]:
         """mysqlclient's. On libmariadb, REQUIRED gives TLS when offered and plaintext when not
         (connection.connect_scan refuses that where TLS is required); VERIFY_CA checks the
@@ -62,14 +78,35 @@ class SourceTls:
         return {"ssl_mode": mode, **({"ssl": files} if files else {})}
 
 
+NO_SETTINGS = TlsSettings()  # preferred: TLS when the server offers it
+
+
+def tls_settings(block: str, options: Mapping[str, Any]) -> TlsSettings:
+    """A definition block's ssl-mode, ssl-ca, ssl-cert and ssl-key, checked together."""
+    tls = TlsSettings(
+        str(options.get("ssl-mode", "preferred")).lower(),
+        options.get("ssl-ca", ""),
+        options.get("ssl-cert", ""),
+        options.get("ssl-key", ""),
+    )
+    if tls.cert and not tls.requires:
+        raise DefinitionError(
+            f"{block}.ssl-cert: a client certificate is presented over TLS the pipeline requires: set {block}.ssl-mode "
+            f"required, verify_ca or verify_identity (it is {tls.mode})"
+        )
+    if tls.key and not tls.cert:
+        raise DefinitionError(f"{block}.ssl-key: the key of a client certificate needs {block}.ssl-cert")
+    return tls
+
+
 @functools.lru_cache(maxsize=8)  # loading CAs costs more than a connection's handshake
-def client_context(tls: SourceTls) -> ssl.SSLContext:
+def client_context(tls: TlsSettings) -> ssl.SSLContext:
     try:
         context = ssl.create_default_context(cafile=tls.ca or None)
         if tls.cert:
             context.load_cert_chain(tls.cert, tls.key or None)
     except (OSError, ssl.SSLError) as exc:
-        which = "source.ssl-cert and source.ssl-key" if tls.cert and "cert" in str(exc).lower() else "source.ssl-ca"
+        which = "ssl-cert and ssl-key" if tls.cert and "cert" in str(exc).lower() else "ssl-ca"
         raise SourceError(f"{which}: cannot load {exc.filename or 'the certificates'}: {exc.strerror or exc}") from exc
     context.check_hostname = tls.mode == "verify_identity"
     context.verify_mode = ssl.CERT_REQUIRED if tls.verifies else ssl.CERT_NONE

@@ -16,44 +16,14 @@ from sluice.runtime.preflight import tls_finding
 from sluice.source.connection import connect, connect_scan, current_offset, tls_cipher
 from sluice.source.endpoint import SourceEndpoint
 from sluice.source.schema import read_table_schema
-from sluice.source.tls import SourceTls
+from sluice.source.tls import TlsSettings
 from tests.harness.pipelines import pipeline_yaml, write_pipeline
-from tests.harness.services import start_mariadb
-from tests.harness.tls import make_certificates
-
-
-@pytest.fixture(scope="module")
-def certificates(tmp_path_factory):
-    return make_certificates(tmp_path_factory.mktemp("certificates"))
-
-
-@pytest.fixture(scope="module")
-def tls_server(tmp_path_factory, certificates):
-    server = start_mariadb(tmp_path_factory.mktemp("tls"), options=certificates.server_options())
-    server.execute(
-        "CREATE USER cdc_ssl@'%' IDENTIFIED BY 'pw-ssl' REQUIRE SSL",
-        "CREATE USER cdc_x509@'%' IDENTIFIED BY 'pw-x509' REQUIRE SUBJECT '/CN=cdc_x509'",
-        "GRANT SELECT, REPLICATION SLAVE, BINLOG MONITOR ON *.* TO cdc_ssl@'%', cdc_x509@'%'",
-        "CREATE DATABASE shop",
-        "CREATE TABLE shop.orders (id INT PRIMARY KEY, amount INT)",
-        "INSERT INTO shop.orders VALUES (1, 10), (2, 20)",
-    )
-    yield server
-    server.stop()
-
-
-@pytest.fixture(scope="module")
-def elsewhere_server(tmp_path_factory, certificates):
-    """A server whose certificate names another host."""
-    server = start_mariadb(tmp_path_factory.mktemp("elsewhere"), options=certificates.server_options("elsewhere"))
-    yield server
-    server.stop()
 
 
 def endpoint(server, user: str = "root", password: str | None = None, **tls) -> SourceEndpoint:  # noqa: ANN001
     plain = server.endpoint()
     return dataclasses.replace(
-        plain, username=user, password=password or plain.password, max_retries=0, tls=SourceTls(**tls)
+        plain, username=user, password=password or plain.password, max_retries=0, tls=TlsSettings(**tls)
     )
 
 
@@ -126,7 +96,7 @@ def test_a_client_certificate_is_presented_where_the_user_requires_one(tls_serve
     metadata, scan = ciphers(with_certificate)
     assert metadata and scan
     with pytest.raises(SourceError, match=r"Access denied.*REQUIRE X509 or SUBJECT a client certificate"):
-        connect(dataclasses.replace(with_certificate, tls=SourceTls("required")))
+        connect(dataclasses.replace(with_certificate, tls=TlsSettings("required")))
 
 
 def test_sluice_check_says_whether_each_connection_is_encrypted_and_verified(tls_server, certificates, tmp_path):

@@ -23,6 +23,7 @@ from sluice.sink.jdbc.target_limits import (
 from sluice.source.offset import BinlogOffset
 from sluice.source.row_decoding import Row
 from sluice.source.schema import Column, TableSchema
+from sluice.source.tls import NO_SETTINGS, TlsSettings
 
 BINLOG_SPLIT_ID = "binlog"  # the offsets table's row of the binlog position
 META_SCHEMA = "sluice_meta"
@@ -44,7 +45,8 @@ class TableChanges(NamedTuple):
 
 class JdbcDialect(ABC):
     @abstractmethod
-    def connect(self, url: JdbcUrl, username: str, password: str) -> Any: ...
+    def connect(self, url: JdbcUrl, username: str, password: str, tls: TlsSettings = NO_SETTINGS) -> Any:
+        """A connection to the target, encrypted as `tls` says (sink's ssl-mode and files)."""
 
     @abstractmethod
     def identifier(self, name: str) -> str:

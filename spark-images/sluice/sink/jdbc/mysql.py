@@ -31,6 +31,7 @@ from sluice.source.copy_text import RendersCopyText, load_data_columns
 from sluice.source.offset import BinlogOffset
 from sluice.source.row_decoding import Row
 from sluice.source.schema import Column, TableSchema
+from sluice.source.tls import NO_SETTINGS, TlsSettings
 
 log = logging.getLogger(__name__)
 
@@ -47,8 +48,11 @@ class MySqlDialect(JdbcDialect):
         """The same dialect: the source's own column type."""
         return column.column_type
 
-    def connect(self, url: JdbcUrl, username: str, password: str) -> pymysql.connections.Connection:
+    def connect(
+        self, url: JdbcUrl, username: str, password: str, tls: TlsSettings = NO_SETTINGS
+    ) -> pymysql.connections.Connection:
         conn = pymysql.connect(
+            **tls.pymysql_settings(),
             host=url.host,
             port=url.port,
             user=username,

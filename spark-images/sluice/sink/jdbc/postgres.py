@@ -28,6 +28,7 @@ from sluice.source.copy_text import RendersCopyText
 from sluice.source.offset import BinlogOffset
 from sluice.source.row_decoding import Row
 from sluice.source.schema import BINARY_STRING_TYPES, SPATIAL_TYPES, TEXT_STRING_TYPES, Column, TableSchema
+from sluice.source.tls import NO_SETTINGS, TlsSettings
 
 _POSTGRES_FIXED = {
     "float": "real",
@@ -113,7 +114,7 @@ class PostgresDialect(JdbcDialect):
     spells_implicit_defaults = True
     column_type = staticmethod(postgres_type)
 
-    def connect(self, url: JdbcUrl, username: str, password: str) -> psycopg.Connection:
+    def connect(self, url: JdbcUrl, username: str, password: str, tls: TlsSettings = NO_SETTINGS) -> psycopg.Connection:
         conn = psycopg.connect(
             host=url.host,
             port=url.port,
@@ -121,6 +122,7 @@ class PostgresDialect(JdbcDialect):
             user=username,
             password=password,
             application_name="sluice",
+            **tls.libpq_settings(),
         )
         register_numeric_dumper(conn.adapters)
         conn.execute("SET TIME ZONE 'UTC'")

@@ -22,6 +22,7 @@ class JdbcTarget:
         self._password = config.password
         self.pipeline = pipeline
         self.batch_size = config.batch_size
+        self.tls = config.tls
         mysql = self.dialect.holds_mysql_values
         self.values = TargetValues(
             None if mysql else config.nul_replacement, None if mysql else config.zero_date, not mysql
@@ -37,7 +38,7 @@ class JdbcTarget:
 
     def connect(self) -> Any:
         try:
-            return self.dialect.connect(self.url, self.username, self._password)
+            return self.dialect.connect(self.url, self.username, self._password, self.tls)
         except Exception as exc:  # driver errors differ per dialect
             raise SinkUnavailable(f"sink {self!r}: cannot connect: {first_line(exc)}") from exc
 
