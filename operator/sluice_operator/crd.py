@@ -29,6 +29,18 @@ _SECRET_REF = {
         "key": {"type": "string", "minLength": 1, "description": "The key in it."},
     },
 }
+_TLS_SECRET_REF = {
+    "type": "object",
+    "description": "A Secret of certificates, mounted into the driver and executors: ssl-ca, ssl-cert and ssl-key "
+    "name its files (rotated by updating the Secret).",
+    "required": ["name"],
+    "properties": {
+        "name": {"type": "string", "minLength": 1, "description": "The Secret's name, in the pipeline's namespace."},
+        "ca": {"type": "string", "description": "The key of the CA certificate (default ca.crt)."},
+        "cert": {"type": "string", "description": "The key of a client certificate to present (e.g. tls.crt)."},
+        "key": {"type": "string", "description": "The key of the client certificate's key (e.g. tls.key)."},
+    },
+}
 _NO_LITERAL_PASSWORD = {
     "rule": "!has(self.password)",
     "message": "a password cannot be given in the spec: put it in a Secret and name it in passwordSecretRef",
@@ -74,7 +86,10 @@ def _sink_schema() -> dict[str, Any]:
         for option in options:
             merged.setdefault(option.key, option)
     families = sorted(key for key, option in merged.items() if option.prefix)
-    properties = _options((o for o in merged.values() if not o.prefix), {"passwordSecretRef": _SECRET_REF})
+    properties = _options(
+        (o for o in merged.values() if not o.prefix),
+        {"passwordSecretRef": _SECRET_REF, "tlsSecretRef": _TLS_SECRET_REF},
+    )
     properties["type"] = {"type": "string", "enum": sorted(SINK_OPTIONS), "description": "The sink."}
     rules = [_NO_LITERAL_PASSWORD]
     for sink_type, options in SINK_OPTIONS.items():
@@ -186,7 +201,9 @@ def _spec_schema() -> dict[str, Any]:
                 "type": "object",
                 "description": "Flink CDC MySQL source options.",
                 "required": [*source_required, "passwordSecretRef"],
-                "properties": _options(SOURCE_OPTIONS, {"passwordSecretRef": _SECRET_REF}),
+                "properties": _options(
+                    SOURCE_OPTIONS, {"passwordSecretRef": _SECRET_REF, "tlsSecretRef": _TLS_SECRET_REF}
+                ),
                 "x-kubernetes-validations": [_NO_LITERAL_PASSWORD],
             },
             "sink": _sink_schema(),

@@ -20,6 +20,34 @@ SOURCE_PASSWORD_ENV = "SLUICE_SOURCE_PASSWORD"
 SINK_PASSWORD_ENV = "SLUICE_SINK_PASSWORD"
 DEFAULT_IMAGE = "sluice-spark:0.1.0"  # the image spark-images/Dockerfile builds
 SPARK_ONLY_SINKS = ("parquet",)  # sinks that write changes with Spark: streaming keeps an executor
+# A section's tlsSecretRef is mounted at TLS_MOUNT/<section>: not inside the read-only /etc/sluice.
+TLS_MOUNT = "/etc/sluice-tls"
+
+
+@dataclass(frozen=True)
+class TlsSecret:
+    """A Secret of certificates mounted for a section's connections: the keys of its CA and,
+    for a client certificate, of the certificate and its key (cert-manager's names by
+    default: ca.crt, tls.crt, tls.key). The operator never reads it: the kubelet mounts it."""
+
+    name: str
+    ca: str = "ca.crt"
+    cert: str = ""
+    key: str = ""
+
+    @classmethod
+    def from_spec(cls, ref: Mapping[str, Any], where: str) -> TlsSecret:
+        if not isinstance(ref, Mapping) or not ref.get("name"):
+            raise DefinitionError(f"{where}: expected a Secret's name, and the keys of its files (ca, cert, key)")
+        secret = cls(str(ref["name"]), str(ref.get("ca", "ca.crt")), str(ref.get("cert", "")), str(ref.get("key", "")))
+        if secret.key and not secret.cert:
+            raise DefinitionError(f"{where}.key: the key of a client certificate needs {where}.cert")
+        return secret
+
+    def options(self, mount: str) -> dict[str, str]:
+        """The section's ssl-ca, ssl-cert and ssl-key: the files where the Secret is mounted."""
+        named = {"ssl-ca": self.ca, "ssl-cert": self.cert, "ssl-key": self.key}
+        return {option: f"{mount}/{key}" for option, key in named.items() if key}
 
 
 @dataclass(frozen=True)
@@ -55,6 +83,7 @@ class PipelineSpec:
     spark: SparkResources
     suspend: bool = False
     approved: tuple[str, ...] = field(default_factory=tuple)
+    tls: tuple[tuple[str, TlsSecret], ...] = ()  # (section, its certificates' Secret), mounted at TLS_MOUNT/section
 
     def check(self) -> PipelineDefinition:
         """Sluice's own checks of the definition (option names, types, values), as
@@ -92,6 +121,7 @@ def read_spec(name: str, namespace: str, spec: Mapping[str, Any]) -> PipelineSpe
     """The CdcPipeline `namespace/name`'s spec, read (DefinitionError names what is wrong)."""
     definition: dict[str, Any] = {}
     secrets: dict[str, SecretKey] = {}
+    tls: list[tuple[str, TlsSecret]] = []
     for section, variable in (("source", SOURCE_PASSWORD_ENV), ("sink", SINK_PASSWORD_ENV)):
         options = dict(spec.get(section) or {})
         if "password" in options:
@@ -100,6 +130,14 @@ def read_spec(name: str, namespace: str, spec: Mapping[str, Any]) -> PipelineSpe
         if ref is not None:
             secrets[variable] = SecretKey.from_spec(ref, f"spec.{section}.passwordSecretRef")
             options["password"] = f"${{{variable}}}"
+        tls_ref = options.pop("tlsSecretRef", None)
+        if tls_ref is not None:
+            secret = TlsSecret.from_spec(tls_ref, f"spec.{section}.tlsSecretRef")
+            tls.append((section, secret))
+            for option, path in secret.options(f"{TLS_MOUNT}/{section}").items():
+                if option in options:
+                    raise DefinitionError(f"spec.{section}.{option}: given by tlsSecretRef already; give one of them")
+                options[option] = path
         definition[section] = options
     secrets.update(_secret_env(spec.get("secretEnv") or [], set(secrets)))
     pipeline = dict(spec.get("pipeline") or {})
@@ -125,4 +163,4 @@ def read_spec(name: str, namespace: str, spec: Mapping[str, Any]) -> PipelineSpe
         streaming_executors=int(spark.get("streamingExecutors", 1 if sink_type in SPARK_ONLY_SINKS else 0)),
         restart_policy=tuple(sorted((str(k), int(v)) for k, v in (spark.get("restartPolicy") or {}).items())),
     )
-    return PipelineSpec(definition, secrets, resources, bool(spec.get("suspend", False)), approved)
+    return PipelineSpec(definition, secrets, resources, bool(spec.get("suspend", False)), approved, tuple(tls))

@@ -16,7 +16,7 @@ from typing import Any, Literal
 import yaml
 
 from sluice_operator import owned
-from sluice_operator.pipeline_spec import PipelineSpec
+from sluice_operator.pipeline_spec import TLS_MOUNT, PipelineSpec
 
 Shape = Literal["snapshot", "streaming"]
 
@@ -72,6 +72,10 @@ def spark_application(
     ]
     pod_labels = {**owned.labels(meta["name"]), f"{owned.GROUP}/shape": shape}
     mounts = [{"name": "pipeline", "mountPath": PIPELINE_MOUNT, "readOnly": True}]
+    volumes: list[dict[str, Any]] = [{"name": "pipeline", "configMap": {"name": named["config"]}}]
+    for section, secret in spec.tls:  # certificates, mounted where the definition's ssl-* options name them
+        volumes.append({"name": f"tls-{section}", "secret": {"secretName": secret.name}})
+        mounts.append({"name": f"tls-{section}", "mountPath": f"{TLS_MOUNT}/{section}", "readOnly": True})
     application: dict[str, Any] = {
         "apiVersion": API_VERSION,
         "kind": "SparkApplication",
@@ -105,7 +109,7 @@ def spark_application(
                 "spark.sql.session.timeZone": "UTC",
                 "spark.kubernetes.executor.deleteOnTermination": "true",
             },
-            "volumes": [{"name": "pipeline", "configMap": {"name": named["config"]}}],
+            "volumes": volumes,
             "driver": {
                 # The Spark Operator reruns an application whose spec changed, not one whose
                 # ConfigMap did: the definition's digest in the spec makes an edit a rerun.

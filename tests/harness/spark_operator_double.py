@@ -25,8 +25,8 @@ It reproduces the documented state machine:
 - spec.suspend: SUSPENDING, SUSPENDED; unset: RESUMING, SUBMITTED;
 - deletion stops the driver.
 
-What a pod gets it gets here too: ConfigMap volumes become files (mount paths in the
-arguments rewritten to them); the driver's declared ports, which a pod has on an IP of its
+What a pod gets it gets here too: ConfigMap and Secret volumes become files (mount paths in the
+arguments and in the ConfigMaps' files rewritten to them); the driver's declared ports, which a pod has on an IP of its
 own, become free local ports, one per application for all its runs (arguments naming a
 port rewritten to it; `ports` tells a test where to scrape); env from secretKeyRef is read from the Secret, and the
 driver reaches the API double with the token of its `spec.driver.serviceAccount`, so the
@@ -337,17 +337,25 @@ class SparkOperatorDouble:
         self._set(key, run, "SUBMITTED")
 
     def _volumes(self, namespace: str, spec: dict[str, Any], directory: Path) -> dict[str, Path]:
-        """ConfigMap volumes as directories; mount path -> local directory."""
-        local: dict[str, Path] = {}
+        """ConfigMap and Secret volumes as directories, as the kubelet makes them; mount path ->
+        local directory. A mount path named in a ConfigMap's files (a definition naming its
+        certificates) is rewritten to the local directory, as arguments are."""
+        mounts = {m["name"]: m["mountPath"] for m in spec.get("driver", {}).get("volumeMounts", [])}
+        local = {volume["name"]: directory / "volumes" / volume["name"] for volume in spec.get("volumes", [])}
         for volume in spec.get("volumes", []):
-            if "configMap" in volume:
+            target = local[volume["name"]]
+            target.mkdir(parents=True)
+            if "secret" in volume:
+                secret = self.core.read_namespaced_secret(volume["secret"]["secretName"], namespace)
+                for file, value in (secret.data or {}).items():
+                    (target / file).write_bytes(base64.b64decode(value))
+            elif "configMap" in volume:
                 config_map = self.core.read_namespaced_config_map(volume["configMap"]["name"], namespace)
-                target = directory / "volumes" / volume["name"]
-                target.mkdir(parents=True)
                 for file, text in (config_map.data or {}).items():
+                    for name, path in mounts.items():
+                        text = text.replace(path + "/", f"{local[name]}/") if name != volume["name"] else text
                     (target / file).write_text(text)
-                local[volume["name"]] = target
-        return {m["mountPath"]: local[m["name"]] for m in spec.get("driver", {}).get("volumeMounts", [])}
+        return {path: local[name] for name, path in mounts.items()}
 
     def _env_value(self, namespace: str, variable: dict[str, Any]) -> str:
         if "value" in variable:

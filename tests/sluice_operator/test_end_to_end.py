@@ -5,6 +5,7 @@ MariaDB as the source and PostgreSQL (or an Iceberg catalog in it) as the target
 
 from __future__ import annotations
 
+import base64
 import json
 import time
 from collections.abc import Callable, Iterator
@@ -322,3 +323,28 @@ def test_an_iceberg_target_whose_catalog_password_comes_from_a_secret(cluster, m
         time.sleep(0.5)
     shown = json.dumps([cluster.application("lake"), cluster.cdc_pipeline("lake"), cluster.events("lake")])
     assert postgresql.password not in shown
+
+
+def test_a_source_that_requires_tls_is_read_with_certificates_from_a_secret(
+    cluster, tls_server, certificates, postgresql
+):
+    """A user created REQUIRE SSL (what managed MySQL imposes), the server verified against
+    the CA in a Secret the CdcPipeline names: the driver and the executors read it where it is
+    mounted, and the snapshot and the binlog both reach the target."""
+    database = f"tls_{int(time.time() * 1000) % 10**8}"
+    tls_server.execute(f"CREATE DATABASE {database}")
+    seed(tls_server, database, 1200)
+    cluster.secret("mariadb", "pw-ssl")
+    cluster.secret("postgresql", postgresql.password)
+    ca = base64.b64encode(certificates.ca.read_bytes()).decode()
+    cluster.core.create_namespaced_secret(
+        cluster.namespace, {"metadata": {"name": "mysql-tls"}, "data": {"ca.crt": ca}}
+    )
+    document = executors_read(manifest("secure", tls_server, postgresql, f"{database}.orders"))
+    document["spec"]["source"].update(
+        {"username": "cdc_ssl", "ssl-mode": "verify_identity", "tlsSecretRef": {"name": "mysql-tls"}}
+    )
+    apply(cluster, document)
+    wait_streaming(cluster, "secure")
+    changes(tls_server, database, 10_000)
+    wait_equal(tls_server, postgresql, database)

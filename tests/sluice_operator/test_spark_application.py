@@ -6,6 +6,7 @@ reference on everything, so deleting the CdcPipeline deletes them."""
 
 from __future__ import annotations
 
+import copy
 from pathlib import Path
 
 import jsonschema
@@ -203,3 +204,40 @@ def test_route_and_transform_reach_the_mounted_definition_and_their_errors_are_n
         DefinitionError, match=r"transform\[0\]\.projection: SOUNDEX\(name\) at character 5: SOUNDEX is not"
     ):
         read_spec("orders", "data", unknown).check()
+
+
+def test_certificates_come_from_a_secret_mounted_where_the_definition_names_them():
+    """The operator never reads the Secret (its RBAC is unchanged): the kubelet mounts it, in
+    the driver and every executor, and the definition's ssl-* options name its files."""
+    cdc_pipeline = copy.deepcopy(CDC_PIPELINE)
+    cdc_pipeline["spec"]["source"].update(
+        {"ssl-mode": "verify_identity", "tlsSecretRef": {"name": "mysql-tls", "cert": "tls.crt", "key": "tls.key"}}
+    )
+    cdc_pipeline["spec"]["sink"].update({"ssl-mode": "verify_ca", "tlsSecretRef": {"name": "pg-ca"}})
+
+    application, config_map, _ = _rendered(cdc_pipeline)
+
+    spec = application["spec"]
+    assert {"name": "tls-source", "secret": {"secretName": "mysql-tls"}} in spec["volumes"]
+    assert {"name": "tls-sink", "secret": {"secretName": "pg-ca"}} in spec["volumes"]
+    for pod in ("driver", "executor"):
+        assert {"name": "tls-source", "mountPath": "/etc/sluice-tls/source", "readOnly": True} in spec[pod][
+            "volumeMounts"
+        ]
+    definition = yaml.safe_load(config_map["data"]["pipeline.yaml"])
+    assert {k: v for k, v in definition["source"].items() if k.startswith("ssl-")} == {
+        "ssl-mode": "verify_identity",
+        "ssl-ca": "/etc/sluice-tls/source/ca.crt",
+        "ssl-cert": "/etc/sluice-tls/source/tls.crt",
+        "ssl-key": "/etc/sluice-tls/source/tls.key",
+    }
+    assert definition["sink"]["ssl-ca"] == "/etc/sluice-tls/sink/ca.crt" and "ssl-cert" not in definition["sink"]
+    assert "tlsSecretRef" not in definition["source"]
+    jsonschema.validate(application, spark_application_schema())
+
+
+def test_an_ssl_file_given_twice_is_refused_naming_the_option():
+    cdc_pipeline = copy.deepcopy(CDC_PIPELINE)
+    cdc_pipeline["spec"]["source"].update({"ssl-ca": "/elsewhere/ca.pem", "tlsSecretRef": {"name": "mysql-tls"}})
+    with pytest.raises(DefinitionError, match=r"spec\.source\.ssl-ca: given by tlsSecretRef already"):
+        _rendered(cdc_pipeline)

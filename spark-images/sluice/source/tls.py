@@ -20,6 +20,7 @@ required and stricter.
 from __future__ import annotations
 
 import functools
+import os
 import ssl
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -99,8 +100,25 @@ def tls_settings(block: str, options: Mapping[str, Any]) -> TlsSettings:
     return tls
 
 
-@functools.lru_cache(maxsize=8)  # loading CAs costs more than a connection's handshake
 def client_context(tls: TlsSettings) -> ssl.SSLContext:
+    """The context of the settings' files as they are now: a rotated certificate (a
+    Kubernetes Secret updated, swapped in by the kubelet) is taken by the next connection."""
+    return _context(tls, _versions(tls))
+
+
+def _versions(tls: TlsSettings) -> tuple[tuple[int, int], ...]:
+    stamps = []
+    for path in (tls.ca, tls.cert, tls.key):
+        try:
+            found = os.stat(path) if path else None
+        except OSError:
+            found = None
+        stamps.append((found.st_ino, found.st_mtime_ns) if found else (0, 0))
+    return tuple(stamps)
+
+
+@functools.lru_cache(maxsize=8)  # loading CAs costs more than a connection's handshake
+def _context(tls: TlsSettings, versions: tuple[tuple[int, int], ...]) -> ssl.SSLContext:
     try:
         context = ssl.create_default_context(cafile=tls.ca or None)
         if tls.cert:

@@ -111,3 +111,17 @@ def test_sluice_check_says_whether_each_connection_is_encrypted_and_verified(tls
         finding.message.startswith("every connection encrypted (TLS_")
         and "verified (verify_identity)" in finding.message
     )
+
+
+def test_a_rotated_ca_file_is_read_by_the_next_connection(tls_server, certificates, tmp_path):
+    """A Kubernetes Secret updated is swapped in by the kubelet: the next connection reads it."""
+    ca = tmp_path / "ca.pem"
+    ca.write_bytes(certificates.cert("client").read_bytes())  # not the CA: verification fails
+    at = endpoint(tls_server, mode="verify_identity", ca=str(ca))
+    with pytest.raises(SourceError, match="certificate"):
+        connect(at)
+    rotated = tmp_path / "ca.pem.new"
+    rotated.write_bytes(certificates.ca.read_bytes())
+    rotated.replace(ca)  # an atomic swap, as the kubelet's
+    with connect(at) as conn:
+        assert tls_cipher(conn)
