@@ -150,25 +150,29 @@ def tls_finding(definition: PipelineDefinition, conn: pymysql.connections.Connec
         ciphers = {"metadata and binlog": tls_cipher(conn), "snapshot chunk readers": tls_cipher(scan)}
     finally:
         scan.close()
+    return _encryption("source.ssl-mode", ciphers, tls.mode)
+
+
+def _encryption(subject: str, ciphers: dict[str, str], mode: str) -> Finding:
+    """Whether connections of these kinds are encrypted (their ciphers) and, by the mode, verified."""
     if all(ciphers.values()):
         verified = (
-            f"the server's certificate verified ({tls.mode})"
-            if tls.verifies
-            else f"the server's certificate not verified ({tls.mode}: source.ssl-mode verify_identity does)"
+            f"the server's certificate verified ({mode})"
+            if mode in ("verify_ca", "verify_identity")
+            else f"the server's certificate not verified ({mode}: ssl-mode verify_identity does)"
         )
-        return Finding(
-            "ok", "source.ssl-mode", f"every connection encrypted ({ciphers['metadata and binlog']}), {verified}"
-        )
+        cipher = next(iter(ciphers.values()))
+        return Finding("ok", subject, f"every connection encrypted ({cipher}), {verified}")
     plain = ", ".join(name for name, cipher in ciphers.items() if not cipher)
     return Finding(
-        "warning" if tls.mode != "disabled" else "ok",
-        "source.ssl-mode",
-        f"{plain} in plaintext ({tls.mode}"
+        "warning" if mode != "disabled" else "ok",
+        subject,
+        f"{plain} in plaintext ({mode}"
         + (
             ""
-            if tls.mode == "disabled"
-            else ": the server offers no TLS; turn it on there (ssl_cert, ssl_key) and set "
-            "source.ssl-mode verify_identity to protect the data on the way"
+            if mode == "disabled"
+            else ": the server offers no TLS; turn it on there and set ssl-mode verify_identity to protect the data "
+            "on the way"
         )
         + ")",
     )
@@ -320,6 +324,9 @@ def _target(definition: PipelineDefinition, sink: Sink, schemas: list[TableSchem
     yield from (Finding("error", "sink", str(problem), problem.transient) for problem in problems)
     if not problems:
         yield Finding("ok", "sink", f"{definition.sink.type} target reached; the pipeline's user may write there")
+        encryption = sink.encryption()
+        if encryption is not None:
+            yield _encryption("sink.ssl-mode", {"the target's connections": encryption[0]}, encryption[1])
     yield from (Finding("ok", "sink.names", said) for said in sink.names_held_otherwise(schemas))
 
 

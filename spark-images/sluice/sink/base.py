@@ -172,6 +172,11 @@ class Sink(ABC):
         it), a sentence each (`sluice check`)."""
         return []
 
+    def encryption(self) -> tuple[str, str] | None:
+        """A connection's TLS cipher ('' for plaintext) and the ssl-mode it was made with
+        (`sluice check`); None where the sink has no connection of its own to tell of."""
+        return None
+
     def committed_splits(self) -> Mapping[str, BinlogOffset]:
         """Splits the target has committed, with their high watermarks (transactional sinks)."""
         return {}

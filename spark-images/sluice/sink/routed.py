@@ -66,6 +66,9 @@ class RoutedSink(Sink):
     def values(self) -> TargetValues | None:  # type: ignore[override]
         return self.inner.values
 
+    def encryption(self) -> tuple[str, str] | None:
+        return self.inner.encryption()
+
     def check_target(self, schemas: Sequence[TableSchema]) -> list[SinkError] | None:
         return self.inner.check_target(list(self.route(schemas).sinks.values()))
 

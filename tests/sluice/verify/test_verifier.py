@@ -426,7 +426,7 @@ def test_a_verify_reads_each_side_on_one_connection(streaming, mariadb, source_d
     from sluice.verify import forward_windows
     from sluice.verify import verifier as verifier_module
 
-    pipeline, env, _, _ = streaming
+    pipeline, env, _, process = streaming
     definition = load_definition(pipeline, env=env)
     sink = create_sink(definition)
     opened: collections.Counter[str] = collections.Counter()
@@ -446,13 +446,17 @@ def test_a_verify_reads_each_side_on_one_connection(streaming, mariadb, source_d
     counted(forward_windows, "open_stream", "binlog")
     counted(forward_windows.ForwardWindows, "window", "binlog windows read")
     counted(sink.target, "connect", "target")
-    with (
-        SourceWrites(mariadb, source_db),
-        verifier_module.Verifier(definition, sink, definition.source.endpoint(), out=io.StringIO()) as verifier,
-    ):
-        result = verifier.verify(verifier.tables())
+    os.kill(process.pid, signal.SIGSTOP)  # the target lags the source's reads, however fast the pipeline
+    try:
+        with (
+            SourceWrites(mariadb, source_db),
+            verifier_module.Verifier(definition, sink, definition.source.endpoint(), out=io.StringIO()) as verifier,
+        ):
+            result = verifier.verify(verifier.tables())
+    finally:
+        os.kill(process.pid, signal.SIGCONT)
     assert result.equal and result.checked > 10, result
-    assert opened["binlog windows read"] > 1  # the target lagged the source's reads
+    assert opened["binlog windows read"] > 1
     assert opened == {
         "source": 1,
         "source scan": 1,

@@ -49,6 +49,10 @@ class JdbcDialect(ABC):
         """A connection to the target, encrypted as `tls` says (sink's ssl-mode and files)."""
 
     @abstractmethod
+    def tls_cipher(self, conn: Any) -> str:
+        """The connection's TLS cipher as the server sees it; '' for plaintext."""
+
+    @abstractmethod
     def identifier(self, name: str) -> str:
         """`name` as the target holds it (sink/jdbc/target_limits.py)."""
 

@@ -26,7 +26,7 @@ from sluice.sink.jdbc.target_limits import (
 )
 from sluice.source.charsets import MYSQL_UTF8
 from sluice.source.checks import current_user, missing_privileges
-from sluice.source.connection import with_surrogates
+from sluice.source.connection import tls_cipher, with_surrogates
 from sluice.source.copy_text import RendersCopyText, load_data_columns
 from sluice.source.offset import BinlogOffset
 from sluice.source.row_decoding import Row
@@ -65,6 +65,9 @@ class MySqlDialect(JdbcDialect):
             local_infile=True,  # LOAD DATA of a snapshot chunk's text (insert_new)
         )
         return with_surrogates(conn)
+
+    def tls_cipher(self, conn: pymysql.connections.Connection) -> str:
+        return tls_cipher(conn)
 
     def identifier(self, name: str) -> str:
         return mysql_identifier(name)

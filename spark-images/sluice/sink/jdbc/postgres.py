@@ -129,6 +129,11 @@ class PostgresDialect(JdbcDialect):
         conn.commit()
         return conn
 
+    def tls_cipher(self, conn: psycopg.Connection) -> str:
+        row = conn.execute("SELECT cipher FROM pg_stat_ssl WHERE pid = pg_backend_pid()").fetchone()
+        conn.rollback()
+        return str(row[0]) if row and row[0] else ""
+
     def identifier(self, name: str) -> str:
         return postgres_identifier(name)
 

@@ -268,6 +268,10 @@ class JdbcSink(TargetRanges, Sink):
         finally:
             conn.close()
 
+    def encryption(self) -> tuple[str, str] | None:
+        with contextlib.closing(self.target.connect()) as conn:
+            return self.target.dialect.tls_cipher(conn), self.target.tls.mode
+
     def names_held_otherwise(self, schemas: Sequence[TableSchema]) -> list[str]:
         return names_held_otherwise(self.target.dialect, schemas)
 

@@ -7,6 +7,7 @@ import pytest
 
 from sluice.errors import SinkUnavailable
 from sluice.pipeline.sink_configs import JdbcSinkConfig
+from sluice.sink.jdbc.sink import JdbcSink
 from sluice.sink.jdbc.target import JdbcTarget
 
 
@@ -49,6 +50,31 @@ def test_by_default_a_target_offering_tls_is_connected_to_with_it(tls_target):
     conn = target(server, scheme, database).connect()
     assert encrypted(conn, scheme)
     conn.close()
+
+
+def test_sluice_check_is_told_the_targets_cipher_and_mode(tls_target, certificates, postgresql):
+    scheme, server, database = tls_target
+    sink = JdbcSink(
+        JdbcSinkConfig.from_options(
+            {
+                "url": f"{scheme}://127.0.0.1:{server.port}/{database}",
+                "username": server.user,
+                "password": server.password,
+                "ssl-mode": "verify_identity",
+                "ssl-ca": str(certificates.ca),
+            }
+        ),
+        "tls-check",
+    )
+    cipher, mode = sink.encryption()
+    assert cipher.startswith("TLS_") and mode == "verify_identity"
+    plain = JdbcSink(
+        JdbcSinkConfig.from_options(
+            {"url": postgresql.url, "username": postgresql.user, "password": postgresql.password}
+        ),
+        "tls-check",
+    )
+    assert plain.encryption() == ("", "preferred")
 
 
 def test_a_target_certificate_from_another_ca_is_refused(tls_target, certificates):
