@@ -211,3 +211,16 @@ def random_value(rng: random.Random, name: str) -> object:
 def placeholder(name: str) -> str:
     """The SQL for a parameter of column `name` (geometry goes in as text)."""
     return "ST_GeomFromText(%s)" if name in SPATIAL else "%s"
+
+
+def create_every_type_table(mariadb, database: str) -> tuple[str, str]:  # noqa: ANN001 - a harness MariaDB
+    """Table every_type (id, then a column of each type in COLUMNS), and the statements that
+    insert a row of it and update one by id (placeholders for random_value's values)."""
+    names = list(COLUMNS)
+    mariadb.execute(
+        f"CREATE TABLE every_type (id INT PRIMARY KEY, {', '.join(f'{n} {t}' for n, t in COLUMNS.items())})",
+        database=database,
+    )
+    insert = f"INSERT INTO every_type (id, {', '.join(names)}) VALUES (%s, {', '.join(placeholder(n) for n in names)})"
+    update = f"UPDATE every_type SET {', '.join(f'{n} = {placeholder(n)}' for n in names)} WHERE id = %s"
+    return insert, update

@@ -32,7 +32,10 @@ from pymysqlreplication.constants import FIELD_TYPE
 
 from sluice.binlog.rows import row_image_decoder
 from sluice.binlog.rows.row_image_decoder import RowImageDecoder
-from sluice.source.schema import TableSchema
+from sluice.binlog.transaction_reader import BinlogSource, Transaction, read_transactions
+from sluice.source.connection import current_offset
+from sluice.source.schema import TableSchema, read_table_schema
+from tests.harness.column_types import COLUMNS, create_every_type_table, random_value
 
 # The table map's attributes the decoders read (column_readers.py).
 METADATA = ("name", "type", "unsigned", "character_set_name", "max_length", "length_size", "precision", "decimals")
@@ -168,19 +171,9 @@ def _hung(signum: int, frame: Any) -> None:
 
 def capture(mariadb: Any, database: str, rows: int = 40, seed: int = 20261129) -> list[Case]:
     """Rows of every column type written, changed and deleted; their rows events as cases."""
-    from sluice.binlog.transaction_reader import BinlogSource, Transaction, read_transactions
-    from sluice.source.connection import current_offset
-    from sluice.source.schema import read_table_schema
-    from tests.harness.column_types import COLUMNS, placeholder, random_value
-
     rng, names = random.Random(seed), list(COLUMNS)
-    mariadb.execute(
-        f"CREATE TABLE every_type (id INT PRIMARY KEY, {', '.join(f'{n} {t}' for n, t in COLUMNS.items())})",
-        database=database,
-    )
+    insert, update = create_every_type_table(mariadb, database)
     conn = mariadb.connect(database)
-    insert = f"INSERT INTO every_type (id, {', '.join(names)}) VALUES (%s, {', '.join(placeholder(n) for n in names)})"
-    update = f"UPDATE every_type SET {', '.join(f'{n} = {placeholder(n)}' for n in names)} WHERE id = %s"
     start = current_offset(conn)
     with conn.cursor() as cur:
         cur.execute("SET time_zone = '+00:00'")

@@ -24,7 +24,7 @@ from sluice.source.offset import BinlogOffset
 from sluice.source.schema import read_table_schema
 from tests.harness import compare
 from tests.harness.binlog_reading import position, read_between
-from tests.harness.column_types import COLUMNS, placeholder, random_decimal, random_value
+from tests.harness.column_types import COLUMNS, create_every_type_table, placeholder, random_decimal, random_value
 
 SERVER_IDS = iter(range(6800, 6860))
 
@@ -61,13 +61,8 @@ def differences(decoded: list[tuple], selected: list[tuple], schema) -> list[tup
 def test_every_column_type_decodes_from_the_binlog_as_the_select_gives_it(mariadb, source_db):
     rng = random.Random(20261121)
     names = list(COLUMNS)
-    mariadb.execute(
-        f"CREATE TABLE every_type (id INT PRIMARY KEY, {', '.join(f'{n} {t}' for n, t in COLUMNS.items())})",
-        database=source_db,
-    )
+    insert, update = create_every_type_table(mariadb, source_db)
     conn = mariadb.connect(source_db)
-    insert = f"INSERT INTO every_type (id, {', '.join(names)}) VALUES (%s, {', '.join(placeholder(n) for n in names)})"
-    update = f"UPDATE every_type SET {', '.join(f'{n} = {placeholder(n)}' for n in names)} WHERE id = %s"
     rows = 150
 
     start = current_offset(conn)
