@@ -84,6 +84,19 @@ def with_secret(properties: Mapping[str, str], password: str) -> dict[str, str]:
     return properties
 
 
+def catalog_arguments(properties: Mapping[str, str]) -> dict[str, Any]:
+    """The catalog's properties as pyiceberg takes them: a rest catalog's TLS settings, flat
+    in a definition (ssl.cabundle, ssl.client.cert, ssl.client.key), as its nested `ssl`."""
+    arguments: dict[str, Any] = {k: v for k, v in properties.items() if not k.startswith("ssl.")}
+    tls = {k.removeprefix("ssl."): v for k, v in properties.items() if k.startswith("ssl.")}
+    if tls:
+        client = {k.removeprefix("client."): v for k, v in tls.items() if k.startswith("client.")}
+        arguments["ssl"] = {k: v for k, v in tls.items() if not k.startswith("client.")}
+        if client:
+            arguments["ssl"]["client"] = client
+    return arguments
+
+
 class IcebergTables(TableFormat):
     name = "iceberg"
 
@@ -107,7 +120,7 @@ class IcebergTables(TableFormat):
     @property
     def catalog(self) -> Catalog:
         if self._catalog is None:
-            self._catalog = load_catalog(self.catalog_name, **self.catalog_properties)
+            self._catalog = load_catalog(self.catalog_name, **catalog_arguments(self.catalog_properties))
         return self._catalog
 
     def create(self, schema: TableSchema, arrow: pa.Schema) -> None:
