@@ -57,10 +57,7 @@ class TlsSettings:
 
     def libpq_settings(self) -> dict[str, Any]:
         """libpq's (psycopg's) keyword arguments: its sslmode of the same meaning."""
-        mode = {"disabled": "disable", "preferred": "prefer", "required": "require"}
-        settings: dict[str, Any] = {
-            "sslmode": mode.get(self.mode, self.mode.replace("_identity", "_full").replace("_", "-"))
-        }
+        settings: dict[str, Any] = {"sslmode": _LIBPQ_MODES[self.mode]}
         if self.verifies:
             settings["sslrootcert"] = self.ca or "system"
         if self.cert:
