@@ -6,6 +6,7 @@ from collections.abc import Collection, Mapping
 from typing import Any
 
 from sluice.binlog.ddl.ddl_reader import DdlFollowing, SchemaChange
+from sluice.binlog.rows.event_reader import Replica
 from sluice.binlog.transaction_reader import BinlogSource, Heartbeat, Transaction, read_transactions
 from sluice.source.offset import BinlogOffset
 from sluice.source.schema import TableSchema
@@ -30,7 +31,7 @@ def read_between(
     """What the reader gives from `start` to `end`, capturing every table of `database`."""
     return list(
         read_transactions(
-            BinlogSource(mariadb.endpoint(), server_id=6200, mariadb=True, stop_at=end),
+            BinlogSource(Replica(mariadb.endpoint(), 6200, True), stop_at=end),
             start,
             schemas,
             ddl_following=DdlFollowing(lambda db, table: db == database, migrations, unread, read_at or {}),

@@ -31,6 +31,7 @@ from typing import Any
 from pymysqlreplication.constants import FIELD_TYPE
 
 from sluice.binlog.rows import row_image_decoder
+from sluice.binlog.rows.event_reader import Replica
 from sluice.binlog.rows.row_image_decoder import RowImageDecoder
 from sluice.binlog.transaction_reader import BinlogSource, Transaction, read_transactions
 from sluice.source.connection import current_offset
@@ -187,7 +188,7 @@ def capture(mariadb: Any, database: str, rows: int = 40, seed: int = 20261129) -
     schema = read_table_schema(conn, database, "every_type", None)
     end = current_offset(conn)
     conn.close()
-    source = BinlogSource(mariadb.endpoint(), server_id=6950, mariadb=True, stop_at=end)
+    source = BinlogSource(Replica(mariadb.endpoint(), 6950, True), stop_at=end)
     cases = []
     for item in read_transactions(source, start, {schema.table_id: schema}):
         for event in item.events if isinstance(item, Transaction) else ():

@@ -45,7 +45,6 @@ from sluice.event.schema_change import (
     CreateTable,
     RenameTable,
 )
-from sluice.source.endpoint import SourceEndpoint
 from sluice.source.gtid_state import GtidState, gtid_state
 from sluice.source.offset import BinlogOffset
 from sluice.source.schema import TableSchema
@@ -83,19 +82,13 @@ class Heartbeat:
 
 @dataclass(frozen=True)
 class BinlogSource:
-    """The server a reader reads, and how: as replica `server_id`, up to `stop_at` if given
-    (else following the binlog, with a heartbeat every `heartbeat_seconds` when idle)."""
+    """The server a reader reads, and how: as `replica`, up to `stop_at` if given (else
+    following the binlog, with a heartbeat every `heartbeat_seconds` when idle)."""
 
-    endpoint: SourceEndpoint
-    server_id: int
-    mariadb: bool
+    replica: Replica
     heartbeat_seconds: float = 1.0
     stop_at: BinlogOffset | None = None
     lower_case_table_names: int = 0  # how the server resolves table names in a DDL
-
-    @property
-    def replica(self) -> Replica:
-        return Replica(self.endpoint, self.server_id, self.mariadb)
 
 
 def read_transactions(
@@ -119,12 +112,12 @@ def read_transactions(
         if ddl_following is not None:
             ddl = DdlReader(ddl_following, decoders, watched, source.replica, source.lower_case_table_names)
         # Without the GTID set at `start` (a MySQL file/position start), no set can be kept.
-        gtids = gtid_state(start.gtid, source.mariadb) if start.gtid else None
+        gtids = gtid_state(start.gtid, source.replica.mariadb) if start.gtid else None
         assembler = _TransactionAssembler(stream, decoders, watched, start, gtids, ddl)
         yield from assembler.follow(source.stop_at)
     except pymysql.err.OperationalError as exc:
         where = f"after GTID set {start.gtid}" if by_gtid else f"from {start}"
-        raise replication_error(exc, source.server_id, where) from exc
+        raise replication_error(exc, source.replica.server_id, where) from exc
     finally:
         stream.close()
 

@@ -30,6 +30,7 @@ from sluice.binlog.binlog_split import BinlogSplit
 from sluice.binlog.binlog_split_reader import BinlogSplitReader
 from sluice.binlog.ddl.ddl_context import Captured
 from sluice.binlog.ddl.ddl_reader import DdlFollowing, SchemaChange
+from sluice.binlog.rows.event_reader import Replica
 from sluice.binlog.rows.image_completion import TargetNeeds
 from sluice.binlog.transaction_reader import BinlogSource, Heartbeat, Transaction, read_transactions
 from sluice.coordinator.schema_change import short_statement
@@ -181,14 +182,8 @@ class _BinlogPhase:
     ) -> Iterator:
         """What the reader process reads (in the child: the state here as it was at its start)."""
         run = self.run_
-        source = BinlogSource(
-            run.endpoint,
-            run.settings.server_id,
-            self.mariadb,
-            run.settings.heartbeat_seconds,
-            run.stop_at,
-            self.lower_case_table_names,
-        )
+        replica = Replica(run.endpoint, run.settings.server_id, self.mariadb)
+        source = BinlogSource(replica, run.settings.heartbeat_seconds, run.stop_at, self.lower_case_table_names)
         following = (
             DdlFollowing(run.captured, self.migrating, self.unread, self.split.schemas_read_at())
             if run.captured is not None and run.on_schema_change is not None

@@ -37,6 +37,7 @@ from sluice.source.checks import (
 from sluice.source.connection import connect, connect_scan, tls_cipher
 from sluice.source.schema import Column, TableSchema, discover_tables
 from sluice.source.sql import qualified, quote
+from sluice.source.tls import TlsSettings
 
 Level = Literal["error", "warning", "ok"]
 FIRST_RUN_SCAN_ROWS = 10_000  # rows of each table a first run looks at for values a type rule refuses
@@ -150,15 +151,16 @@ def tls_finding(definition: PipelineDefinition, conn: pymysql.connections.Connec
         ciphers = {"metadata and binlog": tls_cipher(conn), "snapshot chunk readers": tls_cipher(scan)}
     finally:
         scan.close()
-    return _encryption("source.ssl-mode", ciphers, tls.mode)
+    return _encryption("source.ssl-mode", ciphers, tls)
 
 
-def _encryption(subject: str, ciphers: dict[str, str], mode: str) -> Finding:
-    """Whether connections of these kinds are encrypted (their ciphers) and, by the mode, verified."""
+def _encryption(subject: str, ciphers: dict[str, str], tls: TlsSettings) -> Finding:
+    """Whether connections of these kinds are encrypted (their ciphers) and, by their settings, verified."""
+    mode = tls.mode
     if all(ciphers.values()):
         verified = (
             f"the server's certificate verified ({mode})"
-            if mode in ("verify_ca", "verify_identity")
+            if tls.verifies
             else f"the server's certificate not verified ({mode}: ssl-mode verify_identity does)"
         )
         cipher = next(iter(ciphers.values()))

@@ -19,6 +19,7 @@ from sluice.sink import target_values
 from sluice.sink.target_values import TargetValues
 from sluice.source.offset import BinlogOffset
 from sluice.source.schema import TableSchema
+from sluice.source.tls import TlsSettings
 
 if TYPE_CHECKING:
     from pyspark import SparkContext
@@ -172,8 +173,8 @@ class Sink(ABC):
         it), a sentence each (`sluice check`)."""
         return []
 
-    def encryption(self) -> tuple[str, str] | None:
-        """A connection's TLS cipher ('' for plaintext) and the ssl-mode it was made with
+    def encryption(self) -> tuple[str, TlsSettings] | None:
+        """A connection's TLS cipher ('' for plaintext) and the TLS settings it was made with
         (`sluice check`); None where the sink has no connection of its own to tell of."""
         return None
 

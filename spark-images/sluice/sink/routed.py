@@ -28,6 +28,7 @@ from sluice.sink.target_values import TargetValues
 from sluice.source.offset import BinlogOffset
 from sluice.source.row_decoding import Row
 from sluice.source.schema import TableSchema
+from sluice.source.tls import TlsSettings
 
 if TYPE_CHECKING:
     from pyspark import SparkContext
@@ -66,7 +67,7 @@ class RoutedSink(Sink):
     def values(self) -> TargetValues | None:  # type: ignore[override]
         return self.inner.values
 
-    def encryption(self) -> tuple[str, str] | None:
+    def encryption(self) -> tuple[str, TlsSettings] | None:
         return self.inner.encryption()
 
     def check_target(self, schemas: Sequence[TableSchema]) -> list[SinkError] | None:

@@ -63,7 +63,9 @@ def connect_scan(endpoint: SourceEndpoint) -> MySQLdb.connections.Connection:
     is refused here where TLS is required."""
     settings = endpoint.scan_settings()
     conn = _with_retry(endpoint, lambda: MySQLdb.connect(autocommit=True, conv=_SCAN_CONVERSIONS, **settings))
-    if endpoint.tls.requires and not tls_cipher(conn):
+    # Only REQUIRED falls back to plaintext: libmariadb refuses it under VERIFY_* itself, so
+    # the question costs a round trip where it can be answered only so.
+    if endpoint.tls.mode == "required" and not tls_cipher(conn):
         conn.close()
         raise SourceError(
             f"source {endpoint.hostname}:{endpoint.port} offers no TLS, and source.ssl-mode {endpoint.tls.mode} "

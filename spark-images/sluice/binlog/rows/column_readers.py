@@ -140,12 +140,12 @@ def _decimal(precision: int, scale: int) -> ColumnReader:
     sign_bit = 1 << (8 * size - 1)
     negative_mask = (1 << (8 * size)) - 1 ^ sign_bit
     unscaled, shift, read = "0", 8 * size, []
-    for g, (bits, held) in enumerate(groups):
+    for g, (bits, digits_held) in enumerate(groups):
         shift -= bits
         read.append(f"g{g} = packed >> {shift} & {(1 << bits) - 1}")
-        unscaled = f"({unscaled}) * {10**held} + g{g}"
-    oversized = " or ".join(f"g{g} >= {10**held}" for g, (_, held) in enumerate(groups))
-    held = tuple(held for _, held in groups)
+        unscaled = f"({unscaled}) * {10**digits_held} + g{g}"
+    oversized = " or ".join(f"g{g} >= {10**digits_held}" for g, (_, digits_held) in enumerate(groups))
+    held = tuple(digits_held for _, digits_held in groups)
     inline = Inline(
         f"packed = int.from_bytes(body[pos:pos + {size}], 'big'); pos += {size}\n"
         f"negative = not packed & {sign_bit}\n"

@@ -148,9 +148,7 @@ class RowImageDecoder:
             in_image = self._in_image(bitmap, kept[image])
             null_bytes = (len(in_image) + 7) >> 3
             nulls = "body[pos]" if null_bytes == 1 else f"int.from_bytes(body[pos:pos + {null_bytes}], 'little')"
-            lines.append(
-                f"        if pos + {null_bytes} > n: raise ValueError('row image ends before its null bitmap')"
-            )
+            lines.append(f"        if pos + {null_bytes} > n: raise ValueError(NO_NULL_BITMAP)")
             lines.append(f"        nulls = {nulls}; pos += {null_bytes}")
             slots = ["None"] * width
             for bit, (i, reader, target) in enumerate(in_image):

@@ -107,14 +107,17 @@ class JdbcDialect(ABC):
 
         return f" DEFAULT {sqlglot.transpile(value, read='mysql', write=self.sql_dialect)[0]}"
 
+    def column_definition(self, column: Column) -> str:
+        """A column as CREATE TABLE and ALTER TABLE write it: name, type, nullability."""
+        return f"{self.quote(column.name)} {self.column_type(column)}{'' if column.nullable else ' NOT NULL'}"
+
     def create_table_statements(self, schema: TableSchema) -> list[str]:
         """The target table, keyed by the source's row key (a unique key becomes the primary
         key); a bag gets an index on its chunk key, which its deletes look rows up by."""
         problem = self.width_problem(schema)
         if problem:
             raise SinkError(problem)
-        null = {True: "", False: " NOT NULL"}
-        columns = [f"{self.quote(c.name)} {self.column_type(c)}{null[c.nullable]}" for c in schema.columns]
+        columns = [self.column_definition(c) for c in schema.columns]
         if schema.row_key:
             columns.append(f"PRIMARY KEY ({', '.join(map(self.quote, schema.row_key))})")
         statements = [

@@ -91,21 +91,15 @@ class MySqlDialect(JdbcDialect):
 
     # The same dialect: an added or retyped column is placed as the source placed it.
     def add_column_statements(self, table: str, event: AddColumn) -> list[str]:
-        where = self._placed(event.position, event.after)
-        return [
-            f"ALTER TABLE {table} ADD COLUMN {self._column(event.column)}{self.default_clause(event.column)}{where}"
-        ]
+        column, where = event.column, self._placed(event.position, event.after)
+        return [f"ALTER TABLE {table} ADD COLUMN {self.column_definition(column)}{self.default_clause(column)}{where}"]
 
     def alter_column_type_statements(self, table: str, event: AlterColumnType) -> list[str]:
-        return [
-            f"ALTER TABLE {table} MODIFY COLUMN {self._column(event.column)}{self._placed(event.position, event.after)}"
-        ]
+        where = self._placed(event.position, event.after)
+        return [f"ALTER TABLE {table} MODIFY COLUMN {self.column_definition(event.column)}{where}"]
 
     def _placed(self, position: str, after: str | None) -> str:
         return {"FIRST": " FIRST", "AFTER": f" AFTER {self.quote(after or '')}"}.get(position, "")
-
-    def _column(self, column: Column) -> str:
-        return f"{self.quote(column.name)} {self.column_type(column)}{'' if column.nullable else ' NOT NULL'}"
 
     def primary_key_statements(self, before: TableSchema, after: TableSchema) -> list[str]:
         key = ", ".join(map(self.quote, after.row_key))

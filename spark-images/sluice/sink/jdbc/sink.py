@@ -34,6 +34,7 @@ from sluice.sink.target_values import TargetValues
 from sluice.source.offset import BinlogOffset
 from sluice.source.row_decoding import Row
 from sluice.source.schema import TableSchema
+from sluice.source.tls import TlsSettings
 
 log = logging.getLogger(__name__)
 
@@ -268,9 +269,9 @@ class JdbcSink(TargetRanges, Sink):
         finally:
             conn.close()
 
-    def encryption(self) -> tuple[str, str] | None:
+    def encryption(self) -> tuple[str, TlsSettings] | None:
         with contextlib.closing(self.target.connect()) as conn:
-            return self.target.dialect.tls_cipher(conn), self.target.tls.mode
+            return self.target.dialect.tls_cipher(conn), self.target.tls
 
     def names_held_otherwise(self, schemas: Sequence[TableSchema]) -> list[str]:
         return names_held_otherwise(self.target.dialect, schemas)

@@ -26,6 +26,7 @@ import pymysql
 import pytest
 
 from sluice.binlog.ddl.ddl_reader import DdlFollowing, SchemaChange
+from sluice.binlog.rows.event_reader import Replica
 from sluice.binlog.transaction_reader import BinlogSource, read_transactions
 from sluice.event.schema_change import SchemaEvolution
 from sluice.source.offset import BinlogOffset
@@ -155,7 +156,7 @@ def test_the_reader_follows_mariadbs_own_ddl_test_suite_statement_for_statement(
     files = [p for p in suite_files() if everything or SELECTION.match(p.name)]
     start, layouts = _run_on_a_server_that_stays_up(corpus_server, files)
     changes = read_transactions(
-        BinlogSource(corpus_server.endpoint(), server_id=6100, mariadb=True, stop_at=layouts.checkpoints[-1][0]),
+        BinlogSource(Replica(corpus_server.endpoint(), 6100, True), stop_at=layouts.checkpoints[-1][0]),
         start,
         {},
         ddl_following=DdlFollowing(lambda database, _: database == DATABASE),

@@ -66,15 +66,16 @@ def test_sluice_check_is_told_the_targets_cipher_and_mode(tls_target, certificat
         ),
         "tls-check",
     )
-    cipher, mode = sink.encryption()
-    assert cipher.startswith("TLS_") and mode == "verify_identity"
+    cipher, tls = sink.encryption()
+    assert cipher.startswith("TLS_") and tls.mode == "verify_identity"
     plain = JdbcSink(
         JdbcSinkConfig.from_options(
             {"url": postgresql.url, "username": postgresql.user, "password": postgresql.password}
         ),
         "tls-check",
     )
-    assert plain.encryption() == ("", "preferred")
+    cipher, tls = plain.encryption()
+    assert (cipher, tls.mode) == ("", "preferred")
 
 
 def test_a_target_certificate_from_another_ca_is_refused(tls_target, certificates):
