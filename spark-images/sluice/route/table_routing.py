@@ -15,6 +15,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from operator import itemgetter
 from typing import TYPE_CHECKING, Any
 
 from sluice.errors import DefinitionError, SinkError
@@ -51,6 +52,7 @@ class RoutedTable:
     own: TableSchema  # the table after its transform, under its source name
     onto: Callable[[Row], Row] | None  # own columns -> the target's (a merged table's union)
     merged: bool
+    key: Callable[[Row], Any]  # a source row's primary key: an update that changes it is a delete and an insert
 
 
 def _compiled(rule: TransformRule | None, schema: TableSchema) -> TableTransform | None:
@@ -105,6 +107,7 @@ class TableRouting:
                 own,
                 projection(own, self.sinks[sink_id]),
                 len(groups[sink_id]) > 1,
+                _primary_key(self.sources[source_id]),
             )
             for source_id, (sink_id, transform, own) in owns.items()
         }
@@ -139,29 +142,23 @@ class TableRouting:
         return kept if onto is None else map(onto, kept)
 
     def change_rows(self, rows: Sequence[ChangeRow]) -> list[ChangeRow]:
-        """Changelog rows in their targets' tables: an update pair (-U, +U) becomes a delete,
-        an insert or nothing where the filter takes the row out or in; under a SOFT_DELETE
-        rule a delete becomes an update of the row to its deleted image."""
+        """Changelog rows in their targets' tables. An update that changes the primary key is
+        a delete and an insert, as Flink CDC's MySQL source (Debezium) emits it; an update
+        pair (-U, +U) becomes a delete, an insert or nothing where the filter takes the row
+        out or in; under a SOFT_DELETE rule a delete becomes an update of the row to its
+        deleted image."""
         out: list[ChangeRow] = []
         i = 0
         while i < len(rows):
             row = rows[i]
             table = self.tables[row.schema.table_id]
-            sink = self.sinks[table.sink_id]
             if row.kind is RowKind.UPDATE_BEFORE:
                 after = rows[i + 1]
                 i += 2
-                out.extend(_update(table, sink, row, after))
-                continue
-            i += 1
-            image = _image(table, row, row.kind)
-            if image is None:
-                continue
-            if row.kind is RowKind.DELETE and table.transform is not None and table.transform.rule.soft_delete:
-                if sink.row_key:  # the row stays, marked: an update of it (a keyless one stays as it is)
-                    out.append(ChangeRow(sink, RowKind.UPDATE_AFTER, image, row.timestamp, row.offset))
-                continue
-            out.append(ChangeRow(sink, row.kind, image, row.timestamp, row.offset))
+                out.extend(_update(table, self.sinks[table.sink_id], row, after))
+            else:
+                i += 1
+                out.extend(_target_rows(table, self.sinks[table.sink_id], row, row.kind))
         return out
 
     # -- schema changes ----------------------------------------------------------------------
@@ -281,26 +278,51 @@ def _gives_values(event: SchemaChangeEvent, target_columns: set[str], was: Mappi
     return False
 
 
-def _image(table: RoutedTable, row: ChangeRow, kind: RowKind) -> Row | None:
-    transform = table.transform
-    if transform is None:
-        return row.row if table.onto is None else table.onto(row.row)
-    image = transform.image(row.row, transform.row_meta(kind.value, row.timestamp * 1000))
-    return image if image is None or table.onto is None else table.onto(image)
-
-
 def _update(table: RoutedTable, sink: TableSchema, before: ChangeRow, after: ChangeRow) -> list[ChangeRow]:
+    if table.key(before.row) != table.key(after.row):
+        return _target_rows(table, sink, before, RowKind.DELETE) + _target_rows(table, sink, after, RowKind.INSERT)
     old, new = _image(table, before, RowKind.UPDATE_BEFORE), _image(table, after, RowKind.UPDATE_AFTER)
     if old is not None and new is not None:
         return [
             ChangeRow(sink, RowKind.UPDATE_BEFORE, old, before.timestamp, before.offset),
             ChangeRow(sink, RowKind.UPDATE_AFTER, new, after.timestamp, after.offset),
         ]
+    # the filter takes the row out (it leaves the target, under SOFT_DELETE too: it was not
+    # deleted at the source) or in
     if old is not None:
         return [ChangeRow(sink, RowKind.DELETE, old, before.timestamp, before.offset)]
     if new is not None:
         return [ChangeRow(sink, RowKind.INSERT, new, after.timestamp, after.offset)]
     return []
+
+
+def _target_rows(table: RoutedTable, sink: TableSchema, row: ChangeRow, kind: RowKind) -> list[ChangeRow]:
+    """One change of a source row as its target takes it."""
+    image = _image(table, row, kind)
+    if image is None:
+        return []
+    if kind is RowKind.DELETE and table.transform is not None and table.transform.rule.soft_delete:
+        # the row stays, marked: an update of it (a keyless one stays as it is)
+        return [ChangeRow(sink, RowKind.UPDATE_AFTER, image, row.timestamp, row.offset)] if sink.row_key else []
+    return [ChangeRow(sink, kind, image, row.timestamp, row.offset)]
+
+
+def _primary_key(schema: TableSchema) -> Callable[[Row], Any]:
+    positions = [schema.position(name) for name in schema.primary_key]
+    return itemgetter(*positions) if positions else _no_key
+
+
+def _no_key(row: Row) -> tuple[()]:
+    """A keyless table's rows: every update keeps its (empty) key, so none is split."""
+    return ()
+
+
+def _image(table: RoutedTable, row: ChangeRow, kind: RowKind) -> Row | None:
+    transform = table.transform
+    if transform is None:
+        return row.row if table.onto is None else table.onto(row.row)
+    image = transform.image(row.row, transform.row_meta(kind.value, row.timestamp * 1000))
+    return image if image is None or table.onto is None else table.onto(image)
 
 
 def _column_changes(
