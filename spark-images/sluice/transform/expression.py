@@ -35,6 +35,7 @@ from sluice.transform.sql_types import (
     arithmetic_type,
     common_type,
     decimal,
+    is_instant,
     varchar,
 )
 from sluice.transform.user_functions import UserFunction, loaded
@@ -238,15 +239,16 @@ class _Compiler:
         (left,) = self._args([node.this])
         self._expect(node, left, ("date", "datetime", "time"), "what an INTERVAL is added to")
         interval = node.expression
-        unit = interval.unit.name.upper() if interval.unit else "DAY"
         amount_node = interval.this
-        amount = amount_node.this if isinstance(amount_node, exp.Literal) else None
-        if amount is None or not amount.lstrip("-").isdigit():
-            raise self.scope.refuse(
-                node, "an INTERVAL's amount must be a whole number literal, such as INTERVAL '1' DAY"
-            )
+        text = amount_node.this if isinstance(amount_node, exp.Literal) else None
+        try:
+            if text is None:
+                raise ValueError("an INTERVAL's amount must be a literal, such as INTERVAL '1' DAY")
+            unit, amount = operators.interval_amount(text, interval.unit)
+        except ValueError as exc:
+            raise self.scope.refuse(node, str(exc)) from None
         sign = -1 if isinstance(node, exp.Sub) else 1
-        return operators.plus_interval(left[0], unit, sign * int(amount), self.scope.refuse(node, "")), left[1]
+        return operators.plus_interval(left[0], unit, sign * amount, self.scope.refuse(node, "")), left[1]
 
     def _negate(self, node: exp.Neg) -> tuple[Evaluate, SqlType]:
         (value,) = self._args([node.this])
@@ -325,21 +327,22 @@ class _Compiler:
         value, *options = self._compared(node, [node.this, *node.expressions])
         return operators.within(value[0], [o[0] for o in options]), BOOLEAN
 
-    def _like(self, node: exp.Like) -> tuple[Evaluate, SqlType]:
+    def _like(self, node: exp.Like | exp.SimilarTo) -> tuple[Evaluate, SqlType]:
+        word = "LIKE" if isinstance(node, exp.Like) else "SIMILAR TO"
         value, pattern = self._args([node.this, node.expression])
-        for side, what in ((value, "LIKE's operand"), (pattern, "LIKE's pattern")):
+        for side, what in ((value, f"{word}'s operand"), (pattern, f"{word}'s pattern")):
             self._expect(node, side, ("string",), what)
         escape = node.args.get("escape")
         escape_text = escape.this if isinstance(escape, exp.Literal) else None
-        like = operators.like(value[0], pattern[0], escape_text)
+        like = operators.like(value[0], pattern[0], escape_text, similar=isinstance(node, exp.SimilarTo))
         if node.args.get("negate"):
             return (lambda row, meta: None if (v := like(row, meta)) is None else not v), BOOLEAN
         return like, BOOLEAN
 
     def _escape(self, node: exp.Escape) -> tuple[Evaluate, SqlType]:
-        """`s LIKE p ESCAPE e`, which sqlglot reads around the LIKE."""
-        if not isinstance(node.this, exp.Like):
-            raise self.scope.refuse(node, "ESCAPE follows a LIKE pattern")
+        """`s LIKE p ESCAPE e` (and SIMILAR TO), which sqlglot reads around the LIKE."""
+        if not isinstance(node.this, (exp.Like, exp.SimilarTo)):
+            raise self.scope.refuse(node, "ESCAPE follows a LIKE or SIMILAR TO pattern")
         like = node.this.copy()
         like.set("escape", node.expression)
         return self._like(like)
@@ -403,7 +406,10 @@ class _Compiler:
         if value[1].family == "binary" and target.family not in ("string", "binary"):
             raise self.scope.refuse(node, f"cannot CAST {value[1].name} to {target.name}")
         safe = bool(node.args.get("safe"))
-        return casts.cast(value[0], target, safe, node.sql(dialect=DIALECT)), target
+        evaluate = value[0]
+        if is_instant(value[1]) and target.family == "datetime":  # TIMESTAMP_LTZ to TIMESTAMP: the clock's
+            evaluate = operators.on_clock(evaluate, self.scope.zone)
+        return casts.cast(evaluate, target, safe, node.sql(dialect=DIALECT)), target
 
     # -- functions ------------------------------------------------------------------------
 
@@ -423,7 +429,10 @@ class _Compiler:
         if not signature.deterministic:
             self.deterministic = False
         kind = signature.result([a[1] for a in args])
-        return signature.build(node, [a[0] for a in args], [a[1] for a in args], self.scope.zone), kind
+        try:
+            return signature.build(node, [a[0] for a in args], [a[1] for a in args], self.scope.zone), kind
+        except ValueError as exc:  # an argument its builder cannot take (a precision, a unit)
+            raise self.scope.refuse(node, str(exc)) from None
 
     def _anonymous(self, node: exp.Anonymous) -> tuple[Evaluate, SqlType]:
         name = str(node.this).upper()
@@ -448,7 +457,7 @@ class _Compiler:
         return operators.now_call(type(node).__name__.upper(), self.scope.zone)
 
 
-_CURRENT_TIME = ("NOW", "CURRENT_TIMESTAMP", "LOCALTIMESTAMP")
+_CURRENT_TIME = ("NOW", "CURRENT_TIMESTAMP", "LOCALTIMESTAMP", "UNIX_TIMESTAMP")
 _HANDLERS: dict[type, Callable[[_Compiler, Any], tuple[Evaluate, SqlType]]] = {
     exp.Column: _Compiler._column,
     exp.Literal: _Compiler._literal,
@@ -466,6 +475,7 @@ _HANDLERS: dict[type, Callable[[_Compiler, Any], tuple[Evaluate, SqlType]]] = {
     exp.Between: _Compiler._between,
     exp.In: _Compiler._in,
     exp.Like: _Compiler._like,
+    exp.SimilarTo: _Compiler._like,
     exp.Escape: _Compiler._escape,
     exp.Case: _Compiler._case,
     exp.If: _Compiler._if,

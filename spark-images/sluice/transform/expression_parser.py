@@ -15,6 +15,19 @@ from sqlglot.tokens import TokenType
 
 from sluice.errors import DefinitionError
 
+_PART_NODES: dict[str, type[exp.Func]] = {
+    "YEAR": exp.Year,
+    "MONTH": exp.Month,
+    "DAY": exp.Day,
+    "DAYOFMONTH": exp.DayOfMonth,
+    "DAYOFYEAR": exp.DayOfYear,
+    "DAYOFWEEK": exp.DayOfWeek,
+}
+
+
+def _part(node: type[exp.Func]) -> Callable[[list], exp.Func]:
+    return lambda args: node(this=seq_get(args, 0))
+
 
 class FlinkSql(Spark):
     """Spark's SQL is the closest sqlglot has to Flink's (backquoted names, `||`, STRING; a
@@ -30,6 +43,10 @@ class FlinkSql(Spark):
             **Spark.Parser.FUNCTIONS,
             "LTRIM": lambda args: _flink_trim(args, "LEADING"),
             "RTRIM": lambda args: _flink_trim(args, "TRAILING"),
+            "UNIX_TIMESTAMP": lambda args: _flink_unix_timestamp(args),
+            # the part functions take their argument as it is: Spark reads YEAR(ts) as
+            # YEAR(TO_DATE(ts)), which would take an instant's date in UTC
+            **{name: _part(node) for name, node in _PART_NODES.items()},
         }
         FUNCTION_PARSERS = {**Spark.Parser.FUNCTION_PARSERS, "POSITION": lambda self: self._parse_flink_position()}
 
@@ -46,6 +63,14 @@ class FlinkSql(Spark):
 def _flink_trim(args: list, position: str) -> exp.Trim:
     characters = seq_get(args, 1) or exp.Literal.string(" ")
     return exp.Trim(this=seq_get(args, 0), expression=characters, position=position)
+
+
+def _flink_unix_timestamp(args: list) -> exp.Expression:
+    """UNIX_TIMESTAMP() is the time a row is transformed; with text, the text read (Spark
+    reads the first as UNIX_TIMESTAMP(CURRENT_TIMESTAMP()))."""
+    if not args:
+        return exp.Anonymous(this="UNIX_TIMESTAMP", expressions=[])
+    return exp.StrToUnix(this=seq_get(args, 0), format=seq_get(args, 1))
 
 
 DIALECT = FlinkSql

@@ -12,11 +12,15 @@ from datetime import date, datetime, timedelta, timezone, tzinfo
 from decimal import ROUND_DOWN, Decimal
 from typing import Any
 
+from sqlglot import exp
+
 from sluice.source.row_decoding import InvalidDate
 from sluice.transform.far_dates import FarDatetime, changed
 from sluice.transform.sql_types import (
+    BIGINT,
     DATE,
     DATETIME,
+    INSTANT,
     NUMERIC,
     TEMPORAL,
     TIME,
@@ -109,6 +113,36 @@ def add_months(value: date, months: int) -> date:
 
 
 _DAY = timedelta(days=1)
+
+
+_SPAN_FIELDS = ("YEAR", "MONTH", "DAY", "HOUR", "MINUTE", "SECOND")
+_SPAN_SEPARATORS = {"MONTH": "-", "HOUR": " ", "MINUTE": ":", "SECOND": ":"}  # before each field
+
+
+def interval_amount(text: str, unit: exp.Expression | None) -> tuple[str, int]:
+    """An INTERVAL literal's unit and whole amount: INTERVAL '3' DAY, or a span such as
+    INTERVAL '1 02:03:04' DAY TO SECOND (as seconds) or INTERVAL '1-2' YEAR TO MONTH (as months)."""
+    if not isinstance(unit, exp.IntervalSpan):
+        name = unit.name.upper() if unit is not None else "DAY"
+        if not text.strip().lstrip("-").isdigit():
+            raise ValueError("an INTERVAL's amount must be a whole number literal, such as INTERVAL '1' DAY")
+        return name, int(text)
+    first, last = unit.this.name.upper(), unit.expression.name.upper()
+    if first not in _SPAN_FIELDS or last not in _SPAN_FIELDS or _SPAN_FIELDS.index(first) >= _SPAN_FIELDS.index(last):
+        raise ValueError(f"INTERVAL ... {first} TO {last} is not a span of fields")
+    fields = _SPAN_FIELDS[_SPAN_FIELDS.index(first) : _SPAN_FIELDS.index(last) + 1]
+    if (first in ("YEAR", "MONTH")) != (last in ("YEAR", "MONTH")):
+        raise ValueError(f"INTERVAL ... {first} TO {last} mixes months with days")
+    body = text.strip()
+    negative = body.startswith("-")
+    pattern = r"(\d+)" + "".join(re.escape(_SPAN_SEPARATORS[f]) + r"(\d+)" for f in fields[1:])
+    match = re.fullmatch(pattern, body.lstrip("+-"))
+    if match is None:
+        example = {"MONTH": "1-2", "HOUR": "1 02", "MINUTE": "1 02:03", "SECOND": "1 02:03:04"}
+        raise ValueError(f"'{text}' is not an INTERVAL {first} TO {last} (such as '{example[last]}')")
+    weights = {"YEAR": 12, "MONTH": 1, "DAY": 86400, "HOUR": 3600, "MINUTE": 60, "SECOND": 1}
+    amount = sum(int(n) * weights[f] for f, n in zip(fields, match.groups(), strict=True))
+    return ("MONTH" if last == "MONTH" else "SECOND"), -amount if negative else amount
 
 
 def plus_interval(value: Evaluate, unit: str, amount: int, error: Exception) -> Evaluate:
@@ -210,7 +244,9 @@ def within(value: Evaluate, options: Sequence[Evaluate]) -> Evaluate:
     return evaluate
 
 
-def like_regex(pattern: str, escape: str | None) -> re.Pattern[str]:
+def like_regex(pattern: str, escape: str | None, similar: bool = False) -> re.Pattern[str]:
+    """LIKE's pattern as a regular expression; SIMILAR TO's keeps the SQL regular expression
+    operators (| * + ? {m,n} ( ) [...]), as Calcite's sqlToRegexSimilar, which Flink CDC calls."""
     out, i = [], 0
     while i < len(pattern):
         char = pattern[i]
@@ -218,18 +254,31 @@ def like_regex(pattern: str, escape: str | None) -> re.Pattern[str]:
             out.append(re.escape(pattern[i + 1]))
             i += 2
             continue
-        out.append(".*" if char == "%" else "." if char == "_" else re.escape(char))
+        if char in "%_":
+            out.append(".*" if char == "%" else ".")
+        elif similar and char == "[":
+            end = pattern.find("]", i + 1)
+            if end < 0:
+                raise ValueError(f"SIMILAR TO pattern '{pattern}' has an unclosed [")
+            body = pattern[i + 1 : end]
+            out.append(
+                "[" + ("^" + re.escape(body[1:]) if body.startswith("^") else re.escape(body)).replace("\\-", "-") + "]"
+            )
+            i = end + 1
+            continue
+        else:
+            out.append(char if similar and char in "|*+?{},()0123456789" else re.escape(char))
         i += 1
     return re.compile("".join(out), re.DOTALL)
 
 
-def like(value: Evaluate, pattern: Evaluate, escape: str | None) -> Evaluate:
+def like(value: Evaluate, pattern: Evaluate, escape: str | None, similar: bool = False) -> Evaluate:
     cache: dict[str, re.Pattern[str]] = {}
 
     def matches(v: str, p: str) -> bool:
         compiled = cache.get(p)
         if compiled is None:
-            compiled = cache.setdefault(p, like_regex(p, escape))
+            compiled = cache.setdefault(p, like_regex(p, escape, similar))
         return compiled.fullmatch(v) is not None
 
     return strict(matches, [value, pattern])
@@ -286,5 +335,21 @@ def now_call(name: str, zone: tzinfo) -> tuple[Evaluate, SqlType]:
         return (lambda row, meta: datetime.now(zone).date()), DATE
     if name in ("CURRENT_TIME", "LOCALTIME"):
         return (lambda row, meta: datetime.now(zone).replace(tzinfo=None).time()), TIME
-    clock = zone if name == "LOCALTIMESTAMP" else timezone.utc
-    return (lambda row, meta: datetime.now(clock).replace(tzinfo=None, microsecond=0)), DATETIME
+    if name == "UNIX_TIMESTAMP":
+        return (lambda row, meta: int(datetime.now(timezone.utc).timestamp())), BIGINT
+    if name == "LOCALTIMESTAMP":
+        return (lambda row, meta: datetime.now(zone).replace(tzinfo=None, microsecond=0)), DATETIME
+    return (lambda row, meta: datetime.now(timezone.utc).replace(tzinfo=None, microsecond=0)), INSTANT
+
+
+def on_clock(value: Evaluate, zone: tzinfo) -> Evaluate:
+    """An instant's value (its UTC wall-clock) as the clock of `zone` shows it: what Flink CDC's
+    functions read of a TIMESTAMP_LTZ's fields."""
+
+    def shown(row: tuple[Any, ...], meta: tuple[Any, ...]) -> Any:
+        v = value(row, meta)
+        if type(v) is not datetime:  # NULL, an invalid or far date: as it is
+            return v
+        return v.replace(tzinfo=timezone.utc).astimezone(zone).replace(tzinfo=None)
+
+    return shown

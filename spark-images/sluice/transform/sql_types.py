@@ -65,8 +65,14 @@ BOOLEAN = SqlType("boolean", "tinyint(1)")
 TEXT = SqlType("string", "longtext")
 DATE = SqlType("date", "date")
 DATETIME = SqlType("datetime", "datetime(6)")
+# MySQL's TIMESTAMP, Flink's TIMESTAMP_LTZ: an instant, held as its UTC wall-clock value
+INSTANT = SqlType("datetime", "timestamp(6)")
 TIME = SqlType("time", "time(6)")
 NULL = SqlType("null", "")
+
+
+def is_instant(kind: SqlType) -> bool:
+    return kind.column_type.startswith("timestamp")
 
 
 def varchar(length: int | None) -> SqlType:

@@ -4,6 +4,7 @@ a defect a Flink CDC user met, reproduced here first."""
 
 from __future__ import annotations
 
+import re
 from datetime import date, datetime, timedelta, timezone
 from typing import Any
 
@@ -110,6 +111,56 @@ def test_local_time_functions_compute_in_the_pipelines_local_time_zone():
     assert unix == "1970-01-01 08:00:00"
     assert abs(local - shanghai) < timedelta(seconds=5) and abs(now - before) < timedelta(seconds=5)
     assert today in (shanghai.date(), (shanghai + timedelta(seconds=5)).date())
+
+
+INSTANTS = TableSchema(
+    "db",
+    "instants",
+    (Column("id", "int", "int(11)", False), Column("ts", "timestamp", "timestamp", True)),
+    ("id",),
+    "id",
+)
+
+
+@pytest.mark.parametrize(
+    ("expression", "expected"),
+    [
+        ("DATE_FORMAT(ts, 'yyyy-MM-dd HH:mm:ss')", "2024-01-16 04:30:00"),
+        ("HOUR(ts)", 4),
+        ("EXTRACT(DAY FROM ts)", 16),
+        ("DAYOFMONTH(ts)", 16),
+        ("DATE_ADD(ts, 1)", "2024-01-17"),
+        ("CAST(ts AS TIMESTAMP)", datetime(2024, 1, 16, 4, 30)),  # TIMESTAMP_LTZ to TIMESTAMP: the clock's
+        # where Flink CDC's code reads the instant in UTC, so does Sluice: TO_DATE and CAST to STRING
+        ("TO_DATE(ts)", date(2024, 1, 15)),
+        ("CAST(ts AS STRING)", "2024-01-15 20:30:00"),
+        ("ts", datetime(2024, 1, 15, 20, 30)),  # the instant itself, kept as every TIMESTAMP value is
+        ("TIMESTAMPADD(HOUR, 1, ts)", datetime(2024, 1, 15, 21, 30)),
+        ("DATE_FORMAT(TO_TIMESTAMP_LTZ(0, 0), 'yyyy-MM-dd HH:mm:ss')", "1970-01-01 08:00:00"),
+    ],
+)
+def test_a_timestamp_column_is_an_instant_its_fields_read_on_the_local_time_zones_clock(expression, expected):
+    """MySQL's TIMESTAMP is Flink's TIMESTAMP_LTZ: an instant, whose fields and text are what
+    the clock of pipeline.local-time-zone shows (2024-01-15 20:30 UTC is 04:30 the next day
+    in Shanghai), as Flink CDC's TemporalFunctions and CastingFunctions read an Instant."""
+    text = f'- {{source-table: db.instants, projection: "id, {expression} AS v"}}'
+    rules = parse_transforms(yaml.safe_load(text), "Asia/Shanghai")
+    transform = TableTransform(rule_for(rules, "db", "instants"), INSTANTS)
+    assert transform.project((1, datetime(2024, 1, 15, 20, 30)), transform.row_meta())[1] == expected
+
+
+@pytest.mark.parametrize(
+    ("expression", "message"),
+    [
+        ("UNIX_TIMESTAMP(id)", "UNIX_TIMESTAMP's argument 1 must be"),
+        ("TO_TIMESTAMP_LTZ(id, 6)", "TO_TIMESTAMP_LTZ's precision must be 0 or 3, not 6"),
+        ("ts + INTERVAL '1 02' DAY TO SECOND", "'1 02' is not an INTERVAL DAY TO SECOND"),
+    ],
+)
+def test_a_function_used_wrongly_is_refused_naming_what_the_user_wrote(expression, message):
+    text = f'- {{source-table: db.instants, projection: "id, {expression} AS v"}}'
+    with pytest.raises(DefinitionError, match=re.escape(message)):
+        TableTransform(rule_for(parse_transforms(yaml.safe_load(text)), "db", "instants"), INSTANTS)
 
 
 FLAGS = TableSchema(

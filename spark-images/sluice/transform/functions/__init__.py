@@ -9,4 +9,8 @@ from sluice.transform.functions.signature import Signature
 
 SIGNATURES: dict[type, Signature] = {**strings.SIGNATURES, **numbers.SIGNATURES, **temporal.SIGNATURES}
 # The functions sqlglot does not know, by their upper-case names.
-NAMED_SIGNATURES: dict[str, Signature] = {**masking.NAMED_SIGNATURES}
+NAMED_SIGNATURES: dict[str, Signature] = {
+    **masking.NAMED_SIGNATURES,
+    **strings.NAMED_SIGNATURES,
+    **temporal.NAMED_SIGNATURES,
+}

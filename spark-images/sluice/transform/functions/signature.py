@@ -11,6 +11,7 @@ from typing import Any
 from sqlglot import exp
 
 from sluice.transform.operators import (
+    on_clock,
     strict,
 )
 from sluice.transform.sql_types import (
@@ -19,6 +20,7 @@ from sluice.transform.sql_types import (
     TEMPORAL,
     TEXT,
     SqlType,
+    is_instant,
     string_length,
     varchar,
 )
@@ -47,6 +49,7 @@ class Signature:
     deterministic: bool = True
     labels: tuple[str, ...] = field(default=())
     zoned: bool = False  # its builder takes pipeline.local-time-zone
+    wall_clock: bool = False  # reads an instant's fields as pipeline.local-time-zone's clock shows them
 
     def checks(self, count: int) -> list[tuple[str, tuple[str, ...]]]:
         families = list(self.families) + [self.families[-1]] * max(count - len(self.families), 0)
@@ -55,6 +58,8 @@ class Signature:
         return list(zip(labels, families[:count], strict=True))
 
     def build(self, node: exp.Expression, args: list[Evaluate], kinds: list[SqlType], zone: tzinfo) -> Evaluate:
+        if self.wall_clock:
+            args = [on_clock(a, zone) if is_instant(k) else a for a, k in zip(args, kinds, strict=True)]
         if self.builder is not None:
             return self.builder(node, args, kinds, zone) if self.zoned else self.builder(node, args, kinds)
         assert self.implementation is not None

@@ -1,5 +1,5 @@
-"""String functions: CONCAT, CONCAT_WS, UPPER, LOWER, TRIM, CHAR_LENGTH, SUBSTRING, REPLACE,
-LEFT, RIGHT, LPAD/RPAD, REPEAT, REGEXP_REPLACE, LOCATE, TO_BASE64, and UUID."""
+"""String functions: CONCAT, CONCAT_WS, UPPER, LOWER, TRIM, BTRIM, CHAR_LENGTH, SUBSTRING, REPLACE, OVERLAY,
+LEFT, RIGHT, LPAD/RPAD, REPEAT, REGEXP_REPLACE, LOCATE, STARTSWITH, ENDSWITH, TO_BASE64, and UUID."""
 
 from __future__ import annotations
 
@@ -25,6 +25,7 @@ from sluice.transform.operators import (
     strict,
 )
 from sluice.transform.sql_types import (
+    BOOLEAN,
     TEXT,
     SqlType,
     varchar,
@@ -97,6 +98,18 @@ def _position(value: str, sub: str, start: int = 1) -> int:
     return 0 if begin > len(value) else value.find(sub, begin) + 1
 
 
+def _overlay(value: str, replacement: str, start: int, length: int | None = None) -> str:
+    """OVERLAY(s PLACING r FROM start [FOR length]): `length` characters from `start` (1-based)
+    replaced by r, as many as r has where no length is given; a start outside s changes
+    nothing, as Flink CDC's overlay()."""
+    count = len(replacement) if length is None else int(length)
+    begin = int(start)
+    if begin <= 0 or begin > len(value):
+        return value
+    rest = value[begin - 1 + count :] if count > 0 and begin + count <= len(value) else ""
+    return value[: begin - 1] + replacement + rest
+
+
 def _regexp_replace(value: str, pattern: str, replacement: str) -> str:
     return re.sub(pattern, re.sub(r"\$(\d+)", r"\\\1", replacement), value)
 
@@ -138,6 +151,13 @@ SIGNATURES: dict[type, Signature] = {
         "LOCATE", ("this", "substr", "position"), (STRING, STRING, INT), integer_type, _position
     ),
     exp.ToBase64: Signature("TO_BASE64", ("this",), (("string", "binary"),), lambda k: TEXT, _base64),
+    exp.Overlay: Signature(
+        "OVERLAY", ("this", "expression", "from_", "for_"), (STRING, STRING, INT, INT), lambda k: TEXT, _overlay
+    ),
+    exp.StartsWith: Signature(
+        "STARTSWITH", ("this", "expression"), (STRING, STRING), lambda k: BOOLEAN, str.startswith
+    ),
+    exp.EndsWith: Signature("ENDSWITH", ("this", "expression"), (STRING, STRING), lambda k: BOOLEAN, str.endswith),
     exp.Uuid: Signature(
         "UUID",
         (),
@@ -145,5 +165,13 @@ SIGNATURES: dict[type, Signature] = {
         lambda k: varchar(36),
         builder=lambda n, a, k: lambda row, meta: str(uuid.uuid4()),
         deterministic=False,
+    ),
+}
+
+# By name: sqlglot reads them as calls of functions it does not know (exp.Anonymous).
+NAMED_SIGNATURES: dict[str, Signature] = {
+    # BTRIM(s[, characters]): TRIM(BOTH ...), a space where no characters are given (Flink CDC's btrim)
+    "BTRIM": Signature(
+        "BTRIM", ("expressions",), (STRING, STRING), same_type, lambda s, chars=" ": s.strip(chars) if chars else s
     ),
 }

@@ -13,6 +13,7 @@ from typing import Any
 from sqlglot import exp
 
 from sluice.source.row_decoding import InvalidDate
+from sluice.source.time_zone import parse_zone_id
 from sluice.transform.casts import to_date, to_datetime
 from sluice.transform.far_dates import FarDatetime, Shifted, span
 from sluice.transform.functions.signature import (
@@ -35,9 +36,11 @@ from sluice.transform.operators import (
 from sluice.transform.sql_types import (
     DATE,
     DATETIME,
+    INSTANT,
     TEMPORAL,
     TEXT,
     SqlType,
+    is_instant,
     varchar,
 )
 
@@ -258,6 +261,49 @@ def _from_unixtime(node: exp.Expression, args: list[Evaluate], kinds: list[SqlTy
     return strict(lambda n: java_format((epoch + timedelta(seconds=int(n))).astimezone(zone), text), args[:1])
 
 
+_EPOCH = datetime(1970, 1, 1)
+_LONG_MIN = -(2**63)  # Java's Long.MIN_VALUE: Flink CDC's UNIX_TIMESTAMP of text its pattern cannot read
+
+
+def _unix_timestamp(node: exp.Expression, args: list[Evaluate], kinds: list[SqlType], zone: tzinfo) -> Evaluate:
+    """UNIX_TIMESTAMP(text[, pattern]): the text read on the clock of pipeline.local-time-zone,
+    as whole seconds since the epoch (toward zero, as Java divides)."""
+    pattern = node.args.get("format")
+    text = pattern.this if isinstance(pattern, exp.Literal) else "yyyy-MM-dd HH:mm:ss"
+
+    def seconds(value: str) -> int:
+        try:
+            local = _java_parse(value, text)
+        except ValueError:
+            return _LONG_MIN
+        instant = local.replace(tzinfo=zone).astimezone(timezone.utc).replace(tzinfo=None)
+        millis = (instant - _EPOCH) // timedelta(milliseconds=1)
+        return int(millis / 1000) if millis < 0 else millis // 1000
+
+    return strict(seconds, args[:1])
+
+
+def _to_timestamp_ltz(node: exp.Expression, args: list[Evaluate], kinds: list[SqlType]) -> Evaluate:
+    """TO_TIMESTAMP_LTZ(number[, precision 0 or 3]) and TO_TIMESTAMP_LTZ(text[, pattern[,
+    zone]]): an instant. Text is read in UTC unless a zone is given, as Flink CDC's code does."""
+    if kinds[0].family in NUM:
+        precision = node.expressions[1] if len(node.expressions) > 1 else exp.Literal.number(3)
+        if not isinstance(precision, exp.Literal) or precision.this not in ("0", "3"):
+            raise ValueError(f"TO_TIMESTAMP_LTZ's precision must be 0 or 3, not {precision.sql()}")
+        unit = timedelta(seconds=1) if precision.this == "0" else timedelta(milliseconds=1)
+        return strict(lambda n: _EPOCH + int(n) * unit, args[:1])
+    literals = [e.this if isinstance(e, exp.Literal) else None for e in node.expressions[1:]]
+    if None in literals:
+        raise ValueError("TO_TIMESTAMP_LTZ's pattern and zone must be literals")
+    text = literals[0] if literals else "yyyy-MM-dd HH:mm:ss.SSS"
+    clock = parse_zone_id(literals[1]) if len(literals) > 1 else timezone.utc
+
+    def instant(value: str) -> datetime:
+        return _java_parse(value, text).replace(tzinfo=clock).astimezone(timezone.utc).replace(tzinfo=None)
+
+    return strict(instant, args[:1])
+
+
 _TEMPORAL_PART_NODES = {
     exp.Year: "YEAR",
     exp.Quarter: "QUARTER",
@@ -274,8 +320,10 @@ _TEMPORAL_PART_NODES = {
 
 
 SIGNATURES: dict[type, Signature] = {
-    exp.Extract: Signature("EXTRACT", ("expression",), (TEMPORAL,), integer_type, builder=_extract),
-    exp.TimeToStr: Signature("DATE_FORMAT", ("this", "format"), (_TIME_OF_DAY, STRING), lambda k: TEXT, _date_format),
+    exp.Extract: Signature("EXTRACT", ("expression",), (TEMPORAL,), integer_type, builder=_extract, wall_clock=True),
+    exp.TimeToStr: Signature(
+        "DATE_FORMAT", ("this", "format"), (_TIME_OF_DAY, STRING), lambda k: TEXT, _date_format, wall_clock=True
+    ),
     exp.TsOrDsToDate: Signature(
         "TO_DATE", ("this",), (("string", "date", "datetime"),), lambda k: DATE, builder=_to_date_builder
     ),
@@ -290,19 +338,42 @@ SIGNATURES: dict[type, Signature] = {
         builder=_timestamp_add,
     ),
     exp.TsOrDsAdd: Signature(
-        "DATE_ADD", ("this", "expression"), ((*TEMPORAL, "string"), INT), lambda k: varchar(16), _date_add
+        "DATE_ADD",
+        ("this", "expression"),
+        ((*TEMPORAL, "string"), INT),
+        lambda k: varchar(16),
+        _date_add,
+        wall_clock=True,
     ),
     exp.UnixToStr: Signature(
         "FROM_UNIXTIME", ("this",), (NUM,), lambda k: varchar(64), builder=_from_unixtime, zoned=True
     ),
+    exp.StrToUnix: Signature("UNIX_TIMESTAMP", ("this",), (STRING,), integer_type, builder=_unix_timestamp, zoned=True),
     exp.StrToTime: Signature("TO_TIMESTAMP", ("this",), (STRING,), lambda k: DATETIME, builder=_to_timestamp_builder),
     # sqlglot's reading of TIMESTAMP '...' where a function takes one (DATE_FORMAT's argument)
     exp.TimeStrToTime: Signature(
-        "TIMESTAMP", ("this",), (("string", "date", "datetime", "time"),), lambda k: DATETIME, _timestamp_of
+        "TIMESTAMP",
+        ("this",),
+        (("string", "date", "datetime", "time"),),
+        lambda k: k[0] if is_instant(k[0]) else DATETIME,
+        _timestamp_of,
     ),
 }
 
 for _node, _unit in _TEMPORAL_PART_NODES.items():
     _takes = _TIME_OF_DAY if _unit in ("HOUR", "MINUTE", "SECOND") else TEMPORAL
-    SIGNATURES[_node] = Signature(_unit, ("this",), (_takes,), integer_type, _temporal_part(_PARTS[_unit]))
+    SIGNATURES[_node] = Signature(
+        _unit, ("this",), (_takes,), integer_type, _temporal_part(_PARTS[_unit]), wall_clock=True
+    )
 del _node, _unit, _takes
+
+# By name: sqlglot reads them as calls of functions it does not know (exp.Anonymous).
+NAMED_SIGNATURES: dict[str, Signature] = {
+    "TO_TIMESTAMP_LTZ": Signature(
+        "TO_TIMESTAMP_LTZ",
+        ("expressions",),
+        ((*NUM, "string"), (*NUM, "string"), STRING),
+        lambda k: INSTANT,
+        builder=_to_timestamp_ltz,
+    ),
+}
