@@ -9,6 +9,7 @@ from pyspark.sql import types as T
 from sluice.source.schema import SPATIAL_TYPES, Column
 
 _SPARK_FIXED: dict[str, T.DataType] = {
+    "boolean": T.BooleanType(),
     "tinyint": T.IntegerType(),
     "smallint": T.IntegerType(),
     "mediumint": T.IntegerType(),
@@ -61,6 +62,8 @@ def arrow_type(column: Column) -> pa.DataType:
     t = column.data_type
     if column.beyond_signed_64_bits:
         return pa.decimal128(20, 0)
+    if t == "boolean":
+        return pa.bool_()
     if t in ("tinyint", "smallint", "mediumint", "year"):
         return pa.int32()
     if t == "int":

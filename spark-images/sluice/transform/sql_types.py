@@ -61,7 +61,7 @@ def type_of(column: Column, tinyint1_as_boolean: bool = False) -> SqlType:
 
 BIGINT = SqlType("integer", "bigint")
 DOUBLE = SqlType("float", "double")
-BOOLEAN = SqlType("boolean", "tinyint(1)")
+BOOLEAN = SqlType("boolean", "boolean")  # Flink's BOOLEAN: a target's own (MySQL's is TINYINT(1))
 TEXT = SqlType("string", "longtext")
 DATE = SqlType("date", "date")
 DATETIME = SqlType("datetime", "datetime(6)")

@@ -187,7 +187,7 @@ def test_a_tinyint1_column_is_boolean_in_expressions_as_flink_cdcs_source_reads_
     assert transform.project((2, 0), meta) == (2, 0, False, True)
     assert transform.keeps((1, 5), meta) and not transform.keeps((2, 0), meta) and transform.keeps((101, 0), meta)
     target = {c.name: c for c in transform.target().columns}
-    assert target["active"].column_type == "tinyint(1)" and target["on_"].data_type == "tinyint"
+    assert target["active"].column_type == "tinyint(1)" and target["on_"].data_type == "boolean"  # Flink's BOOLEAN
 
 
 def test_without_treat_tinyint1_as_boolean_a_tinyint1_column_is_an_integer():

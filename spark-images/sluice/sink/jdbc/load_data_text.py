@@ -54,6 +54,10 @@ def _timestamp(value: Any) -> str:
     return f"{value}+00"  # the zone copy_text writes, which load_data_columns takes off
 
 
+def _boolean(value: bool) -> str:
+    return "1" if value else "0"  # MySQL's BOOLEAN is TINYINT(1)
+
+
 def _value_renderer(column: Column) -> Callable[[Any], str] | None:
     """How the column's values become their text (without escaping); None for a type this
     text does not carry."""
@@ -65,6 +69,7 @@ def _value_renderer(column: Column) -> Callable[[Any], str] | None:
         "time": _time,
         "year": _year,
         "timestamp": _timestamp,
+        "boolean": _boolean,
     }.get(kind)
     if renderer is None and kind in LOADED_FROM_HEX:
         renderer = _hex

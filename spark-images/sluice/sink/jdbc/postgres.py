@@ -31,6 +31,7 @@ from sluice.source.schema import BINARY_STRING_TYPES, SPATIAL_TYPES, TEXT_STRING
 from sluice.source.tls import NO_SETTINGS, TlsSettings
 
 _POSTGRES_FIXED = {
+    "boolean": "boolean",
     "float": "real",
     "double": "double precision",
     "bit": "bigint",
@@ -409,4 +410,10 @@ def binary_copy_type(column: Column) -> str | None:
         return "bytea"
     # A TIMESTAMP's value is a naive datetime in UTC; timestamptz's binary form is
     # timestamp's (microseconds since 2000-01-01), read as UTC: the very instant.
-    return {"decimal": "numeric", "date": "date", "datetime": "timestamp", "timestamp": "timestamp"}.get(kind)
+    return {
+        "boolean": "bool",
+        "decimal": "numeric",
+        "date": "date",
+        "datetime": "timestamp",
+        "timestamp": "timestamp",
+    }.get(kind)
