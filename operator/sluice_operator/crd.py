@@ -53,6 +53,23 @@ _TARGETS = {
 }
 
 
+def _user_function_entry() -> dict[str, Any]:
+    """A UDF entry: a class (and its options, text or numbers) or Flink CDC's Python UDF form."""
+    text = {"type": "string"}
+    return {
+        "type": "object",
+        "required": ["name"],
+        "properties": {
+            "name": text,
+            "classpath": text,
+            "options": {"type": "object", "additionalProperties": {"x-kubernetes-int-or-string": True}},
+            "python-code": text,
+            "python-executable": text,
+            "python-files": {"type": "array", "items": text},
+        },
+    }
+
+
 def _property(option: Option) -> dict[str, Any]:
     if option.kind is int:
         schema: dict[str, Any] = {"type": "integer"}
@@ -62,8 +79,8 @@ def _property(option: Option) -> dict[str, Any]:
         schema = {"type": "array", "items": {"type": "string"}}
     elif option.kind is bool:
         schema = {"type": "boolean"}
-    elif option.kind is list:  # of mappings of strings
-        schema = {"type": "array", "items": {"type": "object", "additionalProperties": {"type": "string"}}}
+    elif option.kind is list:  # of pipeline.user-defined-function's entries
+        schema = {"type": "array", "items": _user_function_entry()}
     else:
         schema = {"type": "string"}
     if option.choices:
@@ -163,7 +180,7 @@ def _route_schema() -> dict[str, Any]:
 
 
 def _transform_schema() -> dict[str, Any]:
-    return _rules(
+    schema = _rules(
         "Flink CDC's transform rules: projected, computed and filtered rows per source table.",
         ["source-table"],
         {
@@ -175,17 +192,12 @@ def _transform_schema() -> dict[str, Any]:
             "table-options": "key=value pairs for the tables Sluice creates.",
             "table-options.delimiter": "What separates table-options' pairs (default ,).",
             "description": "What the rule is for.",
-            "converter-after-transform": "Refused: a soft delete keeps rows the source deleted.",
+            "converter-after-transform": "SOFT_DELETE: a row the source deletes stays, marked -D.",
         },
-        [
-            _names_tables("transform", "source-table"),
-            {
-                "rule": f"!has(self.{_cel('converter-after-transform')})",
-                "message": "transform: converter-after-transform is not supported (a soft delete keeps rows the "
-                "source deleted); project __data_event_type__ into a column instead",
-            },
-        ],
+        [_names_tables("transform", "source-table")],
     )
+    schema["items"]["properties"]["converter-after-transform"]["enum"] = ["SOFT_DELETE"]
+    return schema
 
 
 def _spec_schema() -> dict[str, Any]:
@@ -251,6 +263,37 @@ def _spec_schema() -> dict[str, Any]:
                 },
             },
             "suspend": {"type": "boolean", "description": "Stops the pipeline's Spark job; its state is kept."},
+            "pythonFiles": {
+                "type": "array",
+                "description": "Volumes of Python modules and .zip archives for user-defined functions, mounted "
+                "read-only in the driver and the executors where pipeline.user-defined-function's python-files "
+                "name them.",
+                "items": {
+                    "type": "object",
+                    "required": ["mountPath"],
+                    "properties": {
+                        "mountPath": {"type": "string", "description": "Where the files are (an absolute path)."},
+                        "configMap": {
+                            "type": "object",
+                            "required": ["name"],
+                            "properties": {"name": {"type": "string"}},
+                            "description": "A ConfigMap of the files (a .zip as binaryData).",
+                        },
+                        "persistentVolumeClaim": {
+                            "type": "object",
+                            "required": ["claimName"],
+                            "properties": {"claimName": {"type": "string"}},
+                            "description": "A volume claim holding the files, mounted read-only.",
+                        },
+                    },
+                    "x-kubernetes-validations": [
+                        {
+                            "rule": "has(self.configMap) != has(self.persistentVolumeClaim)",
+                            "message": "pythonFiles: give configMap or persistentVolumeClaim, one of them",
+                        }
+                    ],
+                },
+            },
             "secretEnv": {
                 "type": "array",
                 "description": "Environment variables the driver and the executors get from Secrets: the keys "

@@ -8,6 +8,7 @@ SparkApplication fills from the referenced Secrets.
 
 from __future__ import annotations
 
+import posixpath
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -22,6 +23,7 @@ DEFAULT_IMAGE = "sluice-spark:0.1.0"  # the image spark-images/Dockerfile builds
 SPARK_ONLY_SINKS = ("parquet",)  # sinks that write changes with Spark: streaming keeps an executor
 # A section's tlsSecretRef is mounted at TLS_MOUNT/<section>: not inside the read-only /etc/sluice.
 TLS_MOUNT = "/etc/sluice-tls"
+RESERVED_MOUNTS = ("/etc/sluice", TLS_MOUNT, "/opt/spark")  # the definition, certificates, Spark itself
 
 
 @dataclass(frozen=True)
@@ -48,6 +50,48 @@ class TlsSecret:
         """The section's ssl-ca, ssl-cert and ssl-key: the files where the Secret is mounted."""
         named = {"ssl-ca": self.ca, "ssl-cert": self.cert, "ssl-key": self.key}
         return {option: f"{mount}/{key}" for option, key in named.items() if key}
+
+
+@dataclass(frozen=True)
+class PythonFiles:
+    """spec.pythonFiles: a ConfigMap or a PersistentVolumeClaim of Python modules and .zip
+    archives, mounted read-only at `mount_path` in the driver and the executors, where the
+    definition's python-files name them. The operator never reads it: the kubelet mounts it."""
+
+    mount_path: str
+    config_map: str = ""
+    claim: str = ""
+
+    @classmethod
+    def from_spec(cls, entry: Any, where: str) -> PythonFiles:
+        if not isinstance(entry, Mapping):
+            raise DefinitionError(f"{where}: expected {{mountPath, configMap: {{name}}}} or persistentVolumeClaim")
+        path = str(entry.get("mountPath", ""))
+        config_map = str((entry.get("configMap") or {}).get("name", ""))
+        claim = str((entry.get("persistentVolumeClaim") or {}).get("claimName", ""))
+        if not path.startswith("/") or path != posixpath.normpath(path) or path == "/":
+            raise DefinitionError(f"{where}.mountPath: '{path}' must be an absolute directory path")
+        if any(path == taken or path.startswith(taken + "/") for taken in RESERVED_MOUNTS):
+            raise DefinitionError(f"{where}.mountPath: {path} is Sluice's own ({', '.join(RESERVED_MOUNTS)})")
+        if bool(config_map) == bool(claim):
+            raise DefinitionError(f"{where}: give configMap.name or persistentVolumeClaim.claimName, one of them")
+        return cls(path, config_map, claim)
+
+    def volume(self, name: str) -> dict[str, Any]:
+        if self.config_map:
+            return {"name": name, "configMap": {"name": self.config_map}}
+        return {"name": name, "persistentVolumeClaim": {"claimName": self.claim, "readOnly": True}}
+
+
+def _python_files(entries: Any) -> tuple[PythonFiles, ...]:
+    if not isinstance(entries, list):
+        raise DefinitionError("spec.pythonFiles: expected a list of {mountPath, configMap or persistentVolumeClaim}")
+    found = tuple(PythonFiles.from_spec(entry, f"spec.pythonFiles[{i}]") for i, entry in enumerate(entries))
+    paths = [f.mount_path for f in found]
+    for path in paths:
+        if any(other != path and other.startswith(path + "/") for other in paths) or paths.count(path) > 1:
+            raise DefinitionError(f"spec.pythonFiles: {path} is mounted twice, or one mount holds another")
+    return found
 
 
 @dataclass(frozen=True)
@@ -84,6 +128,7 @@ class PipelineSpec:
     suspend: bool = False
     approved: tuple[str, ...] = field(default_factory=tuple)
     tls: tuple[tuple[str, TlsSecret], ...] = ()  # (section, its certificates' Secret), mounted at TLS_MOUNT/section
+    python_files: tuple[PythonFiles, ...] = ()  # volumes of the UDFs' python-files
 
     def check(self) -> PipelineDefinition:
         """Sluice's own checks of the definition (option names, types, values), as
@@ -163,4 +208,12 @@ def read_spec(name: str, namespace: str, spec: Mapping[str, Any]) -> PipelineSpe
         streaming_executors=int(spark.get("streamingExecutors", 1 if sink_type in SPARK_ONLY_SINKS else 0)),
         restart_policy=tuple(sorted((str(k), int(v)) for k, v in (spark.get("restartPolicy") or {}).items())),
     )
-    return PipelineSpec(definition, secrets, resources, bool(spec.get("suspend", False)), approved, tuple(tls))
+    return PipelineSpec(
+        definition,
+        secrets,
+        resources,
+        bool(spec.get("suspend", False)),
+        approved,
+        tuple(tls),
+        _python_files(spec.get("pythonFiles") or []),
+    )

@@ -76,6 +76,9 @@ def spark_application(
     for section, secret in spec.tls:  # certificates, mounted where the definition's ssl-* options name them
         volumes.append({"name": f"tls-{section}", "secret": {"secretName": secret.name}})
         mounts.append({"name": f"tls-{section}", "mountPath": f"{TLS_MOUNT}/{section}", "readOnly": True})
+    for i, files in enumerate(spec.python_files):  # where the definition's python-files name them
+        volumes.append(files.volume(f"python-files-{i}"))
+        mounts.append({"name": f"python-files-{i}", "mountPath": files.mount_path, "readOnly": True})
     application: dict[str, Any] = {
         "apiVersion": API_VERSION,
         "kind": "SparkApplication",

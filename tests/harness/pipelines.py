@@ -216,7 +216,7 @@ def wait_until_target_is(
     """Waits until `rows()` equals `want` while the run keeps running (its stderr if it ends)."""
     while (actual := rows()) != want:
         assert process.poll() is None, f"{name}: {process.communicate()[1]}"
-        differs = diff(want, actual) if isinstance(want, list) else f"{actual} != {want}"
+        differs = diff(want, actual) if isinstance(want, list) and actual is not None else f"{actual} != {want}"
         assert time.monotonic() < deadline, f"{name}: {differs}"
         time.sleep(0.2)
 

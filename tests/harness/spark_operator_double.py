@@ -65,6 +65,10 @@ CRD = REPO.parent / "shared" / "reference" / "sparkoperator.k8s.io_sparkapplicat
 SPARK_OPERATOR_VERSION = "2.5.2"
 
 
+class _VolumeRefused(Exception):
+    """A volume the double cannot make (a PersistentVolumeClaim): the run fails to submit."""
+
+
 @dataclass(frozen=True)
 class Release:
     suspend: bool  # spec.suspend in the CRD (v2.4.0)
@@ -308,7 +312,12 @@ class SparkOperatorDouble:
         run.attempts += 1
         directory = self.workdir / f"{namespace}-{key[1]}" / f"attempt-{run.attempts}-{int(time.time() * 1000)}"
         directory.mkdir(parents=True)
-        mounts = self._volumes(namespace, spec, directory)
+        try:
+            mounts = self._volumes(namespace, spec, directory)
+        except _VolumeRefused as exc:
+            run.error = str(exc)
+            self._set(key, run, "SUBMISSION_FAILED")
+            return
         account = spec.get("driver", {}).get("serviceAccount") or "default"
         kubeconfig = self.kube_api.service_account_kubeconfig(namespace, account, directory)
         env = {**os.environ, **self.extra_env, "KUBECONFIG": str(kubeconfig), "PYSPARK_PYTHON": sys.executable}
@@ -352,9 +361,16 @@ class SparkOperatorDouble:
             elif "configMap" in volume:
                 config_map = self.core.read_namespaced_config_map(volume["configMap"]["name"], namespace)
                 for file, text in (config_map.data or {}).items():
-                    for name, path in mounts.items():
-                        text = text.replace(path + "/", f"{local[name]}/") if name != volume["name"] else text
+                    for name, path in mounts.items():  # a path, not a longer path it begins
+                        if name != volume["name"]:
+                            text = re.sub(re.escape(path) + r"(?![\w.-])", str(local[name]), text)
                     (target / file).write_text(text)
+                for file, value in (config_map.binary_data or {}).items():
+                    (target / file).write_bytes(base64.b64decode(value))
+            else:  # a volume this double cannot make: refused, not mounted empty
+                raise _VolumeRefused(
+                    f"volume {volume['name']}: the Spark Operator double mounts ConfigMaps and Secrets"
+                )
         return {path: local[name] for name, path in mounts.items()}
 
     def _env_value(self, namespace: str, variable: dict[str, Any]) -> str:

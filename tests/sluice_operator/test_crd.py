@@ -112,6 +112,7 @@ def test_route_and_transform_are_lists_of_rules_checked_as_sluice_run_checks_the
             "filter": "qty > 0",
             "primary-keys": "id, shard",
             "table-options.delimiter": ";",
+            "converter-after-transform": "SOFT_DELETE",  # as `sluice run` takes it
         }
     ]
     assert violations(schema(), routed) == []
@@ -120,10 +121,10 @@ def test_route_and_transform_are_lists_of_rules_checked_as_sluice_run_checks_the
     bad["spec"]["route"][1]["sink-table"] = "just_a_table"
     del bad["spec"]["transform"][0]["source-table"]
     bad["spec"]["route"].append({"source-table": "a.b"})
-    bad["spec"]["transform"].append({"source-table": "a.b", "converter-after-transform": "SOFT_DELETE"})
+    bad["spec"]["transform"].append({"source-table": "a.b", "converter-after-transform": "HARD_DELETE"})
     found = violations(schema(), bad, paths=True)
     assert "spec.route.0: route: source-table must name tables" in found
     assert "spec.route.1: route: sink-table must be database.table" in found
     assert "spec.route.2: 'sink-table' is a required property" in found
     assert "spec.transform.0: 'source-table' is a required property" in found
-    assert any(m.startswith("spec.transform.1: transform: converter-after-transform is not supported") for m in found)
+    assert any(m.startswith("spec.transform.1.converter-after-transform: 'HARD_DELETE' is not one of") for m in found)

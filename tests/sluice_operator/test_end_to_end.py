@@ -6,8 +6,10 @@ MariaDB as the source and PostgreSQL (or an Iceberg catalog in it) as the target
 from __future__ import annotations
 
 import base64
+import io
 import json
 import time
+import zipfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -348,3 +350,56 @@ def test_a_source_that_requires_tls_is_read_with_certificates_from_a_secret(
     wait_streaming(cluster, "secure")
     changes(tls_server, database, 10_000)
     wait_equal(tls_server, postgresql, database)
+
+
+def test_a_python_udf_reads_its_python_files_from_a_config_map_the_cdc_pipeline_mounts(
+    cluster, mariadb, postgresql, source_db
+):
+    """Flink CDC's inline Python UDF form, its python-files (a directory of modules and a
+    .zip archive) in a ConfigMap that spec.pythonFiles mounts: executors and the streaming
+    driver call it."""
+    seed(mariadb, source_db, 600)
+    cluster.secret("mariadb", mariadb.password)
+    cluster.secret("postgresql", postgresql.password)
+    archive = io.BytesIO()
+    with zipfile.ZipFile(archive, "w") as zipped:
+        zipped.writestr("suffixes.py", "def tagged(s):\n    return s + '!'\n")
+    cluster.core.create_namespaced_config_map(
+        cluster.namespace,
+        {
+            "metadata": {"name": "udf-modules"},
+            "data": {"shouting.py": "def shout(s):\n    return s.upper()\n"},
+            "binaryData": {"suffixes.zip": base64.b64encode(archive.getvalue()).decode()},
+        },
+    )
+    document = executors_read(manifest("udfs", mariadb, postgresql, f"{source_db}.orders"))
+    document["spec"]["pythonFiles"] = [{"mountPath": "/opt/flink/python-deps", "configMap": {"name": "udf-modules"}}]
+    document["spec"]["pipeline"]["user-defined-function"] = [
+        {
+            "name": "py_shout",
+            "python-code": "import shouting\nimport suffixes\n\n\ndef eval(s: str) -> str:\n"
+            "    return suffixes.tagged(shouting.shout(s))\n",
+            "python-files": ["/opt/flink/python-deps", "/opt/flink/python-deps/suffixes.zip"],
+        }
+    ]
+    document["spec"]["transform"] = [
+        {"source-table": f"{source_db}.orders", "projection": "id, py_shout(customer) AS loud"}
+    ]
+    apply(cluster, document)
+    wait_streaming(cluster, "udfs")
+    mariadb.execute(f"INSERT INTO {source_db}.orders VALUES (5000, 'late', 1.00)")
+
+    def expected() -> list[tuple]:
+        return sorted((i, f"{c.upper()}!") for i, c, _ in source_rows(mariadb, source_db, "orders"))
+
+    deadline = time.monotonic() + 120
+    while (actual := _rows_or_none(postgresql, source_db)) != expected():
+        assert time.monotonic() < deadline, diff(expected(), actual or [])
+        time.sleep(0.5)
+
+
+def _rows_or_none(postgresql: PostgreSQL, db: str) -> list[tuple] | None:
+    try:
+        return sorted(postgres_rows(postgresql, db, "orders"))
+    except Exception:  # noqa: BLE001 - not created yet
+        return None

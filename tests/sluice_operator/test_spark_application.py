@@ -241,3 +241,48 @@ def test_an_ssl_file_given_twice_is_refused_naming_the_option():
     cdc_pipeline["spec"]["source"].update({"ssl-ca": "/elsewhere/ca.pem", "tlsSecretRef": {"name": "mysql-tls"}})
     with pytest.raises(DefinitionError, match=r"spec\.source\.ssl-ca: given by tlsSecretRef already"):
         _rendered(cdc_pipeline)
+
+
+def test_python_files_volumes_are_mounted_read_only_where_the_udfs_name_them():
+    """spec.pythonFiles: a ConfigMap or a volume claim of modules and archives, in the
+    driver and every executor, for pipeline.user-defined-function's python-files."""
+    cdc_pipeline = copy.deepcopy(CDC_PIPELINE)
+    cdc_pipeline["spec"]["pythonFiles"] = [
+        {"mountPath": "/opt/flink/python-deps", "configMap": {"name": "udf-modules"}},
+        {"mountPath": "/opt/udf-archives", "persistentVolumeClaim": {"claimName": "udfs"}},
+    ]
+    cdc_pipeline["spec"]["pipeline"]["user-defined-function"] = [
+        {
+            "name": "py_upper",
+            "python-code": "import helpers\n\ndef eval(s: str) -> str:\n    return helpers.upper(s)\n",
+            "python-files": ["/opt/flink/python-deps", "/opt/udf-archives/more.zip"],
+        }
+    ]
+    application, config_map, _ = _rendered(cdc_pipeline)
+    spec = application["spec"]
+    assert {"name": "python-files-0", "configMap": {"name": "udf-modules"}} in spec["volumes"]
+    assert {"name": "python-files-1", "persistentVolumeClaim": {"claimName": "udfs", "readOnly": True}} in spec[
+        "volumes"
+    ]
+    for pod in ("driver", "executor"):
+        mounts = spec[pod]["volumeMounts"]
+        assert {"name": "python-files-0", "mountPath": "/opt/flink/python-deps", "readOnly": True} in mounts
+        assert {"name": "python-files-1", "mountPath": "/opt/udf-archives", "readOnly": True} in mounts
+    definition = yaml.safe_load(config_map["data"]["pipeline.yaml"])
+    assert definition["pipeline"]["user-defined-function"][0]["python-files"][0] == "/opt/flink/python-deps"
+    jsonschema.validate(application, spark_application_schema())
+
+
+@pytest.mark.parametrize(
+    ("entry", "message"),
+    [
+        ({"mountPath": "relative", "configMap": {"name": "m"}}, r"pythonFiles\[0\]\.mountPath: 'relative' must be"),
+        ({"mountPath": "/etc/sluice/udf", "configMap": {"name": "m"}}, r"/etc/sluice/udf is Sluice's own"),
+        ({"mountPath": "/opt/udf"}, r"give configMap\.name or persistentVolumeClaim\.claimName, one of them"),
+    ],
+)
+def test_a_python_files_volume_sluice_cannot_mount_is_refused_naming_it(entry, message):
+    cdc_pipeline = copy.deepcopy(CDC_PIPELINE)
+    cdc_pipeline["spec"]["pythonFiles"] = [entry]
+    with pytest.raises(DefinitionError, match=message):
+        _rendered(cdc_pipeline)

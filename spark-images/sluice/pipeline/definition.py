@@ -30,7 +30,7 @@ from sluice.source.config import ServerIdRange, SourceConfig, StartupOptions
 from sluice.source.table_selector import TableSelector, is_tool_table, parse_patterns
 from sluice.source.tls import tls_settings
 from sluice.transform.transform_rule import parse_transforms
-from sluice.transform.user_functions import UserFunction
+from sluice.transform.udf_entries import python_function
 
 
 @dataclass(frozen=True)
@@ -107,9 +107,7 @@ def build_definition(document: Mapping[str, Any], env: Mapping[str, str], direct
             f"pipeline.execution.runtime-mode: BATCH reads a snapshot and stops; set source.scan.startup.mode: "
             f"snapshot (it is {source.startup.mode})"
         )
-    functions = tuple(
-        UserFunction(entry["name"], entry["classpath"], directory) for entry in pipeline["user-defined-function"]
-    )
+    functions = tuple(python_function(entry, directory) for entry in pipeline["user-defined-function"])
     routing = Routing(
         parse_routes(document.get("route"), pipeline["route-mode"]),
         parse_transforms(

@@ -22,27 +22,7 @@ from sluice.pipeline.schema_change_types import event_types
 from sluice.route.route_rule import ROUTE_MODES
 from sluice.source.time_zone import parse_zone_id
 from sluice.source.tls import TLS_MODES
-
-
-def user_function_entries(entries: tuple[dict[str, str], ...]) -> str | None:
-    """Each entry a name (an identifier no built-in function has) and a classpath."""
-    # The transform's parser (sqlglot, a tenth of a second to load) is loaded by the
-    # pipelines that use it, not by every `sluice run` that reads a definition.
-    from sluice.transform.expression import is_free_function_name
-
-    names: set[str] = set()
-    for item in entries:
-        name, classpath = item.get("name", ""), item.get("classpath", "")
-        extra = sorted(set(item) - {"name", "classpath"})
-        if extra or not name or not classpath:
-            return f"each entry has a name and a classpath (module.Class), got {item!r}"
-        if not name.isidentifier() or not is_free_function_name(name):
-            return f"'{name}' must be an identifier no built-in function has"
-        if name.upper() in names:
-            return f"'{name}' is named twice"
-        names.add(name.upper())
-    return None
-
+from sluice.transform.udf_entries import user_function_entries
 
 STARTUP_MODES = (
     "initial",
@@ -475,8 +455,9 @@ PIPELINE_OPTIONS = [
         list,
         (),
         check=user_function_entries,
-        description="Python classes transforms call by name: each {name, classpath: module.Class}, the module in "
-        "the image or beside the definition file",
+        description="Functions transforms call by name: each {name, classpath: module.Class, options} (the module "
+        "in the image, beside the definition file or in python-files) or Flink CDC's Python UDF form {name, "
+        "python-code, python-executable, python-files}",
     ),
     Option(
         "local-time-zone",

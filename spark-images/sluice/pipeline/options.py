@@ -152,11 +152,20 @@ def _coerce(where: str, value: Any, kind: type) -> Any:
         if isinstance(items, list) and all(isinstance(v, (str, int)) and not isinstance(v, bool) for v in items):
             return tuple(s for s in (str(v).strip() for v in items) if s)
         raise DefinitionError(f"{where}: expected a list of strings, got {value!r}")
-    if kind is list:  # of mappings of strings (pipeline.user-defined-function's entries)
+    if kind is list:  # of mappings (pipeline.user-defined-function's entries)
         if isinstance(value, list) and all(isinstance(item, Mapping) for item in value):
-            return tuple({str(k): "" if v is None else str(v) for k, v in item.items()} for item in value)
+            return tuple({str(k): _entry_value(v) for k, v in item.items()} for item in value)
         raise DefinitionError(f"{where}: expected a list of mappings, got {value!r}")
     raise AssertionError(f"unsupported option kind {kind}")
+
+
+def _entry_value(value: Any) -> Any:
+    """A value of a list's entry: text, a list of texts, or a mapping of texts (UDF options)."""
+    if isinstance(value, Mapping):
+        return {str(k): "" if v is None else str(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return tuple(str(v) for v in value)
+    return "" if value is None else str(value)
 
 
 def _closest(key: str, known: Mapping[str, Option]) -> str | None:

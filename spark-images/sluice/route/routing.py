@@ -36,8 +36,8 @@ class Routing:
         }
         if self.local_time_zone != "UTC":  # states written before the option stay the same
             identity[ZONE_KEY] = self.local_time_zone
-        if self.functions:  # by name and class: the directory they were found in may move
-            identity[FUNCTIONS_KEY] = json.dumps([[f.name, f.classpath] for f in self.functions])
+        if self.functions:  # by name and class (or python-code): the directory they were found in may move
+            identity[FUNCTIONS_KEY] = json.dumps([[f.name, f.classpath or "python-code"] for f in self.functions])
         return identity
 
     @classmethod
@@ -47,7 +47,9 @@ class Routing:
         transform = json.loads(identity.get(TRANSFORM_KEY) or "[]")
         zone = identity.get(ZONE_KEY) or "UTC"
         functions = tuple(
-            UserFunction(name, classpath) for name, classpath in json.loads(identity.get(FUNCTIONS_KEY) or "[]")
+            # named, for the rules to parse; never loaded (the definition's own are)
+            UserFunction(name, classpath)
+            for name, classpath in json.loads(identity.get(FUNCTIONS_KEY) or "[]")
         )
         return cls(
             parse_routes(route["rules"], route["mode"]),

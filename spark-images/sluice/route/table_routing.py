@@ -55,6 +55,12 @@ class RoutedTable:
     key: Callable[[Row], Any]  # a source row's primary key: an update that changes it is a delete and an insert
 
 
+def _shipped(routing: Routing, sources: Mapping[str, TableSchema]) -> TableRouting:
+    table_routing = TableRouting(routing, sources)
+    table_routing.shipped = True
+    return table_routing
+
+
 def _compiled(rule: TransformRule | None, schema: TableSchema) -> TableTransform | None:
     """The rule compiled for the table. The expression compiler (sqlglot) loads with the
     first table a rule selects, not at every start."""
@@ -112,9 +118,11 @@ class TableRouting:
             for source_id, (sink_id, transform, own) in owns.items()
         }
 
+    shipped = False  # compiled again in a Spark task, whose end closes its user-defined functions
+
     def __reduce__(self) -> tuple[Any, ...]:
         """Shipped to Spark's executors as its inputs; compiled again there."""
-        return (TableRouting, (self.routing, self.sources))
+        return (_shipped, (self.routing, self.sources))
 
     def sink(self, source_id: str) -> TableSchema:
         return self.sinks[self.tables[source_id].sink_id]

@@ -36,6 +36,7 @@ from sluice.source.connection import connect
 from sluice.state.pipeline_state import PipelineState
 from sluice.state.state_store import StateStore
 from sluice.state.target_records import TargetRecordedStore
+from sluice.transform.user_functions import close_user_functions
 
 if TYPE_CHECKING:
     from sluice.verify.online import RequestDesk
@@ -95,6 +96,7 @@ class PipelineRunner:
         finally:
             self._restore_signal_handlers(previous)
             self._say_values_changed()
+            close_user_functions()
 
     def _say_values_changed(self) -> None:
         """How many values this process changed to fit the target, per column (sink/target_values)."""

@@ -29,6 +29,7 @@ from sluice.source.offset import BinlogOffset
 from sluice.source.row_decoding import Row
 from sluice.source.schema import TableSchema
 from sluice.source.tls import TlsSettings
+from sluice.transform.user_functions import close_user_functions
 
 if TYPE_CHECKING:
     from pyspark import SparkContext
@@ -180,6 +181,13 @@ class RoutedRead:
         self.onto = routing.sink(table_id)  # for a sink that names its columns first (parquet)
 
     def __call__(self, tasks: list[SplitTask]) -> Iterator[SplitRead]:
+        try:
+            yield from self._routed(tasks)
+        finally:
+            if self.routing.shipped:  # a Spark task's end: Flink CDC closes UDFs with their operator
+                close_user_functions()
+
+    def _routed(self, tasks: list[SplitTask]) -> Iterator[SplitRead]:
         replaceable = self.routing.replaceable(self.table_id)
         shape = self.routing.sources[self.table_id]  # what the transform was compiled for
         table = self.routing.tables[self.table_id]

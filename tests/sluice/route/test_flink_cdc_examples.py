@@ -7,8 +7,12 @@ from __future__ import annotations
 import hashlib
 import hmac
 import signal
+import textwrap
 import time
+import zipfile
+from collections.abc import Callable
 
+import psycopg
 import pytest
 
 from tests.harness import compare
@@ -120,31 +124,68 @@ def test_batch_mode_needs_a_snapshot_startup(tmp_path, mariadb, source_db):
 
 
 UDF_MODULE = """
+import os
+
+
 class AddOne:
+    def open(self, context) -> None:
+        self.step = int(context.configuration().get("step", "1"))
+        self.log = context.configuration()["lifecycle-log"]
+        self._say("open")
+
     def eval(self, value: int) -> int:
-        return value + 1
+        return value + self.step
+
+    def close(self) -> None:
+        self._say("close")
+
+    def _say(self, what: str) -> None:
+        with open(self.log, "a") as log:
+            log.write(f"{what} {os.getpid()}\\n")
 
 
 class Format:
     def eval(self, pattern: str, *values) -> str:
         return pattern % values
 """
+LABEL_CODE = """
+import text_helpers
+import number_helpers
+
+
+def eval(note: str, qty: int) -> str:
+    return text_helpers.shout(note) + "/" + number_helpers.doubled(qty)
+"""
+
+
+def _python_files(directory) -> list[str]:
+    """transform.md's python-files: a directory and a .zip archive of modules."""
+    (directory / "deps").mkdir()
+    (directory / "deps" / "text_helpers.py").write_text("def shout(s):\n    return s.upper()\n")
+    with zipfile.ZipFile(directory / "deps.zip", "w") as archive:
+        archive.writestr("number_helpers.py", "def doubled(n):\n    return str(n * 2)\n")
+    return [str(directory / "deps"), str(directory / "deps.zip")]
 
 
 @pytest.mark.parametrize("target", ["postgresql", "iceberg"])
-def test_a_pipeline_with_python_functions_a_local_time_zone_and_soft_deletes(
+def test_a_flink_cdc_yaml_with_python_functions_local_time_soft_deletes_and_key_changes(
     tmp_path, mariadb, postgresql, source_db, target
 ):
-    """A Flink CDC YAML with `pipeline.user-defined-function` (Python classes in a file beside
-    it, called on Spark's executors for the snapshot and in the binlog phase),
-    `pipeline.local-time-zone`, a SOFT_DELETE rule and a hashed column (its key from the
-    environment) runs unchanged."""
+    """A Flink CDC YAML runs unchanged through snapshot (on Spark's executors), streaming, ADD
+    COLUMN and a restart: a Python class UDF beside it with `options` (read in
+    open(context)) and `close`, Flink CDC's inline Python UDF form (`python-code`,
+    `python-executable`, `python-files` with a directory and a .zip), a TIMESTAMP column
+    formatted on `pipeline.local-time-zone`'s clock, SOFT_DELETE with a key-changing update
+    (Flink's -D and +I), and a hashed column (its key from the environment)."""
     mariadb.execute(
-        "CREATE TABLE orders (id INT PRIMARY KEY, qty INT, note VARCHAR(16))",
-        "INSERT INTO orders SELECT seq, seq * 10, CONCAT('n', seq) FROM seq_1_to_30",
+        "SET time_zone = '+00:00'",
+        "CREATE TABLE orders (id INT PRIMARY KEY, qty INT, note VARCHAR(16), ts TIMESTAMP NULL)",
+        "INSERT INTO orders SELECT seq, seq * 10, CONCAT('n', seq), '2024-01-15 20:30:00' FROM seq_1_to_30",
         database=source_db,
     )
     (tmp_path / "shop_udfs.py").write_text(UDF_MODULE)
+    lifecycle = tmp_path / "lifecycle.log"
+    files = "".join(f"        - {f}\n" for f in _python_files(tmp_path))
     sink = (
         f"  type: jdbc\n  url: {postgresql.url}\n  username: {postgresql.user}\n  password: ${{TARGET_PASSWORD}}\n"
         if target == "postgresql"
@@ -153,57 +194,94 @@ def test_a_pipeline_with_python_functions_a_local_time_zone_and_soft_deletes(
         f"  catalog.properties.warehouse: file://{tmp_path}/warehouse\n"
     )
     path = tmp_path / "pipeline.yaml"
-    options = {"scan.snapshot.read-on-driver": "false", "scan.incremental.snapshot.chunk.size": "8"}
+    options = {
+        "scan.snapshot.read-on-driver": "false",
+        "scan.incremental.snapshot.chunk.size": "8",
+        "server-time-zone": "UTC",
+    }
     path.write_text(
         source_block(mariadb, f"{source_db}.orders", "6960-6963", **options) + f"sink:\n{sink}"
         "transform:\n"
         f"  - source-table: {source_db}.orders\n"
-        "    projection: id, addone(qty) AS qty_plus, format('%s/%s', note, qty) AS label, "
-        "__data_event_type__ AS op, FROM_UNIXTIME(0) AS epoch, HMAC_SHA256(note, 'NOTE_KEY') AS note_hash\n"
+        "    projection: \\*, addone(qty) AS qty_plus, format('%s/%s', note, qty) AS label, py_label(note, qty) AS "
+        "shouted, __data_event_type__ AS op, DATE_FORMAT(ts, 'yyyy-MM-dd HH:mm:ss') AS local_ts, "
+        "HMAC_SHA256(note, 'NOTE_KEY') AS note_hash\n"
         "    converter-after-transform: SOFT_DELETE\n"
         "pipeline:\n"
         f"  name: udf-{target}-{source_db}\n"
         "  parallelism: 2\n"
         "  local-time-zone: Asia/Shanghai\n"
+        "  schema.change.behavior: evolve\n"
         "  user-defined-function:\n"
         "    - name: addone\n"
         "      classpath: shop_udfs.AddOne\n"
+        "      options:\n"
+        "        step: 100\n"
+        f"        lifecycle-log: {lifecycle}\n"
         "    - name: format\n"
         "      classpath: shop_udfs.Format\n"
+        "    - name: py_label\n"
+        "      python-code: |\n"
+        + textwrap.indent(LABEL_CODE, "        ")
+        + "      python-executable: /usr/bin/python3\n"
+        "      python-files:\n" + files
     )
-
-    def write() -> None:
-        mariadb.execute(
-            "UPDATE orders SET qty = 1 WHERE id = 1",
-            "DELETE FROM orders WHERE id = 2",
-            "INSERT INTO orders VALUES (31, 5, 'late')",
-            database=source_db,
-        )
-
-    epoch = "1970-01-01 08:00:00"  # the epoch on Shanghai's clock
 
     def hashed(note: str) -> str:
         return hmac.new(b"note-key", note.encode(), hashlib.sha256).hexdigest()
 
-    expected = sorted(
-        [
-            (1, 2, "n1/1", "+U", epoch, hashed("n1")),
-            (2, 21, "n2/20", "-D", epoch, hashed("n2")),
-            (31, 6, "late/5", "+I", epoch, hashed("late")),
-        ]
-        + [(i, i * 10 + 1, f"n{i}/{i * 10}", "+I", epoch, hashed(f"n{i}")) for i in range(3, 31)]
-    )
+    local = "2024-01-16 04:30:00"  # 20:30 UTC on Shanghai's clock
 
-    def rows() -> list[tuple] | None:
-        if target == "postgresql":
-            found = compare.postgres_rows_once_created(postgresql, source_db, "orders")
-            return None if found is None else sorted(found)
-        table = lakehouse_table(iceberg_sink(tmp_path), f"{source_db}.orders")
-        columns = ("id", "qty_plus", "label", "op", "epoch", "note_hash")
-        return None if table is None else sorted(zip(*(table.column(c).to_pylist() for c in columns), strict=True))
+    def row(i: int, qty: int, note: str, op: str, extra: int | None = None) -> tuple:
+        return (i, qty + 100, f"{note}/{qty}", f"{note.upper()}/{qty * 2}", op, local, hashed(note), extra)
+
+    first = {i: row(i, i * 10, f"n{i}", "+I") for i in range(1, 31)}
+    first |= {1: row(1, 1, "n1", "+U"), 2: row(2, 20, "n2", "-D"), 31: row(31, 5, "late", "+I")}
+    first |= {3: row(3, 30, "n3", "-D"), 103: row(103, 30, "n3", "+I")}  # a key change: a delete and an insert
+    second = first | {4: row(4, 40, "n4", "+U", 7), 32: row(32, 6, "new", "+I", 5)}
+    columns = ("id", "qty_plus", "label", "shouted", "op", "local_ts", "note_hash", "extra")
+
+    def rows(wanted: tuple[str, ...]) -> Callable[[], list[tuple] | None]:
+        def read() -> list[tuple] | None:
+            if target == "postgresql":
+                try:
+                    found = compare.postgres_rows(postgresql, source_db, "orders", ", ".join(wanted))
+                except psycopg.errors.Error:  # not created yet, or not altered yet
+                    return None
+                return sorted(found)
+            table = lakehouse_table(iceberg_sink(tmp_path), f"{source_db}.orders")
+            if table is None or not set(wanted) <= set(table.column_names):
+                return None
+            return sorted(zip(*(table.column(c).to_pylist() for c in wanted), strict=True))
+
+        return read
+
+    def write_first() -> None:
+        mariadb.execute(
+            "SET time_zone = '+00:00'",
+            "UPDATE orders SET qty = 1 WHERE id = 1",
+            "DELETE FROM orders WHERE id = 2",
+            "INSERT INTO orders VALUES (31, 5, 'late', '2024-01-15 20:30:00')",
+            "UPDATE orders SET id = 103 WHERE id = 3",
+            database=source_db,
+        )
+
+    def write_second() -> None:
+        mariadb.execute(
+            "SET time_zone = '+00:00'",
+            "ALTER TABLE orders ADD COLUMN extra INT",
+            "INSERT INTO orders VALUES (32, 6, 'new', '2024-01-15 20:30:00', 5)",
+            "UPDATE orders SET extra = 7 WHERE id = 4",
+            database=source_db,
+        )
 
     env = {**sluice_env(mariadb, postgresql), "NOTE_KEY": "note-key"}  # on Kubernetes: spec.secretEnv
-    stream_until_equal({target: (path, tmp_path / "state")}, env, write, lambda: expected, {target: rows})
+    pipelines = {target: (path, tmp_path / "state")}
+    without_extra = sorted(r[:-1] for r in first.values())
+    stream_until_equal(pipelines, env, write_first, lambda: without_extra, {target: rows(columns[:-1])})
+    said = [line.split()[0] for line in lifecycle.read_text().splitlines()]
+    assert said.count("open") >= 2 and said.count("open") == said.count("close"), said  # driver and executors
+    stream_until_equal(pipelines, env, write_second, lambda: sorted(second.values()), {target: rows(columns)})
 
 
 @pytest.mark.parametrize("on_executors", [True, False])

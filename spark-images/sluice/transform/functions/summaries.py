@@ -47,6 +47,13 @@ SUMMARIES: dict[str, Summary] = {
         "LOCATE(sub, s[, start]), POSITION(sub IN s [FROM start]), INSTR(s, sub)",
         "where sub first occurs in s at or after start (from 1), 0 where it does not",
     ),
+    "BTRIM": Summary("BTRIM(s[, chars])", "s without the given characters (default: spaces) at both ends"),
+    "OVERLAY": Summary(
+        "OVERLAY(s PLACING r FROM n [FOR m])",
+        "s with m characters from position n (default: as many as r has) replaced by r; s itself where n is outside it",
+    ),
+    "STARTSWITH": Summary("STARTSWITH(s, prefix)", "whether s begins with prefix"),
+    "ENDSWITH": Summary("ENDSWITH(s, suffix)", "whether s ends with suffix"),
     "TO_BASE64": Summary("TO_BASE64(s)", "the Base64 text of s (of its UTF-8 bytes) or of a binary value"),
     "UUID": Summary("UUID()", "a new random UUID as text, each time it is evaluated", "never NULL"),
     "ABS": Summary("ABS(x)", "the absolute value, of x's own type (as Java's: ABS of the least SMALLINT is itself)"),
@@ -69,6 +76,16 @@ SUMMARIES: dict[str, Summary] = {
     ),
     "TIMESTAMPADD": Summary("TIMESTAMPADD(unit, n, t)", "t moved by n units", "NULL if n or t is"),
     "DATE_ADD": Summary("DATE_ADD(d, n)", "the date n days after d, as yyyy-MM-dd text (as Flink CDC gives it)"),
+    "UNIX_TIMESTAMP": Summary(
+        "UNIX_TIMESTAMP([s[, pattern]])",
+        "s (default pattern yyyy-MM-dd HH:mm:ss) read on pipeline.local-time-zone's clock, as seconds since the "
+        "epoch; -9223372036854775808 where the pattern cannot read s; without s, the time the row is transformed",
+    ),
+    "TO_TIMESTAMP_LTZ": Summary(
+        "TO_TIMESTAMP_LTZ(n[, 0|3]), TO_TIMESTAMP_LTZ(s[, pattern[, zone]])",
+        "the instant n seconds (0) or milliseconds (3, the default) after the epoch, or s read in the zone "
+        "(default UTC, as Flink CDC's code reads it; pattern yyyy-MM-dd HH:mm:ss.SSS)",
+    ),
     "FROM_UNIXTIME": Summary(
         "FROM_UNIXTIME(seconds[, pattern])",
         "the time `seconds` after the epoch as text, on pipeline.local-time-zone's clock",
