@@ -200,6 +200,12 @@ def _source(values: dict[str, Any]) -> SourceConfig:
             "epoch-milliseconds value"
         )
     online_schema_changes = values["scan.parse.online.schema.changes.enabled"]
+    if values["scan.newly-added-table.enabled"] and values["scan.binlog.newly-added-table.enabled"]:
+        raise DefinitionError(
+            "source.scan.binlog.newly-added-table.enabled: it and scan.newly-added-table.enabled cannot both be true "
+            "(Flink CDC refuses them together): the first snapshots added tables, the second reads them from the "
+            "binlog alone"
+        )
     return SourceConfig(
         hostname=values["hostname"],
         port=values["port"],

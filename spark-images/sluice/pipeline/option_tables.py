@@ -182,6 +182,20 @@ SOURCE_OPTIONS = [
         description="read a gh-ost or pt-online-schema-change migration as one schema change at its cut-over",
     ),
     Option(
+        "scan.newly-added-table.enabled",
+        bool,
+        False,
+        description="taken as Flink CDC's: a table a widened `tables` list adds is snapshotted, then streamed (Sluice "
+        "does so whatever the value: a table the list selects is captured)",
+    ),
+    Option(
+        "scan.binlog.newly-added-table.enabled",
+        bool,
+        False,
+        description="taken as Flink CDC's: a table created while streaming that `tables` selects is read from the "
+        "binlog (Sluice does so whatever the value)",
+    ),
+    Option(
         "metadata.list",
         str,
         "",

@@ -7,6 +7,8 @@ from __future__ import annotations
 import sys
 from typing import Any
 
+from sluice.errors import SluiceError
+from sluice.sink.base import Sink
 from sluice.snapshot.chunk_splitter import split_table
 from sluice.snapshot.snapshot_split_assigner import SnapshotAssignerState
 from sluice.source.checks import check_select
@@ -60,3 +62,25 @@ def change_capture(conn: Any, source: SourceConfig, state: PipelineState) -> Non
             f"capture: {len(added)} tables added ({', '.join(s.table_id for s in added) or '-'}), "
             f"{len(removed)} removed ({', '.join(removed) or '-'})\n"
         )
+
+
+APPLYING_BEHAVIORS = ("lenient", "try_evolve", "evolve")  # the behaviours that apply an added column
+
+
+def bring_kept_targets_up(sink: Sink, state: PipelineState, behavior: str) -> None:
+    """A table joining the capture whose target was kept while it was out (and that gained
+    columns at the source meanwhile) has its target altered to its columns before its
+    snapshot is written into it, where schema.change.behavior applies schema changes; else
+    the run stops, naming the table, the columns and the ways on."""
+    joining = [state.targets[t] for t in state.adding_tables if t in state.targets]
+    for table_id, names in sorted(sink.missing_columns(joining).items()):
+        columns = ("the column " if len(names) == 1 else "the columns ") + ", ".join(names)
+        if behavior not in APPLYING_BEHAVIORS:
+            raise SluiceError(
+                f"{table_id} joins the capture, and its target table lacks {columns}, which the table has "
+                f"now: schema.change.behavior {behavior} applies no schema change; add "
+                f"{'it' if len(names) == 1 else 'them'}, drop the target table (Sluice creates it anew), or set "
+                f"schema.change.behavior to {', '.join(APPLYING_BEHAVIORS[:-1])} or {APPLYING_BEHAVIORS[-1]}"
+            )
+        sink.add_missing_columns(state.targets[table_id], f"capture:{table_id}:columns")
+        sys.stderr.write(f"capture: {table_id} joins again; its target table gained {columns}\n")

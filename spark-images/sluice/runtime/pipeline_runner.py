@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 from sluice.errors import DefinitionError, PositionPurged, SluiceError
 from sluice.pipeline.definition import PipelineDefinition, load_definition
 from sluice.runtime.binlog_step import BinlogStep
-from sluice.runtime.capture import capture_tables, change_capture
+from sluice.runtime.capture import bring_kept_targets_up, capture_tables, change_capture
 from sluice.runtime.pipeline_identity import check_pipeline_identity
 from sluice.runtime.pipeline_metrics import PipelineMetrics
 from sluice.runtime.pipeline_spark import PipelineSpark
@@ -193,6 +193,7 @@ class PipelineRunner:
         finally:
             conn.close()
         self.context.sink.prepare(list(self.state.targets.values()))
+        bring_kept_targets_up(self.context.sink, self.state, self.context.definition.schema_change_behavior)
         self._check_target_holds_the_snapshot(snapshot)
         return snapshot
 

@@ -6,6 +6,7 @@ connections lazily, on the side that uses them.
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -13,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from sluice.errors import SinkError
 from sluice.event.row_change import ChangeBatch
-from sluice.event.schema_change import SchemaEvolution
+from sluice.event.schema_change import AddColumn, SchemaEvolution
 from sluice.event.snapshot_split import ReadSplits, SplitRead, SplitResult, SplitTask
 from sluice.sink import target_values
 from sluice.sink.target_values import TargetValues
@@ -167,6 +168,30 @@ class Sink(ABC):
         check`): unreachable (SinkUnavailable, which may heal), not allowed, a table already
         there that cannot take them. None where the sink has no target to reach."""
         return None
+
+    def missing_columns(self, schemas: Sequence[TableSchema]) -> dict[str, list[str]]:
+        """The target tables already there without some of these tables' columns (a table
+        that left the capture, was altered at the source and joins again), by table id: the
+        names each lacks. Empty where the sink keeps no tables to compare."""
+        return {}
+
+    def add_missing_columns(self, schema: TableSchema, change_id: str) -> None:
+        """Adds to the table's target the columns it lacks, where `schema` has them."""
+        lacking = set(self.missing_columns([schema]).get(schema.table_id, ()))
+        if not lacking:
+            return
+        kept = tuple(c for c in schema.columns if c.name not in lacking)
+        before = dataclasses.replace(schema, columns=kept, _positions={})
+        events = [
+            AddColumn(schema.table_id, column, *(("AFTER", schema.columns[i - 1].name) if i else ("FIRST", None)))
+            for i, column in enumerate(schema.columns)
+            if column.name in lacking
+        ]
+        writer = self.writer()
+        try:
+            writer.apply_schema_change(change_id, SchemaEvolution({schema.table_id: before}, events))
+        finally:
+            writer.close()
 
     def names_held_otherwise(self, schemas: Sequence[TableSchema]) -> list[str]:
         """The tables and columns the target holds under another name (one too long for

@@ -74,6 +74,15 @@ class RoutedSink(Sink):
     def check_target(self, schemas: Sequence[TableSchema]) -> list[SinkError] | None:
         return self.inner.check_target(list(self.route(schemas).sinks.values()))
 
+    def missing_columns(self, schemas: Sequence[TableSchema]) -> dict[str, list[str]]:
+        """By source table: what its target lacks of the columns its route and transform give it."""
+        targets = {s.table_id: self.routed.sink(s.table_id) for s in schemas}
+        lacking = self.inner.missing_columns(list({t.table_id: t for t in targets.values()}.values()))
+        return {source: lacking[t.table_id] for source, t in targets.items() if t.table_id in lacking}
+
+    def add_missing_columns(self, schema: TableSchema, change_id: str) -> None:
+        self.inner.add_missing_columns(self.routed.sink(schema.table_id), change_id)
+
     def prepare(self, schemas: Sequence[TableSchema]) -> None:
         routed = self.route(schemas)
         for table in routed.tables.values():

@@ -208,3 +208,25 @@ def test_the_local_time_zone_reaches_the_transforms_and_the_states_identity():
     assert "local_time_zone" not in utc.routing.identity()
     assert shanghai.routing.identity()["local_time_zone"] == "UTC+8"
     assert type(shanghai.routing).from_identity(shanghai.routing.identity()).transforms[0].local_time_zone == "UTC+8"
+
+
+@pytest.mark.parametrize(
+    "keys",
+    [
+        {"scan.newly-added-table.enabled": "true"},
+        {"scan.newly-added-table.enabled": "false"},
+        {"scan.binlog.newly-added-table.enabled": "true"},
+    ],
+)
+def test_flink_cdcs_newly_added_table_keys_are_taken(keys):
+    """What they ask Sluice does anyway: a widened `tables` list snapshots the new tables;
+    a table created while streaming is read from the binlog."""
+    lines = "".join(f"  {k}: {v}\n" for k, v in keys.items())
+    definition = parse(VALID.replace("sink:\n", lines + "sink:\n", 1))
+    assert definition.source.tables.selects("app_db", "users")
+
+
+def test_both_newly_added_table_keys_are_refused_together_as_flink_cdc_refuses_them():
+    lines = "  scan.newly-added-table.enabled: true\n  scan.binlog.newly-added-table.enabled: true\n"
+    with pytest.raises(DefinitionError, match=r"scan\.binlog\.newly-added-table\.enabled.*cannot both be"):
+        parse(VALID.replace("sink:\n", lines + "sink:\n", 1))

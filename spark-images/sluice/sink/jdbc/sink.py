@@ -276,15 +276,27 @@ class JdbcSink(TargetRanges, Sink):
     def names_held_otherwise(self, schemas: Sequence[TableSchema]) -> list[str]:
         return names_held_otherwise(self.target.dialect, schemas)
 
-    def _adopted_table_problems(self, cur: Any, schema: TableSchema) -> Iterator[str]:
-        """A target table already there (a leftover, one made by hand) is written into as it
-        is (`CREATE TABLE IF NOT EXISTS`): what it lacks would fail the first write. Names
-        compare as MySQL's do, whatever the case."""
-        dialect, table = self.target.dialect, self.target.dialect.target_table(schema)
+    def missing_columns(self, schemas: Sequence[TableSchema]) -> dict[str, list[str]]:
+        with contextlib.closing(self.target.connect()) as conn, contextlib.closing(conn.cursor()) as cur:
+            lacking = {schema.table_id: self._lacking(cur, schema) for schema in schemas}
+        return {table_id: names for table_id, names in lacking.items() if names}
+
+    def _lacking(self, cur: Any, schema: TableSchema) -> list[str] | None:
+        """The columns the target table lacks (names compare as MySQL's do, whatever the
+        case); None where there is no target table."""
+        dialect = self.target.dialect
         present = {name.casefold() for name in dialect.column_names(cur, schema.database, schema.table)}
         if not present:
+            return None
+        return [c.name for c in schema.columns if dialect.identifier(c.name).casefold() not in present]
+
+    def _adopted_table_problems(self, cur: Any, schema: TableSchema) -> Iterator[str]:
+        """A target table already there (a leftover, one made by hand) is written into as it
+        is (`CREATE TABLE IF NOT EXISTS`): what it lacks would fail the first write."""
+        dialect, table = self.target.dialect, self.target.dialect.target_table(schema)
+        missing = self._lacking(cur, schema)
+        if missing is None:
             return
-        missing = [c.name for c in schema.columns if dialect.identifier(c.name).casefold() not in present]
         if missing:
             what = f"the column {missing[0]}" if len(missing) == 1 else f"the columns {', '.join(missing)}"
             it = "it" if len(missing) == 1 else "them"

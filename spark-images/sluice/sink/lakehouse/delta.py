@@ -110,6 +110,9 @@ class DeltaTables(TableFormat):
     def exists(self, table_id: str) -> bool:
         return DeltaTable.is_deltatable(self.uri(table_id), self.storage_options or None)
 
+    def column_names(self, table_id: str) -> list[str]:
+        return [field.name for field in self._table(table_id).schema().fields]
+
     def holds_rows(self, table_id: str) -> bool:
         return self._table(table_id).count() > 0
 

@@ -145,6 +145,9 @@ class IcebergTables(TableFormat):
     def exists(self, table_id: str) -> bool:
         return self.catalog.table_exists(table_id)
 
+    def column_names(self, table_id: str) -> list[str]:
+        return list(self.catalog.load_table(table_id).schema().column_names)
+
     def holds_rows(self, table_id: str) -> bool:
         snapshot = self.catalog.load_table(table_id).current_snapshot()
         return snapshot is not None and int(snapshot.summary.additional_properties.get("total-records", "0")) > 0

@@ -209,6 +209,16 @@ class LakehouseSink(Sink):
 
     # -- Sink ------------------------------------------------------------------------------
 
+    def missing_columns(self, schemas: Sequence[TableSchema]) -> dict[str, list[str]]:
+        lacking = {}
+        for schema in schemas:
+            if self.tables.exists(schema.table_id):
+                present = set(self.tables.column_names(schema.table_id))
+                names = [c.name for c in schema.columns if c.name not in present]
+                if names:
+                    lacking[schema.table_id] = names
+        return lacking
+
     def prepare(self, schemas: Sequence[TableSchema]) -> None:
         """Creates the tables, takes the next epoch, and commits it into every table (so a
         writer of an older run is fenced off from each)."""

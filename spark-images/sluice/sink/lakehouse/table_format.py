@@ -100,6 +100,10 @@ class TableFormat(ABC):
     def holds_rows(self, table_id: str) -> bool: ...
 
     @abstractmethod
+    def column_names(self, table_id: str) -> list[str]:
+        """The table's columns, as its schema has them now."""
+
+    @abstractmethod
     def recorded_versions(self, table_id: str) -> list[tuple[int, Mapping[str, str]]]:
         """Each commit of the table's current history, newest first: its version (Iceberg's
         snapshot id, Delta's version) and its record (commits of other writers hold none)."""
