@@ -1,6 +1,6 @@
 """Writes the site's reference pages from the code, so nothing is written twice:
 
-- reference/options.md: every pipeline option, from the declared Options (option_tables);
+- reference/options.md: every pipeline option, from the declared Options (option_tables, pipeline_options);
 - reference/functions.md: every transform function, from the signature table, its summaries
   and the conformance suite's cases (the examples are tested values);
 - reference/cdcpipeline.md: the CdcPipeline's fields, from the CRD's schema (crds/);
@@ -25,7 +25,7 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT / "spark-images"), str(ROOT)]
 
-from sluice.pipeline import option_tables  # noqa: E402
+from sluice.pipeline import option_tables, pipeline_options  # noqa: E402
 from sluice.pipeline.options import Option  # noqa: E402
 from sluice.transform import functions  # noqa: E402
 from sluice.transform.functions.summaries import SUMMARIES  # noqa: E402
@@ -78,7 +78,7 @@ def options_page() -> str:
     ]
     for sink, options in option_tables.SINK_OPTIONS.items():
         lines += ["", f"## sink: {sink}", "", *_option_rows(options)]
-    lines += ["", "## pipeline", "", *_option_rows(option_tables.PIPELINE_OPTIONS), ""]
+    lines += ["", "## pipeline", "", *_option_rows(pipeline_options.PIPELINE_OPTIONS), ""]
     return "\n".join(lines)
 
 

@@ -15,8 +15,9 @@ from typing import Any
 
 import yaml
 
-from sluice.pipeline.option_tables import PIPELINE_OPTIONS, SINK_OPTIONS, SOURCE_OPTIONS
+from sluice.pipeline.option_tables import SINK_OPTIONS, SOURCE_OPTIONS
 from sluice.pipeline.options import Option
+from sluice.pipeline.pipeline_options import PIPELINE_OPTIONS
 from sluice_operator.crd_status import status_schema
 from sluice_operator.owned import GROUP, KIND, VERSION
 
@@ -79,8 +80,14 @@ def _property(option: Option) -> dict[str, Any]:
         schema = {"type": "array", "items": {"type": "string"}}
     elif option.kind is bool:
         schema = {"type": "boolean"}
-    elif option.kind is list:  # of pipeline.user-defined-function's entries
+    elif option.kind is list and option.key == "user-defined-function":
         schema = {"type": "array", "items": _user_function_entry()}
+    elif option.kind is list:  # pipeline.model: refused as the definition's check refuses it
+        schema = {
+            "type": "array",
+            "items": {"type": "object", "x-kubernetes-preserve-unknown-fields": True},
+            "x-kubernetes-validations": [{"rule": "size(self) == 0", "message": f"{option.key}: {option.description}"}],
+        }
     else:
         schema = {"type": "string"}
     if option.choices:

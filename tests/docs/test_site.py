@@ -14,7 +14,7 @@ from pathlib import Path
 
 import sluice
 from sluice.errors import TROUBLESHOOTING, SluiceError
-from sluice.pipeline import option_tables
+from sluice.pipeline import option_tables, pipeline_options
 from sluice.transform import functions
 from sluice.transform.functions.summaries import SUMMARIES
 
@@ -65,7 +65,7 @@ def test_the_readme_is_a_front_page_linking_into_the_site():
 
 
 def test_every_option_and_function_is_described():
-    options = [*option_tables.SOURCE_OPTIONS, *option_tables.PIPELINE_OPTIONS]
+    options = [*option_tables.SOURCE_OPTIONS, *pipeline_options.PIPELINE_OPTIONS]
     options += [option for block in option_tables.SINK_OPTIONS.values() for option in block]
     assert [o.key for o in options if not o.description] == []
     names = {s.name for s in [*functions.SIGNATURES.values(), *functions.NAMED_SIGNATURES.values()]}

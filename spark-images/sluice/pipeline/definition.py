@@ -17,11 +17,12 @@ import yaml
 
 from sluice.errors import DefinitionError
 from sluice.pipeline.jdbc_url import redacted
-from sluice.pipeline.option_tables import PIPELINE_OPTIONS, SINK_OPTIONS, SINK_TYPES, SOURCE_OPTIONS
+from sluice.pipeline.option_tables import SINK_OPTIONS, SINK_TYPES, SOURCE_OPTIONS
 from sluice.pipeline.options import (
     parse_duration,
     resolve,
 )
+from sluice.pipeline.pipeline_options import PIPELINE_OPTIONS
 from sluice.pipeline.schema_change_types import accepted_types
 from sluice.pipeline.sink_configs import JdbcSinkConfig, LakehouseSinkConfig
 from sluice.route.route_rule import parse_routes

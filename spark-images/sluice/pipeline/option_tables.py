@@ -19,10 +19,8 @@ from sluice.pipeline.options import (
 from sluice.pipeline.options import duration as duration_check
 from sluice.pipeline.partition_key import partition_key_check
 from sluice.pipeline.schema_change_types import event_types
-from sluice.route.route_rule import ROUTE_MODES
 from sluice.source.time_zone import parse_zone_id
 from sluice.source.tls import TLS_MODES
-from sluice.transform.udf_entries import user_function_entries
 
 STARTUP_MODES = (
     "initial",
@@ -32,7 +30,6 @@ STARTUP_MODES = (
     "specific-offset",
     "timestamp",
 )
-SCHEMA_CHANGE_BEHAVIORS = ("evolve", "try_evolve", "lenient", "ignore", "exception", "manual")
 SINK_TYPES = ("values", "jdbc", "parquet", "iceberg", "delta")
 # The catalogs pyiceberg has, by Flink CDC's `catalog.properties.type` (its `hadoop` has none).
 ICEBERG_CATALOG_TYPES = ("rest", "sql", "hive", "glue", "dynamodb", "bigquery", "in-memory")
@@ -431,61 +428,4 @@ SINK_OPTIONS["delta"] = [
     sink_name("delta"),
     Option("path", str, description="root URI of the tables: db.tbl is at <path>/db/tbl"),
     Option("storage.options.", dict, {}, description="delta-rs storage options (credentials, endpoint, ...)"),
-]
-
-PIPELINE_OPTIONS = [
-    Option(
-        "name",
-        str,
-        "sluice-pipeline",
-        description="the pipeline's name: the target keeps its records (offsets, state) under it; a new name starts "
-        "afresh",
-    ),
-    Option("parallelism", int, 1, check=positive, description="snapshot chunks read at a time"),
-    Option(
-        "schema.change.behavior",
-        str,
-        "lenient",
-        choices=SCHEMA_CHANGE_BEHAVIORS,
-        description="what a schema change at the source does to the target (Flink CDC's meanings; lenient loses "
-        "nothing the target holds)",
-    ),
-    # Ids of the changes a `manual` pipeline may apply; re-read while a change waits.
-    Option(
-        "schema-change.approved",
-        tuple,
-        (),
-        description="manual: ids of the schema changes the pipeline may apply (read again while a change waits)",
-    ),
-    Option(
-        "execution.runtime-mode",
-        str,
-        "STREAMING",
-        choices=("STREAMING", "BATCH"),
-        description="Flink CDC's runtime mode: BATCH reads the snapshot and stops (with scan.startup.mode snapshot)",
-    ),
-    Option(
-        "user-defined-function",
-        list,
-        (),
-        check=user_function_entries,
-        description="Functions transforms call by name: each {name, classpath: module.Class, options} (the module "
-        "in the image, beside the definition file or in python-files) or Flink CDC's Python UDF form {name, "
-        "python-code, python-executable, python-files}",
-    ),
-    Option(
-        "local-time-zone",
-        str,
-        "UTC",
-        check=parsed_by(parse_zone_id),
-        description="the zone of LOCALTIMESTAMP, LOCALTIME, CURRENT_DATE and FROM_UNIXTIME in transforms (Flink "
-        "CDC's; Sluice's default is UTC, not the machine's zone)",
-    ),
-    Option(
-        "route-mode",
-        str,
-        "ALL_MATCH",
-        choices=ROUTE_MODES,
-        description="which route rules a table takes: every one it matches, or the first",
-    ),
 ]

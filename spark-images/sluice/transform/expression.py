@@ -91,7 +91,16 @@ def is_free_function_name(name: str) -> bool:
 
 def _unknown_function(scope: Scope, node: exp.Func) -> ExpressionError:
     name = str(node.this).upper() if isinstance(node, exp.Anonymous) else node.sql_name()
+    if name in AI_MODEL_FUNCTIONS:
+        return scope.refuse(node, f"{name} is {AI_MODEL_REFUSAL}")
     return scope.refuse(node, f"{name} is not a function Sluice's transform has (see docs/reference/functions.md)")
+
+
+AI_MODEL_FUNCTIONS = ("AI_COMPLETE", "AI_EMBED")
+AI_MODEL_REFUSAL = (
+    "one of Flink CDC's AI model functions, which call a model endpoint (pipeline.model); Sluice has no model "
+    "client: compute the value in a user-defined function, or leave it out"
+)
 
 
 class Scope:

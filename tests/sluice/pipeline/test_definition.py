@@ -230,3 +230,11 @@ def test_both_newly_added_table_keys_are_refused_together_as_flink_cdc_refuses_t
     lines = "  scan.newly-added-table.enabled: true\n  scan.binlog.newly-added-table.enabled: true\n"
     with pytest.raises(DefinitionError, match=r"scan\.binlog\.newly-added-table\.enabled.*cannot both be"):
         parse(VALID.replace("sink:\n", lines + "sink:\n", 1))
+
+
+def test_a_model_block_is_refused_saying_why():
+    model = (
+        "  model:\n    - name: completion_model\n      type: openai-compatible\n      options: {model: gpt-4o-mini}\n"
+    )
+    with pytest.raises(DefinitionError, match=r"pipeline\.model: Flink CDC's AI model clients .* Sluice has none"):
+        parse(VALID.replace("  parallelism: 4\n", "  parallelism: 4\n" + model))

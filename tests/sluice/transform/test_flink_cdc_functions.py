@@ -239,3 +239,10 @@ def test_a_target_column_gets_a_date_past_year_9999_as_text_its_invalid_date_rul
 
     value = projected("date_ + INTERVAL '1' DAY", date_=date(9999, 12, 31))
     assert type(value) is InvalidDate and value == "+10000-01-01"
+
+
+@pytest.mark.parametrize("function", ["AI_COMPLETE('completion_model', char_, 'Summarize')", "AI_EMBED('m', char_)"])
+def test_flink_cdcs_ai_model_functions_are_refused_saying_why(function):
+    """They call a model endpoint (pipeline.model), which no target here can honour."""
+    with pytest.raises(DefinitionError, match=r"one of Flink CDC's AI model functions, which call a model endpoint"):
+        projected(function, char_="x")

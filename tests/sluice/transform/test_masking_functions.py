@@ -8,10 +8,10 @@ import pytest
 import yaml
 
 from sluice.errors import DefinitionError
-from sluice.pipeline.option_tables import user_function_entries
 from sluice.source.schema import Column, TableSchema
 from sluice.transform.table_transform import TableTransform
 from sluice.transform.transform_rule import parse_transforms, rule_for
+from sluice.transform.udf_entries import user_function_entries
 
 USERS = TableSchema(
     "app",
