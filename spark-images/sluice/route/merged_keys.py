@@ -32,11 +32,11 @@ def _check(conn: Any, routing: TableRouting, sink_id: str, members: list[str]) -
     )
     if not sink.primary_key:
         raise DefinitionError(f"route: the tables merged into {sink_id} have no key; {advice}")
-    if _told_apart(routing, sink.primary_key, members):
+    if _told_apart(routing, sink_id, sink.primary_key, members):
         return
     columns: list[list[str]] = []
     for member in members:
-        table = routing.tables[member]
+        table = routing.route_into(member, sink_id)
         passthrough = table.transform.passthrough if table.transform else {n: n for n in sink.primary_key}
         missing = [k for k in sink.primary_key if k not in passthrough]
         if missing:
@@ -75,11 +75,11 @@ def _check(conn: Any, routing: TableRouting, sink_id: str, members: list[str]) -
     )
 
 
-def _told_apart(routing: TableRouting, key: tuple[str, ...], members: list[str]) -> bool:
+def _told_apart(routing: TableRouting, sink_id: str, key: tuple[str, ...], members: list[str]) -> bool:
     """Whether the key's metadata columns give each member's rows their own values."""
     names: list[tuple[str, ...]] = []
     for member in members:
-        transform = routing.tables[member].transform
+        transform = routing.route_into(member, sink_id).transform
         if transform is None:
             return False
         metadata = transform.metadata_columns()

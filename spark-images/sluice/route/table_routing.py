@@ -46,6 +46,9 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class RoutedTable:
+    """One route of a captured table: into one target table (ALL_MATCH rules may give a
+    table several, each written exactly once)."""
+
     source_id: str
     sink_id: str
     transform: TableTransform | None
@@ -53,6 +56,7 @@ class RoutedTable:
     onto: Callable[[Row], Row] | None  # own columns -> the target's (a merged table's union)
     merged: bool
     key: Callable[[Row], Any]  # a source row's primary key: an update that changes it is a delete and an insert
+    target: TableSchema  # the target table's schema
 
 
 def _shipped(routing: Routing, sources: Mapping[str, TableSchema]) -> TableRouting:
@@ -77,22 +81,22 @@ class TableRouting:
 
     def __init__(self, routing: Routing, sources: Mapping[str, TableSchema]) -> None:
         self.routing, self.sources = routing, dict(sources)
-        owns: dict[str, tuple[str, TableTransform | None, TableSchema]] = {}
+        owns: dict[str, tuple[tuple[str, ...], TableTransform | None, TableSchema]] = {}
         groups: dict[str, list[str]] = {}
         for source_id, schema in sorted(self.sources.items()):
-            sinks = routing.router.route(schema.database, schema.table)
-            if len(sinks) > 1:
-                rules = ", ".join(r.where for r in routing.router.rules_of(schema.database, schema.table))
-                raise DefinitionError(
-                    f"route: {source_id} matches {rules}, which name {len(sinks)} target tables "
-                    f"({', '.join('.'.join(s) for s in sinks)}); Sluice writes a table into one target: set "
-                    "pipeline.route-mode: FIRST_MATCH or narrow the rules' source-table"
-                )
-            sink_id = ".".join(sinks[0])
+            sink_ids = tuple(dict.fromkeys(".".join(s) for s in routing.router.route(schema.database, schema.table)))
             rule = rule_for(routing.transforms, schema.database, schema.table)
             transform = _compiled(rule, schema)
-            owns[source_id] = (sink_id, transform, transform.target() if transform else schema)
-            groups.setdefault(sink_id, []).append(source_id)
+            own = transform.target() if transform else schema
+            if len(sink_ids) > 1 and not own.row_key:
+                raise DefinitionError(
+                    f"route: {source_id} goes to {len(sink_ids)} target tables ({', '.join(sink_ids)}), and has no "
+                    "key to write each of them by: give it a primary key (or its transform primary-keys), or set "
+                    "pipeline.route-mode: FIRST_MATCH"
+                )
+            owns[source_id] = (sink_ids, transform, own)
+            for sink_id in sink_ids:
+                groups.setdefault(sink_id, []).append(source_id)
         self.members = groups
         self.sinks: dict[str, TableSchema] = {}
         for sink_id, members in groups.items():
@@ -105,17 +109,21 @@ class TableRouting:
                 )
             else:
                 self.sinks[sink_id] = merged_schema(database, table, schemas)
-        self.tables = {
-            source_id: RoutedTable(
-                source_id,
-                sink_id,
-                transform,
-                own,
-                projection(own, self.sinks[sink_id]),
-                len(groups[sink_id]) > 1,
-                _primary_key(self.sources[source_id]),
+        self.routes = {
+            source_id: tuple(
+                RoutedTable(
+                    source_id,
+                    sink_id,
+                    transform,
+                    own,
+                    projection(own, self.sinks[sink_id]),
+                    len(groups[sink_id]) > 1,
+                    _primary_key(self.sources[source_id]),
+                    self.sinks[sink_id],
+                )
+                for sink_id in sink_ids
             )
-            for source_id, (sink_id, transform, own) in owns.items()
+            for source_id, (sink_ids, transform, own) in owns.items()
         }
 
     shipped = False  # compiled again in a Spark task, whose end closes its user-defined functions
@@ -124,25 +132,23 @@ class TableRouting:
         """Shipped to Spark's executors as its inputs; compiled again there."""
         return (_shipped, (self.routing, self.sources))
 
-    def sink(self, source_id: str) -> TableSchema:
-        return self.sinks[self.tables[source_id].sink_id]
+    def route_into(self, source_id: str, sink_id: str) -> RoutedTable:
+        return next(route for route in self.routes[source_id] if route.sink_id == sink_id)
 
-    def replaceable(self, source_id: str) -> bool:
-        """Whether the table's snapshot chunks can replace their key ranges in its target:
-        its target is its own (no other table's rows share its key ranges) and holds its
+    def replaceable(self, route: RoutedTable) -> bool:
+        """Whether the table's snapshot chunks can replace their key ranges in this target:
+        it is the table's own (no other table's rows share its key ranges) and holds its
         chunk key as it is."""
-        table = self.tables[source_id]
-        if table.merged:
+        if route.merged:
             return False
-        chunk = self.sources[source_id].chunk_key
-        return table.transform is None or table.transform.passthrough.get(self.sink(source_id).chunk_key) == chunk
+        chunk = self.sources[route.source_id].chunk_key
+        return route.transform is None or route.transform.passthrough.get(route.target.chunk_key) == chunk
 
     # -- rows ------------------------------------------------------------------------------
 
-    def snapshot_rows(self, source_id: str, rows: Iterable[Row]) -> Iterator[Row]:
-        """A snapshot split's rows in its target's columns, without those the filter keeps out."""
-        table = self.tables[source_id]
-        transform, onto = table.transform, table.onto
+    def snapshot_rows(self, route: RoutedTable, rows: Iterable[Row]) -> Iterator[Row]:
+        """A snapshot split's rows in the route's target columns, without those the filter keeps out."""
+        transform, onto = route.transform, route.onto
         if transform is None:
             return iter(rows) if onto is None else map(onto, rows)
         meta = transform.row_meta()
@@ -159,14 +165,16 @@ class TableRouting:
         i = 0
         while i < len(rows):
             row = rows[i]
-            table = self.tables[row.schema.table_id]
+            routes = self.routes[row.schema.table_id]
             if row.kind is RowKind.UPDATE_BEFORE:
                 after = rows[i + 1]
                 i += 2
-                out.extend(_update(table, self.sinks[table.sink_id], row, after))
+                for route in routes:
+                    out.extend(_update(route, route.target, row, after))
             else:
                 i += 1
-                out.extend(_target_rows(table, self.sinks[table.sink_id], row, row.kind))
+                for route in routes:
+                    out.extend(_target_rows(route, route.target, row, row.kind))
         return out
 
     # -- schema changes ----------------------------------------------------------------------
@@ -179,8 +187,8 @@ class TableRouting:
         touched = {e.table_id for e in events} | {e.new_table_id for e in events if isinstance(e, RenameTable)}
         sink_ids = list(
             dict.fromkeys(
-                [self.tables[t].sink_id for t in touched if t in self.tables]
-                + [after.tables[t].sink_id for t in touched if t in after.tables]
+                [r.sink_id for t in touched for r in self.routes.get(t, ())]
+                + [r.sink_id for t in touched for r in after.routes.get(t, ())]
             )
         )
         out: list[SchemaChangeEvent] = []
@@ -191,9 +199,9 @@ class TableRouting:
                 sink_ids = [s for s in sink_ids if s not in (moved.table_id, moved.new_table_id)]
         for sink_id in sink_ids:
             before_schema, after_schema = self.sinks.get(sink_id), after.sinks.get(sink_id)
-            mine = [e for e in events if self._sink_of(e, after) == sink_id]
+            mine = [e for e in events if sink_id in self._sinks_of(e, after)]
             if self._plain_rename(sink_id) and after._plain_rename(sink_id) and before_schema and after_schema:
-                out.extend(_renamed_event(e, self, after) for e in mine)
+                out.extend(_renamed_event(e, sink_id, self, after) for e in mine)
                 continue
             if before_schema is None and after_schema is not None:
                 out.append(CreateTable(sink_id, after_schema.columns, after_schema.primary_key))
@@ -223,43 +231,50 @@ class TableRouting:
         find them by and keeps its values."""
         tables = []
         for event in events:
-            table = self.tables.get(event.table_id)
-            if table is None or not table.merged or not self.sinks[table.sink_id].row_key:
-                continue
-            kept = {name.casefold() for name in self.sinks[table.sink_id].column_names}
-            was = before.sources.get(event.table_id)
-            if _gives_values(event, kept, {c.name.casefold(): c for c in was.columns} if was else {}):
-                tables.append(event.table_id)
+            for route in self.routes.get(event.table_id, ()):
+                if not route.merged or not route.target.row_key:
+                    continue
+                kept = {name.casefold() for name in route.target.column_names}
+                was = before.sources.get(event.table_id)
+                if _gives_values(event, kept, {c.name.casefold(): c for c in was.columns} if was else {}):
+                    tables.append(event.table_id)
         return list(dict.fromkeys(tables))
 
     def _moved_target(self, event: RenameTable, after: TableRouting) -> RenameTable | None:
         """A table that alone fills its target, renamed to a name that alone fills a new
         one with the same query: the target table is renamed (not dropped and made anew)."""
-        old, new = self.tables.get(event.table_id), after.tables.get(event.new_table_id)
-        if old is None or new is None or old.sink_id == new.sink_id:
+        olds, news = self.routes.get(event.table_id, ()), after.routes.get(event.new_table_id, ())
+        if len(olds) != 1 or len(news) != 1 or olds[0].sink_id == news[0].sink_id:
             return None
+        old, new = olds[0], news[0]
         alone = self.members.get(old.sink_id) == [old.source_id] and after.members.get(new.sink_id) == [new.source_id]
         fresh = old.sink_id not in after.sinks and new.sink_id not in self.sinks
         same = self.sinks[old.sink_id].columns == after.sinks[new.sink_id].columns
         return RenameTable(old.sink_id, new.sink_id) if alone and fresh and same else None
 
-    def _sink_of(self, event: SchemaChangeEvent, after: TableRouting) -> str | None:
-        table = after.tables.get(event.table_id) or self.tables.get(event.table_id)
-        if table is None and isinstance(event, RenameTable):
-            table = after.tables.get(event.new_table_id)
-        return table.sink_id if table else None
+    def _sinks_of(self, event: SchemaChangeEvent, after: TableRouting) -> list[str]:
+        routes = after.routes.get(event.table_id) or self.routes.get(event.table_id)
+        if routes is None and isinstance(event, RenameTable):
+            routes = after.routes.get(event.new_table_id)
+        return [route.sink_id for route in routes or ()]
 
     def _plain_rename(self, sink_id: str) -> bool:
         """A target that is one untransformed source table under another name."""
         members = self.members.get(sink_id, [])
-        return len(members) <= 1 and all(self.tables[m].transform is None for m in members)
+        return len(members) <= 1 and all(route.transform is None for m in members for route in self.routes[m])
 
 
-def _renamed_event(event: SchemaChangeEvent, before: TableRouting, after: TableRouting) -> SchemaChangeEvent:
-    table = before.tables.get(event.table_id) or after.tables[event.table_id]
+def _renamed_event(
+    event: SchemaChangeEvent, sink_id: str, before: TableRouting, after: TableRouting
+) -> SchemaChangeEvent:
+    """The event of a plain-renamed target (`sink_id`); a renamed table's target is its new
+    name's route in the same place among its rules."""
     if isinstance(event, RenameTable):
-        return RenameTable(table.sink_id, after.tables[event.new_table_id].sink_id)
-    return dataclasses.replace(event, table_id=table.sink_id)
+        routes = before.routes.get(event.table_id) or after.routes[event.table_id]
+        index = next(i for i, route in enumerate(routes) if route.sink_id == sink_id)
+        news = after.routes[event.new_table_id]
+        return RenameTable(sink_id, news[min(index, len(news) - 1)].sink_id)
+    return dataclasses.replace(event, table_id=sink_id)
 
 
 def _gives_values(event: SchemaChangeEvent, target_columns: set[str], was: Mapping[str, Column]) -> bool:

@@ -133,6 +133,9 @@ class Sink(ABC):
     commits_when_quiet: bool = False
     writes_changes_with_spark: bool = False  # the binlog phase then keeps the Spark session
     replaces_key_ranges: bool = False  # a snapshot chunk replaces its key range (snapshot/range_replacement)
+    # A split's rows may go to several targets (a table fanned out by ALL_MATCH routes): each
+    # SplitRead names its own target table.
+    takes_several_targets_of_a_split: bool = True
     values: TargetValues | None = None  # the target's rules for values it cannot hold as MySQL has them
 
     def attach(self, spark: SparkSession) -> None:  # noqa: B027 - optional hook

@@ -311,6 +311,8 @@ class ParquetSink(Sink):
     def holds_commits(self) -> bool:
         return bool(self.log.snapshot_jobs() or self.log.snapshot_directories() or self.log.binlog())
 
+    takes_several_targets_of_a_split = False  # one Spark job writes one table's changelog directory
+
     def write_snapshot_job(self, sc: SparkContext, tasks: list[SplitTask], read: ReadSplits) -> list[SplitResult]:
         """One Spark job: executors read the splits (one table) and Spark's writer writes them."""
         spark = self._session()

@@ -22,7 +22,7 @@ from sluice.event.snapshot_split import (
     SplitResult,
     SplitTask,
 )
-from sluice.route.table_routing import Routing, TableRouting
+from sluice.route.table_routing import RoutedTable, Routing, TableRouting
 from sluice.sink.base import SchemaChangeRefused, Sink, SinkWriter, StartCommit
 from sluice.sink.target_values import TargetValues
 from sluice.source.offset import BinlogOffset
@@ -75,17 +75,28 @@ class RoutedSink(Sink):
         return self.inner.check_target(list(self.route(schemas).sinks.values()))
 
     def missing_columns(self, schemas: Sequence[TableSchema]) -> dict[str, list[str]]:
-        """By source table: what its target lacks of the columns its route and transform give it."""
-        targets = {s.table_id: self.routed.sink(s.table_id) for s in schemas}
-        lacking = self.inner.missing_columns(list({t.table_id: t for t in targets.values()}.values()))
-        return {source: lacking[t.table_id] for source, t in targets.items() if t.table_id in lacking}
+        """By source table: what its targets lack of the columns its routes and transform give them."""
+        targets = {r.sink_id: r.target for s in schemas for r in self.routed.routes[s.table_id]}
+        lacking = self.inner.missing_columns(list(targets.values()))
+        found = {
+            s.table_id: [n for r in self.routed.routes[s.table_id] for n in lacking.get(r.sink_id, ())] for s in schemas
+        }
+        return {source: list(dict.fromkeys(names)) for source, names in found.items() if names}
 
     def add_missing_columns(self, schema: TableSchema, change_id: str) -> None:
-        self.inner.add_missing_columns(self.routed.sink(schema.table_id), change_id)
+        for route in self.routed.routes[schema.table_id]:
+            self.inner.add_missing_columns(route.target, change_id)
 
     def prepare(self, schemas: Sequence[TableSchema]) -> None:
         routed = self.route(schemas)
-        for table in routed.tables.values():
+        fanned = [t for t, routes in routed.routes.items() if len(routes) > 1]
+        if fanned and not self.inner.takes_several_targets_of_a_split:
+            raise SinkError(
+                f"route: {fanned[0]} goes to {len(routed.routes[fanned[0]])} target tables, and sink "
+                f"{type(self.inner).__name__} writes a table's snapshot into one: set pipeline.route-mode: "
+                "FIRST_MATCH, or narrow the rules' source-table"
+            )
+        for table in (route for routes in routed.routes.values() for route in routes):
             rule = table.transform.rule if table.transform else None
             if rule is None or not (rule.partition_keys or rule.table_options):
                 continue
@@ -123,25 +134,31 @@ class RoutedSink(Sink):
     def tables_holding_rows(self, schemas: Sequence[TableSchema]) -> set[str]:
         """Only tables whose chunks can replace their key ranges in their target are asked
         about; a merged table's member holding rows there is logged (its chunks upsert)."""
-        routed = self.routed
-        own = [s for s in schemas if routed.replaceable(s.table_id)]
-        sinks = {routed.sink(s.table_id).table_id: s.table_id for s in own}
-        holding = self.inner.tables_holding_rows([routed.sink(s.table_id) for s in own])
-        merged = [s.table_id for s in schemas if not routed.replaceable(s.table_id)]
+        own = {s.table_id: route for s in schemas if (route := self._own_route(s.table_id)) is not None}
+        sinks = {route.sink_id: table_id for table_id, route in own.items()}
+        holding = self.inner.tables_holding_rows([route.target for route in own.values()])
+        merged = [s.table_id for s in schemas if s.table_id not in own]
         if merged:
             log.info("%s: chunks upsert into their targets (not replaceable by key range)", ", ".join(merged))
         return {sinks[t] for t in holding}
+
+    def _own_route(self, table_id: str) -> RoutedTable | None:
+        """The table's one target, where its chunks replace their key ranges there; None
+        for a merged member or a table fanned out to several targets (their chunks upsert)."""
+        routes = self.routed.routes[table_id]
+        return routes[0] if len(routes) == 1 and self.routed.replaceable(routes[0]) else None
 
     def chunk_keys(self, schema: TableSchema) -> Iterator[list[Any]]:
         """The target's chunk keys, where the table's rows are its target's alone; none for
         a merged member, whose rows are replaced by their keys (the other members' keys in
         the target are not its own to clear)."""
-        if not self.routed.replaceable(schema.table_id):
-            return iter(())
-        return self.inner.chunk_keys(self.routed.sink(schema.table_id))
+        route = self._own_route(schema.table_id)
+        return iter(()) if route is None else self.inner.chunk_keys(route.target)
 
     def delete_chunk_keys(self, schema: TableSchema, keys: Sequence[Any] | None) -> None:
-        self.inner.delete_chunk_keys(self.routed.sink(schema.table_id), keys)
+        route = self._own_route(schema.table_id)
+        assert route is not None, "only a table's own target has its chunk keys cleared"
+        self.inner.delete_chunk_keys(route.target, keys)
 
     def replace_range(
         self,
@@ -155,18 +172,28 @@ class RoutedSink(Sink):
         replaces the range there (by its chunk keys and `keys_also`, where the target orders
         the key otherwise); a merged member's rows replace the rows of their keys, and the
         other members' rows stay as they are."""
-        routed = self.routed
-        target = routed.sink(schema.table_id)
+        return sum(
+            self._replace_in(route, split, rows_as_of, keys_also) for route in self.routed.routes[schema.table_id]
+        )
+
+    def _replace_in(
+        self,
+        route: RoutedTable,
+        split: SnapshotSplit,
+        rows_as_of: Callable[[BinlogOffset], list[Row]],
+        keys_also: Sequence[Any] | None,
+    ) -> int:
+        routed, target, source_id = self.routed, route.target, route.source_id
 
         def routed_rows(position: BinlogOffset) -> list[Row]:
-            return list(routed.snapshot_rows(schema.table_id, rows_as_of(position)))
+            return list(routed.snapshot_rows(route, rows_as_of(position)))
 
-        if routed.replaceable(schema.table_id):
+        if routed.replaceable(route):
             in_target = dataclasses.replace(split, table_id=target.table_id)
             return self.inner.replace_range(target, in_target, routed_rows, keys_also)
         if not target.row_key:
             raise SinkError(
-                f"{schema.table_id}: read again into {target.table_id}, which has no key to replace its rows by and "
+                f"{source_id}: read again into {target.table_id}, which has no key to replace its rows by and "
                 "whose ranges it cannot replace: give the transform primary-keys, or take a new snapshot"
             )
         key = [target.position(name) for name in target.row_key]
@@ -187,7 +214,8 @@ class RoutedRead:
 
     def __init__(self, read: ReadSplits, routing: TableRouting, table_id: str) -> None:
         self.read, self.routing, self.table_id = read, routing, table_id
-        self.onto = routing.sink(table_id)  # for a sink that names its columns first (parquet)
+        self.targets = [route.target for route in routing.routes[table_id]]  # each read's split goes to each
+        self.onto = self.targets[0]  # for a sink that names its columns first (parquet): a table's one target
 
     def __call__(self, tasks: list[SplitTask]) -> Iterator[SplitRead]:
         try:
@@ -197,31 +225,44 @@ class RoutedRead:
                 close_user_functions()
 
     def _routed(self, tasks: list[SplitTask]) -> Iterator[SplitRead]:
-        replaceable = self.routing.replaceable(self.table_id)
+        """Each read's rows into each of the table's targets, in its columns: one read, so one
+        high watermark for all of them. The splits are recorded done with the last target's
+        rows (a stop before them reads them again: every target of a fanned-out table is
+        keyed, and takes rows again as the same rows)."""
+        routes = self.routing.routes[self.table_id]
         shape = self.routing.sources[self.table_id]  # what the transform was compiled for
-        table = self.routing.tables[self.table_id]
         for split in self.read(tasks):
             onto_shape = projection(split.schema, shape)
-            renamed_only = onto_shape is None and table.transform is None and table.onto is None
-            # A table only renamed keeps its rows object: the source's COPY text still serves.
-            rows = split.rows if onto_shape is None else ProjectedRows(split.rows, onto_shape)
-            yield SplitRead(
-                self.onto,
-                split.rows if renamed_only else _Rows(self.routing, self.table_id, rows),
-                split.high_watermark,
-                split.covered,
-                split.replaces if replaceable else None,
-            )
+            rows: Any = split.rows if onto_shape is None else ProjectedRows(split.rows, onto_shape)
+            if len(routes) > 1:
+                rows = list(rows)  # read once, written into each target
+            for i, route in enumerate(routes):
+                # A table only renamed keeps its rows object: the source's COPY text still serves.
+                renamed_only = (
+                    len(routes) == 1 and onto_shape is None and route.transform is None and route.onto is None
+                )
+                yield SplitRead(
+                    route.target,
+                    split.rows if renamed_only else _Rows(self.routing, route, rows),
+                    split.high_watermark,
+                    split.covered if i == len(routes) - 1 else _none_covered,
+                    split.replaces if self.routing.replaceable(route) else None,
+                )
+
+
+def _none_covered() -> list[tuple[SnapshotSplit, int]]:
+    """A target before a read's last: its splits are recorded with the last one's rows."""
+    return []
 
 
 class _Rows:
     """A split's routed rows, as often as they are iterated."""
 
-    def __init__(self, routing: TableRouting, table_id: str, rows: Any) -> None:
-        self._routing, self._table_id, self._rows = routing, table_id, rows
+    def __init__(self, routing: TableRouting, route: RoutedTable, rows: Any) -> None:
+        self._routing, self._route, self._rows = routing, route, rows
 
     def __iter__(self) -> Iterator[Row]:
-        return self._routing.snapshot_rows(self._table_id, self._rows)
+        return self._routing.snapshot_rows(self._route, self._rows)
 
 
 class RoutedWriter(SinkWriter):
@@ -243,13 +284,13 @@ class RoutedWriter(SinkWriter):
     def ranges_not_replaceable(self, tables: Sequence[str]) -> dict[str, str]:
         routed = self.sink.routed
         why = {}
-        for table_id in (t for t in tables if t in routed.tables and not routed.replaceable(t)):
-            sink_id = routed.tables[table_id].sink_id
-            why[table_id] = (
-                f"is merged with other tables into {sink_id}, whose rows a range there holds too"
-                if routed.tables[table_id].merged
-                else f"fills {sink_id} through a transform that does not keep its chunk key as it is"
-            )
+        for table_id in (t for t in tables if t in routed.routes):
+            for route in (r for r in routed.routes[table_id] if not routed.replaceable(r)):
+                why[table_id] = (
+                    f"is merged with other tables into {route.sink_id}, whose rows a range there holds too"
+                    if route.merged
+                    else f"fills {route.sink_id} through a transform that does not keep its chunk key as it is"
+                )
         return why
 
     def write_snapshot_splits(self, read: SplitRead) -> None:

@@ -1,6 +1,7 @@
 """The core correctness test for route and transform: four shards in two databases merged
 into one table through a transform (a computed column, a filter on a column updates
-change, metadata columns in the key) while random writes run; the pipeline is SIGKILLed
+change, metadata columns in the key), one shard also into an ODS copy of its own (ALL_MATCH
+fan-out), while random writes run; the pipeline is SIGKILLed
 through snapshot, switch and streaming, then two shards' qty is widened. At the end the
 target equals the query its route and transform describe, computed by MariaDB itself."""
 
@@ -53,7 +54,10 @@ def test_a_merged_transformed_table_equals_its_query_after_repeated_sigkills(
         **{"scan.incremental.snapshot.chunk.size": max(ROWS // 6, 50), "server-id": "7400-7410"},
     )
     definition["pipeline"]["schema.change.behavior"] = "evolve"
-    definition["route"] = [{"source-table": selected, "sink-table": f"{source_db}.orders"}]
+    definition["route"] = [
+        {"source-table": selected, "sink-table": f"{source_db}.orders"},
+        {"source-table": f"{source_db}.orders_0", "sink-table": f"{source_db}.ods_orders_0"},
+    ]
     definition["transform"] = [
         {"source-table": selected, "projection": PROJECTION, "filter": FILTER, "primary-keys": "id, shard, db"}
     ]
@@ -91,6 +95,9 @@ def test_a_merged_transformed_table_equals_its_query_after_repeated_sigkills(
     expected = _query(mariadb, shards)
     held = compare.postgres_rows(postgresql, source_db, "orders")
     assert held == expected, compare.diff(expected, held)
+    expected_ods = _query(mariadb, {"orders_0": source_db})
+    held_ods = compare.postgres_rows(postgresql, source_db, "ods_orders_0")
+    assert held_ods == expected_ods, compare.diff(expected_ods, held_ods)
     with postgresql.connect() as pg:
         (qty_type,) = pg.execute(
             "SELECT data_type FROM information_schema.columns WHERE table_schema = %s AND table_name = 'orders' "

@@ -107,7 +107,7 @@ def test_merged_types_widen_and_a_column_one_member_lacks_is_nullable():
     merged = current.sinks["shop.orders"]
     assert merged.column("qty").column_type == "bigint(20)"
     assert merged.column("code").column_type == "varchar(40)" and merged.column("code").nullable
-    row = ChangeRow(current.tables["shop.orders_2"].own, RowKind.INSERT, (1, "a", 2), 0, AT)
+    row = ChangeRow(current.routes["shop.orders_2"][0].own, RowKind.INSERT, (1, "a", 2), 0, AT)
     assert current.change_rows([row])[0].row == (1, "a", 2, None)  # in the merged columns
 
 
@@ -125,20 +125,47 @@ def test_a_truncate_of_one_merged_member_is_refused_naming_it():
         after(current, TruncateTable("shop.orders_1"))
 
 
-def test_a_table_two_routes_send_to_two_targets_is_refused():
+def test_a_table_two_all_match_routes_send_to_two_targets_reaches_each_once():
+    """Flink CDC's default route-mode, ALL_MATCH: a table every rule it matches sends to
+    that rule's target (an ODS copy beside a merged table, say), each change once in each."""
+    rules = Routing(
+        parse_routes(
+            [
+                {"source-table": "shop.orders_1", "sink-table": "ods.orders_1"},
+                {"source-table": "shop.orders_[0-9]", "sink-table": "dw.orders"},
+            ],
+            "ALL_MATCH",
+        )
+    )
+    current = tables(rules, shard("shop", "orders_1"), shard("shop", "orders_2"))
+    assert [r.sink_id for r in current.routes["shop.orders_1"]] == ["ods.orders_1", "dw.orders"]
+    assert current.members == {"ods.orders_1": ["shop.orders_1"], "dw.orders": ["shop.orders_1", "shop.orders_2"]}
+    row = ChangeRow(shard("shop", "orders_1"), RowKind.INSERT, (1, "a", 2), 0, AT)
+    assert [(r.schema.table_id, r.row) for r in current.change_rows([row])] == [
+        ("ods.orders_1", (1, "a", 2)),
+        ("dw.orders", (1, "a", 2)),
+    ]
+    ods, merged = current.routes["shop.orders_1"]
+    assert current.replaceable(ods) and not current.replaceable(merged)
+    _, events = after(current, AddColumn("shop.orders_1", Column("note", "text", "text", True), "LAST", None))
+    assert sorted(e.table_id for e in events) == ["dw.orders", "ods.orders_1"]  # the column reaches both
+
+
+def test_a_table_without_a_key_is_not_fanned_out():
     rules = Routing(
         parse_routes(
             [{"source-table": "a.t", "sink-table": "b.t"}, {"source-table": "a.\\.*", "sink-table": "c.all"}],
             "ALL_MATCH",
         )
     )
-    with pytest.raises(DefinitionError, match=r"a\.t matches route\[0\], route\[1\], which name 2 target tables"):
-        tables(rules, shard("a", "t"))
+    keyless = TableSchema("a", "t", (ID, NAME), (), "id")
+    with pytest.raises(DefinitionError, match=r"a\.t goes to 2 target tables \(b\.t, c\.all\), and has no key"):
+        tables(rules, keyless)
 
 
 def test_updates_moving_rows_across_the_filter_delete_and_insert_them():
     current = tables(routing(transform=[{"source-table": "app.users", "filter": "qty > 10"}]), shard("app", "users"))
-    schema = current.tables["app.users"].own
+    schema = current.routes["app.users"][0].own
 
     def update(before, after_) -> list[tuple[RowKind, tuple]]:
         rows = [
@@ -170,7 +197,7 @@ def test_an_update_that_changes_the_key_is_a_delete_and_an_insert_as_flink_cdcs_
         ]
     )
     current = tables(rules, shard("app", "users"))
-    schema = current.tables["app.users"].own
+    schema = current.routes["app.users"][0].own
 
     def update(before, after_) -> list[tuple[RowKind, tuple]]:
         rows = [

@@ -37,7 +37,7 @@ from sluice.sink.arrow_rows import ArrowRows, source_rows, widens
 from sluice.sink.base import SchemaChangeRefused, Sink, SinkWriter
 from sluice.sink.columnar_types import arrow_type
 from sluice.sink.lakehouse.commit_records import Held, held_already, recorded_end
-from sluice.sink.lakehouse.data_files import write_data_files, write_data_files_on_executor
+from sluice.sink.lakehouse.data_files import WrittenFiles, write_data_files, write_data_files_on_executor
 from sluice.sink.lakehouse.maintenance_counts import count_maintenance
 from sluice.sink.lakehouse.state_table import record_state, recorded_state
 from sluice.sink.lakehouse.table_format import (
@@ -45,7 +45,6 @@ from sluice.sink.lakehouse.table_format import (
     EPOCH,
     PIPELINE,
     SPLITS,
-    DataFile,
     Fenced,
     MaintenanceDone,
     TableCommit,
@@ -260,33 +259,37 @@ class LakehouseSink(Sink):
 
     def write_snapshot_job(self, sc: SparkContext, tasks: list[SplitTask], read: ReadSplits) -> list[SplitResult]:
         """Executors read the splits and write their rows as data files; the driver commits them."""
-        schema = getattr(read, "onto", None) or tasks[0].schema
-        write = self.tables.file_writer(schema)
+        schemas = getattr(read, "targets", None) or [tasks[0].schema]
+        writers = {schema.table_id: self.tables.file_writer(schema) for schema in schemas}
         rules = self.values
-        ((files, results, cleared),) = (
+        (written,) = (
             sc.parallelize([tasks], 1)
-            .map(lambda t: write_data_files_on_executor(t, read, schema, rules, write))
+            .map(lambda t: write_data_files_on_executor(t, read, schemas, rules, writers))
             .collect()
         )
-        self._commit_snapshot(schema, files, results, cleared)
-        return results
+        return self._commit_snapshot(schemas, written)
 
     def write_splits_now(
         self, tasks: list[SplitTask], read: ReadSplits, on_split: Callable[[SplitResult], None] | None = None
     ) -> list[SplitResult]:
-        schema = getattr(read, "onto", None) or tasks[0].schema
-        files, results, cleared = write_data_files(tasks, read, schema, self.values, self.tables.file_writer(schema))
-        self._commit_snapshot(schema, files, results, cleared)
+        schemas = getattr(read, "targets", None) or [tasks[0].schema]
+        writers = {schema.table_id: self.tables.file_writer(schema) for schema in schemas}
+        results = self._commit_snapshot(schemas, write_data_files(tasks, read, schemas, self.values, writers))
         for result in results if on_split is not None else ():
             on_split(result)  # type: ignore[misc]
         return results
 
-    def _commit_snapshot(
-        self, schema: TableSchema, files: list[DataFile], results: list[SplitResult], cleared: list[SnapshotSplit]
-    ) -> None:
-        splits = {r.split_id: r.high_watermark.to_json() for r in results}
-        record = {SPLITS: json.dumps(splits, separators=(",", ":"))}
-        self.commit(schema, TableCommit(record, cleared_ranges=cleared, files=files))
+    def _commit_snapshot(self, schemas: Sequence[TableSchema], written: dict[str, WrittenFiles]) -> list[SplitResult]:
+        """Each target's files, one commit a table, in order: the splits are recorded with the
+        last (a table fanned out to several targets has them read again after a stop before it)."""
+        results = []
+        for schema in schemas:
+            files = written[schema.table_id]
+            splits = {r.split_id: r.high_watermark.to_json() for r in files.results}
+            record = {SPLITS: json.dumps(splits, separators=(",", ":"))}
+            self.commit(schema, TableCommit(record, cleared_ranges=files.cleared, files=files.files))
+            results += files.results
+        return results
 
     def tables_holding_rows(self, schemas: Sequence[TableSchema]) -> set[str]:
         return {s.table_id for s in schemas if self.tables.exists(s.table_id) and self.tables.holds_rows(s.table_id)}
