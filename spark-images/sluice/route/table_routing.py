@@ -59,34 +59,35 @@ class RoutedTable:
     target: TableSchema  # the target table's schema
 
 
-def _shipped(routing: Routing, sources: Mapping[str, TableSchema]) -> TableRouting:
-    table_routing = TableRouting(routing, sources)
+def _shipped(routing: Routing, sources: Mapping[str, TableSchema], far_dates: bool) -> TableRouting:
+    table_routing = TableRouting(routing, sources, far_dates)
     table_routing.shipped = True
     return table_routing
 
 
-def _compiled(rule: TransformRule | None, schema: TableSchema) -> TableTransform | None:
+def _compiled(rule: TransformRule | None, schema: TableSchema, far_dates: bool) -> TableTransform | None:
     """The rule compiled for the table. The expression compiler (sqlglot) loads with the
     first table a rule selects, not at every start."""
     if rule is None:
         return None
     from sluice.transform.table_transform import TableTransform
 
-    return TableTransform(rule, schema)
+    return TableTransform(rule, schema, far_dates)
 
 
 class TableRouting:
     """Built from the schemas rows are decoded in (the state's target schemas, by source
     table id); made again, not changed, when they change."""
 
-    def __init__(self, routing: Routing, sources: Mapping[str, TableSchema]) -> None:
-        self.routing, self.sources = routing, dict(sources)
+    def __init__(self, routing: Routing, sources: Mapping[str, TableSchema], far_dates: bool = False) -> None:
+        """`far_dates`: whether the targets' dates reach past year 9999 (PostgreSQL's do)."""
+        self.routing, self.sources, self.far_dates = routing, dict(sources), far_dates
         owns: dict[str, tuple[tuple[str, ...], TableTransform | None, TableSchema]] = {}
         groups: dict[str, list[str]] = {}
         for source_id, schema in sorted(self.sources.items()):
             sink_ids = tuple(dict.fromkeys(".".join(s) for s in routing.router.route(schema.database, schema.table)))
             rule = rule_for(routing.transforms, schema.database, schema.table)
-            transform = _compiled(rule, schema)
+            transform = _compiled(rule, schema, far_dates)
             own = transform.target() if transform else schema
             if len(sink_ids) > 1 and not own.row_key:
                 raise DefinitionError(
@@ -130,7 +131,7 @@ class TableRouting:
 
     def __reduce__(self) -> tuple[Any, ...]:
         """Shipped to Spark's executors as its inputs; compiled again there."""
-        return (_shipped, (self.routing, self.sources))
+        return (_shipped, (self.routing, self.sources, self.far_dates))
 
     def route_into(self, source_id: str, sink_id: str) -> RoutedTable:
         return next(route for route in self.routes[source_id] if route.sink_id == sink_id)

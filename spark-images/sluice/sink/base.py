@@ -136,6 +136,7 @@ class Sink(ABC):
     # A split's rows may go to several targets (a table fanned out by ALL_MATCH routes): each
     # SplitRead names its own target table.
     takes_several_targets_of_a_split: bool = True
+    holds_far_dates: bool = False  # its dates reach past year 9999 (a transform's date arithmetic may go there)
     values: TargetValues | None = None  # the target's rules for values it cannot hold as MySQL has them
 
     def attach(self, spark: SparkSession) -> None:  # noqa: B027 - optional hook

@@ -52,7 +52,7 @@ class RoutedSink(Sink):
         made once for one set of schemas (the run's checks and prepare ask for the same)."""
         sources = {s.table_id: s for s in schemas}
         if self.tables is None or self.tables.sources != sources:
-            self.tables = TableRouting(self.routing, sources)
+            self.tables = TableRouting(self.routing, sources, self.inner.holds_far_dates)
         return self.tables
 
     @property
@@ -272,7 +272,7 @@ class RoutedWriter(SinkWriter):
     def _changed(self, evolution: SchemaEvolution) -> tuple[TableRouting, TableRouting, SchemaEvolution]:
         """The routing before and after the source's evolution, and its targets' evolution."""
         current = self.sink.route(evolution.before.values())
-        after = TableRouting(current.routing, evolution.after)
+        after = TableRouting(current.routing, evolution.after, current.far_dates)
         return current, after, SchemaEvolution(current.sinks, current.schema_events(evolution.events, after))
 
     def rereads_after(self, evolution: SchemaEvolution) -> list[str]:

@@ -29,6 +29,27 @@ class InvalidDate(str):
         return cls(f"{year:04d}-{month:02d}-{day:02d}{' ' + time if time else ''}")
 
 
+class FarDate(InvalidDate):
+    """A date or timestamp past year 9999, as date arithmetic in a transform computes it
+    (Flink CDC's Java dates go on to year 999999999): its text as Java prints it
+    (+10000-01-01), and its days from 1970-01-01 (and microseconds into the day, for a
+    timestamp). A target whose dates reach it takes the date (PostgreSQL's go to year
+    5874897, Iceberg's and Delta Lake's further); the others take it as an invalid date."""
+
+    days: int
+    micros: int | None
+
+    def __new__(cls, text: str, days: int, micros: int | None = None) -> FarDate:
+        far = super().__new__(cls, text)
+        far.days, far.micros = days, micros
+        return far
+
+    @property
+    def iso(self) -> str:
+        """Its ISO 8601 text without the sign Java prints (PostgreSQL reads that)."""
+        return self.lstrip("+")
+
+
 def _bits(value: bytes) -> int:
     """The drivers give BIT(n) as big-endian bytes; both paths give it as an int."""
     return int.from_bytes(value, "big")

@@ -16,6 +16,8 @@ from collections.abc import Callable
 from datetime import date, datetime, timedelta
 from typing import Any
 
+from sluice.source.row_decoding import FarDate, InvalidDate
+
 CYCLE = timedelta(days=146097)  # 400 Gregorian years
 _MOST_CYCLES = 2_500_000  # Java's dates end near year 1e9: 400 * 2.5e6
 
@@ -102,6 +104,24 @@ def changed(value: date | FarDatetime, change: Callable[[Any], Any], forward: bo
             return FarDatetime(result, cycles)
         cycles += -1 if cycles > 0 else 1
     return result
+
+
+_EPOCH = datetime(1970, 1, 1)
+
+
+def target_value(value: FarDatetime, far_dates: bool) -> InvalidDate:
+    """A far value as a target column takes it: past year 9999 a FarDate where the target's
+    dates reach it (`far_dates`), else (and before year 1) an invalid date's text."""
+    if value.year <= 9999 or not far_dates:
+        return InvalidDate(str(value))
+    base = _as_datetime(value.base)
+    days = (base - _EPOCH).days + value.cycles * CYCLE.days
+    micros = (
+        None
+        if not isinstance(value.base, datetime)
+        else (base - base.replace(hour=0, minute=0, second=0, microsecond=0)) // timedelta(microseconds=1)
+    )
+    return FarDate(str(value), days, micros)
 
 
 class Shifted:

@@ -9,7 +9,7 @@ from operator import itemgetter
 from sqlglot import exp
 
 from sluice.errors import DefinitionError
-from sluice.source.row_decoding import InvalidDate, Row, RowDecoder
+from sluice.source.row_decoding import Row, RowDecoder
 from sluice.source.schema import Column, TableSchema
 from sluice.source.time_zone import parse_zone_id
 from sluice.transform.expression import (
@@ -20,7 +20,7 @@ from sluice.transform.expression import (
     compile_expression,
 )
 from sluice.transform.expression_parser import DIALECT, parse_filter, parse_projection
-from sluice.transform.far_dates import FarDatetime
+from sluice.transform.far_dates import FarDatetime, target_value
 from sluice.transform.sql_types import type_of
 from sluice.transform.transform_rule import TransformRule
 from sluice.transform.user_functions import UserFunctionFailed
@@ -31,8 +31,10 @@ EVENT_METADATA = ("__data_event_type__", "op_ts")  # differ between the changes 
 class TableTransform:
     """A rule compiled for one source table's schema (the schema rows are decoded in)."""
 
-    def __init__(self, rule: TransformRule, schema: TableSchema) -> None:
-        self.rule, self.source = rule, schema
+    def __init__(self, rule: TransformRule, schema: TableSchema, far_dates: bool = False) -> None:
+        """`far_dates`: whether the target's dates reach past year 9999 (a date there is a
+        FarDate, else an invalid date's text, which sink.zero-date decides)."""
+        self.rule, self.source, self.far_dates = rule, schema, far_dates
         columns = {c.name: (i, type_of(c, rule.tinyint1_as_boolean)) for i, c in enumerate(schema.columns)}
         functions = {f.name.upper(): f for f in rule.functions}
         scope = Scope(columns, zone=parse_zone_id(rule.local_time_zone), functions=functions)
@@ -154,7 +156,7 @@ class TableTransform:
             raise self._failed(exc, row, "projection") from exc
         if any(isinstance(values[i], FarDatetime) for i in self._dated):
             # past year 9999: its text, which each target takes as it takes any date its type cannot hold
-            values = tuple(InvalidDate(str(v)) if isinstance(v, FarDatetime) else v for v in values)
+            values = tuple(target_value(v, self.far_dates) if isinstance(v, FarDatetime) else v for v in values)
         return values
 
     def _failed(self, exc: UserFunctionFailed, row: Row, where: str) -> UserFunctionFailed:

@@ -3,6 +3,9 @@ expression is a boolean column (not 0/1), whichever process reads the snapshot."
 
 from __future__ import annotations
 
+from datetime import date, datetime
+
+import psycopg
 import pytest
 
 from tests.harness import compare
@@ -85,3 +88,56 @@ def test_a_boolean_expression_is_a_boolean_column(tmp_path, mariadb, mariadb_tar
     if target == "iceberg":
         lake = lakehouse_table(sink, f"{source_db}.flags")
         assert str(lake.schema.field("b").type) == "bool"
+
+
+@pytest.mark.parametrize("target", ["postgresql", "iceberg"])
+def test_date_arithmetic_past_year_9999_lands_where_the_target_holds_it(
+    tmp_path, mariadb, postgresql, source_db, target
+):
+    """Flink CDC gives 10000-01-01 for `day_ + INTERVAL '1' DAY` of 9999-12-31. PostgreSQL's
+    DATE and TIMESTAMP hold it, so they get it (it was NULL), in the snapshot and in the
+    binlog phase. pyiceberg cannot write it (its file statistics are Python dates, which end
+    at 9999): an Iceberg target takes it as a date no calendar has, by sink.zero-date."""
+    mariadb.execute(
+        "CREATE TABLE days (id INT PRIMARY KEY, day_ DATE, at_ DATETIME)",
+        "INSERT INTO days VALUES (1, '9999-12-31', '9999-12-31 23:30:00'), (2, '2024-02-28', '2024-02-28 23:30:00')",
+        database=source_db,
+    )
+    sink = iceberg_sink(tmp_path / "lake") if target == "iceberg" else postgres_sink(postgresql)
+    ids = "7396-7397" if target == "iceberg" else "7398-7399"
+    definition = pipeline_yaml(mariadb, f"{source_db}.days", sink, **{"server-id": ids})
+    definition["transform"] = [
+        {
+            "source-table": f"{source_db}.days",
+            "projection": "id, day_ + INTERVAL '1' DAY AS next_day, at_ + INTERVAL '1' HOUR AS next_hour",
+        }
+    ]
+    path = write_pipeline(tmp_path / "pipeline.yaml", definition)
+
+    def write() -> None:
+        mariadb.execute("INSERT INTO days VALUES (3, '9999-12-31', '9999-12-31 23:00:00')", database=source_db)
+
+    if target == "postgresql":
+        expected = [
+            (1, "10000-01-01", "10000-01-01 00:30:00"),
+            (2, "2024-02-29", "2024-02-29 00:30:00"),
+            (3, "10000-01-01", "10000-01-01 00:00:00"),
+        ]
+    else:
+        expected = [(1, None, None), (2, date(2024, 2, 29), datetime(2024, 2, 29, 0, 30)), (3, None, None)]
+
+    def actual() -> list[tuple] | None:
+        if target == "iceberg":
+            lake = lakehouse_table(sink, f"{source_db}.days")
+            columns = ("id", "next_day", "next_hour")
+            return None if lake is None else sorted(zip(*(lake.column(c).to_pylist() for c in columns), strict=True))
+        with postgresql.connect() as conn:
+            try:
+                rows = conn.execute(f'SELECT id, next_day::text, next_hour::text FROM "{source_db}".days').fetchall()
+            except psycopg.errors.UndefinedTable:
+                return None
+        return sorted(rows)
+
+    stream_until_equal(
+        {target: (path, tmp_path / "state")}, sluice_env(mariadb, postgresql), write, lambda: expected, {target: actual}
+    )

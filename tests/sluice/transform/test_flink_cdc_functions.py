@@ -234,11 +234,25 @@ def test_date_arithmetic_past_year_9999_computes_as_flink_cdcs_java_dates(expres
     assert value == expected and type(value) is type(expected)
 
 
-def test_a_target_column_gets_a_date_past_year_9999_as_text_its_invalid_date_rule_takes():
+def test_a_date_past_year_9999_is_an_invalid_dates_text_where_the_targets_dates_end_at_9999():
     from sluice.source.row_decoding import InvalidDate
 
     value = projected("date_ + INTERVAL '1' DAY", date_=date(9999, 12, 31))
     assert type(value) is InvalidDate and value == "+10000-01-01"
+
+
+def test_a_date_past_year_9999_is_a_far_date_where_the_targets_dates_reach_it():
+    """Its text as Java prints it and its days from the epoch (PostgreSQL's dates reach it)."""
+    from sluice.source.row_decoding import FarDate
+
+    projection = "id, date_ + INTERVAL '1' DAY AS d, timestamp_0_ + INTERVAL '1' HOUR AS t"
+    text = f'- {{source-table: db.types, projection: "{projection}"}}'
+    transform = TableTransform(rule_for(parse_transforms(yaml.safe_load(text)), "db", "types"), TYPES, far_dates=True)
+    row = (1, None, None, date(9999, 12, 31), None, datetime(9999, 12, 31, 23, 30))
+    _, day, stamp = transform.project(row, transform.row_meta())
+    assert type(day) is FarDate and day == "+10000-01-01" and day.iso == "10000-01-01"
+    assert day.days == (date(9999, 12, 31) - date(1970, 1, 1)).days + 1 and day.micros is None
+    assert stamp == "+10000-01-01 00:30:00" and stamp.micros == 30 * 60 * 1_000_000
 
 
 @pytest.mark.parametrize("function", ["AI_COMPLETE('completion_model', char_, 'Summarize')", "AI_EMBED('m', char_)"])

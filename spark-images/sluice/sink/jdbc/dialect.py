@@ -62,6 +62,7 @@ class JdbcDialect(ABC):
 
     container: str  # what holds a source database's tables: SCHEMA or DATABASE
     holds_mysql_values: bool  # NUL in strings, dates no calendar has (sink/target_values)
+    holds_far_dates: bool = False  # dates past year 9999 (source/row_decoding's FarDate)
     transactional_ddl: bool  # whether a DDL waits for the transaction's commit (PostgreSQL) or commits at once
     column_type: Callable[[Column], str]
 

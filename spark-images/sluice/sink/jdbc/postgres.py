@@ -18,6 +18,7 @@ from sluice.pipeline.jdbc_url import JdbcUrl
 from sluice.sink.base import PendingCommit
 from sluice.sink.jdbc.dialect import META_SCHEMA, JdbcDialect, TableChanges
 from sluice.sink.jdbc.pg_commit import CopyIn, commit_later, run_now
+from sluice.sink.jdbc.pg_far_dates import register_far_date_dumpers
 from sluice.sink.jdbc.pg_numeric import register_numeric_dumper
 from sluice.sink.jdbc.target_limits import (
     POSTGRES_COLUMNS,
@@ -109,6 +110,7 @@ class StagedChanges(NamedTuple):
 class PostgresDialect(JdbcDialect):
     container = "SCHEMA"
     holds_mysql_values = False
+    holds_far_dates = True  # its dates reach year 5874897 (pg_far_dates dumps them)
     transactional_ddl = True
     commits_later = True
     sql_dialect = "postgres"
@@ -126,6 +128,7 @@ class PostgresDialect(JdbcDialect):
             **tls.libpq_settings(),
         )
         register_numeric_dumper(conn.adapters)
+        register_far_date_dumpers(conn.adapters)
         conn.execute("SET TIME ZONE 'UTC'")
         conn.commit()
         return conn

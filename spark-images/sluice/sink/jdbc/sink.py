@@ -253,6 +253,10 @@ class JdbcSink(TargetRanges, Sink):
     def values(self) -> TargetValues:
         return self.target.values
 
+    @property
+    def holds_far_dates(self) -> bool:  # type: ignore[override]
+        return self.target.dialect.holds_far_dates
+
     def check_target(self, schemas: Sequence[TableSchema]) -> list[SinkError]:
         try:
             conn = self.target.connect()
