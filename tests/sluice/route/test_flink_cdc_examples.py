@@ -176,7 +176,8 @@ def test_a_flink_cdc_yaml_with_python_functions_local_time_soft_deletes_and_key_
     open(context)) and `close`, Flink CDC's inline Python UDF form (`python-code`,
     `python-executable`, `python-files` with a directory and a .zip), a TIMESTAMP column
     formatted on `pipeline.local-time-zone`'s clock, SOFT_DELETE with a key-changing update
-    (Flink's -D and +I), and a hashed column (its key from the environment)."""
+    (Flink's -D and +I), a hashed column (its key from the environment), and two ALL_MATCH
+    routes of the table (into its own name and into a copy)."""
     mariadb.execute(
         "SET time_zone = '+00:00'",
         "CREATE TABLE orders (id INT PRIMARY KEY, qty INT, note VARCHAR(16), ts TIMESTAMP NULL)",
@@ -201,6 +202,11 @@ def test_a_flink_cdc_yaml_with_python_functions_local_time_soft_deletes_and_key_
     }
     path.write_text(
         source_block(mariadb, f"{source_db}.orders", "6960-6963", **options) + f"sink:\n{sink}"
+        "route:\n"  # ALL_MATCH, Flink CDC's default: the table goes into both
+        f"  - source-table: {source_db}.orders\n"
+        f"    sink-table: {source_db}.orders\n"
+        f"  - source-table: {source_db}.orders\n"
+        f"    sink-table: {source_db}.orders_copy\n"
         "transform:\n"
         f"  - source-table: {source_db}.orders\n"
         "    projection: \\*, addone(qty) AS qty_plus, format('%s/%s', note, qty) AS label, py_label(note, qty) AS "
@@ -241,20 +247,22 @@ def test_a_flink_cdc_yaml_with_python_functions_local_time_soft_deletes_and_key_
     second = first | {4: row(4, 40, "n4", "+U", 7), 32: row(32, 6, "new", "+I", 5)}
     columns = ("id", "qty_plus", "label", "shouted", "op", "local_ts", "note_hash", "extra")
 
-    def rows(wanted: tuple[str, ...]) -> Callable[[], list[tuple] | None]:
-        def read() -> list[tuple] | None:
+    def rows(wanted: tuple[str, ...]) -> Callable[[], tuple[list[tuple] | None, ...]]:
+        """Both targets' rows (each the same)."""
+
+        def read(table_name: str) -> list[tuple] | None:
             if target == "postgresql":
                 try:
-                    found = compare.postgres_rows(postgresql, source_db, "orders", ", ".join(wanted))
+                    found = compare.postgres_rows(postgresql, source_db, table_name, ", ".join(wanted))
                 except psycopg.errors.Error:  # not created yet, or not altered yet
                     return None
                 return sorted(found)
-            table = lakehouse_table(iceberg_sink(tmp_path), f"{source_db}.orders")
+            table = lakehouse_table(iceberg_sink(tmp_path), f"{source_db}.{table_name}")
             if table is None or not set(wanted) <= set(table.column_names):
                 return None
             return sorted(zip(*(table.column(c).to_pylist() for c in wanted), strict=True))
 
-        return read
+        return lambda: (read("orders"), read("orders_copy"))
 
     def write_first() -> None:
         mariadb.execute(
@@ -278,10 +286,10 @@ def test_a_flink_cdc_yaml_with_python_functions_local_time_soft_deletes_and_key_
     env = {**sluice_env(mariadb, postgresql), "NOTE_KEY": "note-key"}  # on Kubernetes: spec.secretEnv
     pipelines = {target: (path, tmp_path / "state")}
     without_extra = sorted(r[:-1] for r in first.values())
-    stream_until_equal(pipelines, env, write_first, lambda: without_extra, {target: rows(columns[:-1])})
+    stream_until_equal(pipelines, env, write_first, lambda: (without_extra,) * 2, {target: rows(columns[:-1])})
     said = [line.split()[0] for line in lifecycle.read_text().splitlines()]
     assert said.count("open") >= 2 and said.count("open") == said.count("close"), said  # driver and executors
-    stream_until_equal(pipelines, env, write_second, lambda: sorted(second.values()), {target: rows(columns)})
+    stream_until_equal(pipelines, env, write_second, lambda: (sorted(second.values()),) * 2, {target: rows(columns)})
 
 
 @pytest.mark.parametrize("on_executors", [True, False])
