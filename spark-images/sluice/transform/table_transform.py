@@ -35,6 +35,7 @@ class TableTransform:
         """`far_dates`: whether the target's dates reach past year 9999 (a date there is a
         FarDate, else an invalid date's text, which sink.zero-date decides)."""
         self.rule, self.source, self.far_dates = rule, schema, far_dates
+        self._key_text = RowDecoder(schema).key_text  # names a row in a failure
         columns = {c.name: (i, type_of(c, rule.tinyint1_as_boolean)) for i, c in enumerate(schema.columns)}
         functions = {f.name.upper(): f for f in rule.functions}
         scope = Scope(columns, zone=parse_zone_id(rule.local_time_zone), functions=functions)
@@ -138,33 +139,28 @@ class TableTransform:
 
     def image(self, row: Row, meta: Meta) -> Row | None:
         """The row as its target holds it; None where the filter keeps it out."""
-        return self.project(row, meta) if self.keeps(row, meta) else None
-
-    def keeps(self, row: Row, meta: Meta) -> bool:
+        where = "filter"
         try:
-            return self.filter is None or bool(self.filter.evaluate(row, meta))
-        except UserFunctionFailed as exc:
-            raise self._failed(exc, row, "filter") from exc
+            if self.filter is not None and not self.filter.evaluate(row, meta):
+                return None
+            where = "projection"
+            return self.project(row, meta)
+        except UserFunctionFailed as exc:  # named with the rule, the table and the row's key
+            raise UserFunctionFailed(
+                exc.name,
+                exc.__cause__ or exc,
+                f"{self.rule.where}.{where} ({self.source.table_id}, {self._key_text(row)})",
+            ) from exc
 
     def project(self, row: Row, meta: Meta) -> Row:
         if self._fast is not None:
             value = self._fast(row)
             return value if isinstance(value, tuple) else (value,)
-        try:
-            values = tuple(v.evaluate(row, meta) for v in self._values)
-        except UserFunctionFailed as exc:
-            raise self._failed(exc, row, "projection") from exc
+        values = tuple(v.evaluate(row, meta) for v in self._values)
         if any(isinstance(values[i], FarDatetime) for i in self._dated):
-            # past year 9999: its text, which each target takes as it takes any date its type cannot hold
+            # past year 9999: what each target takes of a date its type may not hold
             values = tuple(target_value(v, self.far_dates) if isinstance(v, FarDatetime) else v for v in values)
         return values
-
-    def _failed(self, exc: UserFunctionFailed, row: Row, where: str) -> UserFunctionFailed:
-        """The failure, naming the rule, the table and the row."""
-        key = RowDecoder(self.source).key_text(row)
-        return UserFunctionFailed(
-            exc.name, exc.__cause__ or exc, f"{self.rule.where}.{where} ({self.source.table_id}, {key})"
-        )
 
     @property
     def deterministic(self) -> bool:

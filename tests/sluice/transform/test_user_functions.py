@@ -93,14 +93,14 @@ def test_a_function_is_called_by_name_in_a_projection_and_typed_by_its_annotatio
 
 def test_a_function_may_decide_a_filter(functions):
     transform = compiled("id", functions, filter_="addone(qty) > 5")
-    assert transform.keeps((1, 5, None), transform.row_meta())
-    assert not transform.keeps((1, 4, None), transform.row_meta())
+    assert transform.image((1, 5, None), transform.row_meta())
+    assert not transform.image((1, 4, None), transform.row_meta())
 
 
 def test_a_function_that_raises_names_itself_the_rule_the_table_and_the_row(functions):
     transform = compiled("id, refuses(qty) AS r", functions)
     with pytest.raises(UserFunctionFailed) as failed:
-        transform.project((42, 3, None), transform.row_meta())
+        transform.image((42, 3, None), transform.row_meta())
     assert str(failed.value) == (
         "transform[0].projection (shop.orders, id=42): user-defined function refuses failed: ValueError: cannot take 3"
     )
