@@ -4,6 +4,8 @@ merged table changes once for all its members)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pytest
 
 from sluice.errors import DefinitionError, SinkError
@@ -163,16 +165,23 @@ def test_a_table_without_a_key_is_not_fanned_out():
         tables(rules, keyless)
 
 
-def test_updates_moving_rows_across_the_filter_delete_and_insert_them():
-    current = tables(routing(transform=[{"source-table": "app.users", "filter": "qty > 10"}]), shard("app", "users"))
-    schema = current.routes["app.users"][0].own
+def updated(current: TableRouting, table_id: str) -> Callable[[tuple, tuple], list[tuple[RowKind, tuple]]]:
+    """What an update of the table's row from one image to another becomes in its target."""
+    schema = current.routes[table_id][0].own
 
-    def update(before, after_) -> list[tuple[RowKind, tuple]]:
+    def update(before: tuple, after_: tuple) -> list[tuple[RowKind, tuple]]:
         rows = [
             ChangeRow(schema, RowKind.UPDATE_BEFORE, before, 0, AT),
             ChangeRow(schema, RowKind.UPDATE_AFTER, after_, 0, AT),
         ]
         return [(r.kind, r.row) for r in current.change_rows(rows)]
+
+    return update
+
+
+def test_updates_moving_rows_across_the_filter_delete_and_insert_them():
+    current = tables(routing(transform=[{"source-table": "app.users", "filter": "qty > 10"}]), shard("app", "users"))
+    update = updated(current, "app.users")
 
     assert update((1, "a", 20), (1, "a", 5)) == [(RowKind.DELETE, (1, "a", 20))]
     assert update((1, "a", 5), (1, "a", 20)) == [(RowKind.INSERT, (1, "a", 20))]
@@ -181,7 +190,7 @@ def test_updates_moving_rows_across_the_filter_delete_and_insert_them():
         (RowKind.UPDATE_BEFORE, (1, "a", 20)),
         (RowKind.UPDATE_AFTER, (1, "b", 30)),
     ]
-    deleted = [ChangeRow(schema, RowKind.DELETE, (3, "a", 1), 0, AT)]
+    deleted = [ChangeRow(current.routes["app.users"][0].own, RowKind.DELETE, (3, "a", 1), 0, AT)]
     assert current.change_rows(deleted) == []  # the filter never let it in
 
 
@@ -197,14 +206,7 @@ def test_an_update_that_changes_the_key_is_a_delete_and_an_insert_as_flink_cdcs_
         ]
     )
     current = tables(rules, shard("app", "users"))
-    schema = current.routes["app.users"][0].own
-
-    def update(before, after_) -> list[tuple[RowKind, tuple]]:
-        rows = [
-            ChangeRow(schema, RowKind.UPDATE_BEFORE, before, 0, AT),
-            ChangeRow(schema, RowKind.UPDATE_AFTER, after_, 0, AT),
-        ]
-        return [(r.kind, r.row) for r in current.change_rows(rows)]
+    update = updated(current, "app.users")
 
     # the old row stays, soft-deleted (-D); the new one comes in as an insert (+I)
     assert update((3, "a", 20), (7, "a", 20)) == [
