@@ -7,6 +7,7 @@ server of a replication topology, so a pipeline can resume on a promoted replica
 
 from __future__ import annotations
 
+import re
 from typing import Protocol
 
 
@@ -34,22 +35,27 @@ class MariadbGtidPosition:
 
 
 class MysqlGtidSet:
-    """MySQL's form: per source uuid, the closed intervals of transaction numbers."""
+    """MySQL's form: per source uuid (and, from 8.3, per tag), the closed intervals of
+    transaction numbers. `uuid:1-5:etl:1-3` holds untagged 1-5 and etl's 1-3."""
 
     def __init__(self, text: str) -> None:
-        self._intervals: dict[str, list[list[int]]] = {}
+        self._intervals: dict[tuple[str, str], list[list[int]]] = {}
         for part in filter(None, (p.strip() for p in text.replace("\n", "").split(","))):
-            sid, *ranges = part.split(":")
-            for item in ranges:
+            sid, *items = part.split(":")
+            tag = ""
+            for item in items:
+                if not item[:1].isdigit():  # a tag: the intervals after it are its own
+                    tag = _tag(item, part)
+                    continue
                 first, _, last = item.partition("-")
-                self._add_range(sid.lower(), int(first), int(last or first))
+                self._add_range((sid.lower(), tag), int(first), int(last or first))
 
     def add(self, gtid: str) -> None:
-        sid, number = gtid.rsplit(":", 1)
-        self._add_range(sid.lower(), int(number), int(number))
+        sid, *tag, number = gtid.split(":")
+        self._add_range((sid.lower(), _tag(tag[0], gtid) if tag else ""), int(number), int(number))
 
-    def _add_range(self, sid: str, first: int, last: int) -> None:
-        intervals = self._intervals.setdefault(sid, [])
+    def _add_range(self, key: tuple[str, str], first: int, last: int) -> None:
+        intervals = self._intervals.setdefault(key, [])
         if intervals and intervals[-1][1] + 1 == first:  # the usual case: the next number
             intervals[-1][1] = last
             return
@@ -59,13 +65,24 @@ class MysqlGtidSet:
                 merged[-1][1] = max(merged[-1][1], interval[1])
             else:
                 merged.append(list(interval))
-        self._intervals[sid] = merged
+        self._intervals[key] = merged
 
     def __str__(self) -> str:
-        return ",".join(
-            sid + "".join(f":{a}" if a == b else f":{a}-{b}" for a, b in intervals)
-            for sid, intervals in sorted(self._intervals.items())
-        )
+        """As MySQL prints it: by source, its untagged intervals, then each tag's."""
+        sources: dict[str, list[str]] = {}
+        for (sid, tag), intervals in sorted(self._intervals.items()):
+            numbers = "".join(f":{a}" if a == b else f":{a}-{b}" for a, b in intervals)
+            sources.setdefault(sid, []).append(f":{tag}{numbers}" if tag else numbers)
+        return ",".join(sid + "".join(parts) for sid, parts in sources.items())
+
+
+def _tag(text: str, where: str) -> str:
+    """A GTID tag as MySQL keeps it: lower case; up to 32 letters, digits and underscores,
+    not beginning with a digit."""
+    tag = text.strip().lower()
+    if not re.fullmatch(r"[a-z_][a-z0-9_]{0,31}", tag):
+        raise ValueError(f"'{text}' in the GTID set {where!r} is neither a transaction range nor a tag")
+    return tag
 
 
 def gtid_state(text: str, mariadb: bool) -> GtidState:

@@ -54,3 +54,16 @@ def test_a_set_contains_another_when_it_holds_each_of_its_transactions():
     assert contains("0-1-42,9-22-3", "0-2-40") and contains("0-2-44", "0-1-44")  # domains order, not servers
     assert not contains("0-1-42", "0-1-43") and not contains("0-1-42", "5-1-1")
     assert contains("", "") and contains("0-1-1", "")
+
+
+def test_mysql_tagged_gtids_are_kept_per_tag_as_mysql_8_3_writes_them():
+    """MySQL 8.3+ tags GTIDs (`uuid:tag:n`); a set lists a source's untagged intervals first,
+    then each tag (lower case, in order) with its own (issue 59, point 2: int() of a tag
+    stopped the reader)."""
+    state = gtid_state(f"{A}:1-5:ETL:1-3:7,{B}:batch:2", mariadb=False)
+    state.add(f"{A}:etl:4")
+    state.add(f"{A}:6")
+    state.add(f"{B}:1")
+    assert str(state) == f"{A}:1-6:etl:1-4:7,{B}:1:batch:2"
+    assert contains(str(state), f"{A}:etl:2-3") and not contains(str(state), f"{A}:etl:5")
+    assert not contains(f"{A}:1-9", f"{A}:etl:1")  # a tagged transaction is not the untagged one
