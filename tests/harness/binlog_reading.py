@@ -5,9 +5,10 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping
 from typing import Any
 
-from sluice.binlog.ddl.ddl_reader import DdlFollowing, SchemaChange
+from sluice.binlog.ddl.ddl_reader import DdlFollowing
 from sluice.binlog.rows.event_reader import Replica
 from sluice.binlog.transaction_reader import BinlogSource, Heartbeat, Transaction, read_transactions
+from sluice.event.schema_change import SchemaChange
 from sluice.source.offset import BinlogOffset
 from sluice.source.schema import TableSchema
 from tests.harness.services import MariaDB

@@ -28,7 +28,7 @@ from pymysqlreplication.event import (
     XidEvent,
 )
 
-from sluice.binlog.ddl.ddl_reader import DdlFollowing, DdlReader, SchemaChange
+from sluice.binlog.ddl.ddl_reader import DdlFollowing, DdlReader
 from sluice.binlog.protocol.event_stream import BinlogEventStream, BinlogRowsEvent
 from sluice.binlog.rows.event_reader import (
     Following,
@@ -44,6 +44,7 @@ from sluice.errors import PositionPurged, SourceError, SourceUnavailable
 from sluice.event.schema_change import (
     CreateTable,
     RenameTable,
+    SchemaChange,
 )
 from sluice.source.gtid_state import GtidState, gtid_state
 from sluice.source.offset import BinlogOffset

@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import dataclasses
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+from sluice.source.offset import BinlogOffset
 from sluice.source.schema import Column, TableSchema
 
 
@@ -346,3 +347,31 @@ def as_spelled(
             del names[event.table_id]
         result.append(event)
     return result
+
+
+@dataclass(frozen=True)
+class SchemaChange:
+    """A DDL statement on captured tables. The binlog phase commits everything before
+    `position` before it lets the coordinator decide on it.
+
+    A statement the reader cannot read comes twice: first with no events, naming the tables
+    it touched (`unread`); then at each such table's next rows, whose table map tells the
+    new layout, with the events that take the table there (`position` is the start of that
+    rows event's transaction, or the rows event itself in a transaction given in pieces)."""
+
+    position: BinlogOffset  # where the DDL starts: its change id
+    resume_at: BinlogOffset  # right after it
+    statement: str
+    events: tuple[SchemaChangeEvent, ...]
+    timestamp: int
+    reread: tuple[str, ...] = ()  # tables whose rows it changed without row events
+    unread: tuple[str, ...] = ()  # tables whose layout their next table map will tell
+    migrations: Mapping[str, Any] | None = None  # the online schema changes in progress after it (state)
+    relaid: bool = False  # the events come from a table map (then `reread` is where the sink can)
+    settled: tuple[str, ...] = ()  # tables whose layout this table map change settles (no longer unread)
+    undecided: str = ""  # why the table map leaves the change open: it waits for approval
+
+    def unread_after(self, unread: Sequence[str]) -> list[str]:
+        """The tables waiting for their table map after this change, given those before."""
+        waiting = [*unread, *(t for t in self.unread if t not in unread)]
+        return [t for t in waiting if t not in self.settled]

@@ -29,12 +29,13 @@ from typing import Any
 from sluice.binlog.binlog_split import BinlogSplit
 from sluice.binlog.binlog_split_reader import BinlogSplitReader
 from sluice.binlog.ddl.ddl_context import Captured
-from sluice.binlog.ddl.ddl_reader import DdlFollowing, SchemaChange
+from sluice.binlog.ddl.ddl_reader import DdlFollowing
 from sluice.binlog.rows.event_reader import Replica
 from sluice.binlog.rows.image_completion import TargetNeeds
 from sluice.binlog.transaction_reader import BinlogSource, Heartbeat, Transaction, read_transactions
 from sluice.coordinator.schema_change import short_statement
 from sluice.event.row_change import ChangeBatch
+from sluice.event.schema_change import SchemaChange
 from sluice.route.routing import Routing
 from sluice.runtime.commit_pipeline import CommitPipeline, OnCommit, OnProgress
 from sluice.runtime.reader_process import END

@@ -32,11 +32,11 @@ from collections.abc import Callable, Iterator, Mapping
 from multiprocessing.connection import Connection
 from typing import Any
 
-from sluice.binlog.ddl.ddl_reader import SchemaChange
 from sluice.binlog.rows.event_reader import RowsEvent
 from sluice.binlog.rows.row_image_decoder import RowImageDecoder
 from sluice.binlog.transaction_reader import Heartbeat, Transaction
 from sluice.errors import SourceError
+from sluice.event.schema_change import SchemaChange
 from sluice.source.offset import BinlogOffset
 from sluice.source.schema import TableSchema
 

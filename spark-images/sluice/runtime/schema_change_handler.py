@@ -10,7 +10,6 @@ import logging
 from collections.abc import Callable, Collection, Sequence
 
 from sluice.binlog.binlog_split import BinlogSplit
-from sluice.binlog.ddl.ddl_reader import SchemaChange
 from sluice.coordinator.schema_change import (
     Effects,
     SchemaChangeFailed,
@@ -23,7 +22,14 @@ from sluice.coordinator.schema_change import (
 )
 from sluice.errors import SchemaDrift, SluiceError
 from sluice.event.row_change import ChangeBatch
-from sluice.event.schema_change import CreateTable, DropTable, RenameTable, SchemaChangeEvent, SchemaEvolution
+from sluice.event.schema_change import (
+    CreateTable,
+    DropTable,
+    RenameTable,
+    SchemaChange,
+    SchemaChangeEvent,
+    SchemaEvolution,
+)
 from sluice.failpoints import failpoint
 from sluice.runtime.binlog_streaming import Resumed
 from sluice.runtime.progress import BinlogProgress

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pymysql
 import pytest
 
-from sluice.binlog.ddl.ddl_reader import SchemaChange
+from sluice.event.schema_change import SchemaChange
 from sluice.source.schema import read_table_schema
 from tests.harness.binlog_reading import position, read_between
 

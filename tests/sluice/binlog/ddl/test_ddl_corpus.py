@@ -25,10 +25,10 @@ from pathlib import Path
 import pymysql
 import pytest
 
-from sluice.binlog.ddl.ddl_reader import DdlFollowing, SchemaChange
+from sluice.binlog.ddl.ddl_reader import DdlFollowing
 from sluice.binlog.rows.event_reader import Replica
 from sluice.binlog.transaction_reader import BinlogSource, read_transactions
-from sluice.event.schema_change import SchemaEvolution
+from sluice.event.schema_change import SchemaChange, SchemaEvolution
 from sluice.source.offset import BinlogOffset
 from sluice.source.schema import TableSchema, read_table_schema
 from tests.harness.services import MariaDB, start_mariadb

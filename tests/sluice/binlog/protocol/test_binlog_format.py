@@ -10,11 +10,11 @@ from datetime import datetime
 import pytest
 
 from sluice.binlog import transaction_reader
-from sluice.binlog.ddl.ddl_reader import SchemaChange
 from sluice.binlog.protocol.binlog_format import BinlogFormat, UnknownEvent
 from sluice.binlog.transaction_reader import Transaction
 from sluice.errors import SourceError
 from sluice.event.row_change import RowKind
+from sluice.event.schema_change import SchemaChange
 from sluice.source.schema import read_table_schema
 from tests.harness.binlog_reading import position, read_between
 

@@ -9,7 +9,6 @@ from types import SimpleNamespace
 
 from pymysqlreplication.constants import FIELD_TYPE
 
-from sluice.binlog.ddl.ddl_reader import SchemaChange
 from sluice.binlog.rows.table_map_layout import as_the_server_spells, binlog_shape, layout_change, table_map_columns
 from sluice.binlog.transaction_reader import Transaction
 from sluice.event.schema_change import (
@@ -19,6 +18,7 @@ from sluice.event.schema_change import (
     CreateTable,
     DropColumn,
     RenameColumn,
+    SchemaChange,
 )
 from sluice.source.schema import Column, TableSchema, read_table_schema
 from tests.harness.binlog_reading import position, read_between
