@@ -186,18 +186,18 @@ def _datetime2(fsp: int) -> ColumnReader:
         f"packed >> {12 + bits} & 0x1F, packed >> {6 + bits} & 0x3F, packed >> {bits} & 0x3F, "
         f"(packed & {(1 << bits) - 1}) * {unit})\n"
         "except ValueError:  # zero or partial dates, year 0: their text, as the SELECT path gives it\n"
-        f"    {{value}} = {{invalid}}(year_month // 13, year_month % 13, packed >> {17 + bits} & 0x1F, "
+        f"    {{value}} = {{invalid}}((year_month // 13, year_month % 13, packed >> {17 + bits} & 0x1F, "
         f"packed >> {12 + bits} & 0x1F, packed >> {6 + bits} & 0x3F, packed >> {bits} & 0x3F, "
-        f"(packed & {(1 << bits) - 1}) * {unit}, {fsp})",
+        f"(packed & {(1 << bits) - 1}) * {unit}), {fsp})",
         {"datetime": datetime, "invalid": _invalid_datetime},
     )
     return ColumnReader(inline, ("datetime2", fsp, _invalid_datetime))
 
 
-def _invalid_datetime(
-    year: int, month: int, day: int, hour: int, minute: int, second: int, micros: int, fsp: int
-) -> InvalidDate:
-    """The server's text of a DATETIME(fsp) no calendar has."""
+def _invalid_datetime(parts: tuple[int, int, int, int, int, int, int], fsp: int) -> InvalidDate:
+    """The server's text of a DATETIME(fsp) no calendar has, from its year, month, day, hour,
+    minute, second and microseconds."""
+    year, month, day, hour, minute, second, micros = parts
     fraction = f".{micros:06d}"[: fsp + 1] if fsp else ""
     return InvalidDate.of(year, month, day, f"{hour:02d}:{minute:02d}:{second:02d}{fraction}")
 
@@ -265,7 +265,7 @@ def _old_datetime(data: bytes, pos: int) -> tuple[datetime | InvalidDate, int]:
     try:
         return datetime(*parts), pos + 8
     except ValueError:
-        return _invalid_datetime(*parts, 0, 0), pos + 8
+        return _invalid_datetime((*parts, 0), 0), pos + 8
 
 
 def _json_text(value: Any) -> str:

@@ -95,7 +95,7 @@ datetime_or_invalid(const Op *op, int year, int month, int day, int hour, int mi
     if (value != NULL || !PyErr_ExceptionMatches(PyExc_ValueError))
         return value;
     PyErr_Clear();
-    return PyObject_CallFunction(op->object, "iiiiiiil", year, month, day, hour, minute, second, micros, op->a);
+    return PyObject_CallFunction(op->object, "(iiiiiii)l", year, month, day, hour, minute, second, micros, op->a);
 }
 
 static const long long TIME_UNITS[4] = {1000000, 10000, 100, 1}; /* microseconds per stored unit */

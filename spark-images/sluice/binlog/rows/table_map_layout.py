@@ -69,8 +69,26 @@ def table_map_columns(table: Any) -> tuple[Column, ...]:
 
 
 def _column(column: Any, nullable: bool) -> Column:
-    kind = column.type
     collation = column.collation_name
+    column_type, char_length, precision, scale = _column_type(column, collation)
+    data_type = re.split(r"[\s(]", column_type, maxsplit=1)[0]
+    text = data_type in ("char", "varchar", "tinytext", "text", "mediumtext", "longtext", "enum", "set")
+    return Column(
+        name=column.name,
+        data_type=data_type,
+        column_type=column_type,
+        nullable=nullable,
+        collation=collation if text else None,
+        char_length=char_length,
+        numeric_precision=precision,
+        numeric_scale=scale,
+    )
+
+
+def _column_type(column: Any, collation: str | None) -> tuple[str, int | None, int | None, int | None]:
+    """The column's type as MySQL spells it, from its table map entry, with its length (or
+    precision and scale)."""
+    kind = column.type
     charset = (collation or "binary").split("_", 1)[0]
     binary = charset == "binary"
     char_length = precision = scale = None
@@ -118,18 +136,7 @@ def _column(column: Any, nullable: bool) -> Column:
         FIELD_TYPE.YEAR,
     ):
         column_type += " unsigned"
-    data_type = re.split(r"[\s(]", column_type, maxsplit=1)[0]
-    text = data_type in ("char", "varchar", "tinytext", "text", "mediumtext", "longtext", "enum", "set")
-    return Column(
-        name=column.name,
-        data_type=data_type,
-        column_type=column_type,
-        nullable=nullable,
-        collation=collation if text else None,
-        char_length=char_length,
-        numeric_precision=precision,
-        numeric_scale=scale,
-    )
+    return column_type, char_length, precision, scale
 
 
 def binlog_shape(column: Column) -> str:
