@@ -130,6 +130,42 @@ flag(PyObject *object, const char *name)
     return truth;
 }
 
+/* A packed integer at *at (the rows event's column count), moving *at past it; -1 where
+   the body ends first or the first byte is no packed length. */
+static int
+packed_count(const unsigned char *p, Py_ssize_t n, Py_ssize_t *at, unsigned long long *count)
+{
+    int first = p[*at];
+    if (first < 251) {
+        *count = (unsigned long long)first;
+        *at += 1;
+        return 0;
+    }
+    if (first < 252 || first > 254)
+        return -1;
+    int width = first == 252 ? 2 : first == 253 ? 3 : 8;
+    if (*at + 1 + width > n)
+        return -1;
+    *count = little_endian(p + *at + 1, width);
+    *at += 1 + width;
+    return 0;
+}
+
+/* The present-columns bitmaps of a rows event's images, each `width` bytes. */
+static PyObject *
+bitmaps(const unsigned char *p, Py_ssize_t images, Py_ssize_t width)
+{
+    PyObject *present = PyTuple_New(images);
+    for (Py_ssize_t i = 0; present != NULL && i < images; i++) {
+        PyObject *bitmap = PyBytes_FromStringAndSize((const char *)p + i * width, width);
+        if (bitmap == NULL)
+            Py_CLEAR(present);
+        else
+            PyTuple_SET_ITEM(present, i, bitmap);
+    }
+    return present;
+}
+
 /* A rows event (its header made already); None (new reference) where the Python parser is
  * left to it. */
 static PyObject *
@@ -166,19 +202,8 @@ rows_event(const unsigned char *p, Py_ssize_t n, int type, PyObject *header, PyO
     if (at < BODY || at >= n)
         return Py_NewRef(Py_None);
     unsigned long long columns;
-    int first = p[at];
-    if (first < 251) {
-        columns = first;
-        at += 1;
-    } else if (first >= 252 && first <= 254) {
-        int width = first == 252 ? 2 : first == 253 ? 3 : 8;
-        if (at + 1 + width > n)
-            return Py_NewRef(Py_None);
-        columns = little_endian(p + at + 1, width);
-        at += 1 + width;
-    } else {
+    if (packed_count(p, n, &at, &columns) < 0)
         return Py_NewRef(Py_None);
-    }
     int checksum = flag(fmt, "checksum");
     if (checksum < 0)
         return NULL;
@@ -188,14 +213,7 @@ rows_event(const unsigned char *p, Py_ssize_t n, int type, PyObject *header, PyO
     Py_ssize_t width = (Py_ssize_t)((columns + 7) / 8);
     if (at + images * width > end)
         return Py_NewRef(Py_None);
-    PyObject *present = PyTuple_New(images);
-    for (Py_ssize_t i = 0; present != NULL && i < images; i++) {
-        PyObject *bitmap = PyBytes_FromStringAndSize((const char *)p + at + i * width, width);
-        if (bitmap == NULL)
-            Py_CLEAR(present);
-        else
-            PyTuple_SET_ITEM(present, i, bitmap);
-    }
+    PyObject *present = bitmaps(p + at, images, width);
     at += images * width;
     PyObject *items[5] = {
         Py_NewRef(PyTuple_GET_ITEM(kinds, version2 ? type - 0x1E : type - 0x17)),
@@ -207,40 +225,37 @@ rows_event(const unsigned char *p, Py_ssize_t n, int type, PyObject *header, PyO
     return tuple_of(rows_type, 5, items);
 }
 
-/* The event a packet of one of the four types holds, its header made already. */
+/* An XID or a MariaDB GTID event, its header made already; `skipped` where not wanted. */
 static PyObject *
-event_with(const unsigned char *p, Py_ssize_t n, int type, PyObject *header, PyObject *table_map, PyObject *fmt,
-           long wanted)
+transaction_event(const unsigned char *p, Py_ssize_t n, int type, PyObject *header, long wanted)
 {
-    if (type == TABLE_MAP) /* a table id mapped already (parse checked): frozen, nothing new */
+    int gtid = type == MARIADB_GTID;
+    if (!(wanted & (gtid ? WANT_GTID : WANT_XID)))
         return Py_NewRef(skipped);
-    if (type == XID || type == MARIADB_GTID) {
-        int gtid = type == MARIADB_GTID;
-        if (!(wanted & (gtid ? WANT_GTID : WANT_XID)))
-            return Py_NewRef(skipped);
-        if (n < BODY + (gtid ? 13 : 8))
-            return Py_NewRef(Py_None);
-        PyObject *timestamp = Py_NewRef(PyTuple_GET_ITEM(header, 0));
-        if (!gtid) {
-            const char *names[3] = {"packet", "timestamp", "xid"};
-            PyObject *values[3] = {Py_NewRef(header), timestamp,
-                                   PyLong_FromUnsignedLongLong(little_endian(p + BODY, 8))};
-            return event_of(xid_type, names, values, 3);
-        }
-        const char *names[4] = {"packet", "timestamp", "gtid", "flags"};
-        PyObject *values[4] = {
-            Py_NewRef(header),
-            timestamp,
-            PyUnicode_FromFormat("%lu-%lu-%llu", (unsigned long)little_endian(p + BODY + 8, 4),
-                                 (unsigned long)little_endian(p + 6, 4), little_endian(p + BODY, 8)),
-            PyLong_FromLong(p[BODY + 12]),
-        };
-        return event_of(gtid_type, names, values, 4);
+    if (n < BODY + (gtid ? 13 : 8))
+        return Py_NewRef(Py_None);
+    PyObject *timestamp = Py_NewRef(PyTuple_GET_ITEM(header, 0));
+    if (!gtid) {
+        const char *names[3] = {"packet", "timestamp", "xid"};
+        PyObject *values[3] = {Py_NewRef(header), timestamp, PyLong_FromUnsignedLongLong(little_endian(p + BODY, 8))};
+        return event_of(xid_type, names, values, 3);
     }
-    int bit = (type == 0x17 || type == 0x1E) ? WANT_INSERT : (type == 0x18 || type == 0x1F) ? WANT_UPDATE : WANT_DELETE;
-    if (!(wanted & bit))
-        return Py_NewRef(skipped);
-    return rows_event(p, n, type, header, table_map, fmt);
+    const char *names[4] = {"packet", "timestamp", "gtid", "flags"};
+    PyObject *values[4] = {
+        Py_NewRef(header),
+        timestamp,
+        PyUnicode_FromFormat("%lu-%lu-%llu", (unsigned long)little_endian(p + BODY + 8, 4),
+                             (unsigned long)little_endian(p + 6, 4), little_endian(p + BODY, 8)),
+        PyLong_FromLong(p[BODY + 12]),
+    };
+    return event_of(gtid_type, names, values, 4);
+}
+
+/* The WANT_ bit of a rows event's kind. */
+static long
+rows_kind(int type)
+{
+    return (type == 0x17 || type == 0x1E) ? WANT_INSERT : (type == 0x18 || type == 0x1F) ? WANT_UPDATE : WANT_DELETE;
 }
 
 /* 1 if the event packet's checksum holds or it has none, 0 if not, -1 on an error. */
@@ -299,7 +314,13 @@ parse(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     PyObject *header = header_of(p, stream, fmt);
     if (header == NULL)
         return NULL;
-    PyObject *event = event_with(p, n, type, header, table_map, fmt, wanted);
+    PyObject *event;
+    if (type == TABLE_MAP) /* a table id mapped already (checked above): frozen, nothing new */
+        event = Py_NewRef(skipped);
+    else if (type == XID || type == MARIADB_GTID)
+        event = transaction_event(p, n, type, header, wanted);
+    else
+        event = wanted & rows_kind(type) ? rows_event(p, n, type, header, table_map, fmt) : Py_NewRef(skipped);
     Py_DECREF(header);
     return event;
 }

@@ -26,6 +26,80 @@ typedef struct {
 } Program;
 
 static int
+parse_decimal(PyObject *instruction, Op *op)
+{
+    PyObject *ignored;
+    if (!PyArg_ParseTuple(instruction, "OllO", &ignored, &op->a, &op->b, &op->object))
+        return -1;
+    long whole = op->a - op->b, scale = op->b;
+    if (whole < 0 || scale < 0 || op->a < 1 || op->a > 65 || scale > 38) {
+        PyErr_Format(PyExc_ValueError, "DECIMAL(%ld,%ld)", op->a, op->b);
+        return -1;
+    }
+    int digits[10], n = 0;
+    digits[n++] = (int)(whole % 9);
+    for (long g = 0; g < whole / 9 + scale / 9; g++)
+        digits[n++] = 9;
+    digits[n++] = (int)(scale % 9);
+    op->groups = 0;
+    op->size = 0;
+    for (int g = 0; g < n; g++)
+        if (digits[g]) {
+            op->group_digits[op->groups++] = digits[g];
+            op->size += DECIMAL_GROUP_BYTES[digits[g]];
+        }
+    return 0;
+}
+
+/* The instruction's arguments, checked: what a corrupt table map could make them. */
+static int
+parse_arguments(PyObject *instruction, Op *op)
+{
+    PyObject *ignored;
+    switch (op->code) {
+    case OP_INT:
+        if (!PyArg_ParseTuple(instruction, "Oll", &ignored, &op->a, &op->b))
+            return -1;
+        if (op->a < 1 || op->a > 8) {
+            PyErr_Format(PyExc_ValueError, "an integer of %ld bytes", op->a);
+            return -1;
+        }
+        return 0;
+    case OP_DECIMAL:
+        return parse_decimal(instruction, op);
+    case OP_DATETIME2:
+    case OP_TIMESTAMP2:
+        if (!PyArg_ParseTuple(instruction, "OlO", &ignored, &op->a, &op->object))
+            return -1;
+        if (op->a < 0 || op->a > 6) {
+            PyErr_Format(PyExc_ValueError, "fractional seconds precision %ld; MySQL writes at most 6", op->a);
+            return -1;
+        }
+        return 0;
+    case OP_DATE:
+    case OP_CALL:
+        return PyArg_ParseTuple(instruction, "OO", &ignored, &op->object) ? 0 : -1;
+    case OP_TEXT:
+        if (!PyArg_ParseTuple(instruction, "OlUU", &ignored, &op->a, &op->encoding_object, &op->errors_object))
+            return -1;
+        op->encoding = PyUnicode_AsUTF8(op->encoding_object);
+        op->errors = PyUnicode_AsUTF8(op->errors_object);
+        if (op->encoding == NULL || op->errors == NULL)
+            return -1;
+        op->utf8 = strcmp(op->encoding, "utf-8") == 0;
+        return 0;
+    case OP_BYTES:
+        return PyArg_ParseTuple(instruction, "Ol", &ignored, &op->a) ? 0 : -1;
+    case OP_PREFIXED:
+        return PyArg_ParseTuple(instruction, "OlO", &ignored, &op->a, &op->object) ? 0 : -1;
+    case OP_FLOAT:
+    case OP_DOUBLE:
+        return 0; /* they take none */
+    }
+    return 0;
+}
+
+static int
 parse_op(PyObject *spec, Op *op)
 {
     PyObject *instruction, *name;
@@ -47,73 +121,8 @@ parse_op(PyObject *spec, Op *op)
         return -1;
     }
     op->code = OP_NAMES[i].code;
-    PyObject *ignored;
-    switch (op->code) {
-    case OP_INT:
-        if (!PyArg_ParseTuple(instruction, "Oll", &ignored, &op->a, &op->b))
-            return -1;
-        if (op->a < 1 || op->a > 8) {
-            PyErr_Format(PyExc_ValueError, "an integer of %ld bytes", op->a);
-            return -1;
-        }
-        break;
-    case OP_FLOAT:
-    case OP_DOUBLE:
-        break;
-    case OP_DECIMAL: {
-        if (!PyArg_ParseTuple(instruction, "OllO", &ignored, &op->a, &op->b, &op->object))
-            return -1;
-        long whole = op->a - op->b, scale = op->b;
-        if (whole < 0 || scale < 0 || op->a < 1 || op->a > 65 || scale > 38) {
-            PyErr_Format(PyExc_ValueError, "DECIMAL(%ld,%ld)", op->a, op->b);
-            return -1;
-        }
-        int digits[10], n = 0;
-        digits[n++] = (int)(whole % 9);
-        for (long g = 0; g < whole / 9 + scale / 9; g++)
-            digits[n++] = 9;
-        digits[n++] = (int)(scale % 9);
-        op->groups = 0;
-        op->size = 0;
-        for (int g = 0; g < n; g++)
-            if (digits[g]) {
-                op->group_digits[op->groups++] = digits[g];
-                op->size += DECIMAL_GROUP_BYTES[digits[g]];
-            }
-        break;
-    }
-    case OP_DATETIME2:
-    case OP_TIMESTAMP2:
-        if (!PyArg_ParseTuple(instruction, "OlO", &ignored, &op->a, &op->object))
-            return -1;
-        if (op->a < 0 || op->a > 6) {
-            PyErr_Format(PyExc_ValueError, "fractional seconds precision %ld; MySQL writes at most 6", op->a);
-            return -1;
-        }
-        break;
-    case OP_DATE:
-    case OP_CALL:
-        if (!PyArg_ParseTuple(instruction, "OO", &ignored, &op->object))
-            return -1;
-        break;
-    case OP_TEXT:
-        if (!PyArg_ParseTuple(instruction, "OlUU", &ignored, &op->a, &op->encoding_object, &op->errors_object))
-            return -1;
-        op->encoding = PyUnicode_AsUTF8(op->encoding_object);
-        op->errors = PyUnicode_AsUTF8(op->errors_object);
-        if (op->encoding == NULL || op->errors == NULL)
-            return -1;
-        op->utf8 = strcmp(op->encoding, "utf-8") == 0;
-        break;
-    case OP_BYTES:
-        if (!PyArg_ParseTuple(instruction, "Ol", &ignored, &op->a))
-            return -1;
-        break;
-    case OP_PREFIXED:
-        if (!PyArg_ParseTuple(instruction, "OlO", &ignored, &op->a, &op->object))
-            return -1;
-        break;
-    }
+    if (parse_arguments(instruction, op) < 0)
+        return -1;
     if ((op->code == OP_TEXT || op->code == OP_BYTES || op->code == OP_PREFIXED) && (op->a < 1 || op->a > 4)) {
         PyErr_Format(PyExc_ValueError, "a length prefix of %ld bytes", op->a);
         return -1;
@@ -245,6 +254,54 @@ untrack_if_acyclic(PyObject *tuple, Py_ssize_t from)
     PyObject_GC_UnTrack(tuple);
 }
 
+/* One image of a row (before or after): its values by slot, None where NULL or not read;
+   NULL with *failing the column whose value could not be read (or NULL for the image). */
+static PyObject *
+decode_image(const Image *image, Py_ssize_t slots, PyObject *body, Py_ssize_t *pos, const Op **failing)
+{
+    const unsigned char *data = (const unsigned char *)PyBytes_AS_STRING(body);
+    Py_ssize_t length = PyBytes_GET_SIZE(body);
+    *failing = NULL;
+    if (length - *pos < image->null_bytes)
+        return image_truncated(*pos);
+    const unsigned char *nulls = data + *pos;
+    *pos += image->null_bytes;
+    PyObject *row = PyTuple_New(slots);
+    if (row == NULL)
+        return NULL;
+    for (Py_ssize_t s = 0; s < slots; s++) {
+        Py_INCREF(Py_None);
+        PyTuple_SET_ITEM(row, s, Py_None);
+    }
+    for (Py_ssize_t j = 0; j < image->count; j++) {
+        const Op *op = *failing = &image->ops[j];
+        if (nulls[j >> 3] >> (j & 7) & 1)
+            continue;
+        if (op->slot < 0) {
+            int skipped = skip_row_value(op, length, pos, data);
+            if (skipped < 0)
+                goto failed;
+            if (skipped == 0)
+                continue;
+        }
+        PyObject *value = row_value(op, body, data, length, pos);
+        if (value == NULL)
+            goto failed;
+        if (op->slot < 0) {
+            Py_DECREF(value);
+        } else {
+            Py_DECREF(PyTuple_GET_ITEM(row, op->slot));
+            PyTuple_SET_ITEM(row, op->slot, value);
+        }
+    }
+    *failing = NULL;
+    untrack_if_acyclic(row, 0);
+    return row;
+failed:
+    Py_DECREF(row);
+    return NULL;
+}
+
 static PyObject *
 Program_decode(Program *self, PyObject *body)
 {
@@ -252,7 +309,6 @@ Program_decode(Program *self, PyObject *body)
         PyErr_SetString(PyExc_TypeError, "decode() takes the rows event body as bytes");
         return NULL;
     }
-    const unsigned char *data = (const unsigned char *)PyBytes_AS_STRING(body);
     Py_ssize_t length = PyBytes_GET_SIZE(body), pos = 0;
     const Op *failing = NULL;
     PyObject *rows = PyList_New(0);
@@ -261,46 +317,12 @@ Program_decode(Program *self, PyObject *body)
     while (pos < length) {
         Py_ssize_t round = pos;
         for (Py_ssize_t i = 0; i < self->images_count; i++) {
-            const Image *image = &self->images[i];
-            if (length - pos < image->null_bytes) {
-                image_truncated(pos);
+            PyObject *row = decode_image(&self->images[i], self->slots, body, &pos, &failing);
+            if (row == NULL) {
+                if (failing != NULL)
+                    named_column(failing);
                 goto failed;
             }
-            const unsigned char *nulls = data + pos;
-            pos += image->null_bytes;
-            PyObject *row = PyTuple_New(self->slots);
-            if (row == NULL)
-                goto failed;
-            for (Py_ssize_t s = 0; s < self->slots; s++) {
-                Py_INCREF(Py_None);
-                PyTuple_SET_ITEM(row, s, Py_None);
-            }
-            for (Py_ssize_t j = 0; j < image->count; j++) {
-                const Op *op = failing = &image->ops[j];
-                if (nulls[j >> 3] >> (j & 7) & 1)
-                    continue;
-                if (op->slot < 0) {
-                    int skipped = skip_row_value(op, length, &pos, data);
-                    if (skipped < 0) {
-                        Py_DECREF(row);
-                        goto column_failed;
-                    }
-                    if (skipped == 0)
-                        continue;
-                }
-                PyObject *value = row_value(op, body, data, length, &pos);
-                if (value == NULL) {
-                    Py_DECREF(row);
-                    goto column_failed;
-                }
-                if (op->slot < 0) {
-                    Py_DECREF(value);
-                } else {
-                    Py_DECREF(PyTuple_GET_ITEM(row, op->slot));
-                    PyTuple_SET_ITEM(row, op->slot, value);
-                }
-            }
-            untrack_if_acyclic(row, 0);
             int appended = PyList_Append(rows, row);
             Py_DECREF(row);
             if (appended < 0)
@@ -312,8 +334,6 @@ Program_decode(Program *self, PyObject *body)
         }
     }
     return rows;
-column_failed:
-    named_column(failing);
 failed:
     Py_DECREF(rows);
     return NULL;

@@ -89,13 +89,13 @@ read_decimal(const Op *op, const unsigned char *p)
 
 /* A datetime, or what the Python reader's maker gives for one no calendar has. */
 static PyObject *
-datetime_or_invalid(const Op *op, int year, int month, int day, int hour, int minute, int second, int micros)
+datetime_or_invalid(const Op *op, const int t[7])
 {
-    PyObject *value = PyDateTime_FromDateAndTime(year, month, day, hour, minute, second, micros);
+    PyObject *value = PyDateTime_FromDateAndTime(t[0], t[1], t[2], t[3], t[4], t[5], t[6]);
     if (value != NULL || !PyErr_ExceptionMatches(PyExc_ValueError))
         return value;
     PyErr_Clear();
-    return PyObject_CallFunction(op->object, "(iiiiiii)l", year, month, day, hour, minute, second, micros, op->a);
+    return PyObject_CallFunction(op->object, "(iiiiiii)l", t[0], t[1], t[2], t[3], t[4], t[5], t[6], op->a);
 }
 
 static const long long TIME_UNITS[4] = {1000000, 10000, 100, 1}; /* microseconds per stored unit */
@@ -122,58 +122,138 @@ read_timestamp2(const Op *op, const unsigned char *p, Py_ssize_t frac_size)
                                       (int)micros);
 }
 
+static PyObject *
+read_int(const Op *op, const unsigned char *p, Py_ssize_t left, Py_ssize_t *pos)
+{
+    if (left < op->a)
+        return image_truncated(*pos);
+    unsigned long long raw = little_endian(p, op->a);
+    *pos += op->a;
+    if (!op->b)
+        return PyLong_FromUnsignedLongLong(raw);
+    int bits = 8 * (int)op->a;
+    long long value = bits == 64 ? (long long)raw : (raw >> (bits - 1)) ? (long long)(raw - (1ULL << bits)) : (long long)raw;
+    return PyLong_FromLongLong(value);
+}
+
+/* FLOAT and DOUBLE: little-endian, as x86 and arm64 hold them. */
+static PyObject *
+read_real(const Op *op, const unsigned char *p, Py_ssize_t left, Py_ssize_t *pos)
+{
+    if (op->code == OP_FLOAT) {
+        float value;
+        if (left < 4)
+            return image_truncated(*pos);
+        memcpy(&value, p, 4);
+        *pos += 4;
+        return PyFloat_FromDouble(value);
+    }
+    double value;
+    if (left < 8)
+        return image_truncated(*pos);
+    memcpy(&value, p, 8);
+    *pos += 8;
+    return PyFloat_FromDouble(value);
+}
+
+static PyObject *
+read_datetime2(const Op *op, const unsigned char *p, Py_ssize_t left, Py_ssize_t *pos)
+{
+    Py_ssize_t frac_size = (op->a + 1) / 2, size = 5 + frac_size;
+    if (left < size)
+        return image_truncated(*pos);
+    *pos += size;
+    int bits = 8 * (int)frac_size;
+    unsigned long long packed = big_endian(p, size);
+    unsigned long long year_month = packed >> (22 + bits) & 0x1FFFF;
+    const int parts[7] = {
+        (int)(year_month / 13),          (int)(year_month % 13),          (int)(packed >> (17 + bits) & 0x1F),
+        (int)(packed >> (12 + bits) & 0x1F), (int)(packed >> (6 + bits) & 0x3F), (int)(packed >> bits & 0x3F),
+        (int)((packed & ((1ULL << bits) - 1)) * TIME_UNITS[frac_size]),
+    };
+    return datetime_or_invalid(op, parts);
+}
+
+static PyObject *
+read_date(const Op *op, const unsigned char *p, Py_ssize_t left, Py_ssize_t *pos)
+{
+    if (left < 3)
+        return image_truncated(*pos);
+    *pos += 3;
+    unsigned long long packed = little_endian(p, 3);
+    int year = (int)(packed >> 9), month = (int)(packed >> 5 & 0xF), day = (int)(packed & 0x1F);
+    PyObject *value = PyDate_FromDate(year, month, day);
+    if (value != NULL || !PyErr_ExceptionMatches(PyExc_ValueError))
+        return value;
+    PyErr_Clear();
+    return PyObject_CallFunction(op->object, "iii", year, month, day);
+}
+
+/* A value after its length: text, bytes, or bytes the Python maker reads (JSON, spatial). */
+static PyObject *
+read_prefixed(const Op *op, const unsigned char *p, Py_ssize_t left, Py_ssize_t *pos)
+{
+    if (left < op->a)
+        return image_truncated(*pos);
+    Py_ssize_t size = (Py_ssize_t)little_endian(p, op->a);
+    if (left - op->a < size)
+        return image_truncated(*pos);
+    const char *start = (const char *)p + op->a;
+    *pos += op->a + size;
+    if (op->code == OP_BYTES)
+        return PyBytes_FromStringAndSize(start, size);
+    if (op->code == OP_TEXT)
+        return op->utf8 ? PyUnicode_DecodeUTF8(start, size, op->errors)
+                        : PyUnicode_Decode(start, size, op->encoding, op->errors);
+    PyObject *raw = PyBytes_FromStringAndSize(start, size);
+    if (raw == NULL)
+        return NULL;
+    PyObject *value = PyObject_CallOneArg(op->object, raw);
+    Py_DECREF(raw);
+    return value;
+}
+
+/* A column the Python reader reads: it gives the value and where the next one starts. */
+static PyObject *
+read_by_python(const Op *op, PyObject *body, Py_ssize_t length, Py_ssize_t *pos)
+{
+    PyObject *result = PyObject_CallFunction(op->object, "On", body, *pos);
+    if (result == NULL)
+        return NULL;
+    PyObject *value;
+    Py_ssize_t end;
+    if (!PyArg_ParseTuple(result, "On", &value, &end)) {
+        Py_DECREF(result);
+        return NULL;
+    }
+    if (end < *pos || end > length) {
+        Py_DECREF(result);
+        return image_truncated(*pos);
+    }
+    *pos = end;
+    Py_INCREF(value);
+    Py_DECREF(result);
+    return value;
+}
+
 PyObject *
 row_value(const Op *op, PyObject *body, const unsigned char *data, Py_ssize_t length, Py_ssize_t *pos)
 {
     const unsigned char *p = data + *pos;
     Py_ssize_t left = length - *pos;
     switch (op->code) {
-    case OP_INT: {
-        if (left < op->a)
-            return image_truncated(*pos);
-        unsigned long long raw = little_endian(p, op->a);
-        *pos += op->a;
-        if (!op->b)
-            return PyLong_FromUnsignedLongLong(raw);
-        int bits = 8 * (int)op->a;
-        long long value = bits == 64 ? (long long)raw
-                          : (raw >> (bits - 1)) ? (long long)(raw - (1ULL << bits)) : (long long)raw;
-        return PyLong_FromLongLong(value);
-    }
-    case OP_FLOAT: {
-        float value;
-        if (left < 4)
-            return image_truncated(*pos);
-        memcpy(&value, p, 4); /* little-endian, as x86 and arm64 hold it */
-        *pos += 4;
-        return PyFloat_FromDouble(value);
-    }
-    case OP_DOUBLE: {
-        double value;
-        if (left < 8)
-            return image_truncated(*pos);
-        memcpy(&value, p, 8);
-        *pos += 8;
-        return PyFloat_FromDouble(value);
-    }
+    case OP_INT:
+        return read_int(op, p, left, pos);
+    case OP_FLOAT:
+    case OP_DOUBLE:
+        return read_real(op, p, left, pos);
     case OP_DECIMAL:
         if (left < op->size)
             return image_truncated(*pos);
         *pos += op->size;
         return read_decimal(op, p);
-    case OP_DATETIME2: {
-        Py_ssize_t frac_size = (op->a + 1) / 2, size = 5 + frac_size;
-        if (left < size)
-            return image_truncated(*pos);
-        *pos += size;
-        int bits = 8 * (int)frac_size;
-        unsigned long long packed = big_endian(p, size);
-        unsigned long long year_month = packed >> (22 + bits) & 0x1FFFF;
-        return datetime_or_invalid(op, (int)(year_month / 13), (int)(year_month % 13), (int)(packed >> (17 + bits) & 0x1F),
-                                   (int)(packed >> (12 + bits) & 0x1F), (int)(packed >> (6 + bits) & 0x3F),
-                                   (int)(packed >> bits & 0x3F),
-                                   (int)((packed & ((1ULL << bits) - 1)) * TIME_UNITS[frac_size]));
-    }
+    case OP_DATETIME2:
+        return read_datetime2(op, p, left, pos);
     case OP_TIMESTAMP2: {
         Py_ssize_t frac_size = (op->a + 1) / 2;
         if (left < 4 + frac_size)
@@ -181,59 +261,14 @@ row_value(const Op *op, PyObject *body, const unsigned char *data, Py_ssize_t le
         *pos += 4 + frac_size;
         return read_timestamp2(op, p, frac_size);
     }
-    case OP_DATE: {
-        if (left < 3)
-            return image_truncated(*pos);
-        *pos += 3;
-        unsigned long long packed = little_endian(p, 3);
-        int year = (int)(packed >> 9), month = (int)(packed >> 5 & 0xF), day = (int)(packed & 0x1F);
-        PyObject *value = PyDate_FromDate(year, month, day);
-        if (value != NULL || !PyErr_ExceptionMatches(PyExc_ValueError))
-            return value;
-        PyErr_Clear();
-        return PyObject_CallFunction(op->object, "iii", year, month, day);
-    }
+    case OP_DATE:
+        return read_date(op, p, left, pos);
     case OP_TEXT:
     case OP_BYTES:
-    case OP_PREFIXED: {
-        if (left < op->a)
-            return image_truncated(*pos);
-        Py_ssize_t size = (Py_ssize_t)little_endian(p, op->a);
-        if (left - op->a < size)
-            return image_truncated(*pos);
-        const char *start = (const char *)p + op->a;
-        *pos += op->a + size;
-        if (op->code == OP_BYTES)
-            return PyBytes_FromStringAndSize(start, size);
-        if (op->code == OP_TEXT)
-            return op->utf8 ? PyUnicode_DecodeUTF8(start, size, op->errors)
-                            : PyUnicode_Decode(start, size, op->encoding, op->errors);
-        PyObject *raw = PyBytes_FromStringAndSize(start, size);
-        if (raw == NULL)
-            return NULL;
-        PyObject *value = PyObject_CallOneArg(op->object, raw);
-        Py_DECREF(raw);
-        return value;
-    }
-    case OP_CALL: {
-        PyObject *result = PyObject_CallFunction(op->object, "On", body, *pos);
-        if (result == NULL)
-            return NULL;
-        PyObject *value;
-        Py_ssize_t end;
-        if (!PyArg_ParseTuple(result, "On", &value, &end)) {
-            Py_DECREF(result);
-            return NULL;
-        }
-        if (end < *pos || end > length) {
-            Py_DECREF(result);
-            return image_truncated(*pos);
-        }
-        *pos = end;
-        Py_INCREF(value);
-        Py_DECREF(result);
-        return value;
-    }
+    case OP_PREFIXED:
+        return read_prefixed(op, p, left, pos);
+    case OP_CALL:
+        return read_by_python(op, body, length, pos);
     }
     PyErr_SetString(PyExc_SystemError, "unknown instruction");
     return NULL;
