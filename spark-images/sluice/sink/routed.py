@@ -92,9 +92,9 @@ class RoutedSink(Sink):
         fanned = [t for t, routes in routed.routes.items() if len(routes) > 1]
         if fanned and not self.inner.takes_several_targets_of_a_split:
             raise SinkError(
-                f"route: {fanned[0]} goes to {len(routed.routes[fanned[0]])} target tables, and sink "
-                f"{type(self.inner).__name__} writes a table's snapshot into one: set pipeline.route-mode: "
-                "FIRST_MATCH, or narrow the rules' source-table"
+                f"route: {fanned[0]} goes to {len(routed.routes[fanned[0]])} target tables, and the parquet "
+                "changelog writes a table's snapshot into one: set pipeline.route-mode: FIRST_MATCH, or narrow the "
+                "rules' source-table"
             )
         for table in (route for routes in routed.routes.values() for route in routes):
             rule = table.transform.rule if table.transform else None

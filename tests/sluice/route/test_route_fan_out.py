@@ -11,8 +11,10 @@ import pytest
 from tests.harness import compare
 from tests.harness.lakehouse import iceberg_sink, lakehouse_table
 from tests.harness.pipelines import (
+    exit_message,
     pipeline_yaml,
     postgres_sink,
+    run_sluice,
     sluice_env,
     stream_until_equal,
     write_pipeline,
@@ -109,3 +111,20 @@ def _rows(target, sink, postgresql, db: str, table: str, columns: list[str]) -> 
         return sorted(compare.postgres_rows(postgresql, db, table, ", ".join(columns)))
     except psycopg.errors.Error:
         return None
+
+
+def test_a_parquet_changelog_refuses_a_fanned_out_table_naming_it(tmp_path, mariadb, source_db):
+    """The changelog writes a table's snapshot in one Spark job, into one directory."""
+    mariadb.execute("CREATE TABLE orders_1 (id INT PRIMARY KEY)", database=source_db)
+    sink = {"type": "parquet", "path": str(tmp_path / "lake")}
+    definition = pipeline_yaml(mariadb, f"{source_db}.orders_1", sink, **{"server-id": "7428-7429"})
+    definition["route"] = [
+        {"source-table": f"{source_db}.orders_1", "sink-table": f"{source_db}.a"},
+        {"source-table": f"{source_db}.orders_1", "sink-table": f"{source_db}.b"},
+    ]
+    ran = run_sluice(write_pipeline(tmp_path / "pipeline.yaml", definition), tmp_path / "state", sluice_env(mariadb))
+    assert ran.returncode != 0
+    assert exit_message(ran.stderr) == (
+        f"sluice: error: route: {source_db}.orders_1 goes to 2 target tables, and the parquet changelog writes a "
+        "table's snapshot into one: set pipeline.route-mode: FIRST_MATCH, or narrow the rules' source-table"
+    )
