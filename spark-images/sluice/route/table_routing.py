@@ -50,13 +50,16 @@ class RoutedTable:
     table several, each written exactly once)."""
 
     source_id: str
-    sink_id: str
+    target: TableSchema  # the target table's schema
     transform: TableTransform | None
     own: TableSchema  # the table after its transform, under its source name
     onto: Callable[[Row], Row] | None  # own columns -> the target's (a merged table's union)
     merged: bool
     key: Callable[[Row], Any]  # a source row's primary key: an update that changes it is a delete and an insert
-    target: TableSchema  # the target table's schema
+
+    @property
+    def sink_id(self) -> str:
+        return self.target.table_id
 
 
 def _shipped(routing: Routing, sources: Mapping[str, TableSchema], far_dates: bool) -> TableRouting:
@@ -114,17 +117,17 @@ class TableRouting:
             source_id: tuple(
                 RoutedTable(
                     source_id,
-                    sink_id,
+                    self.sinks[sink_id],
                     transform,
                     own,
                     projection(own, self.sinks[sink_id]),
                     len(groups[sink_id]) > 1,
-                    _primary_key(self.sources[source_id]),
-                    self.sinks[sink_id],
+                    key,
                 )
                 for sink_id in sink_ids
             )
             for source_id, (sink_ids, transform, own) in owns.items()
+            for key in (_primary_key(self.sources[source_id]),)  # one a table, its routes share it
         }
 
     shipped = False  # compiled again in a Spark task, whose end closes its user-defined functions
@@ -171,11 +174,11 @@ class TableRouting:
                 after = rows[i + 1]
                 i += 2
                 for route in routes:
-                    out.extend(_update(route, route.target, row, after))
+                    out.extend(_update(route, row, after))
             else:
                 i += 1
                 for route in routes:
-                    out.extend(_target_rows(route, route.target, row, row.kind))
+                    out.extend(_target_rows(route, row, row.kind))
         return out
 
     # -- schema changes ----------------------------------------------------------------------
@@ -302,9 +305,10 @@ def _gives_values(event: SchemaChangeEvent, target_columns: set[str], was: Mappi
     return False
 
 
-def _update(table: RoutedTable, sink: TableSchema, before: ChangeRow, after: ChangeRow) -> list[ChangeRow]:
+def _update(table: RoutedTable, before: ChangeRow, after: ChangeRow) -> list[ChangeRow]:
     if table.key(before.row) != table.key(after.row):
-        return _target_rows(table, sink, before, RowKind.DELETE) + _target_rows(table, sink, after, RowKind.INSERT)
+        return _target_rows(table, before, RowKind.DELETE) + _target_rows(table, after, RowKind.INSERT)
+    sink = table.target
     old, new = _image(table, before, RowKind.UPDATE_BEFORE), _image(table, after, RowKind.UPDATE_AFTER)
     if old is not None and new is not None:
         return [
@@ -320,9 +324,9 @@ def _update(table: RoutedTable, sink: TableSchema, before: ChangeRow, after: Cha
     return []
 
 
-def _target_rows(table: RoutedTable, sink: TableSchema, row: ChangeRow, kind: RowKind) -> list[ChangeRow]:
+def _target_rows(table: RoutedTable, row: ChangeRow, kind: RowKind) -> list[ChangeRow]:
     """One change of a source row as its target takes it."""
-    image = _image(table, row, kind)
+    sink, image = table.target, _image(table, row, kind)
     if image is None:
         return []
     if kind is RowKind.DELETE and table.transform is not None and table.transform.rule.soft_delete:

@@ -231,22 +231,26 @@ class RoutedRead:
         keyed, and takes rows again as the same rows)."""
         routes = self.routing.routes[self.table_id]
         shape = self.routing.sources[self.table_id]  # what the transform was compiled for
+        replaceable = [self.routing.replaceable(route) for route in routes]
+        last = len(routes) - 1
         for split in self.read(tasks):
             onto_shape = projection(split.schema, shape)
+            # A table only renamed keeps its rows object: the source's COPY text still serves.
+            if not last and onto_shape is None and routes[0].transform is None and routes[0].onto is None:
+                yield dataclasses.replace(
+                    split, schema=routes[0].target, replaces=split.replaces if replaceable[0] else None
+                )
+                continue
             rows: Any = split.rows if onto_shape is None else ProjectedRows(split.rows, onto_shape)
-            if len(routes) > 1:
+            if last:
                 rows = list(rows)  # read once, written into each target
             for i, route in enumerate(routes):
-                # A table only renamed keeps its rows object: the source's COPY text still serves.
-                renamed_only = (
-                    len(routes) == 1 and onto_shape is None and route.transform is None and route.onto is None
-                )
                 yield SplitRead(
                     route.target,
-                    split.rows if renamed_only else _Rows(self.routing, route, rows),
+                    _Rows(self.routing, route, rows),
                     split.high_watermark,
-                    split.covered if i == len(routes) - 1 else _none_covered,
-                    split.replaces if self.routing.replaceable(route) else None,
+                    split.covered if i == last else _none_covered,
+                    split.replaces if replaceable[i] else None,
                 )
 
 

@@ -35,7 +35,6 @@ class TableTransform:
         """`far_dates`: whether the target's dates reach past year 9999 (a date there is a
         FarDate, else an invalid date's text, which sink.zero-date decides)."""
         self.rule, self.source, self.far_dates = rule, schema, far_dates
-        self._key_text = RowDecoder(schema).key_text  # names a row in a failure
         columns = {c.name: (i, type_of(c, rule.tinyint1_as_boolean)) for i, c in enumerate(schema.columns)}
         functions = {f.name.upper(): f for f in rule.functions}
         scope = Scope(columns, zone=parse_zone_id(rule.local_time_zone), functions=functions)
@@ -149,7 +148,7 @@ class TableTransform:
             raise UserFunctionFailed(
                 exc.name,
                 exc.__cause__ or exc,
-                f"{self.rule.where}.{where} ({self.source.table_id}, {self._key_text(row)})",
+                f"{self.rule.where}.{where} ({self.source.table_id}, {RowDecoder(self.source).key_text(row)})",
             ) from exc
 
     def project(self, row: Row, meta: Meta) -> Row:

@@ -61,8 +61,13 @@ def _extracted(archive: str, modified: int) -> str:
 
 def checked_executable(where: str, executable: str) -> None:
     """Refuses a python-executable that is not a Python of this interpreter's version."""
-    if not executable:
-        return
+    if executable:
+        _check_executable(where, executable)
+
+
+@functools.cache
+def _check_executable(where: str, executable: str) -> None:
+    """Once a process: a Spark task loads the functions anew (its end closes them)."""
     mine = f"{sys.version_info.major}.{sys.version_info.minor}"
     try:
         said = subprocess.run(

@@ -40,14 +40,12 @@ def user_function_entries(entries: tuple[dict[str, Any], ...]) -> str | None:
 
 def python_function(entry: Mapping[str, Any], directory: str) -> UserFunction:
     """A pipeline.user-defined-function entry, as the definition's options checked it."""
-    files = entry.get("python-files") or ()
-    options = entry.get("options") or {}
     return UserFunction(
         entry["name"],
         entry.get("classpath", ""),
         directory,
         entry.get("python-code", ""),
         entry.get("python-executable", ""),
-        tuple(str(f) for f in ([files] if isinstance(files, str) else files)),
-        tuple(sorted((str(k), str(v)) for k, v in dict(options).items())),
+        entry.get("python-files", ()),
+        tuple(sorted(entry.get("options", {}).items())),
     )

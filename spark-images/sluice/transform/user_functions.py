@@ -117,7 +117,7 @@ class UserFunction:
         cls = getattr(module, class_name, None)
         if not inspect.isclass(cls) or not callable(getattr(cls, "eval", None)):
             raise DefinitionError(f"{self.where}: {module_name} has no class {class_name} with an eval method")
-        _result_type(self.where, cls.eval)
+        _result_type(self.where, typing.get_type_hints(cls.eval))  # refused before it is made and opened
         return cls()
 
 
@@ -132,8 +132,8 @@ class UserFunctionContext:
         return dict(self._options)
 
 
-def _result_type(where: str, function: Callable[..., Any]) -> SqlType:
-    result = _TYPES.get(typing.get_type_hints(function).get("return"))
+def _result_type(where: str, hints: dict[str, Any]) -> SqlType:
+    result = _TYPES.get(hints.get("return"))
     if result is None:
         known = ", ".join(t.__name__ for t in _TYPES)
         raise DefinitionError(f"{where}: annotate eval's return type as one of {known}")
@@ -142,7 +142,7 @@ def _result_type(where: str, function: Callable[..., Any]) -> SqlType:
 
 def _loaded(name: str, where: str, function: Callable[..., Any], close: Callable[[], Any] | None) -> LoadedFunction:
     hints = typing.get_type_hints(function)
-    result = _result_type(where, function)
+    result = _result_type(where, hints)
     parameters = list(inspect.signature(function).parameters.values())
     variadic = any(p.kind is p.VAR_POSITIONAL for p in parameters)
     families = [_FAMILIES.get(hints.get(p.name)) for p in parameters if p.kind is not p.VAR_POSITIONAL]

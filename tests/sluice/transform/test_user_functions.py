@@ -161,7 +161,7 @@ def test_python_files_directories_and_zip_archives_are_on_the_import_path(tmp_pa
         def eval(s: str, x: int) -> str:
             return text_helpers.normalized(s) + str(number_helpers.doubled(x))
     """
-    files = [str(tmp_path / "deps"), str(tmp_path / "deps.zip")]
+    files = (str(tmp_path / "deps"), str(tmp_path / "deps.zip"))
     both = inline("py_both", code, **{"python-files": files, "python-executable": sys.executable})
     transform = compiled("id, py_both(note, qty) AS v", [both])
     assert transform.project((1, 4, " X "), transform.row_meta()) == (
@@ -180,7 +180,7 @@ def test_python_files_directories_and_zip_archives_are_on_the_import_path(tmp_pa
         ({"python-code": "def eval(x):\n    return x\n"}, r"py \(python-code\): annotate eval's return type"),
         ({"python-code": "def eval(x: int) -> int\n"}, r"py \(python-code\): the code does not compile: SyntaxError"),
         (
-            {"python-code": "def eval(x: int) -> int:\n    return x\n", "python-files": ["/no/such/dir"]},
+            {"python-code": "def eval(x: int) -> int:\n    return x\n", "python-files": ("/no/such/dir",)},
             r"py \(python-code\): python-files: /no/such/dir is not a directory or a \.zip archive",
         ),
         (
@@ -210,7 +210,7 @@ def test_options_reach_open_as_flink_cdcs_context_configuration(tmp_path, monkey
         )
     )
     monkeypatch.syspath_prepend(str(tmp_path))
-    entry = {"name": "prefix", "classpath": "configured.Prefix", "options": {"prefix": "#", "width": 3}}
+    entry = {"name": "prefix", "classpath": "configured.Prefix", "options": {"prefix": "#", "width": "3"}}
     transform = compiled("id, prefix(note) AS p", [python_function(entry, str(tmp_path))])
     assert transform.project((1, 1, "a"), transform.row_meta()) == (1, "#  a")
 
