@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -370,8 +370,4 @@ class SchemaChange:
     relaid: bool = False  # the events come from a table map (then `reread` is where the sink can)
     settled: tuple[str, ...] = ()  # tables whose layout this table map change settles (no longer unread)
     undecided: str = ""  # why the table map leaves the change open: it waits for approval
-
-    def unread_after(self, unread: Sequence[str]) -> list[str]:
-        """The tables waiting for their table map after this change, given those before."""
-        waiting = [*unread, *(t for t in self.unread if t not in unread)]
-        return [t for t in waiting if t not in self.settled]
+    waiting: tuple[str, ...] = ()  # every table waiting for its table map after it (state.unread)

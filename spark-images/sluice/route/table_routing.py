@@ -38,6 +38,7 @@ from sluice.route.schema_merging import merged_schema
 from sluice.source.row_decoding import Row
 from sluice.source.schema import Column, TableSchema
 from sluice.transform.sql_types import common_type, type_of
+from sluice.transform.target_rows import TargetRows
 from sluice.transform.transform_rule import TransformRule, rule_for
 
 if TYPE_CHECKING:
@@ -50,12 +51,17 @@ class RoutedTable:
     table several, each written exactly once)."""
 
     source_id: str
-    target: TableSchema  # the target table's schema
-    transform: TableTransform | None
     own: TableSchema  # the table after its transform, under its source name
-    onto: Callable[[Row], Row] | None  # own columns -> the target's (a merged table's union)
     merged: bool
-    key: Callable[[Row], Any]  # a source row's primary key: an update that changes it is a delete and an insert
+    rows: TargetRows  # what the target takes of the table's rows and changes
+
+    @property
+    def target(self) -> TableSchema:
+        return self.rows.target
+
+    @property
+    def transform(self) -> TableTransform | None:
+        return self.rows.transform
 
     @property
     def sink_id(self) -> str:
@@ -117,12 +123,9 @@ class TableRouting:
             source_id: tuple(
                 RoutedTable(
                     source_id,
-                    self.sinks[sink_id],
-                    transform,
                     own,
-                    projection(own, self.sinks[sink_id]),
                     len(groups[sink_id]) > 1,
-                    key,
+                    TargetRows(self.sinks[sink_id], transform, projection(own, self.sinks[sink_id]), key),
                 )
                 for sink_id in sink_ids
             )
@@ -152,19 +155,11 @@ class TableRouting:
 
     def snapshot_rows(self, route: RoutedTable, rows: Iterable[Row]) -> Iterator[Row]:
         """A snapshot split's rows in the route's target columns, without those the filter keeps out."""
-        transform, onto = route.transform, route.onto
-        if transform is None:
-            return iter(rows) if onto is None else map(onto, rows)
-        meta = transform.row_meta()
-        kept = (image for image in (transform.image(row, meta) for row in rows) if image is not None)
-        return kept if onto is None else map(onto, kept)
+        return route.rows.snapshot(rows)
 
     def change_rows(self, rows: Sequence[ChangeRow]) -> list[ChangeRow]:
-        """Changelog rows in their targets' tables. An update that changes the primary key is
-        a delete and an insert, as Flink CDC's MySQL source (Debezium) emits it; an update
-        pair (-U, +U) becomes a delete, an insert or nothing where the filter takes the row
-        out or in; under a SOFT_DELETE rule a delete becomes an update of the row to its
-        deleted image."""
+        """Changelog rows in their targets' tables, each change into each of its table's
+        targets (TargetRows: key changes, the filter, SOFT_DELETE)."""
         out: list[ChangeRow] = []
         i = 0
         while i < len(rows):
@@ -174,11 +169,11 @@ class TableRouting:
                 after = rows[i + 1]
                 i += 2
                 for route in routes:
-                    out.extend(_update(route, row, after))
+                    out.extend(route.rows.update(row, after))
             else:
                 i += 1
                 for route in routes:
-                    out.extend(_target_rows(route, row, row.kind))
+                    out.extend(route.rows.change(row, row.kind))
         return out
 
     # -- schema changes ----------------------------------------------------------------------
@@ -305,36 +300,6 @@ def _gives_values(event: SchemaChangeEvent, target_columns: set[str], was: Mappi
     return False
 
 
-def _update(table: RoutedTable, before: ChangeRow, after: ChangeRow) -> list[ChangeRow]:
-    if table.key(before.row) != table.key(after.row):
-        return _target_rows(table, before, RowKind.DELETE) + _target_rows(table, after, RowKind.INSERT)
-    sink = table.target
-    old, new = _image(table, before, RowKind.UPDATE_BEFORE), _image(table, after, RowKind.UPDATE_AFTER)
-    if old is not None and new is not None:
-        return [
-            ChangeRow(sink, RowKind.UPDATE_BEFORE, old, before.timestamp, before.offset),
-            ChangeRow(sink, RowKind.UPDATE_AFTER, new, after.timestamp, after.offset),
-        ]
-    # the filter takes the row out (it leaves the target, under SOFT_DELETE too: it was not
-    # deleted at the source) or in
-    if old is not None:
-        return [ChangeRow(sink, RowKind.DELETE, old, before.timestamp, before.offset)]
-    if new is not None:
-        return [ChangeRow(sink, RowKind.INSERT, new, after.timestamp, after.offset)]
-    return []
-
-
-def _target_rows(table: RoutedTable, row: ChangeRow, kind: RowKind) -> list[ChangeRow]:
-    """One change of a source row as its target takes it."""
-    sink, image = table.target, _image(table, row, kind)
-    if image is None:
-        return []
-    if kind is RowKind.DELETE and table.transform is not None and table.transform.rule.soft_delete:
-        # the row stays, marked: an update of it (a keyless one stays as it is)
-        return [ChangeRow(sink, RowKind.UPDATE_AFTER, image, row.timestamp, row.offset)] if sink.row_key else []
-    return [ChangeRow(sink, kind, image, row.timestamp, row.offset)]
-
-
 def _primary_key(schema: TableSchema) -> Callable[[Row], Any]:
     positions = [schema.position(name) for name in schema.primary_key]
     return itemgetter(*positions) if positions else _no_key
@@ -343,14 +308,6 @@ def _primary_key(schema: TableSchema) -> Callable[[Row], Any]:
 def _no_key(row: Row) -> tuple[()]:
     """A keyless table's rows: every update keeps its (empty) key, so none is split."""
     return ()
-
-
-def _image(table: RoutedTable, row: ChangeRow, kind: RowKind) -> Row | None:
-    transform = table.transform
-    if transform is None:
-        return row.row if table.onto is None else table.onto(row.row)
-    image = transform.image(row.row, transform.row_meta(kind.value, row.timestamp * 1000))
-    return image if image is None or table.onto is None else table.onto(image)
 
 
 def _column_changes(

@@ -279,7 +279,7 @@ class _BinlogPhase:
                 short_statement(item.statement),
                 ", ".join(item.unread),
             )
-        self.unread = item.unread_after(self.unread)
+        self.unread = list(item.waiting)
         if self.batch or self.end != self.split.offset:
             self._commit()  # the flush: everything before the DDL is in the target
         self.commits.settle()

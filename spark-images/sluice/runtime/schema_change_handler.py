@@ -114,7 +114,9 @@ class SchemaChangeHandler:
             return Resumed(known, self.state.targets)
         self._tracked = change
         joined = _renamed_into_the_capture(change.events, known)
+        joining = [e.new_table_id for e in joined]
         events = tuple(e for e in change.events if e not in joined)
+        undecided = bool(change.undecided)
         reread = self._tables_to_read_again(change, split, events)
         inflight = self.state.schema_change
         if inflight is None or inflight.position != change.position:
@@ -125,9 +127,9 @@ class SchemaChangeHandler:
             self._record(inflight)
         what = f"schema change {inflight.id} ({short_statement(change.statement)})"
         self.progress.note(f"{what}: paused, everything before it committed; {_described(change, reread)}")
-        if not self._coordinate(change, inflight, what):
+        if not self._coordinate(inflight, what, undecided):
             return None
-        resumed = self._resume(inflight, split, [e.new_table_id for e in joined])
+        resumed = self._resume(inflight, split, joining)
         read_again = self.after_resume(split)
         self.progress.note(f"{what}: resumed after it")
         return Resumed(self.state.tables or {}, self.state.targets, read_again) if read_again else resumed
@@ -160,8 +162,9 @@ class SchemaChangeHandler:
             return ()
         return tuple(reread)
 
-    def _coordinate(self, change: SchemaChange, inflight: SchemaChangeInFlight, what: str) -> bool:
-        """The change through its steps to the end; False if the pipeline stopped while it waited for approval."""
+    def _coordinate(self, inflight: SchemaChangeInFlight, what: str, undecided: bool) -> bool:
+        """The change through its steps to the end; False if the pipeline stopped while it
+        waited for approval. `undecided`: the table map left it open, so it waits for approval."""
         targets = self.state.targets
         effects = Effects(
             record=self._record,
@@ -170,7 +173,7 @@ class SchemaChangeHandler:
             wait=lambda: not self.context.stopping.wait(APPROVAL_POLL_SECONDS),
         )
         behavior, accepted = self.definition.schema_change_behavior, self.definition.accepted_schema_changes
-        if change.undecided and behavior != "ignore":
+        if undecided and behavior != "ignore":
             behavior = "manual"
         try:
             if not coordinate(inflight, behavior, targets, effects, accepted):
@@ -191,7 +194,8 @@ class SchemaChangeHandler:
         after the DDL would skip changes the rule drops)."""
         if self.reread is None:
             return f"sink {self.definition.sink.name} cannot read a table again"
-        unreplaceable = {} if change.relaid else self.writer.ranges_not_replaceable(change.reread)
+        unreplaceable = {} if change.relaid else self.writer.ranges_not_replaceable()
+        unreplaceable = {t: why for t, why in unreplaceable.items() if t in change.reread}
         if unreplaceable:
             return (
                 "; ".join(f"{t} {why}" for t, why in unreplaceable.items())
@@ -231,7 +235,7 @@ class SchemaChangeHandler:
     def _keep_track(self, change: SchemaChange) -> None:
         """The tables whose layout waits for a table map, and the online schema changes in
         progress, as of after `change`: a reader started again starts from them."""
-        self.state.unread = change.unread_after(self.state.unread)
+        self.state.unread = list(change.waiting)
         if change.migrations is not None:
             self.state.migrations = dict(change.migrations)
 

@@ -80,9 +80,9 @@ class SinkWriter(ABC):
         reach the rows the target holds. A jdbc target's own ALTER gives them: none."""
         return []
 
-    def ranges_not_replaceable(self, tables: Sequence[str]) -> dict[str, str]:
-        """Of these tables, those whose key ranges the target cannot replace, with why: rows
-        a DDL removed without row events cannot be found there by reading the table again."""
+    def ranges_not_replaceable(self) -> dict[str, str]:
+        """The tables whose key ranges the target cannot replace, with why: rows a DDL
+        removed without row events cannot be found there by reading the table again."""
         return {}
 
     def write_snapshot_splits(self, read: SplitRead) -> None:

@@ -236,7 +236,7 @@ class RoutedRead:
         for split in self.read(tasks):
             onto_shape = projection(split.schema, shape)
             # A table only renamed keeps its rows object: the source's COPY text still serves.
-            if not last and onto_shape is None and routes[0].transform is None and routes[0].onto is None:
+            if not last and onto_shape is None and routes[0].transform is None and routes[0].rows.onto is None:
                 yield dataclasses.replace(
                     split, schema=routes[0].target, replaces=split.replaces if replaceable[0] else None
                 )
@@ -285,11 +285,11 @@ class RoutedWriter(SinkWriter):
         members = [source for sink_id in again for source in after.members.get(sink_id, [])]
         return list(dict.fromkeys([*members, *after.members_given_values(evolution.events, current)]))
 
-    def ranges_not_replaceable(self, tables: Sequence[str]) -> dict[str, str]:
+    def ranges_not_replaceable(self) -> dict[str, str]:
         routed = self.sink.routed
         why = {}
-        for table_id in (t for t in tables if t in routed.routes):
-            for route in (r for r in routed.routes[table_id] if not routed.replaceable(r)):
+        for table_id, routes in routed.routes.items():
+            for route in (r for r in routes if not routed.replaceable(r)):
                 why[table_id] = (
                     f"is merged with other tables into {route.sink_id}, whose rows a range there holds too"
                     if route.merged

@@ -99,11 +99,12 @@ def test_truncating_a_table_whose_layout_waits_for_its_table_map_is_no_change(ma
         end = position(cur)
     read = read_between(mariadb, source_db, start, end, {})
     changes = [
-        (f"{source_db}.t" in c.unread, [type(e).__name__ for e in c.events])
+        (f"{source_db}.t" in c.unread, [type(e).__name__ for e in c.events], f"{source_db}.t" in c.waiting)
         for c in read
         if isinstance(c, SchemaChange)
     ]
-    assert changes == [(True, []), (False, ["CreateTable"])]
+    # each change says which tables wait for their table map after it: the state keeps them
+    assert changes == [(True, [], True), (False, ["CreateTable"], False)]
 
 
 def test_a_migration_step_read_again_after_a_restart_is_taken_once(mariadb, source_db):

@@ -4,8 +4,6 @@ merged table changes once for all its members)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import pytest
 
 from sluice.errors import DefinitionError, SinkError
@@ -163,72 +161,6 @@ def test_a_table_without_a_key_is_not_fanned_out():
     keyless = TableSchema("a", "t", (ID, NAME), (), "id")
     with pytest.raises(DefinitionError, match=r"a\.t goes to 2 target tables \(b\.t, c\.all\), and has no key"):
         tables(rules, keyless)
-
-
-def updated(current: TableRouting, table_id: str) -> Callable[[tuple, tuple], list[tuple[RowKind, tuple]]]:
-    """What an update of the table's row from one image to another becomes in its target."""
-    schema = current.routes[table_id][0].own
-
-    def update(before: tuple, after_: tuple) -> list[tuple[RowKind, tuple]]:
-        rows = [
-            ChangeRow(schema, RowKind.UPDATE_BEFORE, before, 0, AT),
-            ChangeRow(schema, RowKind.UPDATE_AFTER, after_, 0, AT),
-        ]
-        return [(r.kind, r.row) for r in current.change_rows(rows)]
-
-    return update
-
-
-def test_updates_moving_rows_across_the_filter_delete_and_insert_them():
-    current = tables(routing(transform=[{"source-table": "app.users", "filter": "qty > 10"}]), shard("app", "users"))
-    update = updated(current, "app.users")
-
-    assert update((1, "a", 20), (1, "a", 5)) == [(RowKind.DELETE, (1, "a", 20))]
-    assert update((1, "a", 5), (1, "a", 20)) == [(RowKind.INSERT, (1, "a", 20))]
-    assert update((1, "a", 5), (1, "a", 6)) == []
-    assert update((1, "a", 20), (1, "b", 30)) == [
-        (RowKind.UPDATE_BEFORE, (1, "a", 20)),
-        (RowKind.UPDATE_AFTER, (1, "b", 30)),
-    ]
-    deleted = [ChangeRow(current.routes["app.users"][0].own, RowKind.DELETE, (3, "a", 1), 0, AT)]
-    assert current.change_rows(deleted) == []  # the filter never let it in
-
-
-def test_an_update_that_changes_the_key_is_a_delete_and_an_insert_as_flink_cdcs_mysql_source_emits_it():
-    rules = routing(
-        transform=[
-            {
-                "source-table": "app.users",
-                "projection": "id, name, qty, __data_event_type__ AS op",
-                "filter": "qty > 10",
-                "converter-after-transform": "SOFT_DELETE",
-            }
-        ]
-    )
-    current = tables(rules, shard("app", "users"))
-    update = updated(current, "app.users")
-
-    # the old row stays, soft-deleted (-D); the new one comes in as an insert (+I)
-    assert update((3, "a", 20), (7, "a", 20)) == [
-        (RowKind.UPDATE_AFTER, (3, "a", 20, "-D")),
-        (RowKind.INSERT, (7, "a", 20, "+I")),
-    ]
-    # each half meets the filter alone
-    assert update((3, "a", 5), (7, "a", 20)) == [(RowKind.INSERT, (7, "a", 20, "+I"))]
-    assert update((3, "a", 20), (7, "a", 5)) == [(RowKind.UPDATE_AFTER, (3, "a", 20, "-D"))]
-    # the key kept: an update, as before
-    assert update((3, "a", 20), (3, "b", 20)) == [
-        (RowKind.UPDATE_BEFORE, (3, "a", 20, "-U")),
-        (RowKind.UPDATE_AFTER, (3, "b", 20, "+U")),
-    ]
-    # a table without a primary key has no key to change (Debezium's key is null there)
-    keyless = TableSchema("app", "notes", (ID, NAME), (), "id")
-    notes = tables(routing(transform=[{"source-table": "app.notes", "projection": "id, name"}]), keyless)
-    pair = [
-        ChangeRow(keyless, RowKind.UPDATE_BEFORE, (1, "a"), 0, AT),
-        ChangeRow(keyless, RowKind.UPDATE_AFTER, (2, "b"), 0, AT),
-    ]
-    assert [r.kind for r in notes.change_rows(pair)] == [RowKind.UPDATE_BEFORE, RowKind.UPDATE_AFTER]
 
 
 def test_a_renamed_table_renames_its_target_where_it_alone_fills_it():

@@ -5,6 +5,7 @@ migrations (binlog/online_schema_change)."""
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
@@ -90,6 +91,17 @@ class DdlReader:
         self.watched.add(table_id)  # a table it creates: its rows tell its layout
 
     def schema_change(self, event: QueryEvent, start: BinlogOffset) -> SchemaChange | None:
+        return self._with_waiting(self._statement_change(event, start))
+
+    def table_map_change(self, event: BinlogRowsEvent, start: BinlogOffset) -> SchemaChange | None:
+        return self._with_waiting(self._table_map_change(event, start))
+
+    def _with_waiting(self, change: SchemaChange | None) -> SchemaChange | None:
+        """The change, telling every table that waits for its table map after it: the
+        state keeps them, and a reader started again is given them."""
+        return None if change is None else dataclasses.replace(change, waiting=tuple(self.unread))
+
+    def _statement_change(self, event: QueryEvent, start: BinlogOffset) -> SchemaChange | None:
         """The DDL in `event` (starting at `start`) as a SchemaChange, if it changes a
         captured table (resume_at unset). What the schemas already show is left out: a run
         started at an older position (earliest-offset, timestamp) reads the history of
@@ -179,7 +191,7 @@ class DdlReader:
             return None  # a changelog table, an old table dropped, a shadow given up
         return _NOT_A_STEP
 
-    def table_map_change(self, event: BinlogRowsEvent, start: BinlogOffset) -> SchemaChange | None:
+    def _table_map_change(self, event: BinlogRowsEvent, start: BinlogOffset) -> SchemaChange | None:
         """The change a rows event's table map shows against the reader's layout of a table
         a statement that could not be read changed (resume_at unset). Only there: elsewhere
         the reader's layout may be ahead of the binlog (a table read whole after the
