@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from tests.harness.kube_api_double import RunningApiDouble
+from tests.harness.mysql84.front import Mysql84Front
 from tests.harness.pipelines import kill_leftover_pipelines
 from tests.harness.services import MariaDB, PostgreSQL, scratch_directory, start_mariadb, start_postgresql
 from tests.harness.tls import Certificates, make_certificates, postgres_options
@@ -71,6 +72,15 @@ def _fresh_database(server: MariaDB) -> Iterator[str]:
 def source_db(mariadb: MariaDB) -> Iterator[str]:
     """A fresh, empty source database for one test."""
     yield from _fresh_database(mariadb)
+
+
+@pytest.fixture
+def mysql84(mariadb: MariaDB) -> Iterator[Mysql84Front]:
+    """The MySQL 8.4 stand-in in front of the session's MariaDB (tests/harness/mysql84): a
+    test's own, so that its authentication cache starts empty."""
+    front = Mysql84Front(mariadb, {mariadb.user: mariadb.password})
+    yield front
+    front.close()
 
 
 @pytest.fixture(scope="session")

@@ -9,9 +9,10 @@ from pymysqlreplication.event import GtidEvent, MariadbGtidEvent
 from sluice.binlog.rows.event_reader import Replica, WatchedTables, event_start, open_stream
 from sluice.errors import PositionPurged, SourceError
 from sluice.source.config import StartupOptions
-from sluice.source.connection import current_offset, is_mariadb
+from sluice.source.connection import current_offset
 from sluice.source.endpoint import SourceEndpoint
 from sluice.source.offset import BinlogOffset
+from sluice.source.server_flavour import is_mariadb
 
 
 def binlog_files(conn: pymysql.connections.Connection) -> list[str]:

@@ -41,10 +41,11 @@ from sluice.runtime.commit_pipeline import CommitPipeline, OnCommit, OnProgress
 from sluice.runtime.reader_process import END
 from sluice.runtime.reader_supervisor import ReaderSupervisor
 from sluice.sink.base import Sink, SinkWriter
-from sluice.source.connection import connect, is_mariadb
+from sluice.source.connection import connect
 from sluice.source.endpoint import SourceEndpoint
 from sluice.source.offset import BinlogOffset
 from sluice.source.schema import TableSchema
+from sluice.source.server_flavour import is_mariadb
 from sluice.transform.transform_rule import rule_for
 
 log = logging.getLogger(__name__)

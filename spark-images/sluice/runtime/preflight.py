@@ -36,6 +36,7 @@ from sluice.source.checks import (
 )
 from sluice.source.connection import connect, connect_scan, tls_cipher
 from sluice.source.schema import Column, TableSchema, discover_tables
+from sluice.source.server_flavour import server_flavour
 from sluice.source.sql import qualified, quote
 from sluice.source.tls import TlsSettings
 
@@ -101,7 +102,7 @@ def _source(definition: PipelineDefinition, sink: Sink, scan_rows: int, found: l
         yield Finding("error", "source", str(exc), exc.transient)
         return
     try:
-        yield Finding("ok", "source", f"reached {source.hostname}:{source.port} ({conn.get_server_info()})")
+        yield Finding("ok", "source", f"reached {source.hostname}:{source.port} ({server_flavour(conn)})")
         yield tls_finding(definition, conn)
         settings = binlog_settings(conn)
         problems = binlog_settings_problems(settings)
@@ -196,7 +197,7 @@ def _server_ids(conn: pymysql.connections.Connection, definition: PipelineDefini
             )
             return
         try:
-            cur.execute("SHOW SLAVE HOSTS")
+            cur.execute(server_flavour(conn).replicas)
             replicas = [(int(row[0]), str(row[1]), int(row[2])) for row in cur.fetchall()]
         except pymysql.err.OperationalError as exc:
             yield Finding(

@@ -31,12 +31,13 @@ from sluice.event.projection import projection
 from sluice.event.row_change import RowChange, RowKind
 from sluice.event.snapshot_split import ProjectedRows, ReadSplits, SnapshotSplit, SplitRead, SplitTask
 from sluice.snapshot.chunk_scan import ChunkScan, chunk_query
-from sluice.source.connection import connect_scan, current_offset, is_mariadb
+from sluice.source.connection import connect_scan, current_offset
 from sluice.source.copy_text import copy_text_select
 from sluice.source.key_order import KeyOrder, key_order_for
 from sluice.source.offset import BinlogOffset
 from sluice.source.row_decoding import Row, RowDecoder
 from sluice.source.schema import TableSchema, live_shape
+from sluice.source.server_flavour import is_mariadb
 from sluice.source.sql import qualified
 
 log = logging.getLogger(__name__)

@@ -8,6 +8,7 @@ from collections.abc import Mapping, Sequence
 import pymysql
 
 from sluice.errors import SourceError
+from sluice.source.server_flavour import server_flavour
 from sluice.source.sql import qualified
 
 REQUIRED = {
@@ -88,16 +89,6 @@ def binlog_settings_followed(settings: Mapping[str, str]) -> list[str]:
     return said
 
 
-def required_privileges(server_info: str) -> tuple[str, ...]:
-    """What reading the binlog needs on this server flavour and version (SELECT aside)."""
-    if "mariadb" not in server_info.lower():
-        return ("REPLICATION SLAVE", "REPLICATION CLIENT")
-    # Older clients see MariaDB's handshake prefix for MySQL 5.5 compatibility: 5.5.5-10.11.19-MariaDB.
-    version = tuple(int(part) for part in re.findall(r"\d+", server_info.removeprefix("5.5.5-"))[:2])
-    # MariaDB 10.5 split REPLICATION CLIENT; SHOW MASTER STATUS then needs BINLOG MONITOR.
-    return ("REPLICATION SLAVE", "BINLOG MONITOR" if version >= (10, 5) else "REPLICATION CLIENT")
-
-
 _GRANT = re.compile(r"^GRANT (.+?) ON (\*|`(?:[^`]|``)+`)\.\* TO ", re.IGNORECASE)
 
 
@@ -127,7 +118,7 @@ def check_privileges(conn: pymysql.connections.Connection) -> None:
 
 
 def privileges_problem(conn: pymysql.connections.Connection) -> str | None:
-    required = required_privileges(conn.get_server_info())
+    required = server_flavour(conn).binlog_privileges
     with conn.cursor() as cur:
         cur.execute("SHOW GRANTS")
         grants = [row[0] for row in cur.fetchall()]

@@ -22,6 +22,7 @@ from sluice.source.charsets import MYSQL_UTF8, SURROGATES
 from sluice.source.endpoint import SourceEndpoint
 from sluice.source.offset import BinlogOffset
 from sluice.source.row_decoding import InvalidDate
+from sluice.source.server_flavour import is_mariadb, server_flavour
 
 log = logging.getLogger(__name__)
 
@@ -181,18 +182,11 @@ def _hint(code: int) -> str:
     return ""
 
 
-def is_mariadb(conn: Any) -> bool:
-    return "mariadb" in conn.get_server_info().lower()
-
-
 def current_offset(conn: Any) -> BinlogOffset:
     """The server's current binlog end: every committed transaction lies before it. (Either
     driver's connection.)"""
     with conn.cursor() as cur:
-        try:
-            cur.execute("SHOW MASTER STATUS")
-        except (pymysql.err.ProgrammingError, MySQLdb.ProgrammingError):  # MySQL 8.4 renamed it
-            cur.execute("SHOW BINARY LOG STATUS")
+        cur.execute(server_flavour(conn).binary_log_status)
         row = cur.fetchone()
         if not row:
             raise SourceError(

@@ -25,11 +25,11 @@ from sluice.snapshot.split_reader import (
     read_split,
     unfold,
 )
-from sluice.source.connection import is_mariadb
 from sluice.source.key_order import key_order_for
 from sluice.source.offset import BinlogOffset
 from sluice.source.row_decoding import Row, RowDecoder
 from sluice.source.schema import TableSchema
+from sluice.source.server_flavour import is_mariadb
 from sluice.source.sql import qualified, selected
 from sluice.verify.forward_windows import ForwardWindows
 

@@ -31,12 +31,13 @@ from sluice.errors import SchemaDrift, SluiceError
 from sluice.event.snapshot_split import SnapshotSplit, SplitTask, chunk_keys_of
 from sluice.pipeline.definition import PipelineDefinition
 from sluice.sink.target_values import TargetValues
-from sluice.source.connection import connect, connect_scan, is_mariadb
+from sluice.source.connection import connect, connect_scan
 from sluice.source.endpoint import SourceEndpoint
 from sluice.source.key_order import key_order_for
 from sluice.source.offset import BinlogOffset
 from sluice.source.row_decoding import Row
 from sluice.source.schema import TableSchema
+from sluice.source.server_flavour import is_mariadb
 from sluice.source.sql import qualified, quote
 from sluice.state.compact_state import expand
 from sluice.state.pipeline_state import PipelineState

@@ -16,8 +16,8 @@ from sluice.source.checks import (
     check_binlog_settings,
     check_privileges,
     missing_privileges,
-    required_privileges,
 )
+from sluice.source.server_flavour import ServerFlavour
 from tests.harness import compare
 from tests.harness.pipelines import (
     exit_message,
@@ -147,7 +147,7 @@ def test_a_purged_gtid_position_fails_naming_it(tmp_path, services_dir, postgres
     ],
 )
 def test_the_privileges_binlog_reading_needs_depend_on_the_server(server, grants, missing):
-    assert missing_privileges(grants, required_privileges(server)) == missing
+    assert missing_privileges(grants, ServerFlavour.parse(server).binlog_privileges) == missing
 
 
 def _user(mariadb, name: str, *grants: str) -> None:

@@ -43,6 +43,7 @@ from sluice.binlog.protocol.packet_bytes import length_coded
 from sluice.binlog.protocol.packet_frames import frames
 from sluice.event.row_change import RowKind
 from sluice.source.connection import SharedTlsConnection
+from sluice.source.server_flavour import server_flavour
 
 try:
     from sluice.binlog.protocol import _event_parse
@@ -275,9 +276,10 @@ class BinlogEventStream(BinLogStreamReader):
         server's setting was on, so a file written before it was switched off was refused).
         """
         connection = self._stream_connection
+        variable = server_flavour(connection).checksum_variable
         with connection.cursor() as cur:
-            cur.execute("SET @master_binlog_checksum = @@global.binlog_checksum")
-            cur.execute("SELECT @master_binlog_checksum")
+            cur.execute(f"SET {variable} = @@global.binlog_checksum")
+            cur.execute(f"SELECT {variable}")
             (agreed,) = cur.fetchone()
         self._format = connection.binlog = BinlogFormat(checksum=agreed != "NONE")
         connection.before_waiting = self._before_waiting  # each connection the stream opens
