@@ -35,6 +35,7 @@ from sluice.source.checks import (
     select_problem,
 )
 from sluice.source.connection import connect, connect_scan, tls_cipher
+from sluice.source.mysql_settings import mysql_settings_said
 from sluice.source.schema import Column, TableSchema, discover_tables
 from sluice.source.server_flavour import server_flavour
 from sluice.source.sql import qualified, quote
@@ -110,6 +111,8 @@ def _source(definition: PipelineDefinition, sink: Sink, scan_rows: int, found: l
         if not problems:
             yield Finding("ok", "source.binlog", "log_bin, binlog_format=ROW and full row images and metadata")
         yield from (Finding("ok", "source.binlog", said) for said in binlog_settings_followed(settings))
+        if not server_flavour(conn).mariadb:
+            yield from (Finding(*said) for said in mysql_settings_said(conn, settings))
         problem = privileges_problem(conn)
         yield (
             Finding("error", "source.privileges", problem)
@@ -276,7 +279,9 @@ def _rewritten_values(
         for n in (quote(c.name) for c in dates)
     ] + [f"MAX(INSTR({quote(c.name)}, CHAR(0)) > 0)" for c in texts]
     table = qualified(schema.database, schema.table)
-    rows = f"(SELECT * FROM {table} LIMIT {scan_rows}) AS scanned" if scan_rows else table
+    # Columns by name: SELECT * leaves out INVISIBLE ones (MariaDB's, MySQL's and its generated keys).
+    named = ", ".join(quote(c.name) for c in (*dates, *texts))
+    rows = f"(SELECT {named} FROM {table} LIMIT {scan_rows}) AS scanned" if scan_rows else table
     with conn.cursor() as cur:
         cur.execute(f"SELECT {', '.join(picks)} FROM {rows}")
         found = cur.fetchone()

@@ -8,6 +8,7 @@ from collections.abc import Mapping, Sequence
 import pymysql
 
 from sluice.errors import SourceError
+from sluice.source.mysql_settings import SETTINGS as MYSQL_SETTINGS
 from sluice.source.server_flavour import server_flavour
 from sluice.source.sql import qualified
 
@@ -32,7 +33,7 @@ def check_binlog_settings(conn: pymysql.connections.Connection) -> None:
 
 def binlog_settings(conn: pymysql.connections.Connection) -> dict[str, str]:
     """The server's settings that CDC depends on, upper-cased."""
-    names = (*REQUIRED, *REFUSED, *FOLLOWED)
+    names = (*REQUIRED, *REFUSED, *FOLLOWED, *MYSQL_SETTINGS)
     with conn.cursor() as cur:
         cur.execute(f"SHOW GLOBAL VARIABLES WHERE Variable_name IN ({', '.join(['%s'] * len(names))})", names)
         return {name: str(value).upper() for name, value in cur.fetchall()}

@@ -50,6 +50,10 @@ class MysqlGtidSet:
                 first, _, last = item.partition("-")
                 self._add_range((sid.lower(), tag), int(first), int(last or first))
 
+    @property
+    def tags(self) -> list[str]:
+        return sorted({tag for (_, tag) in self._intervals if tag})
+
     def add(self, gtid: str) -> None:
         sid, *tag, number = gtid.split(":")
         self._add_range((sid.lower(), _tag(tag[0], gtid) if tag else ""), int(number), int(number))

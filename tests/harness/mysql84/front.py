@@ -149,6 +149,7 @@ class _Session:
     def login(self) -> bool:
         self.client.write(self._greeting(), sequence=0)
         response = _HandshakeResponse(self.client.read())
+        self.statements.user = response.user
         self.capabilities &= response.capabilities
         self.charset = UTF8MB4_GENERAL_CI if response.charset >= UTF8MB4_0900_AI_CI else response.charset
         try:

@@ -135,8 +135,8 @@ class Mysql84Statements:
     """Answers a statement as MySQL 8.4 would where the MariaDB behind would answer
     otherwise; None: MariaDB's answer is MySQL's. `ask`: a query on the MariaDB behind."""
 
-    def __init__(self, settings: Mysql84Settings, ask: Callable[[str], Rows]) -> None:
-        self.settings, self.ask = settings, ask
+    def __init__(self, settings: Mysql84Settings, ask: Callable[[str], Rows], user: str = "") -> None:
+        self.settings, self.ask, self.user = settings, ask, user
 
     def answer(self, sql: str) -> Rows | Refusal | None:
         removed = _REMOVED.match(sql)
@@ -153,6 +153,8 @@ class Mysql84Statements:
             return self._binary_log_status()
         if statement == "SHOW REPLICAS":
             return self._replicas()
+        if statement in ("SHOW CREATE USER CURRENT_USER()", "SHOW CREATE USER CURRENT_USER"):
+            return self._created_user()
         if statement in ("SELECT VERSION()", "SELECT @@VERSION"):
             return [sql.strip().split(None, 1)[1].rstrip(";")], [(self.settings.version,)]
         only = _ONLY_VARIABLES.match(sql)
@@ -206,6 +208,20 @@ class Mysql84Statements:
         return (
             ["File", "Position", "Binlog_Do_DB", "Binlog_Ignore_DB", "Executed_Gtid_Set"],
             [(*row[:4], executed) for row in rows],
+        )
+
+    def _created_user(self) -> Rows:
+        """As MySQL 8.4 shows an account: every user of the stand-in authenticates with
+        caching_sha2_password (its hash: made up, as nobody reads it)."""
+        return (
+            [f"CREATE USER for {self.user}@%"],
+            [
+                (
+                    f"CREATE USER `{self.user}`@`%` IDENTIFIED WITH 'caching_sha2_password' AS '$A$005$stand-in' "
+                    "REQUIRE NONE PASSWORD EXPIRE DEFAULT ACCOUNT UNLOCK PASSWORD HISTORY DEFAULT PASSWORD REUSE "
+                    "INTERVAL DEFAULT PASSWORD REQUIRE CURRENT DEFAULT",
+                )
+            ],
         )
 
     def _replicas(self) -> Rows:

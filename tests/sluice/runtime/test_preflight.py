@@ -201,3 +201,22 @@ def test_a_target_table_that_cannot_take_the_rows_is_named_with_what_it_lacks(tm
     assert checked.returncode == 1 and len(routes) == 1, checked.stdout + checked.stderr
     targets = f"({source_db}.parts, {source_db}.everything)"
     assert f"route: {source_db}.part_a goes to 2 target tables {targets}, " in routes[0]
+
+
+def test_invisible_columns_are_looked_at_as_every_other(tmp_path, mariadb, postgresql, source_db):
+    """An INVISIBLE column (MariaDB 10.3+, MySQL 8.0.23+, and MySQL's generated invisible
+    primary key) is left out of SELECT *: the check's look at the values named it and
+    crashed ("Unknown column")."""
+    mariadb.execute(
+        "CREATE TABLE t (id INT PRIMARY KEY, born DATE INVISIBLE, note VARCHAR(10) INVISIBLE)",
+        "SET SESSION sql_mode = ''",
+        "INSERT INTO t (id, born, note) VALUES (1, '2024-05-06', CONCAT('a', CHAR(0)))",
+        database=source_db,
+    )
+    definition = pipeline_yaml(mariadb, f"{source_db}.t", postgres_sink(postgresql), **{"server-id": "7336-7337"})
+    pipeline, env = write_pipeline(tmp_path / "p.yaml", definition), sluice_env(mariadb, postgresql)
+
+    checked = sluice_check(pipeline, env)
+
+    assert "internal error" not in checked.stderr, checked.stderr
+    assert ("warning", f"{source_db}.t.note") in [(level, subject) for level, subject, _ in findings(checked.stdout)]

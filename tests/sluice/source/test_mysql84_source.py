@@ -5,6 +5,7 @@ level; its binlog in MySQL's format is not served yet."""
 from __future__ import annotations
 
 from tests.harness.mysql84.front import Mysql84Front
+from tests.harness.mysql84.statements import Mysql84Settings
 from tests.harness.pipelines import pipeline_yaml, postgres_sink, sluice_env, write_pipeline
 from tests.sluice.runtime.test_preflight import findings, sluice_check
 
@@ -31,3 +32,47 @@ def test_sluice_check_reads_a_mysql_8_4_source_whose_user_is_not_cached_yet(
     assert "SHOW REPLICAS" in mysql84.statements_seen
     assert not [s for s in mysql84.statements_seen if "SLAVE" in s.upper() or "MASTER STATUS" in s.upper()]
     assert ("root", "full") in mysql84.authentications
+    subjects = {subject: (level, text) for level, subject, text in said}
+    assert said[0] == ("ok", "source", f"reached {source.host}:{source.port} (MySQL 8.4.3)")
+    assert subjects["source.authentication"][1].startswith("caching_sha2_password (MySQL 8's default)")
+    assert subjects["source.gtid"] == ("ok", "gtid_mode=ON: the pipeline resumes by the GTID set it committed")
+    # 8.4's default: the table map carries no column names
+    assert (
+        "error",
+        "source.binlog",
+        "source server has binlog_row_metadata=MINIMAL; Sluice needs "
+        "binlog_row_metadata=FULL (set it in the server configuration and restart, or SET GLOBAL "
+        "binlog_row_metadata='FULL')",
+    ) in said
+
+
+def test_sluice_check_says_what_mysqls_own_settings_mean_for_the_pipeline(tmp_path, mariadb, postgresql, source_db):
+    settings = Mysql84Settings(
+        variables={
+            "binlog_row_metadata": "FULL",
+            "binlog_transaction_compression": "ON",
+            "sql_generate_invisible_primary_key": "ON",
+            "show_gipk_in_create_table_and_information_schema": "OFF",
+            "gtid_mode": "OFF_PERMISSIVE",
+        }
+    )
+    front = Mysql84Front(mariadb, {mariadb.user: mariadb.password}, settings)
+    try:
+        source = front.server()
+        source.execute("CREATE TABLE t (id INT PRIMARY KEY)", database=source_db)
+        definition = pipeline_yaml(source, f"{source_db}.t", postgres_sink(postgresql), **{"server-id": "7394-7395"})
+        checked = sluice_check(write_pipeline(tmp_path / "p.yaml", definition), sluice_env(source, postgresql))
+    finally:
+        front.close()
+    said = findings(checked.stdout)
+    assert ("ok", "source.binlog", "log_bin, binlog_format=ROW and full row images and metadata") in said
+    assert (
+        "ok",
+        "source.binlog",
+        "binlog_transaction_compression=ON: each transaction comes as one zstd payload, inflated as it is read",
+    ) in said
+    (gtid,) = [(level, text) for level, subject, text in said if subject == "source.gtid"]
+    assert gtid[0] == "warning" and gtid[1].startswith("gtid_mode=OFF_PERMISSIVE: the pipeline resumes by binlog file")
+    (keys,) = [(level, text) for level, subject, text in said if subject == "source.tables"]
+    assert keys[0] == "error" and "SET GLOBAL show_gipk_in_create_table_and_information_schema=ON" in keys[1]
+    assert checked.returncode == 1
