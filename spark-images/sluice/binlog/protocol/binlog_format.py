@@ -207,7 +207,9 @@ class BinlogFormat:
     def _unpacked(self, data: bytes) -> list[bytes]:
         _, _, _, event_size, end, _ = _HEADER.unpack_from(data, 1)
         start = end - event_size
-        body = data[_BODY + self.post_header_length(TRANSACTION_PAYLOAD, 0) : len(data) - (4 if self.checksum else 0)]
+        # Its fields begin right after the common header: MySQL's format description declares
+        # 40 as its post-header length (the event type's number), and its reader skips none.
+        body = data[_BODY : len(data) - (4 if self.checksum else 0)]
         try:
             events = inner_events(body)
         except PayloadError as exc:

@@ -16,6 +16,7 @@ from sluice.binlog.protocol.binlog_format import BinlogFormat
 from sluice.binlog.protocol.transaction_payload import NONE, ZSTD
 from sluice.errors import SourceError
 from tests.harness.binlog_reading import position
+from tests.harness.mysql84 import events as mysql84_events
 
 HEADER = struct.Struct("<IBIIIH")  # timestamp, type, server id, event size, next position, flags
 PAYLOAD_AT = 8_000  # where the payload event begins in its file
@@ -65,12 +66,19 @@ def _payload_event(events: list[bytes], compression: int) -> bytes:
     return event + struct.pack("<I", zlib.crc32(event))
 
 
+@pytest.mark.parametrize("described", [False, True], ids=["alone", "after-mysql-8.4s-format-description"])
 @pytest.mark.parametrize("compression", [ZSTD, NONE], ids=["zstd", "none"])
-def test_a_transaction_payload_is_read_as_the_events_it_holds(mariadb, source_db, compression):
+def test_a_transaction_payload_is_read_as_the_events_it_holds(mariadb, source_db, compression, described):
+    """MySQL 8.x's format description declares 40 as the payload event's post-header
+    length, though its fields begin right after the common header (the reader was
+    skipping 40 bytes of them)."""
     events = _transaction(mariadb, source_db)
     payload = _payload_event(events, compression)
     binlog = BinlogFormat(checksum=True)
     binlog.file = "binlog.000007"
+    if described:
+        binlog.packets(b"\x00" + mysql84_events.event(15, mysql84_events.format_description("8.4.3", 0), 124, 0, 1))
+        assert binlog.post_header_length(40, 0) == 40
 
     packets = binlog.packets(b"\x00" + payload)
 

@@ -1,0 +1,142 @@
+"""MySQL 8.4's binlog events as the stand-in writes them, from libbinlogevents' documented
+layouts (control_events.h, statement_events.h, rows_event.h): the common header, the format
+description with 8.4's post-header lengths, GTID and Previous_gtids events, Query and Rotate
+events. Every event carries a CRC32 (binlog_checksum=CRC32, 8.4's default)."""
+
+from __future__ import annotations
+
+import struct
+import uuid
+import zlib
+
+HEADER = struct.Struct("<IBIIIH")  # timestamp, type, server id, event size, end position, flags
+HEADER_LENGTH = 19
+CHECKSUM_CRC32 = 1
+LOG_EVENT_ARTIFICIAL_F = 0x20
+
+QUERY, STOP, ROTATE, FORMAT_DESCRIPTION, XID, TABLE_MAP = 2, 3, 4, 15, 16, 19
+WRITE_ROWS_V1, UPDATE_ROWS_V1, DELETE_ROWS_V1 = 23, 24, 25
+HEARTBEAT = 27
+WRITE_ROWS, UPDATE_ROWS, DELETE_ROWS = 30, 31, 32
+GTID, PREVIOUS_GTIDS, TRANSACTION_PAYLOAD, GTID_TAGGED = 33, 35, 40, 42
+
+# Each event type's post-header length as MySQL 8.4's format description declares it (type
+# 1 first). 8.4 removed the V1 rows events (0 there); the Transaction_payload entry is the
+# number 40, though the event's fields start right after the common header.
+POST_HEADER_LENGTHS = bytes(
+    [
+        0,
+        13,
+        0,
+        8,
+        0,
+        0,
+        0,
+        0,
+        4,
+        0,
+        4,
+        0,
+        0,
+        0,
+        99,
+        0,
+        4,
+        26,
+        8,
+        0,
+        0,
+        0,
+        0,
+        0,
+        0,
+        2,
+        0,
+        0,
+        0,
+        10,
+        10,
+        10,
+        42,
+        42,
+        0,
+        18,
+    ]
+    + [52, 0, 10, 40, 0, 0]
+)
+assert len(POST_HEADER_LENGTHS) == 42
+
+
+def event(kind: int, body: bytes, end: int, timestamp: int, server_id: int, flags: int = 0) -> bytes:
+    """An event ending at `end` in its file (0: sent, not written), with its checksum."""
+    size = HEADER_LENGTH + len(body) + 4
+    data = HEADER.pack(timestamp, kind, server_id, size, end, flags) + body
+    return data + struct.pack("<I", zlib.crc32(data))
+
+
+def format_description(version: str, created: int) -> bytes:
+    return (
+        struct.pack("<H", 4)
+        + version.encode().ljust(50, b"\x00")
+        + struct.pack("<IB", created, HEADER_LENGTH)
+        + POST_HEADER_LENGTHS
+        + bytes([CHECKSUM_CRC32])
+    )
+
+
+def rotate(position: int, file: str) -> bytes:
+    return struct.pack("<Q", position) + file.encode()
+
+
+def gtid_set(intervals: dict[str, list[tuple[int, int]]]) -> bytes:
+    """An untagged GTID set as Previous_gtids and COM_BINLOG_DUMP_GTID carry it: per source
+    uuid (in order), its intervals, each end one past its last number."""
+    data = struct.pack("<Q", len(intervals))
+    for sid in sorted(intervals):
+        data += uuid.UUID(sid).bytes + struct.pack("<Q", len(intervals[sid]))
+        data += b"".join(struct.pack("<qq", first, last + 1) for first, last in intervals[sid])
+    return data
+
+
+def _packed_length(n: int) -> bytes:
+    if n < 251:
+        return bytes([n])
+    if n < 1 << 16:
+        return b"\xfc" + n.to_bytes(2, "little")
+    if n < 1 << 24:
+        return b"\xfd" + n.to_bytes(3, "little")
+    return b"\xfe" + n.to_bytes(8, "little")
+
+
+def gtid(sid: str, gno: int, last_committed: int, sequence: int, commit_micros: int, transaction_length: int) -> bytes:
+    """A GTID event's body (untagged): flags (1: may have statement-based events; 0 here),
+    the source uuid and number, the logical clock, the commit timestamp (one: the
+    transaction originated here), the transaction's length and the server version."""
+    return (
+        b"\x00"
+        + uuid.UUID(sid).bytes
+        + struct.pack("<qBqq", gno, 2, last_committed, sequence)
+        + commit_micros.to_bytes(7, "little")
+        + _packed_length(transaction_length)
+        + struct.pack("<I", 80403)
+    )
+
+
+def transaction_length(without_its_field: int) -> int:
+    """A transaction's length as its GTID event says it: every byte of the transaction,
+    the length field itself included (whose size depends on the length)."""
+    length = without_its_field + 1
+    while without_its_field + len(_packed_length(length)) != length:
+        length = without_its_field + len(_packed_length(length))
+    return length
+
+
+def query(thread_id: int, database: str, statement: str, status: bytes, error_code: int = 0) -> bytes:
+    db = database.encode()
+    return (
+        struct.pack("<IIBHH", thread_id, 0, len(db), error_code, len(status))
+        + status
+        + db
+        + b"\x00"
+        + statement.encode()
+    )
