@@ -5,13 +5,14 @@ statements and GTID variables in MySQL's format, tags included."""
 
 from __future__ import annotations
 
+import struct
+
 import MySQLdb
 import pymysql
 import pytest
 
 from tests.harness.mysql84.front import Mysql84Front
 from tests.harness.mysql84.statements import Mysql84Settings
-from tests.harness.services import start_mariadb
 
 
 def test_it_greets_as_mysql_8_4_and_authenticates_fully_first_then_from_its_cache(mysql84: Mysql84Front):
@@ -71,40 +72,73 @@ def test_the_statements_8_4_removed_are_syntax_errors_and_their_replacements_ans
         assert cur.fetchall() == ()  # MariaDB's alone
 
 
-def test_gtid_sets_are_mysqls_with_a_tag_for_each_mariadb_domain_standing_for_one(services_dir):
-    """On a MariaDB of its own: the session's keeps one GTID domain."""
-    mariadb = start_mariadb(services_dir / "mysql84-tags", server_id=9)
-    front = Mysql84Front(mariadb, {mariadb.user: mariadb.password}, Mysql84Settings(tags={0: "", 7: "etl"}))
-    try:
-        mariadb.execute("CREATE DATABASE app", "CREATE TABLE app.t (id INT PRIMARY KEY)")
-        with mariadb.connect("app") as conn, conn.cursor() as cur:
-            cur.execute("SET SESSION gtid_domain_id = 7")
-            cur.execute("INSERT INTO t VALUES (1)")
-            cur.execute("INSERT INTO t VALUES (2)")
-            cur.execute("SELECT @@gtid_binlog_pos")
-            (position,) = cur.fetchone()
-        untagged = next(p for p in position.split(",") if p.startswith("0-")).rsplit("-", 1)[1]
-        with front.server().connect() as conn, conn.cursor() as cur:
-            cur.execute("SELECT @@gtid_executed")
-            (executed,) = cur.fetchone()
-            cur.execute("SHOW BINARY LOG STATUS")
-            status = cur.fetchone()
-        assert executed == f"3e11fa47-71ca-11e1-9e33-c80aa9429562:1-{untagged}:etl:1-2"
-        assert status[4] == executed
-    finally:
-        front.close()
-        mariadb.stop()
+def test_gtid_sets_print_as_mysqls_with_a_tag_for_each_mariadb_domain_standing_for_one():
+    settings = Mysql84Settings(tags={0: "", 7: "etl"})
+    assert settings.mysql_gtid_set({"": 12, "etl": 2}) == "3e11fa47-71ca-11e1-9e33-c80aa9429562:1-12:etl:1-2"
+    assert settings.mysql_gtid_set({"": 1}) == "3e11fa47-71ca-11e1-9e33-c80aa9429562:1"
 
 
-def test_a_binlog_dump_is_refused_until_the_stand_in_serves_mysqls_events(mysql84: Mysql84Front):
+def test_the_binlog_is_served_in_mysql_8_4s_format_at_the_positions_it_reports(mysql84: Mysql84Front, source_db):
+    """As python-mysql-replication reads a MySQL server: its format description, a GTID
+    event of the server's uuid and a BEGIN before each transaction's rows (V2 events), the
+    XID; the executed set and the position say the same as the stream."""
     from pymysqlreplication import BinLogStreamReader
+    from pymysqlreplication.event import FormatDescriptionEvent, GtidEvent, QueryEvent, XidEvent
+    from pymysqlreplication.row_event import TableMapEvent, WriteRowsEvent
 
     server = mysql84.server()
-    settings = {"host": server.host, "port": server.port, "user": server.user, "passwd": server.password}
-    stream = BinLogStreamReader(connection_settings=settings, server_id=7391, blocking=False)
+    with server.connect(source_db) as conn, conn.cursor() as cur:
+        cur.execute("SHOW BINARY LOG STATUS")
+        file, position, _, _, _ = cur.fetchone()
+        cur.execute("CREATE TABLE t (id INT PRIMARY KEY, v VARCHAR(10))")
+        cur.execute("INSERT INTO t VALUES (1, 'one'), (2, 'two')")
+        cur.execute("SHOW BINARY LOG STATUS")
+        _, end, _, _, executed = cur.fetchone()
+    settings = {"host": server.host, "port": server.port, "user": server.user, "password": server.password}
+    stream = BinLogStreamReader(
+        connection_settings=settings,
+        server_id=7391,
+        blocking=False,
+        log_file=file,
+        log_pos=position,
+        resume_stream=True,
+        only_events=[FormatDescriptionEvent, GtidEvent, QueryEvent, TableMapEvent, WriteRowsEvent, XidEvent],
+    )
     try:
-        with pytest.raises(pymysql.err.OperationalError) as refused:
-            stream.fetchone()
-        assert refused.value.args[0] == 1236, refused.value.args
+        read = list(stream)
     finally:
         stream.close()
+    described, ddl, create, gtid, begin, table_map, insert, xid = read
+    assert described.mysql_version_str == "8.4.3"
+    assert [type(e) for e in (ddl, create, gtid, begin, table_map, insert, xid)] == [
+        GtidEvent,
+        QueryEvent,
+        GtidEvent,
+        QueryEvent,
+        TableMapEvent,
+        WriteRowsEvent,
+        XidEvent,
+    ]
+    assert (create.query, begin.query) == ("CREATE TABLE t (id INT PRIMARY KEY, v VARCHAR(10))", "BEGIN")
+    assert insert.packet.event_type == 30  # WRITE_ROWS_EVENT (V2)
+    # binlog_row_metadata=MINIMAL (8.4's default): no column names in the table map
+    assert table_map.optional_metadata.column_name_list == []
+    assert table_map.optional_metadata.unsigned_column_list == [False, False]
+    assert [row["values"] for row in insert.rows] == [
+        {"UNKNOWN_COL0": 1, "UNKNOWN_COL1": "one"},
+        {"UNKNOWN_COL0": 2, "UNKNOWN_COL1": "two"},
+    ]
+    sid, number = gtid.gtid.rsplit(":", 1)
+    assert ddl.gtid == f"{sid}:{int(number) - 1}" and sid == "3e11fa47-71ca-11e1-9e33-c80aa9429562"
+    assert executed == f"{sid}:1-{number}"
+    assert xid.packet.log_pos == end
+
+
+def test_a_binlog_dump_without_checksums_declared_is_refused_as_mysql_refuses_it(mysql84: Mysql84Front):
+    server = mysql84.server()
+    with server.connect() as conn:
+        conn._execute_command(0x12, struct.pack("<IHI", 4, 1, 7392) + b"mysql-bin.000001")
+        with pytest.raises(pymysql.err.OperationalError) as refused:
+            conn._read_packet()
+    assert refused.value.args[0] == 1236
+    assert "checksum" in refused.value.args[1]

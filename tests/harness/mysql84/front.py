@@ -4,15 +4,15 @@ in to the MariaDB behind it as the same user, and then passes the client's comma
 answering itself where MySQL 8.4 answers otherwise (statements.py). What rests on it and
 what on a real server is said in docs/sources/mysql.md.
 
-Not served yet: the binlog in MySQL 8.4's format. A dump request is refused with MySQL's
-error for an unreadable binlog, so that no test reads MariaDB's events thinking them
-MySQL's."""
+The binlog it serves is the MariaDB's, translated into MySQL 8.4's format (binlog.py,
+dump.py)."""
 
 from __future__ import annotations
 
 import contextlib
 import dataclasses
 import logging
+import re
 import socket
 import struct
 import threading
@@ -30,12 +30,17 @@ from tests.harness.mysql84.auth import (
     native_scramble,
     nonce,
 )
+from tests.harness.mysql84.binlog import NotTranslatable, TranslatedBinlog
+from tests.harness.mysql84.dump import BinlogDump, DumpRefused, DumpRequest
 from tests.harness.mysql84.statements import Mysql84Settings, Mysql84Statements, Refusal, Rows
 from tests.harness.services import MariaDB
 
 log = logging.getLogger(__name__)
 
 COM_QUIT, COM_QUERY, COM_BINLOG_DUMP, COM_BINLOG_DUMP_GTID = 0x01, 0x03, 0x12, 0x1E
+# What a replica says of itself before a dump: it takes checksums; its heartbeat period (ns).
+_CHECKSUM_AWARE = re.compile(r"@(?:master|source)_binlog_checksum\s*=\s*(?!'NONE')", re.IGNORECASE)
+_HEARTBEAT = re.compile(r"@(?:master|source)_heartbeat_period\s*=\s*(\d+)", re.IGNORECASE)
 UTF8MB4_0900_AI_CI = 255
 UTF8MB4_GENERAL_CI = 45
 # What MySQL 8.4 offers a client, less TLS (the stand-in speaks plaintext) and compression;
@@ -76,6 +81,7 @@ class Mysql84Front:
         self.backend, self.passwords = backend, dict(passwords)
         self.settings = settings or Mysql84Settings()
         self.key = ServerKey()
+        self.binlog = TranslatedBinlog(backend.datadir, self.settings)
         self.cached: set[str] = set()  # users whose password the server cached (fast authentication)
         self.statements_seen: list[str] = []
         self.authentications: list[tuple[str, str]] = []  # (user, "fast" | "full" | "denied")
@@ -141,8 +147,10 @@ class _Session:
         self.backend_greeting = _Greeting(greeting)
         self.capabilities = MYSQL84_CAPABILITIES & self.backend_greeting.capabilities
         self.salt = nonce()
-        self.statements = Mysql84Statements(front.settings, front.ask)
+        self.statements = Mysql84Statements(front.settings, front.ask, front.binlog)
         self.charset = UTF8MB4_GENERAL_CI
+        self.checksum_aware = False
+        self.heartbeat_seconds = 0.0
 
     # -- connection phase ------------------------------------------------------------------
 
@@ -252,24 +260,38 @@ class _Session:
                 self.backend.write(packet, sequence=0)
                 return
             if command in (bytes([COM_BINLOG_DUMP]), bytes([COM_BINLOG_DUMP_GTID])):
-                self.client.write(
-                    wire.err_packet(
-                        1236,
-                        "HY000",
-                        "Got fatal error 1236 from source when reading data from binary log: 'the MySQL 8.4 stand-in "
-                        "does not serve binlog events in MySQL's format yet'",
-                    ),
-                    sequence=1,
-                )
-                continue
+                self._dump(packet)
+                return
             if command == bytes([COM_QUERY]):
                 sql = packet[1:].decode("utf-8", "replace")
                 self.front.statements_seen.append(sql)
+                self._replica_settings(sql)
                 answer = self._answer(sql)
                 if answer is not None:
                     self._send(answer)
                     continue
             self.backend.write(packet, sequence=0)
+
+    def _replica_settings(self, sql: str) -> None:
+        if _CHECKSUM_AWARE.search(sql):
+            self.checksum_aware = True
+        heartbeat = _HEARTBEAT.search(sql)
+        if heartbeat:
+            self.heartbeat_seconds = int(heartbeat.group(1)) / 1e9
+
+    def _dump(self, packet: bytes) -> None:
+        """The connection is the dump's from here on, as a replica's is."""
+        try:
+            if not self.checksum_aware:
+                raise DumpRefused(
+                    "Replica can not handle replication events with the checksum that source is configured to log"
+                )
+            request = DumpRequest.parse(packet)
+            BinlogDump(self.front.binlog, self.client, self.front.settings.server_id).serve(
+                request, self.heartbeat_seconds
+            )
+        except (DumpRefused, NotTranslatable) as exc:
+            self.client.write(wire.err_packet(1236, "HY000", str(exc)))
 
     def _answer(self, sql: str) -> Rows | Refusal | None:
         try:

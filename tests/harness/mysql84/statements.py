@@ -13,6 +13,10 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from tests.harness.mysql84.binlog import TranslatedBinlog
 
 Rows = tuple[list[str], list[tuple]]
 
@@ -75,6 +79,7 @@ class Mysql84Settings:
     MariaDB's, its defaults unless a test sets them as a user would."""
 
     version: str = "8.4.3"
+    server_id: int = 1
     server_uuid: str = "3e11fa47-71ca-11e1-9e33-c80aa9429562"
     tags: dict[int, str] = field(default_factory=lambda: {0: ""})
     variables: dict[str, str] = field(default_factory=dict)
@@ -98,20 +103,12 @@ class Mysql84Settings:
             **self.variables,
         }
 
-    def mysql_gtid_set(self, mariadb_position: str) -> str:
-        """MariaDB's gtid_binlog_pos (domain-server-sequence per domain) as MySQL's set:
-        one source uuid, each domain its tag's numbers from 1."""
-        untagged, tagged = "", []
-        for part in filter(None, (p.strip() for p in mariadb_position.split(","))):
-            domain, _server, sequence = (int(x) for x in part.split("-"))
-            if domain not in self.tags:
-                raise LookupError(f"the stand-in has no GTID tag for MariaDB domain {domain}: give it one in tags")
-            numbers = f"1-{sequence}" if sequence > 1 else "1"
-            if self.tags[domain]:
-                tagged.append(f"{self.tags[domain]}:{numbers}")
-            else:
-                untagged = numbers
-        parts = [p for p in (untagged, *sorted(tagged)) if p]
+    def mysql_gtid_set(self, executed: dict[str, int]) -> str:
+        """Per tag, transactions 1 to its last, as MySQL prints a set: its untagged
+        intervals, then each tag's."""
+        untagged = executed.get("", 0)
+        parts = [f"1-{untagged}" if untagged > 1 else "1"] if untagged else []
+        parts += [f"{tag}:1-{n}" if n > 1 else f"{tag}:1" for tag, n in sorted(executed.items()) if tag and n]
         return f"{self.server_uuid}:{':'.join(parts)}" if parts else ""
 
 
@@ -135,8 +132,9 @@ class Mysql84Statements:
     """Answers a statement as MySQL 8.4 would where the MariaDB behind would answer
     otherwise; None: MariaDB's answer is MySQL's. `ask`: a query on the MariaDB behind."""
 
-    def __init__(self, settings: Mysql84Settings, ask: Callable[[str], Rows], user: str = "") -> None:
-        self.settings, self.ask, self.user = settings, ask, user
+    def __init__(self, settings: Mysql84Settings, ask: Callable[[str], Rows], binlog: TranslatedBinlog) -> None:
+        self.settings, self.ask, self.binlog = settings, ask, binlog
+        self.user = ""  # the session's, once it logged in
 
     def answer(self, sql: str) -> Rows | Refusal | None:
         removed = _REMOVED.match(sql)
@@ -151,6 +149,8 @@ class Mysql84Statements:
         statement = " ".join(sql.split()).rstrip(";").upper()
         if statement == "SHOW BINARY LOG STATUS":
             return self._binary_log_status()
+        if statement in ("SHOW BINARY LOGS", "SHOW BINLOGS"):
+            return ["Log_name", "File_size", "Encrypted"], [(f.name, len(f.data), "No") for f in self.binlog.files]
         if statement == "SHOW REPLICAS":
             return self._replicas()
         if statement in ("SHOW CREATE USER CURRENT_USER()", "SHOW CREATE USER CURRENT_USER"):
@@ -170,8 +170,7 @@ class Mysql84Statements:
     def _value(self, name: str) -> object:
         name = name.lower()
         if name == "gtid_executed":
-            (position,) = self.ask("SELECT @@gtid_binlog_pos")[1][0]
-            return self.settings.mysql_gtid_set(position or "")
+            return self.settings.mysql_gtid_set(self.binlog.executed())
         if name in self.settings.variables:
             return self.settings.variables[name]
         return self.ask(f"SELECT @@{name}")[1][0][0]
@@ -203,11 +202,11 @@ class Mysql84Statements:
         return list(columns), [(n, values[n]) for n in sorted(names)]
 
     def _binary_log_status(self) -> Rows:
-        columns, rows = self.ask("SHOW MASTER STATUS")
-        executed = self._value("gtid_executed")
+        """Where the translated binlog ends, and what it holds (as of that same end)."""
+        file, position = self.binlog.end()
         return (
             ["File", "Position", "Binlog_Do_DB", "Binlog_Ignore_DB", "Executed_Gtid_Set"],
-            [(*row[:4], executed) for row in rows],
+            [(file, position, "", "", self.settings.mysql_gtid_set(self.binlog.executed()))],
         )
 
     def _created_user(self) -> Rows:
