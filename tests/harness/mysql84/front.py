@@ -84,6 +84,7 @@ class Mysql84Front:
         self.binlog = TranslatedBinlog(backend.datadir, self.settings)
         self.cached: set[str] = set()  # users whose password the server cached (fast authentication)
         self.statements_seen: list[str] = []
+        self.dumps: list[DumpRequest] = []  # the dump requests replicas sent
         self.authentications: list[tuple[str, str]] = []  # (user, "fast" | "full" | "denied")
         self._listener = socket.create_server(("127.0.0.1", 0))
         self.host, self.port = "127.0.0.1", self._listener.getsockname()[1]
@@ -287,6 +288,7 @@ class _Session:
                     "Replica can not handle replication events with the checksum that source is configured to log"
                 )
             request = DumpRequest.parse(packet)
+            self.front.dumps.append(request)
             BinlogDump(self.front.binlog, self.client, self.front.settings.server_id).serve(
                 request, self.heartbeat_seconds
             )

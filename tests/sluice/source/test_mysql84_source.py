@@ -4,9 +4,17 @@ level; its binlog in MySQL's format is not served yet."""
 
 from __future__ import annotations
 
+from tests.harness import compare
 from tests.harness.mysql84.front import Mysql84Front
 from tests.harness.mysql84.statements import Mysql84Settings
-from tests.harness.pipelines import pipeline_yaml, postgres_sink, sluice_env, write_pipeline
+from tests.harness.pipelines import (
+    pipeline_yaml,
+    postgres_sink,
+    read_state,
+    sluice_env,
+    stream_until_equal,
+    write_pipeline,
+)
 from tests.sluice.runtime.test_preflight import findings, sluice_check
 
 
@@ -76,3 +84,56 @@ def test_sluice_check_says_what_mysqls_own_settings_mean_for_the_pipeline(tmp_pa
     (keys,) = [(level, text) for level, subject, text in said if subject == "source.tables"]
     assert keys[0] == "error" and "SET GLOBAL show_gipk_in_create_table_and_information_schema=ON" in keys[1]
     assert checked.returncode == 1
+
+
+def test_a_pipeline_snapshots_and_streams_a_mysql_8_4_source_through_a_schema_change(
+    tmp_path, mariadb, postgresql, source_db
+):
+    """Check, snapshot and streaming by GTID from the stand-in's binlog in MySQL 8.4's
+    format (binlog_row_metadata=FULL, as a CDC source is set up), through an ADD COLUMN,
+    then a restart that resumes by the GTID set it committed."""
+    settings = Mysql84Settings(variables={"binlog_row_metadata": "FULL"})
+    front = Mysql84Front(mariadb, {mariadb.user: mariadb.password}, settings)
+    try:
+        source = front.server()
+        source.execute(
+            "CREATE TABLE t (id INT PRIMARY KEY, v VARCHAR(20), n DECIMAL(10,2))",
+            "INSERT INTO t VALUES (1, 'one', 1.50), (2, 'two', 2.25), (3, 'three', NULL)",
+            database=source_db,
+        )
+        definition = pipeline_yaml(source, f"{source_db}.t", postgres_sink(postgresql), **{"server-id": "7396-7399"})
+        definition["pipeline"]["schema.change.behavior"] = "evolve"
+        pipeline, state = write_pipeline(tmp_path / "p.yaml", definition), tmp_path / "state"
+        env = sluice_env(source, postgresql)
+        checked = sluice_check(pipeline, env)
+        assert checked.returncode == 0, checked.stdout + checked.stderr
+
+        def write() -> None:
+            source.execute(
+                "INSERT INTO t VALUES (4, 'four', 4.00)",
+                "UPDATE t SET v = 'uno' WHERE id = 1",
+                "UPDATE t SET id = 20 WHERE id = 2",
+                "DELETE FROM t WHERE id = 3",
+                "ALTER TABLE t ADD COLUMN note VARCHAR(10) DEFAULT 'x'",
+                "INSERT INTO t VALUES (5, 'five', 5.00, 'y')",
+                database=source_db,
+            )
+
+        def source_rows() -> list[tuple]:
+            return compare.source_rows(mariadb, source_db, "t")
+
+        def target_rows() -> list[tuple] | None:
+            return compare.postgres_rows_once_created(postgresql, source_db, "t")
+
+        stream_until_equal({"p": (pipeline, state)}, env, write, source_rows, {"p": target_rows})
+        committed = read_state(state)["binlog"]["offset"]["gtid"]
+        assert committed.startswith(f"{front.settings.server_uuid}:1-")
+
+        # a restart resumes by the GTID set it committed
+        source.execute("UPDATE t SET note = 'z' WHERE id = 4", database=source_db)
+        stream_until_equal({"p": (pipeline, state)}, env, lambda: None, source_rows, {"p": target_rows})
+    finally:
+        front.close()
+    assert front.dumps, "the pipeline read no binlog from the stand-in"
+    assert front.dumps[-1].gtids == {front.settings.server_uuid: [(1, int(committed.rsplit("-", 1)[1]))]}
+    assert any(s.startswith("SET @source_binlog_checksum") for s in front.statements_seen)
