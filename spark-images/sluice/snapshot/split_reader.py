@@ -11,7 +11,10 @@ Other servers (MySQL): SHOW MASTER STATUS can run ahead of what a new read view 
 high watermark → if the binlog moved, read the window [low, high) for this table, keep the
 changes whose key is in the chunk, and fold them into the chunk rows. The result is the
 chunk as of the high watermark. A transaction in group commit at the low watermark can
-still be missed there: the residual window documented in docs/concepts.md.
+still be missed there: the residual window documented in docs/concepts.md. A table without
+a key (a bag) cannot be folded so: the SELECT may have seen a window's insert already, and
+equal rows cannot tell which. Its chunk is read again until a window holds none of its
+changes (no lock: a table lock would make the application's writers wait, and deadlock).
 """
 
 from __future__ import annotations
@@ -26,7 +29,7 @@ import MySQLdb.cursors
 
 from sluice.binlog.emit_rule import image_chunks
 from sluice.binlog.rows.event_reader import read_window
-from sluice.errors import SchemaDrift
+from sluice.errors import SchemaDrift, SourceError
 from sluice.event.projection import projection
 from sluice.event.row_change import RowChange, RowKind
 from sluice.event.snapshot_split import ProjectedRows, ReadSplits, SnapshotSplit, SplitRead, SplitTask
@@ -41,6 +44,8 @@ from sluice.source.server_flavour import is_mariadb
 from sluice.source.sql import qualified
 
 log = logging.getLogger(__name__)
+
+BAG_READS = 20  # a keyless chunk's reads before it is given up as changing all the time
 
 ER_TABLE_DEF_CHANGED = 1412  # "Table definition has changed, please retry transaction"
 
@@ -108,6 +113,23 @@ def read_split_with_window(
     task: SplitTask, conn: MySQLdb.connections.Connection
 ) -> tuple[list[Row], BinlogOffset, int]:
     """DBLog's window for servers without an exact low watermark (any server can run it)."""
+    for _ in range(BAG_READS):
+        rows, high, in_chunk, decoder = _read_in_window(task, conn)
+        if not in_chunk:
+            return rows, high, 0
+        if not task.schema.is_bag:
+            return fold(rows, in_chunk, decoder), high, len(in_chunk)
+    raise SourceError(
+        f"{task.schema.table_id}: chunk {task.split.index} changed during each of {BAG_READS} reads, and the table has "
+        "no key to fold its changes in by; give it a primary key or a unique NOT NULL column "
+        "(scan.incremental.snapshot.chunk.key-column does not make rows unique)"
+    )
+
+
+def _read_in_window(
+    task: SplitTask, conn: MySQLdb.connections.Connection
+) -> tuple[list[Row], BinlogOffset, list[tuple[RowChange, bool, bool]], RowDecoder]:
+    """The chunk's rows, the high watermark, and the chunk's changes between the watermarks."""
     schema, split = task.schema, task.split
     low = current_offset(conn)
     scan = _scan(task, conn)
@@ -117,14 +139,10 @@ def read_split_with_window(
         rows = list(scan)
     high = current_offset(conn)
     if (high.file, high.pos) == (low.file, low.pos):
-        return rows, high, 0
+        return rows, high, [], scan.decoder
     changes = read_window(task.endpoint, task.server_id, low, high, {schema.table_id: schema}, is_mariadb(conn))
     order = key_order_for(schema.column(schema.chunk_key), conn)
-    decoder = scan.decoder
-    in_chunk = changes_in_chunk(changes, split, decoder, order)
-    if not in_chunk:
-        return rows, high, 0
-    return fold(rows, in_chunk, decoder), high, len(in_chunk)
+    return rows, high, changes_in_chunk(changes, split, scan.decoder, order), scan.decoder
 
 
 def end_split(conn: MySQLdb.connections.Connection) -> None:

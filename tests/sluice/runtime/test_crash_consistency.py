@@ -27,6 +27,8 @@ from sluice.source.schema import read_table_schema
 from tests.harness import compare
 from tests.harness.kills import run_with_kills, stop_caught_up
 from tests.harness.lakehouse import assert_no_change_committed_twice, delta_sink, iceberg_sink, lakehouse_rows
+from tests.harness.mysql84.front import Mysql84Front
+from tests.harness.mysql84.statements import Mysql84Settings
 from tests.harness.pipelines import (
     every_sink,
     pipeline_per_sink,
@@ -188,6 +190,67 @@ def test_keyed_targets_equal_the_source_when_sessions_write_partial_images(
     for name, (process, phases) in final.items():
         stop_caught_up(name, pipelines[name][1], process, phases, end)
     for table in PARTIAL_TABLES:
+        expected = compare.source_rows(mariadb, source_db, table)
+        in_mysql = compare.source_rows(mariadb_target, source_db, table)
+        assert in_mysql == expected, f"mariadb {table}: " + compare.diff(expected, in_mysql)
+        in_postgres = compare.postgres_rows(postgresql, source_db, table)
+        stored = compare.as_stored(expected, nul_removed=True)
+        assert in_postgres == stored, f"postgresql {table}: " + compare.diff(stored, in_postgres)
+
+
+def test_targets_equal_a_mysql_8_4_source_after_repeated_sigkills(
+    tmp_path, mariadb, mariadb_target, postgresql, source_db
+):
+    """The same, from the MySQL 8.4 stand-in (tests/harness/mysql84): its binlog in MySQL's
+    format, its positions and GTID sets, its authentication; each restart resumes by the
+    GTID set the target committed. A smaller run: two targets, fewer tables."""
+    tables = {"orders": "primary", "items": "unique", "events": "bag"}
+    settings = Mysql84Settings(variables={"binlog_row_metadata": "FULL"})
+    front = Mysql84Front(mariadb, {mariadb.user: mariadb.password}, settings)
+    try:
+        for i, (table, key) in enumerate(tables.items()):
+            create_table(mariadb, source_db, table, ROWS, seed=SEED + i, key=key, legacy=True)
+        source = front.server()
+        env = sluice_env(source, postgresql, mariadb_target)
+        sinks = every_sink(postgresql, mariadb_target, tmp_path / "lake", 6600, ids_each=10)
+        del sinks["parquet"]
+        bags = [t for t, key in tables.items() if key == "bag"]
+        pipelines = pipeline_per_sink(
+            tmp_path,
+            source,
+            f"{source_db}.({'|'.join(tables)})",
+            sinks,
+            "crash84",
+            {"schema.change.behavior": "evolve"},
+            **{
+                "scan.incremental.snapshot.chunk.size": CHUNK,
+                "scan.incremental.snapshot.chunk.key-column": ";".join(f"{source_db}.{t}:id" for t in bags),
+            },
+        )
+        workload = RandomWorkload(
+            mariadb,
+            source_db,
+            list(tables),
+            seed=SEED,
+            max_key=ROWS * 10,
+            bags=bags,
+            ddl_tables=[t for t in tables if t not in bags],
+            legacy=True,
+        )
+        workload.start(operations=10**9, rate=WRITES_PER_SECOND)
+        threading.Thread(target=_allow_schema_changes, args=(pipelines, workload), daemon=True).start()
+        final = _run_each_with_kills(pipelines, env, KILLS)
+        workload.join()
+        assert workload.schema_changes, "no schema change ran while the pipelines streamed"
+        with source.connect() as conn:
+            end = current_offset(conn)
+        assert end.gtid.startswith(settings.server_uuid)
+        for name, (process, phases) in final.items():
+            stop_caught_up(name, pipelines[name][1], process, phases, end)
+    finally:
+        front.close()
+    assert len([d for d in front.dumps if d.gtids]) > 1, "no restart resumed by a GTID set"
+    for table in tables:
         expected = compare.source_rows(mariadb, source_db, table)
         in_mysql = compare.source_rows(mariadb_target, source_db, table)
         assert in_mysql == expected, f"mariadb {table}: " + compare.diff(expected, in_mysql)
