@@ -179,17 +179,9 @@ def fold(rows: list[Row], changes: list[tuple[RowChange, bool, bool]], decoder: 
 
     An insert or update puts the after-image (the SELECT may already have seen it, so this
     is an upsert); a delete removes the row; an update that moves a row's key out of the
-    chunk removes it here, and the chunk it moved into picks it up. A bag (no key) counts
-    equal rows: a delete or a before image removes one of them.
+    chunk removes it here, and the chunk it moved into picks it up. A bag has no key to
+    upsert by: it is never folded (read_split_with_window reads it again).
     """
-    if decoder.schema.is_bag:
-        bag = collections.Counter(rows)
-        for change, before_in, after_in in changes:
-            if change.kind is not RowKind.INSERT and before_in and bag[change.before] > 0:
-                bag[change.before] -= 1
-            if change.kind is not RowKind.DELETE and after_in:
-                bag[change.after] += 1
-        return list(bag.elements())
     by_key = {decoder.row_key(row): row for row in rows}
     for change, before_in, after_in in changes:
         if change.kind is not RowKind.INSERT and before_in:

@@ -149,16 +149,6 @@ def test_the_fold_upserts_by_key():
     assert sorted(fold(rows, changes, RowDecoder(_schema()))) == [(1, "x")]
 
 
-def test_the_fold_of_a_bag_counts_equal_rows():
-    rows = [(1, "a"), (1, "a"), (2, "b")]
-    changes = [
-        (_change(RowKind.DELETE, (1, "a"), None), True, False),  # one of the two copies
-        (_change(RowKind.INSERT, None, (2, "b")), False, True),  # a second copy
-        (_change(RowKind.UPDATE_AFTER, (2, "b"), (3, "c")), True, True),
-    ]
-    assert sorted(fold(rows, changes, RowDecoder(_schema(primary_key=())))) == [(1, "a"), (2, "b"), (3, "c")]
-
-
 def test_a_chunk_read_again_after_an_abandoned_pass_gives_every_row(mariadb, source_db):
     """A sink whose COPY fails part way (rows already in the target) writes the chunk again
     by upsert: the second pass starts while the first one's rows are still unread."""
