@@ -137,3 +137,40 @@ def test_a_pipeline_snapshots_and_streams_a_mysql_8_4_source_through_a_schema_ch
     assert front.dumps, "the pipeline read no binlog from the stand-in"
     assert front.dumps[-1].gtids == {front.settings.server_uuid: [(1, int(committed.rsplit("-", 1)[1]))]}
     assert any(s.startswith("SET @source_binlog_checksum") for s in front.statements_seen)
+
+
+def test_a_table_with_a_generated_invisible_primary_key_is_keyed_by_it(tmp_path, mariadb, postgresql, source_db):
+    """sql_generate_invisible_primary_key=ON (8.0.30+) gives a table created without a key
+    an invisible my_row_id: SELECT * leaves it out, the binlog carries it. The MariaDB
+    behind stands for it with the same column, INVISIBLE and AUTO_INCREMENT."""
+    settings = Mysql84Settings(variables={"binlog_row_metadata": "FULL", "sql_generate_invisible_primary_key": "ON"})
+    front = Mysql84Front(mariadb, {mariadb.user: mariadb.password}, settings)
+    try:
+        source = front.server()
+        source.execute(
+            "CREATE TABLE g (my_row_id BIGINT UNSIGNED NOT NULL AUTO_INCREMENT INVISIBLE PRIMARY KEY, v INT)",
+            "INSERT INTO g (v) VALUES (10), (10), (20)",
+            database=source_db,
+        )
+        definition = pipeline_yaml(source, f"{source_db}.g", postgres_sink(postgresql), **{"server-id": "7400-7403"})
+        pipeline, state = write_pipeline(tmp_path / "p.yaml", definition), tmp_path / "state"
+        env = sluice_env(source, postgresql)
+
+        def write() -> None:
+            source.execute(
+                "INSERT INTO g (v) VALUES (30)",
+                "UPDATE g SET v = 11 WHERE my_row_id = 2",
+                "DELETE FROM g WHERE v = 20",
+                database=source_db,
+            )
+
+        def source_rows() -> list[tuple]:
+            return compare.source_rows(mariadb, source_db, "g", "my_row_id, v")
+
+        def target_rows() -> list[tuple] | None:
+            return compare.postgres_rows_once_created(postgresql, source_db, "g")
+
+        stream_until_equal({"p": (pipeline, state)}, env, write, source_rows, {"p": target_rows})
+    finally:
+        front.close()
+    assert compare.postgres_primary_key(postgresql, source_db, "g") == ["my_row_id"]
