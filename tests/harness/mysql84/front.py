@@ -192,10 +192,20 @@ class _Session:
         )
 
     def _authenticate(self, response: _HandshakeResponse) -> None:
-        """caching_sha2_password: fast when the user's password is cached, else full."""
+        """caching_sha2_password: fast when the user's password is cached, else full. A user
+        of mysql_native_password (the server loads it: mysql_native_password=ON) is switched
+        to it."""
         password = self.front.passwords.get(response.user)
         if password is None:
             raise AccessDenied
+        if response.user in self.front.settings.native_users:
+            if self.front.settings.variables["mysql_native_password"] != "ON":
+                raise AccessDenied  # 8.4 without the plugin loaded: the account cannot log in
+            self.client.write(b"\xfe" + NATIVE.encode() + b"\x00" + self.salt + b"\x00")
+            if self.client.read() != native_scramble(password.encode(), self.salt):
+                raise AccessDenied
+            self.front.authentications.append((response.user, "native"))
+            return
         scramble = response.auth
         if response.plugin != CACHING_SHA2:  # switched, as the server's default plugin asks
             self.client.write(b"\xfe" + CACHING_SHA2.encode() + b"\x00" + self.salt + b"\x00")

@@ -82,6 +82,7 @@ class Mysql84Settings:
     server_id: int = 1
     server_uuid: str = "3e11fa47-71ca-11e1-9e33-c80aa9429562"
     tags: dict[int, str] = field(default_factory=lambda: {0: ""})
+    native_users: set[str] = field(default_factory=set)  # accounts IDENTIFIED WITH mysql_native_password
     variables: dict[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -210,13 +211,13 @@ class Mysql84Statements:
         )
 
     def _created_user(self) -> Rows:
-        """As MySQL 8.4 shows an account: every user of the stand-in authenticates with
-        caching_sha2_password (its hash: made up, as nobody reads it)."""
+        """As MySQL 8.4 shows an account (its hash: made up, as nobody reads it)."""
+        plugin = "mysql_native_password" if self.user in self.settings.native_users else "caching_sha2_password"
         return (
             [f"CREATE USER for {self.user}@%"],
             [
                 (
-                    f"CREATE USER `{self.user}`@`%` IDENTIFIED WITH 'caching_sha2_password' AS '$A$005$stand-in' "
+                    f"CREATE USER `{self.user}`@`%` IDENTIFIED WITH '{plugin}' AS '$A$005$stand-in' "
                     "REQUIRE NONE PASSWORD EXPIRE DEFAULT ACCOUNT UNLOCK PASSWORD HISTORY DEFAULT PASSWORD REUSE "
                     "INTERVAL DEFAULT PASSWORD REQUIRE CURRENT DEFAULT",
                 )

@@ -62,7 +62,9 @@ def test_sluice_check_says_what_mysqls_own_settings_mean_for_the_pipeline(tmp_pa
             "sql_generate_invisible_primary_key": "ON",
             "show_gipk_in_create_table_and_information_schema": "OFF",
             "gtid_mode": "OFF_PERMISSIVE",
-        }
+            "mysql_native_password": "ON",
+        },
+        native_users={mariadb.user},
     )
     front = Mysql84Front(mariadb, {mariadb.user: mariadb.password}, settings)
     try:
@@ -81,6 +83,9 @@ def test_sluice_check_says_what_mysqls_own_settings_mean_for_the_pipeline(tmp_pa
     ) in said
     (gtid,) = [(level, text) for level, subject, text in said if subject == "source.gtid"]
     assert gtid[0] == "warning" and gtid[1].startswith("gtid_mode=OFF_PERMISSIVE: the pipeline resumes by binlog file")
+    (plugin,) = [(level, text) for level, subject, text in said if subject == "source.authentication"]
+    assert plugin[0] == "warning" and plugin[1].startswith("mysql_native_password: MySQL 8.4 loads it only with")
+    assert ("root", "native") in front.authentications
     (keys,) = [(level, text) for level, subject, text in said if subject == "source.tables"]
     assert keys[0] == "error" and "SET GLOBAL show_gipk_in_create_table_and_information_schema=ON" in keys[1]
     assert checked.returncode == 1
