@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from tests.harness.kube_api_double import RunningApiDouble
-from tests.harness.mysql84.front import Mysql84Front
+from tests.harness.mysql84.front import Mysql84Front, mysql84_front
 from tests.harness.pipelines import kill_leftover_pipelines
 from tests.harness.services import MariaDB, PostgreSQL, scratch_directory, start_mariadb, start_postgresql
 from tests.harness.tls import Certificates, make_certificates, postgres_options
@@ -78,9 +78,8 @@ def source_db(mariadb: MariaDB) -> Iterator[str]:
 def mysql84(mariadb: MariaDB) -> Iterator[Mysql84Front]:
     """The MySQL 8.4 stand-in in front of the session's MariaDB (tests/harness/mysql84): a
     test's own, so that its authentication cache starts empty."""
-    front = Mysql84Front(mariadb, {mariadb.user: mariadb.password})
-    yield front
-    front.close()
+    with mysql84_front(mariadb) as front:
+        yield front
 
 
 @pytest.fixture(scope="session")

@@ -9,6 +9,8 @@ import struct
 import uuid
 import zlib
 
+from tests.harness.mysql84 import wire
+
 HEADER = struct.Struct("<IBIIIH")  # timestamp, type, server id, event size, end position, flags
 HEADER_LENGTH = 19
 CHECKSUM_CRC32 = 1
@@ -98,16 +100,6 @@ def gtid_set(intervals: dict[str, list[tuple[int, int]]]) -> bytes:
     return data
 
 
-def _packed_length(n: int) -> bytes:
-    if n < 251:
-        return bytes([n])
-    if n < 1 << 16:
-        return b"\xfc" + n.to_bytes(2, "little")
-    if n < 1 << 24:
-        return b"\xfd" + n.to_bytes(3, "little")
-    return b"\xfe" + n.to_bytes(8, "little")
-
-
 def gtid(sid: str, gno: int, last_committed: int, sequence: int, commit_micros: int, transaction_length: int) -> bytes:
     """A GTID event's body (untagged): flags (1: may have statement-based events; 0 here),
     the source uuid and number, the logical clock, the commit timestamp (one: the
@@ -117,7 +109,7 @@ def gtid(sid: str, gno: int, last_committed: int, sequence: int, commit_micros: 
         + uuid.UUID(sid).bytes
         + struct.pack("<qBqq", gno, 2, last_committed, sequence)
         + commit_micros.to_bytes(7, "little")
-        + _packed_length(transaction_length)
+        + wire.lenenc_int(transaction_length)
         + struct.pack("<I", 80403)
     )
 
@@ -126,8 +118,8 @@ def transaction_length(without_its_field: int) -> int:
     """A transaction's length as its GTID event says it: every byte of the transaction,
     the length field itself included (whose size depends on the length)."""
     length = without_its_field + 1
-    while without_its_field + len(_packed_length(length)) != length:
-        length = without_its_field + len(_packed_length(length))
+    while without_its_field + len(wire.lenenc_int(length)) != length:
+        length = without_its_field + len(wire.lenenc_int(length))
     return length
 
 

@@ -69,6 +69,16 @@ MYSQL84_CAPABILITIES = (
 )
 
 
+@contextlib.contextmanager
+def mysql84_front(backend: MariaDB, settings: Mysql84Settings | None = None) -> Iterator[Mysql84Front]:
+    """The stand-in in front of `backend`, its root the one account, for as long as the block runs."""
+    front = Mysql84Front(backend, {backend.user: backend.password}, settings)
+    try:
+        yield front
+    finally:
+        front.close()
+
+
 class AccessDenied(Exception):
     pass
 

@@ -5,7 +5,7 @@ level; its binlog in MySQL's format is not served yet."""
 from __future__ import annotations
 
 from tests.harness import compare
-from tests.harness.mysql84.front import Mysql84Front
+from tests.harness.mysql84.front import Mysql84Front, mysql84_front
 from tests.harness.mysql84.statements import Mysql84Settings
 from tests.harness.pipelines import (
     pipeline_yaml,
@@ -66,14 +66,11 @@ def test_sluice_check_says_what_mysqls_own_settings_mean_for_the_pipeline(tmp_pa
         },
         native_users={mariadb.user},
     )
-    front = Mysql84Front(mariadb, {mariadb.user: mariadb.password}, settings)
-    try:
+    with mysql84_front(mariadb, settings) as front:
         source = front.server()
         source.execute("CREATE TABLE t (id INT PRIMARY KEY)", database=source_db)
         definition = pipeline_yaml(source, f"{source_db}.t", postgres_sink(postgresql), **{"server-id": "7394-7395"})
         checked = sluice_check(write_pipeline(tmp_path / "p.yaml", definition), sluice_env(source, postgresql))
-    finally:
-        front.close()
     said = findings(checked.stdout)
     assert ("ok", "source.binlog", "log_bin, binlog_format=ROW and full row images and metadata") in said
     assert (
@@ -98,8 +95,7 @@ def test_a_pipeline_snapshots_and_streams_a_mysql_8_4_source_through_a_schema_ch
     format (binlog_row_metadata=FULL, as a CDC source is set up), through an ADD COLUMN,
     then a restart that resumes by the GTID set it committed."""
     settings = Mysql84Settings(variables={"binlog_row_metadata": "FULL"})
-    front = Mysql84Front(mariadb, {mariadb.user: mariadb.password}, settings)
-    try:
+    with mysql84_front(mariadb, settings) as front:
         source = front.server()
         source.execute(
             "CREATE TABLE t (id INT PRIMARY KEY, v VARCHAR(20), n DECIMAL(10,2))",
@@ -137,8 +133,6 @@ def test_a_pipeline_snapshots_and_streams_a_mysql_8_4_source_through_a_schema_ch
         # a restart resumes by the GTID set it committed
         source.execute("UPDATE t SET note = 'z' WHERE id = 4", database=source_db)
         stream_until_equal({"p": (pipeline, state)}, env, lambda: None, source_rows, {"p": target_rows})
-    finally:
-        front.close()
     assert front.dumps, "the pipeline read no binlog from the stand-in"
     assert front.dumps[-1].gtids == {front.settings.server_uuid: [(1, int(committed.rsplit("-", 1)[1]))]}
     assert any(s.startswith("SET @source_binlog_checksum") for s in front.statements_seen)
@@ -149,8 +143,7 @@ def test_a_table_with_a_generated_invisible_primary_key_is_keyed_by_it(tmp_path,
     an invisible my_row_id: SELECT * leaves it out, the binlog carries it. The MariaDB
     behind stands for it with the same column, INVISIBLE and AUTO_INCREMENT."""
     settings = Mysql84Settings(variables={"binlog_row_metadata": "FULL", "sql_generate_invisible_primary_key": "ON"})
-    front = Mysql84Front(mariadb, {mariadb.user: mariadb.password}, settings)
-    try:
+    with mysql84_front(mariadb, settings) as front:
         source = front.server()
         source.execute(
             "CREATE TABLE g (my_row_id BIGINT UNSIGNED NOT NULL AUTO_INCREMENT INVISIBLE PRIMARY KEY, v INT)",
@@ -176,6 +169,4 @@ def test_a_table_with_a_generated_invisible_primary_key_is_keyed_by_it(tmp_path,
             return compare.postgres_rows_once_created(postgresql, source_db, "g")
 
         stream_until_equal({"p": (pipeline, state)}, env, write, source_rows, {"p": target_rows})
-    finally:
-        front.close()
     assert compare.postgres_primary_key(postgresql, source_db, "g") == ["my_row_id"]
