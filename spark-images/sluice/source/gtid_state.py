@@ -50,6 +50,10 @@ class MysqlGtidSet:
                 first, _, last = item.partition("-")
                 self._add_range((sid.lower(), tag), int(first), int(last or first))
 
+    def intervals(self) -> dict[tuple[str, str], list[tuple[int, int]]]:
+        """Per (source uuid, tag), its closed intervals."""
+        return {key: [(a, b) for a, b in intervals] for key, intervals in self._intervals.items()}
+
     @property
     def tags(self) -> list[str]:
         return sorted({tag for (_, tag) in self._intervals if tag})

@@ -64,15 +64,12 @@ def _gtids(settings: Mapping[str, str]) -> Said:
             "it resumes by the GTID set it committed, on whichever server has it",
         )
     tags = MysqlGtidSet(settings.get("gtid_executed", "")).tags
-    if tags:
-        return (
-            "error",
-            "source.gtid",
-            f"gtid_executed holds tagged transactions ({', '.join(tags)}): Sluice cannot yet ask a server for its "
-            "binlog from a GTID set with tags (MySQL 8.3's encoding of COM_BINLOG_DUMP_GTID), so it would stop at "
-            "its first start; keep tagged transactions off this source for now",
-        )
-    return ("ok", "source.gtid", "gtid_mode=ON: the pipeline resumes by the GTID set it committed")
+    tagged = (
+        f"; its tagged transactions ({', '.join(tags)}) are read and resumed from like the others"
+        if tags
+        else "; tagged GTIDs (8.3+) are read too"
+    )
+    return ("ok", "source.gtid", "gtid_mode=ON: the pipeline resumes by the GTID set it committed" + tagged)
 
 
 def _compression(settings: Mapping[str, str]) -> list[Said]:

@@ -6,8 +6,8 @@ What changes (MySQL's event layouts from libbinlogevents' documentation):
 - the format description: MySQL 8.4's version and post-header lengths;
 - MariaDB's GTID list at a file's start becomes Previous_gtids; its binlog checkpoint and
   Annotate_rows events have no MySQL counterpart and go;
-- a transaction's MariaDB GTID event becomes MySQL's GTID event (the source uuid; a domain
-  stands for a tag: Mysql84Settings.tags), with its logical clock, commit time and the
+- a transaction's MariaDB GTID event becomes MySQL's GTID event, or its tagged one (the
+  source uuid; a domain stands for a tag: Mysql84Settings.tags), with its logical clock, commit time and the
   transaction's length, followed by a Query "BEGIN" where the transaction has rows;
 - V1 rows events become V2 ones (8.4 removed V1); a Query event keeps the status variables
   MySQL has and loses MariaDB's own.
@@ -91,8 +91,9 @@ class TranslatedBinlog:
     """The MariaDB data directory's binlog files, translated as far as they are written
     (catch_up). Shared by every session of the front."""
 
-    def __init__(self, datadir: Path, settings: Mysql84Settings) -> None:
-        self.datadir, self.settings = datadir, settings
+    def __init__(self, datadir: Path, settings: Mysql84Settings, first: str) -> None:
+        """`first`: the oldest file the stand-in serves (older ones count as purged)."""
+        self.datadir, self.settings, self.first = datadir, settings, first
         self.files: list[TranslatedFile] = []
         self._lock = threading.Lock()
         self._pending: list[_Event] = []  # the transaction being read
@@ -102,6 +103,7 @@ class TranslatedBinlog:
         with self._lock:
             names = [n.strip() for n in (self.datadir / "mysql-bin.index").read_text().split()]
             names = [Path(n).name for n in names if n]
+            names = names[names.index(self.first) :]
             for name in names:
                 if not any(f.name == name for f in self.files):
                     self._open(name)
@@ -186,11 +188,9 @@ class TranslatedBinlog:
         return self.settings.tags[domain]
 
     def gtid_set(self, done: dict[str, int]) -> bytes:
-        """The untagged GTID set of `done` as Previous_gtids carries it."""
-        if any(tag for tag, number in done.items() if number):
-            raise NotTranslatable("tagged GTID sets are not written by the stand-in yet")
-        last = done.get("", 0)
-        return events.gtid_set({self.settings.server_uuid: [(1, last)]} if last else {})
+        """The GTID set of `done` (per tag, 1 to its last) as Previous_gtids carries it."""
+        sid = self.settings.server_uuid
+        return events.gtid_set({(sid, tag): [(1, last)] for tag, last in done.items() if last})
 
     def _in_transaction(self, translated: TranslatedFile, event: _Event) -> None:
         self._pending.append(event)
@@ -205,8 +205,6 @@ class TranslatedBinlog:
         gtid_event, inner = source[0], source[1:]
         number, domain = struct.unpack_from("<QI", gtid_event.body)
         tag = self._tag(domain)
-        if tag:
-            raise NotTranslatable(f"tagged GTID events (tag {tag}) are not written by the stand-in yet")
         standalone = bool(gtid_event.body[12] & _FL_STANDALONE)
         bodies: list[tuple[int, bytes, _Event]] = []
         if not standalone:
@@ -217,18 +215,21 @@ class TranslatedBinlog:
                 bodies.append((*translated_event, event))
         self._sequence += 1
         rest = sum(events.HEADER_LENGTH + len(body) + 4 for _, body, _ in bodies)
-        without_length = events.HEADER_LENGTH + len(self._gtid_body(number, 0)) - 1 + 4 + rest
-        length = events.transaction_length(without_length)
+        length = rest  # the transaction's length counts its GTID event, whose size depends on it
+        while length != rest + events.HEADER_LENGTH + len(self._gtid_body(tag, number, length)) + 4:
+            length = rest + events.HEADER_LENGTH + len(self._gtid_body(tag, number, length)) + 4
         start = len(translated.data)
-        self._append(translated, events.GTID, self._gtid_body(number, length, gtid_event.timestamp), gtid_event)
+        body = self._gtid_body(tag, number, length, gtid_event.timestamp)
+        self._append(translated, events.GTID_TAGGED if tag else events.GTID, body, gtid_event)
         for kind, body, event in bodies:
             self._append(translated, kind, body, event)
         translated.transactions.append((tag, number, start, len(translated.data)))
 
-    def _gtid_body(self, number: int, length: int, timestamp: int = 0) -> bytes:
-        return events.gtid(
-            self.settings.server_uuid, number, self._sequence - 1, self._sequence, timestamp * 1_000_000, length
-        )
+    def _gtid_body(self, tag: str, number: int, length: int, timestamp: int = 0) -> bytes:
+        sid, clock = self.settings.server_uuid, (self._sequence - 1, self._sequence)
+        if tag:
+            return events.gtid_tagged(sid, tag, number, *clock, timestamp * 1_000_000, length)
+        return events.gtid(sid, number, *clock, timestamp * 1_000_000, length)
 
     def _inner(self, event: _Event) -> tuple[int, bytes] | None:
         kind = event.kind

@@ -31,7 +31,7 @@ class DumpRequest:
     position: int
     non_blocking: bool
     server_id: int
-    gtids: dict[str, list[tuple[int, int]]] | None  # per source uuid, closed intervals
+    gtids: dict[tuple[str, str], list[tuple[int, int]]] | None  # per source uuid and tag, closed intervals
 
     @classmethod
     def parse(cls, packet: bytes) -> DumpRequest:
@@ -49,19 +49,36 @@ class DumpRequest:
         return cls(name, position, bool(flags & BINLOG_DUMP_NON_BLOCK), server_id, gtids)
 
 
-def _decoded_gtid_set(data: bytes) -> dict[str, list[tuple[int, int]]]:
-    (count,) = struct.unpack_from("<Q", data)
-    if count >> 56:  # the tagged format's version byte
-        raise DumpRefused("a GTID set in the tagged format: the stand-in reads untagged sets only so far")
+def _decoded_gtid_set(data: bytes) -> dict[tuple[str, str], list[tuple[int, int]]]:
+    """A dump request's GTID set (Gtid_set::add_gtid_encoding), untagged or tagged format:
+    per (source uuid, tag), closed intervals."""
+    (head,) = struct.unpack_from("<Q", data)
+    tagged = head >> 56 == 1
+    if head >> 56 not in (0, 1) or (tagged and head & 0xFF != 1):
+        raise DumpRefused("Malformed GTID_set encoding.")
+    count = (head >> 8) & 0xFFFF_FFFF_FFFF if tagged else head
     at, decoded = 8, {}
     for _ in range(count):
         sid = str(uuid.UUID(bytes=data[at : at + 16]))
-        (intervals,) = struct.unpack_from("<Q", data, at + 16)
-        at += 24
-        decoded[sid] = [struct.unpack_from("<qq", data, at + 16 * k) for k in range(intervals)]
-        decoded[sid] = [(first, end - 1) for first, end in decoded[sid]]
+        at += 16
+        tag = ""
+        if tagged:
+            length, at = _read_varlen(data, at)
+            tag, at = data[at : at + length].decode(), at + length
+        (intervals,) = struct.unpack_from("<Q", data, at)
+        at += 8
+        spans = [struct.unpack_from("<qq", data, at + 16 * k) for k in range(intervals)]
+        decoded[sid, tag] = [(first, end - 1) for first, end in spans]
         at += 16 * intervals
     return decoded
+
+
+def _read_varlen(data: bytes, at: int) -> tuple[int, int]:
+    """A serialization library number (events._varlen's inverse)."""
+    if data[at] == 0xFF:
+        return int.from_bytes(data[at + 1 : at + 9], "little"), at + 9
+    size = (~data[at] & (data[at] + 1)).bit_length()  # the lowest zero bit's place, from 1
+    return int.from_bytes(data[at : at + size], "little") >> size, at + size
 
 
 class BinlogDump:
@@ -72,7 +89,7 @@ class BinlogDump:
 
     def serve(self, request: DumpRequest, heartbeat_seconds: float) -> None:
         self.binlog.catch_up()
-        index, position, skip_through = self._start(request)
+        index, position, have = self._start(request)
         while True:
             translated = self.binlog.files[index]
             self._send(
@@ -87,12 +104,12 @@ class BinlogDump:
             )
             self._send(self._format_description(translated, position))
             position = max(position, translated.starts[1] if len(translated.starts) > 1 else 4)
-            index, position = self._follow(index, position, skip_through, request.non_blocking, heartbeat_seconds)
+            index, position = self._follow(index, position, have, request.non_blocking, heartbeat_seconds)
             if index is None:
                 self.client.write(wire.eof_packet())
                 return
 
-    def _start(self, request: DumpRequest) -> tuple[int, int, int]:
+    def _start(self, request: DumpRequest) -> tuple[int, int, dict[str, int]]:
         """The file to start in, the position there, and (by GTIDs) the last number the
         replica has: its transactions are not sent."""
         files = self.binlog.files
@@ -100,17 +117,17 @@ class BinlogDump:
             names = [f.name for f in files]
             if request.file not in names:
                 raise DumpRefused(f"Could not find first log file name in binary log index file ({request.file})")
-            return names.index(request.file), max(request.position, 4), 0
-        have = request.gtids.get(self.binlog.settings.server_uuid, [])
-        last = have[0][1] if have and have[0][0] == 1 else 0
-        purged = files[0].previous.get("", 0)
-        if purged > last:
+            return names.index(request.file), max(request.position, 4), {}
+        sid = self.binlog.settings.server_uuid
+        have = {tag: spans[0][1] for (s, tag), spans in request.gtids.items() if s == sid and spans[0][0] == 1}
+        purged = files[0].previous
+        if any(last > have.get(tag, 0) for tag, last in purged.items()):
             raise DumpRefused(
                 "Cannot replicate because the source purged required binary logs. Replicate the missing "
                 "transactions from elsewhere, or provision a new replica from backup."
             )
-        index = max(i for i, f in enumerate(files) if f.previous.get("", 0) <= last)
-        return index, 4, last
+        index = max(i for i, f in enumerate(files) if all(last <= have.get(tag, 0) for tag, last in f.previous.items()))
+        return index, 4, have
 
     def _format_description(self, translated: TranslatedFile, position: int) -> bytes:
         """The file's format description; sent before a later position, it ends at 0 (the
@@ -123,7 +140,7 @@ class BinlogDump:
         struct.pack_into("<I", header, 13, 0)
         return _rechecked(bytes(header) + described[events.HEADER_LENGTH : -4])
 
-    def _follow(self, index: int, position: int, skip_through: int, non_blocking: bool, heartbeat: float):
+    def _follow(self, index: int, position: int, have: dict[str, int], non_blocking: bool, heartbeat: float):
         idle_since = time.monotonic()
         while True:
             translated = self.binlog.files[index]
@@ -132,7 +149,7 @@ class BinlogDump:
                 end = next((s for s in translated.starts if s > start), len(translated.data))
                 if end > len(translated.data):
                     break
-                if not self._skipped(translated, start, skip_through):
+                if not self._skipped(translated, start, have):
                     self._send(bytes(translated.data[start:end]))
                 position, sent_any = end, True
             if sent_any:
@@ -156,8 +173,9 @@ class BinlogDump:
             time.sleep(POLL_SECONDS)
             self.binlog.catch_up()
 
-    def _skipped(self, translated: TranslatedFile, start: int, skip_through: int) -> bool:
-        return any(a <= start < b and number <= skip_through for _, number, a, b in translated.transactions)
+    def _skipped(self, translated: TranslatedFile, start: int, have: dict[str, int]) -> bool:
+        """Whether the event at `start` is in a transaction the replica has."""
+        return any(a <= start < b and number <= have.get(tag, 0) for tag, number, a, b in translated.transactions)
 
     def _send(self, event: bytes) -> None:
         self.client.write(b"\x00" + event)

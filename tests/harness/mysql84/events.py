@@ -90,14 +90,58 @@ def rotate(position: int, file: str) -> bytes:
     return struct.pack("<Q", position) + file.encode()
 
 
-def gtid_set(intervals: dict[str, list[tuple[int, int]]]) -> bytes:
-    """An untagged GTID set as Previous_gtids and COM_BINLOG_DUMP_GTID carry it: per source
-    uuid (in order), its intervals, each end one past its last number."""
-    data = struct.pack("<Q", len(intervals))
-    for sid in sorted(intervals):
-        data += uuid.UUID(sid).bytes + struct.pack("<Q", len(intervals[sid]))
-        data += b"".join(struct.pack("<qq", first, last + 1) for first, last in intervals[sid])
+def gtid_set(intervals: dict[tuple[str, str], list[tuple[int, int]]]) -> bytes:
+    """A GTID set as Previous_gtids and COM_BINLOG_DUMP_GTID carry it (Gtid_set::encode):
+    per source uuid and tag, in order, its intervals, each end one past its last number.
+    With a tag anywhere in it, the tagged format: the count between format bytes, and each
+    source's tag after its uuid."""
+    tagged = any(tag for _, tag in intervals)
+    count = len(intervals)
+    data = struct.pack("<Q", (1 << 56) | (count << 8) | 1 if tagged else count)
+    for sid, tag in sorted(intervals):
+        data += uuid.UUID(sid).bytes
+        if tagged:
+            data += _varlen(len(tag)) + tag.encode()
+        data += struct.pack("<Q", len(intervals[sid, tag]))
+        data += b"".join(struct.pack("<qq", first, last + 1) for first, last in intervals[sid, tag])
     return data
+
+
+def _varlen(n: int) -> bytes:
+    """MySQL's serialization library's variable-length unsigned number: as many bytes as
+    its bits need at 7 a byte (9 past 56 bits), the byte count - 1 as trailing ones."""
+    if n.bit_length() > 56:
+        return b"\xff" + n.to_bytes(8, "little")
+    size = max(1, -(-n.bit_length() // 7))
+    return ((n << size) | ((1 << (size - 1)) - 1)).to_bytes(size, "little")
+
+
+def _zigzag(n: int) -> int:
+    return n << 1 if n >= 0 else ((-(n + 1)) << 1) | 1
+
+
+def gtid_tagged(
+    sid: str, tag: str, gno: int, last_committed: int, sequence: int, commit_micros: int, transaction_length: int
+) -> bytes:
+    """A GTID_TAGGED_LOG_EVENT's body: Gtid_event's fields as a serialized message (format
+    version 1 as its id, its size from that id on, the last field id written + 1, then
+    each field's id and value). The optional fields (the original server's timestamp and
+    version, the commit ticket) are left out, as a transaction's own server writes it."""
+    fields = [
+        (0, _varlen(0)),
+        (1, b"".join(_varlen(octet) for octet in uuid.UUID(sid).bytes)),
+        (2, _varlen(_zigzag(gno))),
+        (3, _varlen(len(tag)) + tag.encode()),
+        (4, _varlen(_zigzag(last_committed))),
+        (5, _varlen(_zigzag(sequence))),
+        (6, _varlen(commit_micros)),
+        (8, _varlen(transaction_length)),
+        (9, _varlen(80403)),
+    ]
+    encoded = b"".join(_varlen(field) + value for field, value in fields)
+    last_needed = fields[-1][0] + 1
+    head = _varlen(1), _varlen(len(encoded)), _varlen(last_needed)
+    return head[0] + _varlen(sum(map(len, head)) + len(encoded)) + head[2] + encoded
 
 
 def gtid(sid: str, gno: int, last_committed: int, sequence: int, commit_micros: int, transaction_length: int) -> bytes:
@@ -112,15 +156,6 @@ def gtid(sid: str, gno: int, last_committed: int, sequence: int, commit_micros: 
         + wire.lenenc_int(transaction_length)
         + struct.pack("<I", 80403)
     )
-
-
-def transaction_length(without_its_field: int) -> int:
-    """A transaction's length as its GTID event says it: every byte of the transaction,
-    the length field itself included (whose size depends on the length)."""
-    length = without_its_field + 1
-    while without_its_field + len(wire.lenenc_int(length)) != length:
-        length = without_its_field + len(wire.lenenc_int(length))
-    return length
 
 
 def query(thread_id: int, database: str, statement: str, status: bytes, error_code: int = 0) -> bytes:

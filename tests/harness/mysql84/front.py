@@ -91,7 +91,11 @@ class Mysql84Front:
         self.backend, self.passwords = backend, dict(passwords)
         self.settings = settings or Mysql84Settings()
         self.key = ServerKey()
-        self.binlog = TranslatedBinlog(backend.datadir, self.settings)
+        # Served from a file of its own on: the binlog before counts as purged (a session's
+        # server has written much by then, and none of it is this stand-in's).
+        self.ask("FLUSH BINARY LOGS")
+        (first, *_), *_ = self.ask("SHOW MASTER STATUS")[1]
+        self.binlog = TranslatedBinlog(backend.datadir, self.settings, first)
         self.cached: set[str] = set()  # users whose password the server cached (fast authentication)
         self.statements_seen: list[str] = []
         self.dumps: list[DumpRequest] = []  # the dump requests replicas sent

@@ -15,6 +15,7 @@ from tests.harness.pipelines import (
     stream_until_equal,
     write_pipeline,
 )
+from tests.harness.services import MariaDB, start_mariadb
 from tests.sluice.runtime.test_preflight import findings, sluice_check
 
 
@@ -43,7 +44,10 @@ def test_sluice_check_reads_a_mysql_8_4_source_whose_user_is_not_cached_yet(
     subjects = {subject: (level, text) for level, subject, text in said}
     assert said[0] == ("ok", "source", f"reached {source.host}:{source.port} (MySQL 8.4.3)")
     assert subjects["source.authentication"][1].startswith("caching_sha2_password (MySQL 8's default)")
-    assert subjects["source.gtid"] == ("ok", "gtid_mode=ON: the pipeline resumes by the GTID set it committed")
+    assert subjects["source.gtid"] == (
+        "ok",
+        "gtid_mode=ON: the pipeline resumes by the GTID set it committed; tagged GTIDs (8.3+) are read too",
+    )
     # 8.4's default: the table map carries no column names
     assert (
         "error",
@@ -134,7 +138,7 @@ def test_a_pipeline_snapshots_and_streams_a_mysql_8_4_source_through_a_schema_ch
         source.execute("UPDATE t SET note = 'z' WHERE id = 4", database=source_db)
         stream_until_equal({"p": (pipeline, state)}, env, lambda: None, source_rows, {"p": target_rows})
     assert front.dumps, "the pipeline read no binlog from the stand-in"
-    assert front.dumps[-1].gtids == {front.settings.server_uuid: [(1, int(committed.rsplit("-", 1)[1]))]}
+    assert front.dumps[-1].gtids == {(front.settings.server_uuid, ""): [(1, int(committed.rsplit("-", 1)[1]))]}
     assert any(s.startswith("SET @source_binlog_checksum") for s in front.statements_seen)
 
 
@@ -170,3 +174,51 @@ def test_a_table_with_a_generated_invisible_primary_key_is_keyed_by_it(tmp_path,
 
         stream_until_equal({"p": (pipeline, state)}, env, write, source_rows, {"p": target_rows})
     assert compare.postgres_primary_key(postgresql, source_db, "g") == ["my_row_id"]
+
+
+def test_tagged_transactions_are_read_and_a_restart_resumes_from_a_tagged_gtid_set(tmp_path, services_dir, postgresql):
+    """MySQL 8.3+: `SET gtid_next = 'AUTOMATIC:etl'` tags a transaction, whose GTID event is
+    a GTID_TAGGED_LOG_EVENT and whose number counts apart from the untagged ones. The stand-
+    in's MariaDB (one of its own: its GTID domains stand for tags) writes them in domain 7."""
+    mariadb = start_mariadb(services_dir / "mysql84-tagged", server_id=11)
+    settings = Mysql84Settings(tags={0: "", 7: "etl"}, variables={"binlog_row_metadata": "FULL"})
+    try:
+        mariadb.execute("CREATE DATABASE app", "CREATE TABLE app.t (id INT PRIMARY KEY, v VARCHAR(10))")
+        with mysql84_front(mariadb, settings) as front:
+            source = front.server()
+            tagged(mariadb, "INSERT INTO app.t VALUES (1, 'etl-1')", "INSERT INTO app.t VALUES (2, 'etl-2')")
+            definition = pipeline_yaml(source, "app.t", postgres_sink(postgresql), **{"server-id": "7404-7407"})
+            pipeline, state = write_pipeline(tmp_path / "p.yaml", definition), tmp_path / "state"
+            env = sluice_env(source, postgresql)
+            checked = sluice_check(pipeline, env)
+            assert "its tagged transactions (etl) are read" in checked.stdout, checked.stdout
+
+            def write() -> None:
+                tagged(mariadb, "UPDATE app.t SET v = 'etl-1b' WHERE id = 1", "INSERT INTO app.t VALUES (3, 'etl-3')")
+                mariadb.execute("INSERT INTO app.t VALUES (4, 'plain')")
+
+            def source_rows() -> list[tuple]:
+                return compare.source_rows(mariadb, "app", "t")
+
+            def target_rows() -> list[tuple] | None:
+                return compare.postgres_rows_once_created(postgresql, "app", "t")
+
+            stream_until_equal({"p": (pipeline, state)}, env, write, source_rows, {"p": target_rows})
+            committed = read_state(state)["binlog"]["offset"]["gtid"]
+            assert ":etl:1-" in committed, committed
+
+            tagged(mariadb, "DELETE FROM app.t WHERE id = 2")
+            stream_until_equal({"p": (pipeline, state)}, env, lambda: None, source_rows, {"p": target_rows})
+        resumed = front.dumps[-1].gtids
+        assert resumed is not None and (settings.server_uuid, "etl") in resumed, resumed
+        assert compare.postgres_rows(postgresql, "app", "t") == [(1, "etl-1b"), (3, "etl-3"), (4, "plain")]
+    finally:
+        mariadb.stop()
+
+
+def tagged(mariadb: MariaDB, *statements: str) -> None:
+    """Each statement a transaction of its own in GTID domain 7: the stand-in's `etl` tag."""
+    with mariadb.connect() as conn, conn.cursor() as cur:
+        cur.execute("SET SESSION gtid_domain_id = 7")
+        for statement in statements:
+            cur.execute(statement)

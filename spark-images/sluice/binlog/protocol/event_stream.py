@@ -33,7 +33,7 @@ from pymysql.constants.CR import CR_SERVER_LOST
 from pymysql.protocol import MysqlPacket
 from pymysqlreplication import BinLogStreamReader
 from pymysqlreplication.constants import FIELD_TYPE
-from pymysqlreplication.event import MariadbGtidEvent, XidEvent
+from pymysqlreplication.event import GtidEvent, MariadbGtidEvent, XidEvent
 from pymysqlreplication.row_event import DeleteRowsEvent, TableMapEvent, UpdateRowsEvent, WriteRowsEvent
 from pymysqlreplication.table import Table
 
@@ -41,8 +41,16 @@ from sluice.binlog.protocol.binlog_format import BinlogFormat, table_id
 from sluice.binlog.protocol.event_types import AS_SENT
 from sluice.binlog.protocol.packet_bytes import length_coded
 from sluice.binlog.protocol.packet_frames import frames
+from sluice.binlog.protocol.tagged_gtids import (
+    GTID_TAGGED_LOG_EVENT,
+    TaggedGtidError,
+    encoded_gtid_set,
+    tagged_gtid,
+)
+from sluice.errors import SourceError
 from sluice.event.row_change import RowKind
 from sluice.source.connection import SharedTlsConnection
+from sluice.source.gtid_state import MysqlGtidSet
 from sluice.source.server_flavour import server_flavour
 
 try:
@@ -54,6 +62,7 @@ ROW_EVENTS = (WriteRowsEvent, UpdateRowsEvent, DeleteRowsEvent)
 _HEADER = struct.Struct("<IBIIIH")  # timestamp, type, server id, event size, next position, flags
 _BODY = 1 + _HEADER.size  # a packet is an OK byte, the event's header, its body (and a checksum)
 _XID, _MARIADB_GTID, _TABLE_MAP = 0x10, 0xA2, 0x13
+_COM_BINLOG_DUMP_GTID = 0x1E
 READ_SIZE = 1 << 16  # bytes read off the replication connection at a time, at least
 _ROWS = {  # event type: (kind, the library's class, version 2)
     0x17: (RowKind.INSERT, WriteRowsEvent, False),
@@ -109,6 +118,40 @@ class ParsedMariadbGtid(MariadbGtidEvent):
         self.packet, self.timestamp, self.gtid, self.flags = header, header.timestamp, gtid, flags
 
 
+def _tagged_dump(settings: dict[str, Any]) -> bytes | None:
+    """A MySQL GTID set with tags, encoded as 8.3+ takes it in a dump request, which the
+    library cannot (its GtidSet knows no tags): the library is given the set's untagged
+    sources (or one source's first number: a placeholder it encodes and the connection
+    replaces) to choose the GTID dump and build the request around it."""
+    text = settings.get("auto_position")
+    if not text or settings.get("is_mariadb") or not MysqlGtidSet(text).tags:
+        return None
+    intervals = MysqlGtidSet(text).intervals()
+    untagged = ",".join(
+        sid + "".join(f":{a}-{b}" for a, b in spans) for (sid, tag), spans in sorted(intervals.items()) if not tag
+    )
+    settings["auto_position"] = untagged or f"{min(sid for sid, _ in intervals)}:1"
+    return encoded_gtid_set(text)
+
+
+def _with_gtid_set(packet: bytes, gtid_set: bytes) -> bytes:
+    """A COM_BINLOG_DUMP_GTID packet (its 4-byte header first) carrying `gtid_set` instead."""
+    name_size = struct.unpack_from("<I", packet, 4 + 7)[0]
+    fixed = packet[4 : 4 + 11 + name_size + 8]  # command, flags, server id, name size, name, position
+    payload = fixed + struct.pack("<I", len(gtid_set)) + gtid_set
+    return len(payload).to_bytes(3, "little") + packet[3:4] + payload
+
+
+class ParsedTaggedGtid(GtidEvent):
+    """A MySQL 8.3+ tagged GTID event (type 42), parsed here: the library has no reader
+    for it. Its gtid reads `uuid:tag:number`, as MySQL prints one."""
+
+    gtid = ""  # the library's is a property of the event it parsed
+
+    def __init__(self, header: EventHeader, gtid: str) -> None:
+        self.packet, self.timestamp, self.gtid = header, header.timestamp, gtid
+
+
 class PushbackConnection(SharedTlsConnection):
     """A replication connection that takes back the packet (or the error) just read from
     it, and gives it again at the next read. On the stream's connection every packet read
@@ -133,8 +176,16 @@ class PushbackConnection(SharedTlsConnection):
     # in batches hands on what it holds (the stream sets its own, see BinlogEventStream).
     before_waiting: Callable[[], None] | None = None
 
+    # The GTID set of a dump request, encoded here where it has tags (see _tagged_dump).
+    gtid_dump: bytes | None = None
+
     def push_back(self, item: bytes | Exception) -> None:
         self._pushed = item
+
+    def _write_bytes(self, data: bytes) -> None:
+        if self.gtid_dump is not None and len(data) > 4 and data[4] == _COM_BINLOG_DUMP_GTID:
+            data = _with_gtid_set(data, self.gtid_dump)
+        super()._write_bytes(data)
 
     def _read_packet(self, packet_type: type = MysqlPacket) -> MysqlPacket:
         if self.binlog is None:
@@ -241,6 +292,7 @@ class BinlogEventStream(BinLogStreamReader):
     def __init__(self, before_waiting: Callable[[], None] | None = None, **settings: Any) -> None:
         """`before_waiting`: called before a read that would wait for the server."""
         self._before_waiting = before_waiting
+        self._gtid_dump = _tagged_dump(settings)
         wanted = set(settings["only_events"])
         settings["only_events"] = [*settings["only_events"], TableMapEvent]  # see _from_library
         self._format = BinlogFormat(checksum=False)
@@ -253,6 +305,7 @@ class BinlogEventStream(BinLogStreamReader):
             _TABLE_MAP: self._table_map,
             _XID: self._xid if XidEvent in wanted else self._skipped,
             _MARIADB_GTID: self._mariadb_gtid if MariadbGtidEvent in wanted else self._skipped,
+            GTID_TAGGED_LOG_EVENT: self._tagged_gtid if GtidEvent in wanted else self._skipped,
         }
         for event_type, (_, event_class, _) in _ROWS.items():
             self._parsers[event_type] = self._rows if event_class in wanted else self._skipped
@@ -283,6 +336,7 @@ class BinlogEventStream(BinLogStreamReader):
             (agreed,) = cur.fetchone()
         self._format = connection.binlog = BinlogFormat(checksum=agreed != "NONE")
         connection.before_waiting = self._before_waiting  # each connection the stream opens
+        connection.gtid_dump = self._gtid_dump
         return self._format.checksum
 
     @property
@@ -370,6 +424,14 @@ class BinlogEventStream(BinLogStreamReader):
     def _mariadb_gtid(self, data: bytes, header: EventHeader, event_type: int) -> object:
         sequence, domain, flags = struct.unpack_from("<QIB", data, _BODY)
         return ParsedMariadbGtid(header, f"{domain}-{header.server_id}-{sequence}", flags)
+
+    def _tagged_gtid(self, data: bytes, header: EventHeader, event_type: int) -> object:
+        body = data[_BODY : len(data) - (4 if self._format.checksum else 0)]
+        try:
+            sid, tag, number = tagged_gtid(body)
+        except TaggedGtidError as exc:
+            raise SourceError(f"cannot read the tagged GTID event at {self._format.where(data)}: {exc}") from exc
+        return ParsedTaggedGtid(header, f"{sid}:{tag}:{number}")
 
     def _table_map(self, data: bytes, header: EventHeader, event_type: int) -> object | None:
         """A table already mapped has nothing new (frozen); a new one the library reads."""
