@@ -42,15 +42,16 @@ from sluice.binlog.protocol.event_types import AS_SENT
 from sluice.binlog.protocol.packet_bytes import length_coded
 from sluice.binlog.protocol.packet_frames import frames
 from sluice.binlog.protocol.tagged_gtids import (
+    COM_BINLOG_DUMP_GTID,
     GTID_TAGGED_LOG_EVENT,
     TaggedGtidError,
-    encoded_gtid_set,
+    tagged_dump,
     tagged_gtid,
+    with_gtid_set,
 )
 from sluice.errors import SourceError
 from sluice.event.row_change import RowKind
 from sluice.source.connection import SharedTlsConnection
-from sluice.source.gtid_state import MysqlGtidSet
 from sluice.source.server_flavour import server_flavour
 
 try:
@@ -62,7 +63,6 @@ ROW_EVENTS = (WriteRowsEvent, UpdateRowsEvent, DeleteRowsEvent)
 _HEADER = struct.Struct("<IBIIIH")  # timestamp, type, server id, event size, next position, flags
 _BODY = 1 + _HEADER.size  # a packet is an OK byte, the event's header, its body (and a checksum)
 _XID, _MARIADB_GTID, _TABLE_MAP = 0x10, 0xA2, 0x13
-_COM_BINLOG_DUMP_GTID = 0x1E
 READ_SIZE = 1 << 16  # bytes read off the replication connection at a time, at least
 _ROWS = {  # event type: (kind, the library's class, version 2)
     0x17: (RowKind.INSERT, WriteRowsEvent, False),
@@ -118,30 +118,6 @@ class ParsedMariadbGtid(MariadbGtidEvent):
         self.packet, self.timestamp, self.gtid, self.flags = header, header.timestamp, gtid, flags
 
 
-def _tagged_dump(settings: dict[str, Any]) -> bytes | None:
-    """A MySQL GTID set with tags, encoded as 8.3+ takes it in a dump request, which the
-    library cannot (its GtidSet knows no tags): the library is given the set's untagged
-    sources (or one source's first number: a placeholder it encodes and the connection
-    replaces) to choose the GTID dump and build the request around it."""
-    text = settings.get("auto_position")
-    if not text or settings.get("is_mariadb") or not MysqlGtidSet(text).tags:
-        return None
-    intervals = MysqlGtidSet(text).intervals()
-    untagged = ",".join(
-        sid + "".join(f":{a}-{b}" for a, b in spans) for (sid, tag), spans in sorted(intervals.items()) if not tag
-    )
-    settings["auto_position"] = untagged or f"{min(sid for sid, _ in intervals)}:1"
-    return encoded_gtid_set(text)
-
-
-def _with_gtid_set(packet: bytes, gtid_set: bytes) -> bytes:
-    """A COM_BINLOG_DUMP_GTID packet (its 4-byte header first) carrying `gtid_set` instead."""
-    name_size = struct.unpack_from("<I", packet, 4 + 7)[0]
-    fixed = packet[4 : 4 + 11 + name_size + 8]  # command, flags, server id, name size, name, position
-    payload = fixed + struct.pack("<I", len(gtid_set)) + gtid_set
-    return len(payload).to_bytes(3, "little") + packet[3:4] + payload
-
-
 class ParsedTaggedGtid(GtidEvent):
     """A MySQL 8.3+ tagged GTID event (type 42), parsed here: the library has no reader
     for it. Its gtid reads `uuid:tag:number`, as MySQL prints one."""
@@ -176,15 +152,15 @@ class PushbackConnection(SharedTlsConnection):
     # in batches hands on what it holds (the stream sets its own, see BinlogEventStream).
     before_waiting: Callable[[], None] | None = None
 
-    # The GTID set of a dump request, encoded here where it has tags (see _tagged_dump).
+    # The GTID set of a dump request, encoded here where it has tags (see tagged_dump).
     gtid_dump: bytes | None = None
 
     def push_back(self, item: bytes | Exception) -> None:
         self._pushed = item
 
     def _write_bytes(self, data: bytes) -> None:
-        if self.gtid_dump is not None and len(data) > 4 and data[4] == _COM_BINLOG_DUMP_GTID:
-            data = _with_gtid_set(data, self.gtid_dump)
+        if self.gtid_dump is not None and len(data) > 4 and data[4] == COM_BINLOG_DUMP_GTID:
+            data = with_gtid_set(data, self.gtid_dump)
         super()._write_bytes(data)
 
     def _read_packet(self, packet_type: type = MysqlPacket) -> MysqlPacket:
@@ -292,7 +268,7 @@ class BinlogEventStream(BinLogStreamReader):
     def __init__(self, before_waiting: Callable[[], None] | None = None, **settings: Any) -> None:
         """`before_waiting`: called before a read that would wait for the server."""
         self._before_waiting = before_waiting
-        self._gtid_dump = _tagged_dump(settings)
+        self._gtid_dump = tagged_dump(settings)
         wanted = set(settings["only_events"])
         settings["only_events"] = [*settings["only_events"], TableMapEvent]  # see _from_library
         self._format = BinlogFormat(checksum=False)

@@ -17,10 +17,12 @@ from __future__ import annotations
 
 import struct
 import uuid
+from typing import Any
 
 from sluice.source.gtid_state import MysqlGtidSet
 
 GTID_TAGGED_LOG_EVENT = 42
+COM_BINLOG_DUMP_GTID = 0x1E
 _FORMAT_VERSION = 1  # mysql::serialization::serialization_format_version, the message's id
 _TAGGED_FORMAT = 1  # mysql::gtid::Gtid_format::tagged
 # Gtid_event::define_fields, in order: each field's id is its place
@@ -124,3 +126,27 @@ def encoded_gtid_set(text: str) -> bytes:
         data += struct.pack("<Q", len(intervals))
         data += b"".join(struct.pack("<qq", first, last + 1) for first, last in intervals)
     return bytes(data)
+
+
+def tagged_dump(settings: dict[str, Any]) -> bytes | None:
+    """A MySQL GTID set with tags, encoded as 8.3+ takes it in a dump request, which the
+    library cannot (its GtidSet knows no tags): the library is given the set's untagged
+    sources (or one source's first number: a placeholder it encodes and the connection
+    replaces) to choose the GTID dump and build the request around it."""
+    text = settings.get("auto_position")
+    if not text or settings.get("is_mariadb") or not MysqlGtidSet(text).tags:
+        return None
+    intervals = MysqlGtidSet(text).intervals()
+    untagged = ",".join(
+        sid + "".join(f":{a}-{b}" for a, b in spans) for (sid, tag), spans in sorted(intervals.items()) if not tag
+    )
+    settings["auto_position"] = untagged or f"{min(sid for sid, _ in intervals)}:1"
+    return encoded_gtid_set(text)
+
+
+def with_gtid_set(packet: bytes, gtid_set: bytes) -> bytes:
+    """A COM_BINLOG_DUMP_GTID packet (its 4-byte header first) carrying `gtid_set` instead."""
+    name_size = struct.unpack_from("<I", packet, 4 + 7)[0]
+    fixed = packet[4 : 4 + 11 + name_size + 8]  # command, flags, server id, name size, name, position
+    payload = fixed + struct.pack("<I", len(gtid_set)) + gtid_set
+    return len(payload).to_bytes(3, "little") + packet[3:4] + payload
