@@ -7,8 +7,10 @@ What changes (MySQL's event layouts from libbinlogevents' documentation):
 - MariaDB's GTID list at a file's start becomes Previous_gtids; its binlog checkpoint and
   Annotate_rows events have no MySQL counterpart and go;
 - a transaction's MariaDB GTID event becomes MySQL's GTID event, or its tagged one (the
-  source uuid; a domain stands for a tag: Mysql84Settings.tags), with its logical clock, commit time and the
-  transaction's length, followed by a Query "BEGIN" where the transaction has rows;
+  source uuid; a domain stands for a tag: Mysql84Settings.tags), with its logical clock,
+  commit time and the transaction's length, followed by a Query "BEGIN" where the
+  transaction has rows (all its events in one zstd Transaction_payload where
+  binlog_transaction_compression is ON);
 - V1 rows events become V2 ones (8.4 removed V1); a Query event keeps the status variables
   MySQL has and loses MariaDB's own.
 A transaction is translated whole once its end is in the file, as MySQL writes it whole at
@@ -213,6 +215,11 @@ class TranslatedBinlog:
             translated_event = self._inner(event)
             if translated_event is not None:
                 bodies.append((*translated_event, event))
+        if not standalone and self.settings.variables["binlog_transaction_compression"] == "ON":
+            # one Transaction_payload holds the transaction's events but its GTID (DDL is
+            # never compressed)
+            held = [events.bare_event(kind, body, e.timestamp, e.server_id) for kind, body, e in bodies]
+            bodies = [(events.TRANSACTION_PAYLOAD, events.transaction_payload(held), bodies[-1][2])]
         self._sequence += 1
         rest = sum(events.HEADER_LENGTH + len(body) + 4 for _, body, _ in bodies)
         length = rest  # the transaction's length counts its GTID event, whose size depends on it

@@ -9,6 +9,8 @@ import struct
 import uuid
 import zlib
 
+import zstandard
+
 from tests.harness.mysql84 import wire
 
 HEADER = struct.Struct("<IBIIIH")  # timestamp, type, server id, event size, end position, flags
@@ -74,6 +76,29 @@ def event(kind: int, body: bytes, end: int, timestamp: int, server_id: int, flag
     size = HEADER_LENGTH + len(body) + 4
     data = HEADER.pack(timestamp, kind, server_id, size, end, flags) + body
     return data + struct.pack("<I", zlib.crc32(data))
+
+
+def bare_event(kind: int, body: bytes, timestamp: int, server_id: int) -> bytes:
+    """An event as a Transaction_payload holds it: no checksum, no position of its own."""
+    return HEADER.pack(timestamp, kind, server_id, HEADER_LENGTH + len(body), 0, 0) + body
+
+
+def _payload_field(kind: int, value: int) -> bytes:
+    encoded = wire.lenenc_int(value)
+    return wire.lenenc_int(kind) + wire.lenenc_int(len(encoded)) + encoded
+
+
+def transaction_payload(inner: list[bytes], compressed: bool = True) -> bytes:
+    """A Transaction_payload event's body (binlog_transaction_compression=ON; codecs/binary.cpp):
+    its fields as (type, length, value), each a packed number: the payload's size (1), the
+    compression type (2; 0 is zstd), the uncompressed size (3); an end mark (0); then the
+    transaction's events, zstd-compressed."""
+    plain = b"".join(inner)
+    if not compressed:
+        return _payload_field(1, len(plain)) + wire.lenenc_int(0) + plain
+    payload = zstandard.ZstdCompressor().compress(plain)
+    fields = _payload_field(2, 0) + _payload_field(3, len(plain)) + _payload_field(1, len(payload))
+    return fields + wire.lenenc_int(0) + payload
 
 
 def format_description(version: str, created: int) -> bytes:

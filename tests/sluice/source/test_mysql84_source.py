@@ -4,7 +4,10 @@ level; its binlog in MySQL's format is not served yet."""
 
 from __future__ import annotations
 
+import pytest
+
 from tests.harness import compare
+from tests.harness.mysql84 import events
 from tests.harness.mysql84.front import Mysql84Front, mysql84_front
 from tests.harness.mysql84.statements import Mysql84Settings
 from tests.harness.pipelines import (
@@ -92,13 +95,15 @@ def test_sluice_check_says_what_mysqls_own_settings_mean_for_the_pipeline(tmp_pa
     assert checked.returncode == 1
 
 
+@pytest.mark.parametrize("compression", ["OFF", "ON"], ids=["plain", "compressed-transactions"])
 def test_a_pipeline_snapshots_and_streams_a_mysql_8_4_source_through_a_schema_change(
-    tmp_path, mariadb, postgresql, source_db
+    tmp_path, mariadb, postgresql, source_db, compression
 ):
     """Check, snapshot and streaming by GTID from the stand-in's binlog in MySQL 8.4's
     format (binlog_row_metadata=FULL, as a CDC source is set up), through an ADD COLUMN,
-    then a restart that resumes by the GTID set it committed."""
-    settings = Mysql84Settings(variables={"binlog_row_metadata": "FULL"})
+    then a restart that resumes by the GTID set it committed; with each transaction one
+    zstd Transaction_payload too (binlog_transaction_compression=ON)."""
+    settings = Mysql84Settings(variables={"binlog_row_metadata": "FULL", "binlog_transaction_compression": compression})
     with mysql84_front(mariadb, settings) as front:
         source = front.server()
         source.execute(
@@ -138,6 +143,8 @@ def test_a_pipeline_snapshots_and_streams_a_mysql_8_4_source_through_a_schema_ch
         source.execute("UPDATE t SET note = 'z' WHERE id = 4", database=source_db)
         stream_until_equal({"p": (pipeline, state)}, env, lambda: None, source_rows, {"p": target_rows})
     assert front.dumps, "the pipeline read no binlog from the stand-in"
+    kinds = {f.data[start + 4] for f in front.binlog.files for start in f.starts}
+    assert (events.TRANSACTION_PAYLOAD in kinds) == (compression == "ON"), kinds
     assert front.dumps[-1].gtids == {(front.settings.server_uuid, ""): [(1, int(committed.rsplit("-", 1)[1]))]}
     assert any(s.startswith("SET @source_binlog_checksum") for s in front.statements_seen)
 

@@ -24,17 +24,26 @@ class PayloadError(ValueError):
     """A payload that is not as MySQL writes it."""
 
 
-def inner_events(body: bytes) -> list[bytes]:
-    """The events a payload event's body holds, each as it is in the payload."""
+def _fields(body: bytes) -> tuple[dict[int, int], int]:
+    """The payload's fields, each (type, length, value), to their end mark; and where the
+    payload begins."""
     fields: dict[int, int] = {}
     at = 0
-    while True:
-        kind, at = length_coded(body, at)
-        if kind == 0:
-            break
-        length, at = length_coded(body, at)
-        fields[kind], _ = length_coded(body[at : at + length], 0)
-        at += length
+    try:
+        while True:
+            kind, at = length_coded(body, at)
+            if kind == 0:
+                return fields, at
+            length, at = length_coded(body, at)
+            fields[kind], _ = length_coded(body[at : at + length], 0)
+            at += length
+    except (IndexError, KeyError) as exc:  # past the end, or not a packed number
+        raise PayloadError(f"its fields run past its {len(body)} bytes or hold no number at {at}") from exc
+
+
+def inner_events(body: bytes) -> list[bytes]:
+    """The events a payload event's body holds, each as it is in the payload."""
+    fields, at = _fields(body)
     size, compression = fields.get(_SIZE), fields.get(_COMPRESSION, NONE)
     payload = body[at:]
     if size is None or size != len(payload):

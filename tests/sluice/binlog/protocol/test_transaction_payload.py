@@ -10,7 +10,6 @@ import struct
 import zlib
 
 import pytest
-import zstandard
 
 from sluice.binlog.protocol.binlog_format import BinlogFormat
 from sluice.binlog.protocol.transaction_payload import NONE, ZSTD
@@ -42,25 +41,14 @@ def _transaction(mariadb, db: str) -> list[bytes]:
     return events[1:]
 
 
-def _length_coded(value: int) -> bytes:
-    return bytes([value]) if value < 251 else b"\xfc" + value.to_bytes(2, "little")
-
-
-def _field(kind: int, value: int) -> bytes:
-    encoded = _length_coded(value)
-    return _length_coded(kind) + _length_coded(len(encoded)) + encoded
-
-
 def _payload_event(events: list[bytes], compression: int) -> bytes:
     """The Transaction_payload event MySQL writes for these events, with its checksum."""
-    inner = b""
+    inner = []
     for event in events:  # without their checksums, their sizes said so
         bare = bytearray(event[:-4])
         struct.pack_into("<I", bare, 9, len(bare))
-        inner += bare
-    payload = zstandard.ZstdCompressor().compress(inner) if compression == ZSTD else inner
-    fields = _field(2, compression) + _field(3, len(inner)) if compression == ZSTD else b""
-    body = fields + _field(1, len(payload)) + _length_coded(0) + payload
+        inner.append(bytes(bare))
+    body = mysql84_events.transaction_payload(inner, compressed=compression == ZSTD)
     size = HEADER.size + len(body) + 4
     event = HEADER.pack(1_700_000_000, 40, 1, size, PAYLOAD_AT + size, 0) + body
     return event + struct.pack("<I", zlib.crc32(event))
@@ -106,3 +94,15 @@ def test_a_payload_that_is_not_as_mysql_writes_it_stops_the_reader_naming_it(mar
     binlog.file = "binlog.000007"
     with pytest.raises(SourceError, match=f"cannot read the Transaction_payload event at binlog.000007:{PAYLOAD_AT}"):
         binlog.packets(b"\x00" + bytes(payload))
+
+
+def test_a_payload_whose_fields_run_past_its_end_stops_the_reader_naming_it():
+    """Fields with no end mark (read as MySQL 8.x describes it, 40 bytes into its fields,
+    the reader met garbage there and crashed with an IndexError)."""
+    body = b"\x02\x01\x00\x03\x02\xfc"  # compression type zstd, then an uncompressed size cut short
+    size = HEADER.size + len(body) + 4
+    event = HEADER.pack(1_700_000_000, 40, 1, size, PAYLOAD_AT + size, 0) + body
+    binlog = BinlogFormat(checksum=True)
+    binlog.file = "binlog.000007"
+    with pytest.raises(SourceError, match=f"cannot read the Transaction_payload event at binlog.000007:{PAYLOAD_AT}"):
+        binlog.packets(b"\x00" + event + struct.pack("<I", zlib.crc32(event)))
