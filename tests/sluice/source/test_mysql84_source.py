@@ -70,6 +70,7 @@ def test_sluice_check_says_what_mysqls_own_settings_mean_for_the_pipeline(tmp_pa
             "show_gipk_in_create_table_and_information_schema": "OFF",
             "gtid_mode": "OFF_PERMISSIVE",
             "mysql_native_password": "ON",
+            "binlog_row_value_options": "PARTIAL_JSON",
         },
         native_users={mariadb.user},
     )
@@ -79,7 +80,12 @@ def test_sluice_check_says_what_mysqls_own_settings_mean_for_the_pipeline(tmp_pa
         definition = pipeline_yaml(source, f"{source_db}.t", postgres_sink(postgresql), **{"server-id": "7394-7395"})
         checked = sluice_check(write_pipeline(tmp_path / "p.yaml", definition), sluice_env(source, postgresql))
     said = findings(checked.stdout)
-    assert ("ok", "source.binlog", "log_bin, binlog_format=ROW and full row images and metadata") in said
+    assert (
+        "error",
+        "source.binlog",
+        "source server has binlog_row_value_options=PARTIAL_JSON; Sluice needs it without PARTIAL_JSON "
+        "(SET GLOBAL binlog_row_value_options='')",
+    ) in said
     assert (
         "ok",
         "source.binlog",
