@@ -77,6 +77,7 @@ def mysql84_front(backend: MariaDB, settings: Mysql84Settings | None = None) -> 
         yield front
     finally:
         front.close()
+    assert not front.failures, f"the MySQL 8.4 stand-in failed: {front.failures}"
 
 
 class AccessDenied(Exception):
@@ -102,7 +103,7 @@ class Mysql84Front:
         self.authentications: list[tuple[str, str]] = []  # (user, "fast" | "full" | "denied")
         self._listener = socket.create_server(("127.0.0.1", 0))
         self.host, self.port = "127.0.0.1", self._listener.getsockname()[1]
-        self._lock = threading.Lock()
+        self.failures: list[BaseException] = []  # what broke a session: a test's failure, not a quiet close
         self._open = True
         threading.Thread(target=self._accept, daemon=True, name="mysql84-front").start()
 
@@ -135,8 +136,9 @@ class Mysql84Front:
                     session.relay()
         except (ConnectionError, OSError):
             pass
-        except Exception:
+        except Exception as exc:
             log.exception("the MySQL 8.4 stand-in failed a session")
+            self.failures.append(exc)
 
     @contextlib.contextmanager
     def _backend(self) -> Iterator[tuple[wire.PacketStream, bytes]]:
