@@ -1,8 +1,8 @@
 """Which server a connection reached, MariaDB or MySQL and its version, and the statements
 Sluice sends it by that, chosen here and nowhere else: MySQL 8.4 removed the MASTER and
 SLAVE spellings (SHOW BINARY LOG STATUS came in 8.2, SHOW REPLICAS in 8.0.22, the
-source_binlog_checksum variable in 8.0.26), MariaDB keeps them, and MariaDB 10.5 split
-REPLICATION CLIENT."""
+source_binlog_checksum and source_heartbeat_period variables in 8.0.26), MariaDB keeps
+them, and MariaDB 10.5 split REPLICATION CLIENT."""
 
 from __future__ import annotations
 
@@ -44,6 +44,11 @@ class ServerFlavour:
     def checksum_variable(self) -> str:
         """The user variable a binlog reader declares the checksums it takes in."""
         return "@source_binlog_checksum" if self._mysql_from(8, 0, 26) else "@master_binlog_checksum"
+
+    @property
+    def heartbeat_variable(self) -> str:
+        """The user variable a binlog reader asks for heartbeats with (nanoseconds)."""
+        return "@source_heartbeat_period" if self._mysql_from(8, 0, 26) else "@master_heartbeat_period"
 
     @property
     def binlog_privileges(self) -> tuple[str, ...]:

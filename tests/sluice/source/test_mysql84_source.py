@@ -153,6 +153,7 @@ def test_a_pipeline_snapshots_and_streams_a_mysql_8_4_source_through_a_schema_ch
     assert (events.TRANSACTION_PAYLOAD in kinds) == (compression == "ON"), kinds
     assert front.dumps[-1].gtids == {(front.settings.server_uuid, ""): [(1, int(committed.rsplit("-", 1)[1]))]}
     assert any(s.startswith("SET @source_binlog_checksum") for s in front.statements_seen)
+    assert any(s.startswith("SET @source_heartbeat_period") for s in front.statements_seen)
 
 
 def test_a_table_with_a_generated_invisible_primary_key_is_keyed_by_it(tmp_path, mariadb, postgresql, source_db):

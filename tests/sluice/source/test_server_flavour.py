@@ -27,3 +27,4 @@ def test_each_server_is_asked_in_the_words_it_takes(server, named, status, repli
     assert flavour.binary_log_status == status
     assert flavour.replicas == replicas
     assert flavour.checksum_variable == f"{checksum}_binlog_checksum"
+    assert flavour.heartbeat_variable == f"{checksum}_heartbeat_period"

@@ -305,11 +305,15 @@ class BinlogEventStream(BinLogStreamReader):
         server's setting was on, so a file written before it was switched off was refused).
         """
         connection = self._stream_connection
-        variable = server_flavour(connection).checksum_variable
+        flavour = server_flavour(connection)
+        variable = flavour.checksum_variable
         with connection.cursor() as cur:
             cur.execute(f"SET {variable} = @@global.binlog_checksum")
             cur.execute(f"SELECT {variable}")
             (agreed,) = cur.fetchone()
+            if self.slave_heartbeat and flavour.heartbeat_variable != "@master_heartbeat_period":
+                # the library asks by the old name only
+                cur.execute(f"SET {flavour.heartbeat_variable} = %s", (int(self.slave_heartbeat * 1e9),))
         self._format = connection.binlog = BinlogFormat(checksum=agreed != "NONE")
         connection.before_waiting = self._before_waiting  # each connection the stream opens
         connection.gtid_dump = self._gtid_dump
