@@ -83,14 +83,17 @@ class RandomWorkload:
         ddl_tables: Sequence[str] = (),
         legacy: bool = False,
         row_images: Sequence[str] = (),
+        gtid_domains: Sequence[int] = (),
     ) -> None:
         """`bags`: tables without a key, where an operation touches one of the equal rows
         (LIMIT 1) and some inserts copy an existing row. `ddl_tables`: tables whose columns
         change once `allow_schema_changes` is set. `legacy`: inserted rows as `_row` says.
         `row_images`: each operation or transaction runs with one of these session
-        binlog_row_images (the server's stays as it is)."""
+        binlog_row_images (the server's stays as it is). `gtid_domains`: each in one of these
+        MariaDB GTID domains (the MySQL 8.4 stand-in's tags)."""
         self.legacy = legacy
         self.row_images = list(row_images)
+        self.gtid_domains = list(gtid_domains)
         self.mariadb = mariadb
         self.db = db
         self.tables = list(tables)
@@ -118,6 +121,8 @@ class RandomWorkload:
                         time.sleep(ahead)
                     if self.row_images:
                         cur.execute(f"SET SESSION binlog_row_image = {self.rng.choice(self.row_images)}")
+                    if self.gtid_domains:
+                        cur.execute(f"SET SESSION gtid_domain_id = {self.rng.choice(self.gtid_domains)}")
                     try:
                         if self.rng.random() < 0.2:
                             cur.execute("BEGIN")

@@ -103,25 +103,28 @@ class TranslatedBinlog:
 
     def catch_up(self) -> None:
         with self._lock:
-            names = [n.strip() for n in (self.datadir / "mysql-bin.index").read_text().split()]
-            names = [Path(n).name for n in names if n]
-            names = names[names.index(self.first) :]
-            for name in names:
-                if not any(f.name == name for f in self.files):
-                    self._open(name)
-            for translated in self.files:
-                if not translated.closed:
-                    self._read(translated)
+            self._catch_up()
 
-    def end(self) -> tuple[str, int]:
-        self.catch_up()
-        last = self.files[-1]
-        return last.name, len(last.data)
+    def _catch_up(self) -> None:
+        names = [n.strip() for n in (self.datadir / "mysql-bin.index").read_text().split()]
+        names = [Path(n).name for n in names if n]
+        for name in names[names.index(self.first) :]:
+            if not any(f.name == name for f in self.files):
+                self._open(name)
+        for translated in self.files:
+            if not translated.closed:
+                self._read(translated)
+
+    def status(self) -> tuple[str, int, dict[str, int]]:
+        """The end (file, position) and what is executed up to it, as of one moment."""
+        with self._lock:
+            self._catch_up()
+            last = self.files[-1]
+            return last.name, len(last.data), self.executed_through(len(self.files) - 1)
 
     def executed(self) -> dict[str, int]:
         """Per tag, the last number: 1 to it are executed (MariaDB's GTID sequences have no gaps)."""
-        self.catch_up()
-        return self.executed_through(len(self.files) - 1)
+        return self.status()[2]
 
     def executed_through(self, index: int) -> dict[str, int]:
         """As of the end of the `index`th file."""

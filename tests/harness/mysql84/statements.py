@@ -204,10 +204,10 @@ class Mysql84Statements:
 
     def _binary_log_status(self) -> Rows:
         """Where the translated binlog ends, and what it holds (as of that same end)."""
-        file, position = self.binlog.end()
+        file, position, executed = self.binlog.status()
         return (
             ["File", "Position", "Binlog_Do_DB", "Binlog_Ignore_DB", "Executed_Gtid_Set"],
-            [(file, position, "", "", self.settings.mysql_gtid_set(self.binlog.executed()))],
+            [(file, position, "", "", self.settings.mysql_gtid_set(executed))],
         )
 
     def _created_user(self) -> Rows:

@@ -35,6 +35,7 @@ from tests.harness.pipelines import (
     read_state,
     sluice_env,
 )
+from tests.harness.services import start_mariadb
 from tests.harness.workload import RandomWorkload, create_table
 
 SEED = int(os.environ.get("SLUICE_SOAK_SEED", "20261121"))
@@ -192,57 +193,62 @@ def test_keyed_targets_equal_the_source_when_sessions_write_partial_images(
     _assert_sql_targets_equal(mariadb, mariadb_target, postgresql, source_db, PARTIAL_TABLES)
 
 
-def test_targets_equal_a_mysql_8_4_source_after_repeated_sigkills(
-    tmp_path, mariadb, mariadb_target, postgresql, source_db
-):
+def test_targets_equal_a_mysql_8_4_source_after_repeated_sigkills(tmp_path, services_dir, mariadb_target, postgresql):
     """The same, from the MySQL 8.4 stand-in (tests/harness/mysql84): its binlog in MySQL's
-    format, its positions and GTID sets, its authentication; a restart resumes by GTID set
-    where no table is switching from snapshot to binlog any more, by position before. A
-    smaller run: two targets, fewer tables."""
+    format, its positions and GTID sets, tagged transactions among the untagged (a MariaDB
+    of its own, whose GTID domain 7 stands for the tag `etl`), its authentication; a
+    restart resumes by GTID set where no table is switching from snapshot to binlog any
+    more, by position before. A smaller run: two targets, fewer tables."""
     tables = {"orders": "primary", "items": "unique", "events": "bag"}
-    settings = Mysql84Settings(variables={"binlog_row_metadata": "FULL"})
-    with mysql84_front(mariadb, settings) as front:
+    bags = [t for t, key in tables.items() if key == "bag"]
+    mariadb = start_mariadb(services_dir / "crash84", server_id=12)
+    settings = Mysql84Settings(tags={0: "", 7: "etl"}, variables={"binlog_row_metadata": "FULL"})
+    db = "crash84"
+    try:
+        mariadb.execute(f"CREATE DATABASE {db}")
         for i, (table, key) in enumerate(tables.items()):
-            create_table(mariadb, source_db, table, ROWS, seed=SEED + i, key=key, legacy=True)
-        source = front.server()
-        env = sluice_env(source, postgresql, mariadb_target)
-        sinks = every_sink(postgresql, mariadb_target, tmp_path / "lake", 6600, ids_each=10)
-        del sinks["parquet"]
-        bags = [t for t, key in tables.items() if key == "bag"]
-        pipelines = pipeline_per_sink(
-            tmp_path,
-            source,
-            f"{source_db}.({'|'.join(tables)})",
-            sinks,
-            "crash84",
-            {"schema.change.behavior": "evolve"},
-            **{
-                "scan.incremental.snapshot.chunk.size": CHUNK,
-                "scan.incremental.snapshot.chunk.key-column": ";".join(f"{source_db}.{t}:id" for t in bags),
-            },
-        )
-        workload = RandomWorkload(
-            mariadb,
-            source_db,
-            list(tables),
-            seed=SEED,
-            max_key=ROWS * 10,
-            bags=bags,
-            ddl_tables=[t for t in tables if t not in bags],
-            legacy=True,
-        )
-        workload.start(operations=10**9, rate=WRITES_PER_SECOND)
-        threading.Thread(target=_allow_schema_changes, args=(pipelines, workload), daemon=True).start()
-        final = _run_each_with_kills(pipelines, env, KILLS)
-        workload.join()
-        assert workload.schema_changes, "no schema change ran while the pipelines streamed"
-        with source.connect() as conn:
-            end = current_offset(conn)
-        assert end.gtid.startswith(settings.server_uuid)
-        for name, (process, phases) in final.items():
-            stop_caught_up(name, pipelines[name][1], process, phases, end)
-    assert front.dumps, "the pipelines read no binlog from the stand-in"
-    _assert_sql_targets_equal(mariadb, mariadb_target, postgresql, source_db, tables)
+            create_table(mariadb, db, table, ROWS, seed=SEED + i, key=key, legacy=True)
+        with mysql84_front(mariadb, settings) as front:
+            source = front.server()
+            sinks = every_sink(postgresql, mariadb_target, tmp_path / "lake", 6600, ids_each=10)
+            del sinks["parquet"]
+            pipelines = pipeline_per_sink(
+                tmp_path,
+                source,
+                f"{db}.({'|'.join(tables)})",
+                sinks,
+                "crash84",
+                {"schema.change.behavior": "evolve"},
+                **{
+                    "scan.incremental.snapshot.chunk.size": CHUNK,
+                    "scan.incremental.snapshot.chunk.key-column": ";".join(f"{db}.{t}:id" for t in bags),
+                },
+            )
+            workload = RandomWorkload(
+                mariadb,
+                db,
+                list(tables),
+                seed=SEED,
+                max_key=ROWS * 10,
+                bags=bags,
+                ddl_tables=[t for t in tables if t not in bags],
+                legacy=True,
+                gtid_domains=[0, 7],
+            )
+            workload.start(operations=10**9, rate=WRITES_PER_SECOND)
+            threading.Thread(target=_allow_schema_changes, args=(pipelines, workload), daemon=True).start()
+            final = _run_each_with_kills(pipelines, sluice_env(source, postgresql, mariadb_target), KILLS)
+            workload.join()
+            assert workload.schema_changes, "no schema change ran while the pipelines streamed"
+            with source.connect() as conn:
+                end = current_offset(conn)
+            assert f"{settings.server_uuid}:1-" in end.gtid and ":etl:1-" in end.gtid, end.gtid
+            for name, (process, phases) in final.items():
+                stop_caught_up(name, pipelines[name][1], process, phases, end)
+        assert front.dumps, "the pipelines read no binlog from the stand-in"
+        _assert_sql_targets_equal(mariadb, mariadb_target, postgresql, db, tables)
+    finally:
+        mariadb.stop()
 
 
 def _assert_sql_targets_equal(mariadb, mariadb_target, postgresql, source_db: str, tables) -> None:  # noqa: ANN001

@@ -197,11 +197,20 @@ def test_tagged_transactions_are_read_and_a_restart_resumes_from_a_tagged_gtid_s
     mariadb = start_mariadb(services_dir / "mysql84-tagged", server_id=11)
     settings = Mysql84Settings(tags={0: "", 7: "etl"}, variables={"binlog_row_metadata": "FULL"})
     try:
-        mariadb.execute("CREATE DATABASE app", "CREATE TABLE app.t (id INT PRIMARY KEY, v VARCHAR(10))")
+        mariadb.execute(
+            "CREATE DATABASE app",
+            "CREATE TABLE app.t (id INT PRIMARY KEY, v VARCHAR(10))",
+            "CREATE TABLE app.bag (id INT, v VARCHAR(10))",  # no key: a change applied twice would show
+        )
         with mysql84_front(mariadb, settings) as front:
             source = front.server()
             tagged(mariadb, "INSERT INTO app.t VALUES (1, 'etl-1')", "INSERT INTO app.t VALUES (2, 'etl-2')")
-            definition = pipeline_yaml(source, "app.t", postgres_sink(postgresql), **{"server-id": "7404-7407"})
+            definition = pipeline_yaml(
+                source,
+                "app.(t|bag)",
+                postgres_sink(postgresql),
+                **{"server-id": "7404-7407", "scan.incremental.snapshot.chunk.key-column": "app.bag:id"},
+            )
             pipeline, state = write_pipeline(tmp_path / "p.yaml", definition), tmp_path / "state"
             env = sluice_env(source, postgresql)
             checked = sluice_check(pipeline, env)
@@ -209,19 +218,21 @@ def test_tagged_transactions_are_read_and_a_restart_resumes_from_a_tagged_gtid_s
 
             def write() -> None:
                 tagged(mariadb, "UPDATE app.t SET v = 'etl-1b' WHERE id = 1", "INSERT INTO app.t VALUES (3, 'etl-3')")
-                mariadb.execute("INSERT INTO app.t VALUES (4, 'plain')")
+                tagged(mariadb, "INSERT INTO app.bag VALUES (1, 'x')", "INSERT INTO app.bag VALUES (1, 'x')")
+                mariadb.execute("INSERT INTO app.t VALUES (4, 'plain')", "INSERT INTO app.bag VALUES (2, 'y')")
 
-            def source_rows() -> list[tuple]:
-                return compare.source_rows(mariadb, "app", "t")
+            def source_rows() -> dict[str, list[tuple]]:
+                return {table: compare.source_rows(mariadb, "app", table) for table in ("t", "bag")}
 
-            def target_rows() -> list[tuple] | None:
-                return compare.postgres_rows_once_created(postgresql, "app", "t")
+            def target_rows() -> dict[str, list[tuple] | None]:
+                return {table: compare.postgres_rows_once_created(postgresql, "app", table) for table in ("t", "bag")}
 
             stream_until_equal({"p": (pipeline, state)}, env, write, source_rows, {"p": target_rows})
             committed = read_state(state)["binlog"]["offset"]["gtid"]
             assert ":etl:1-" in committed, committed
 
-            tagged(mariadb, "DELETE FROM app.t WHERE id = 2")
+            tagged(mariadb, "DELETE FROM app.t WHERE id = 2", "INSERT INTO app.bag VALUES (3, 'z')")
+            mariadb.execute("INSERT INTO app.bag VALUES (4, 'w')")
             stream_until_equal({"p": (pipeline, state)}, env, lambda: None, source_rows, {"p": target_rows})
         resumed = front.dumps[-1].gtids
         assert resumed is not None and (settings.server_uuid, "etl") in resumed, resumed

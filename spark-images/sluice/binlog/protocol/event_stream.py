@@ -33,7 +33,8 @@ from pymysql.constants.CR import CR_SERVER_LOST
 from pymysql.protocol import MysqlPacket
 from pymysqlreplication import BinLogStreamReader
 from pymysqlreplication.constants import FIELD_TYPE
-from pymysqlreplication.event import GtidEvent, MariadbGtidEvent, XidEvent
+from pymysqlreplication.event import BinLogEvent, GtidEvent, MariadbGtidEvent, XidEvent
+from pymysqlreplication.packet import BinLogPacketWrapper
 from pymysqlreplication.row_event import DeleteRowsEvent, TableMapEvent, UpdateRowsEvent, WriteRowsEvent
 from pymysqlreplication.table import Table
 
@@ -118,14 +119,34 @@ class ParsedMariadbGtid(MariadbGtidEvent):
         self.packet, self.timestamp, self.gtid, self.flags = header, header.timestamp, gtid, flags
 
 
-class ParsedTaggedGtid(GtidEvent):
-    """A MySQL 8.3+ tagged GTID event (type 42), parsed here: the library has no reader
-    for it. Its gtid reads `uuid:tag:number`, as MySQL prints one."""
+class TaggedGtidEvent(GtidEvent):
+    """A MySQL 8.3+ tagged GTID event (type 42). Its gtid reads `uuid:tag:number`, as MySQL
+    prints one. The library has no reader for the type and drops what it cannot read: it
+    is given this one (registered below), for the events it reads itself (those right after
+    a connection), and the stream's own parser makes the same (tagged())."""
 
     gtid = ""  # the library's is a property of the event it parsed
 
-    def __init__(self, header: EventHeader, gtid: str) -> None:
-        self.packet, self.timestamp, self.gtid = header, header.timestamp, gtid
+    def __init__(self, from_packet: Any, event_size: int, *args: Any, **kwargs: Any) -> None:
+        BinLogEvent.__init__(self, from_packet, event_size, *args, **kwargs)
+        self.gtid = _tagged_text(self.packet.read(event_size), "")
+
+    @classmethod
+    def tagged(cls, header: EventHeader, gtid: str) -> TaggedGtidEvent:
+        event = cls.__new__(cls)
+        event.packet, event.timestamp, event.gtid = header, header.timestamp, gtid
+        return event
+
+
+def _tagged_text(body: bytes, where: str) -> str:
+    try:
+        sid, tag, number = tagged_gtid(body)
+    except TaggedGtidError as exc:
+        raise SourceError(f"cannot read the tagged GTID event{where}: {exc}") from exc
+    return f"{sid}:{tag}:{number}"
+
+
+BinLogPacketWrapper._BinLogPacketWrapper__event_map[GTID_TAGGED_LOG_EVENT] = TaggedGtidEvent  # type: ignore[attr-defined]
 
 
 class PushbackConnection(SharedTlsConnection):
@@ -270,7 +291,8 @@ class BinlogEventStream(BinLogStreamReader):
         self._before_waiting = before_waiting
         self._gtid_dump = tagged_dump(settings)
         wanted = set(settings["only_events"])
-        settings["only_events"] = [*settings["only_events"], TableMapEvent]  # see _from_library
+        tagged = [TaggedGtidEvent] if GtidEvent in wanted else []  # the library filters by exact class
+        settings["only_events"] = [*settings["only_events"], TableMapEvent, *tagged]  # see _from_library
         self._format = BinlogFormat(checksum=False)
         super().__init__(pymysql_wrapper=PushbackConnection, freeze_schema=True, **settings)
         self.parse_only(wanted)
@@ -407,11 +429,7 @@ class BinlogEventStream(BinLogStreamReader):
 
     def _tagged_gtid(self, data: bytes, header: EventHeader, event_type: int) -> object:
         body = data[_BODY : len(data) - (4 if self._format.checksum else 0)]
-        try:
-            sid, tag, number = tagged_gtid(body)
-        except TaggedGtidError as exc:
-            raise SourceError(f"cannot read the tagged GTID event at {self._format.where(data)}: {exc}") from exc
-        return ParsedTaggedGtid(header, f"{sid}:{tag}:{number}")
+        return TaggedGtidEvent.tagged(header, _tagged_text(body, f" at {self._format.where(data)}"))
 
     def _table_map(self, data: bytes, header: EventHeader, event_type: int) -> object | None:
         """A table already mapped has nothing new (frozen); a new one the library reads."""
