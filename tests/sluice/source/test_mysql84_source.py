@@ -4,6 +4,8 @@ level; its binlog in MySQL's format is not served yet."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from tests.harness import compare
@@ -18,7 +20,7 @@ from tests.harness.pipelines import (
     stream_until_equal,
     write_pipeline,
 )
-from tests.harness.services import MariaDB, start_mariadb
+from tests.harness.services import MariaDB, PostgreSQL, start_mariadb
 from tests.sluice.runtime.test_preflight import findings, sluice_check
 
 
@@ -117,10 +119,9 @@ def test_a_pipeline_snapshots_and_streams_a_mysql_8_4_source_through_a_schema_ch
             "INSERT INTO t VALUES (1, 'one', 1.50), (2, 'two', 2.25), (3, 'three', NULL)",
             database=source_db,
         )
-        definition = pipeline_yaml(source, f"{source_db}.t", postgres_sink(postgresql), **{"server-id": "7396-7399"})
-        definition["pipeline"]["schema.change.behavior"] = "evolve"
-        pipeline, state = write_pipeline(tmp_path / "p.yaml", definition), tmp_path / "state"
-        env = sluice_env(source, postgresql)
+        pipeline, state, env = into_postgresql(
+            tmp_path, source, postgresql, f"{source_db}.t", "7396-7399", {"schema.change.behavior": "evolve"}
+        )
         checked = sluice_check(pipeline, env)
         assert checked.returncode == 0, checked.stdout + checked.stderr
 
@@ -168,9 +169,7 @@ def test_a_table_with_a_generated_invisible_primary_key_is_keyed_by_it(tmp_path,
             "INSERT INTO g (v) VALUES (10), (10), (20)",
             database=source_db,
         )
-        definition = pipeline_yaml(source, f"{source_db}.g", postgres_sink(postgresql), **{"server-id": "7400-7403"})
-        pipeline, state = write_pipeline(tmp_path / "p.yaml", definition), tmp_path / "state"
-        env = sluice_env(source, postgresql)
+        pipeline, state, env = into_postgresql(tmp_path, source, postgresql, f"{source_db}.g", "7400-7403")
 
         def write() -> None:
             source.execute(
@@ -205,14 +204,14 @@ def test_tagged_transactions_are_read_and_a_restart_resumes_from_a_tagged_gtid_s
         with mysql84_front(mariadb, settings) as front:
             source = front.server()
             tagged(mariadb, "INSERT INTO app.t VALUES (1, 'etl-1')", "INSERT INTO app.t VALUES (2, 'etl-2')")
-            definition = pipeline_yaml(
+            pipeline, state, env = into_postgresql(
+                tmp_path,
                 source,
+                postgresql,
                 "app.(t|bag)",
-                postgres_sink(postgresql),
-                **{"server-id": "7404-7407", "scan.incremental.snapshot.chunk.key-column": "app.bag:id"},
+                "7404-7407",
+                source_options={"scan.incremental.snapshot.chunk.key-column": "app.bag:id"},
             )
-            pipeline, state = write_pipeline(tmp_path / "p.yaml", definition), tmp_path / "state"
-            env = sluice_env(source, postgresql)
             checked = sluice_check(pipeline, env)
             assert "its tagged transactions (etl) are read" in checked.stdout, checked.stdout
 
@@ -247,3 +246,20 @@ def tagged(mariadb: MariaDB, *statements: str) -> None:
         cur.execute("SET SESSION gtid_domain_id = 7")
         for statement in statements:
             cur.execute(statement)
+
+
+def into_postgresql(
+    tmp_path: Path,
+    source: MariaDB,
+    postgresql: PostgreSQL,
+    tables: str,
+    server_ids: str,
+    pipeline_options: dict | None = None,
+    source_options: dict | None = None,
+) -> tuple[Path, Path, dict[str, str]]:
+    """A pipeline of `tables` from the stand-in into PostgreSQL: its file, state directory and environment."""
+    definition = pipeline_yaml(
+        source, tables, postgres_sink(postgresql), **{"server-id": server_ids, **(source_options or {})}
+    )
+    definition["pipeline"].update(pipeline_options or {})
+    return write_pipeline(tmp_path / "p.yaml", definition), tmp_path / "state", sluice_env(source, postgresql)
