@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import itertools
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -61,6 +62,14 @@ def lakehouse_table(sink: dict[str, Any], table_id: str) -> pa.Table | None:
     rows = pa.table(table.scan().read_all())  # delta-rs's reader: it applies deletion vectors
     arrow = pa.schema(table.schema().to_arrow())
     return rows.cast(pa.schema([arrow.field(name) for name in rows.column_names]))
+
+
+def lakehouse_column_rows(sink: dict[str, Any], table_id: str, columns: Sequence[str]) -> list[tuple] | None:
+    """The table's rows in these columns, sorted; None while the table or a column is not there."""
+    table = lakehouse_table(sink, table_id)
+    if table is None or not set(columns) <= set(table.column_names):
+        return None
+    return sorted(zip(*(table.column(c).to_pylist() for c in columns), strict=True))
 
 
 def partitioned_by(sink: dict[str, Any], table_id: str) -> list[str]:

@@ -13,7 +13,7 @@ committed position:
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from operator import itemgetter
 from typing import TYPE_CHECKING, Any
@@ -51,7 +51,6 @@ class RoutedTable:
     table several, each written exactly once)."""
 
     source_id: str
-    own: TableSchema  # the table after its transform, under its source name
     merged: bool
     rows: TargetRows  # what the target takes of the table's rows and changes
 
@@ -123,7 +122,6 @@ class TableRouting:
             source_id: tuple(
                 RoutedTable(
                     source_id,
-                    own,
                     len(groups[sink_id]) > 1,
                     TargetRows(self.sinks[sink_id], transform, projection(own, self.sinks[sink_id]), key),
                 )
@@ -152,10 +150,6 @@ class TableRouting:
         return route.transform is None or route.transform.passthrough.get(route.target.chunk_key) == chunk
 
     # -- rows ------------------------------------------------------------------------------
-
-    def snapshot_rows(self, route: RoutedTable, rows: Iterable[Row]) -> Iterator[Row]:
-        """A snapshot split's rows in the route's target columns, without those the filter keeps out."""
-        return route.rows.snapshot(rows)
 
     def change_rows(self, rows: Sequence[ChangeRow]) -> list[ChangeRow]:
         """Changelog rows in their targets' tables, each change into each of its table's

@@ -73,6 +73,8 @@ def bring_kept_targets_up(sink: Sink, state: PipelineState, behavior: str) -> No
     snapshot is written into it, where schema.change.behavior applies schema changes; else
     the run stops, naming the table, the columns and the ways on."""
     joining = [state.targets[t] for t in state.adding_tables if t in state.targets]
+    if not joining:  # the usual start: no target is asked about
+        return
     for table_id, names in sorted(sink.missing_columns(joining).items()):
         columns = ("the column " if len(names) == 1 else "the columns ") + ", ".join(names)
         if behavior not in APPLYING_BEHAVIORS:

@@ -29,6 +29,7 @@ from sluice.source.offset import BinlogOffset
 from sluice.source.row_decoding import Row
 from sluice.source.schema import TableSchema
 from sluice.source.tls import TlsSettings
+from sluice.transform.target_rows import TargetRows
 from sluice.transform.user_functions import close_user_functions
 
 if TYPE_CHECKING:
@@ -186,7 +187,7 @@ class RoutedSink(Sink):
         routed, target, source_id = self.routed, route.target, route.source_id
 
         def routed_rows(position: BinlogOffset) -> list[Row]:
-            return list(routed.snapshot_rows(route, rows_as_of(position)))
+            return list(route.rows.snapshot(rows_as_of(position)))
 
         if routed.replaceable(route):
             in_target = dataclasses.replace(split, table_id=target.table_id)
@@ -236,7 +237,7 @@ class RoutedRead:
         for split in self.read(tasks):
             onto_shape = projection(split.schema, shape)
             # A table only renamed keeps its rows object: the source's COPY text still serves.
-            if not last and onto_shape is None and routes[0].transform is None and routes[0].rows.onto is None:
+            if not last and onto_shape is None and routes[0].rows.as_they_are:
                 yield dataclasses.replace(
                     split, schema=routes[0].target, replaces=split.replaces if replaceable[0] else None
                 )
@@ -247,7 +248,7 @@ class RoutedRead:
             for i, route in enumerate(routes):
                 yield SplitRead(
                     route.target,
-                    _Rows(self.routing, route, rows),
+                    _Rows(route.rows, rows),
                     split.high_watermark,
                     split.covered if i == last else _none_covered,
                     split.replaces if replaceable[i] else None,
@@ -262,11 +263,11 @@ def _none_covered() -> list[tuple[SnapshotSplit, int]]:
 class _Rows:
     """A split's routed rows, as often as they are iterated."""
 
-    def __init__(self, routing: TableRouting, route: RoutedTable, rows: Any) -> None:
-        self._routing, self._route, self._rows = routing, route, rows
+    def __init__(self, target: TargetRows, rows: Any) -> None:
+        self._target, self._rows = target, rows
 
     def __iter__(self) -> Iterator[Row]:
-        return self._routing.snapshot_rows(self._route, self._rows)
+        return self._target.snapshot(self._rows)
 
 
 class RoutedWriter(SinkWriter):

@@ -27,6 +27,11 @@ class TargetRows:
     onto: Callable[[Row], Row] | None  # the transform's columns -> the target's
     key: Callable[[Row], Any]  # a source row's primary key: an update that changes it is a delete and an insert
 
+    @property
+    def as_they_are(self) -> bool:
+        """Whether rows reach the target unchanged (a table only renamed)."""
+        return self.transform is None and self.onto is None
+
     def snapshot(self, rows: Iterable[Row]) -> Iterator[Row]:
         """A snapshot split's rows, without those the filter keeps out."""
         transform, onto = self.transform, self.onto

@@ -9,7 +9,7 @@ import psycopg
 import pytest
 
 from tests.harness import compare
-from tests.harness.lakehouse import iceberg_sink, lakehouse_table
+from tests.harness.lakehouse import iceberg_sink, lakehouse_column_rows, lakehouse_table
 from tests.harness.pipelines import (
     mysql_sink,
     pipeline_yaml,
@@ -67,9 +67,7 @@ def test_a_boolean_expression_is_a_boolean_column(tmp_path, mariadb, mariadb_tar
 
     def actual() -> list[tuple] | None:
         if target == "iceberg":
-            lake = lakehouse_table(sink, f"{source_db}.flags")
-            names = ["id", "d", "b", "big"]
-            return None if lake is None else sorted(zip(*(lake.column(n).to_pylist() for n in names), strict=True))
+            return lakehouse_column_rows(sink, f"{source_db}.flags", ["id", "d", "b", "big"])
         if target == "mariadb":
             return sorted(compare.query_rows(mariadb_target, f"SELECT id, d, b, big FROM {source_db}.flags"))
         found = compare.postgres_rows_once_created(postgresql, source_db, "flags")
@@ -128,9 +126,7 @@ def test_date_arithmetic_past_year_9999_lands_where_the_target_holds_it(
 
     def actual() -> list[tuple] | None:
         if target == "iceberg":
-            lake = lakehouse_table(sink, f"{source_db}.days")
-            columns = ("id", "next_day", "next_hour")
-            return None if lake is None else sorted(zip(*(lake.column(c).to_pylist() for c in columns), strict=True))
+            return lakehouse_column_rows(sink, f"{source_db}.days", ["id", "next_day", "next_hour"])
         with postgresql.connect() as conn:
             try:
                 rows = conn.execute(f'SELECT id, next_day::text, next_hour::text FROM "{source_db}".days').fetchall()

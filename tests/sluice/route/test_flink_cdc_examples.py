@@ -16,7 +16,7 @@ import psycopg
 import pytest
 
 from tests.harness import compare
-from tests.harness.lakehouse import iceberg_sink, lakehouse_table
+from tests.harness.lakehouse import iceberg_sink, lakehouse_column_rows
 from tests.harness.pipelines import (
     run_sluice,
     sluice_env,
@@ -257,10 +257,7 @@ def test_a_flink_cdc_yaml_with_python_functions_local_time_soft_deletes_and_key_
                 except psycopg.errors.Error:  # not created yet, or not altered yet
                     return None
                 return sorted(found)
-            table = lakehouse_table(iceberg_sink(tmp_path), f"{source_db}.{table_name}")
-            if table is None or not set(wanted) <= set(table.column_names):
-                return None
-            return sorted(zip(*(table.column(c).to_pylist() for c in wanted), strict=True))
+            return lakehouse_column_rows(iceberg_sink(tmp_path), f"{source_db}.{table_name}", wanted)
 
         return lambda: (read("orders"), read("orders_copy"))
 

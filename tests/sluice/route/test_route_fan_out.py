@@ -9,7 +9,7 @@ import psycopg
 import pytest
 
 from tests.harness import compare
-from tests.harness.lakehouse import iceberg_sink, lakehouse_table
+from tests.harness.lakehouse import iceberg_sink, lakehouse_column_rows
 from tests.harness.pipelines import (
     exit_message,
     pipeline_yaml,
@@ -103,10 +103,7 @@ def test_a_table_two_rules_name_reaches_both_targets_exactly_once(tmp_path, mari
 def _rows(target, sink, postgresql, db: str, table: str, columns: list[str]) -> list[tuple] | None:
     """The target table's rows in these columns; None while it lacks the table or a column."""
     if target == "iceberg":
-        found = lakehouse_table(sink, f"{db}.{table}")
-        if found is None or not set(columns) <= set(found.column_names):
-            return None
-        return sorted(zip(*(found.column(c).to_pylist() for c in columns), strict=True))
+        return lakehouse_column_rows(sink, f"{db}.{table}", columns)
     try:
         return sorted(compare.postgres_rows(postgresql, db, table, ", ".join(columns)))
     except psycopg.errors.Error:

@@ -11,7 +11,7 @@ from sluice.source.schema import Column, TableSchema
 from sluice.transform.table_transform import TableTransform
 from sluice.transform.transform_rule import parse_transforms
 from tests.harness import compare
-from tests.harness.lakehouse import iceberg_sink, lakehouse_table
+from tests.harness.lakehouse import iceberg_sink, lakehouse_column_rows
 from tests.harness.pipelines import (
     pipeline_yaml,
     postgres_sink,
@@ -62,8 +62,7 @@ def test_a_deleted_row_stays_in_its_target_marked_deleted(tmp_path, mariadb, pos
         if target == "postgresql":
             found = compare.postgres_rows_once_created(postgresql, source_db, table)
             return None if found is None else sorted(found)
-        lake = lakehouse_table(sink, f"{source_db}.{table}")
-        return None if lake is None else sorted(zip(*(lake.column(c).to_pylist() for c in columns), strict=True))
+        return lakehouse_column_rows(sink, f"{source_db}.{table}", columns)
 
     stream_until_equal(
         {"soft": (path, tmp_path / "state")},

@@ -107,7 +107,7 @@ def test_merged_types_widen_and_a_column_one_member_lacks_is_nullable():
     merged = current.sinks["shop.orders"]
     assert merged.column("qty").column_type == "bigint(20)"
     assert merged.column("code").column_type == "varchar(40)" and merged.column("code").nullable
-    row = ChangeRow(current.routes["shop.orders_2"][0].own, RowKind.INSERT, (1, "a", 2), 0, AT)
+    row = ChangeRow(current.sources["shop.orders_2"], RowKind.INSERT, (1, "a", 2), 0, AT)
     assert current.change_rows([row])[0].row == (1, "a", 2, None)  # in the merged columns
 
 

@@ -134,9 +134,12 @@ def tagged_dump(settings: dict[str, Any]) -> bytes | None:
     sources (or one source's first number: a placeholder it encodes and the connection
     replaces) to choose the GTID dump and build the request around it."""
     text = settings.get("auto_position")
-    if not text or settings.get("is_mariadb") or not MysqlGtidSet(text).tags:
+    if not text or settings.get("is_mariadb"):
         return None
-    intervals = MysqlGtidSet(text).intervals()
+    gtids = MysqlGtidSet(text)
+    if not gtids.tags:
+        return None
+    intervals = gtids.intervals()
     untagged = ",".join(
         sid + "".join(f":{a}-{b}" for a, b in spans) for (sid, tag), spans in sorted(intervals.items()) if not tag
     )
